@@ -1,0 +1,36 @@
+// Shared conventions of the npusim command-line tools: exit status 0 on
+// success, 1 on bad input, 2 on bad usage; messages "TOOL: error: ...".
+#pragma once
+
+#include <iostream>
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "npusim/version.h"
+
+namespace npu::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 1;
+inline constexpr int kExitBadUsage = 2;
+
+inline void print_version(const char* tool) { std::cout << tool << " (npusim) " << NPUSIM_VERSION << "\n"; }
+
+// Parses argv; on a usage error prints it and returns false with *exit_code = 2.
+inline bool parse_command_line(const char* tool, int argc, char** argv, const boost::program_options::options_description& options,
+                               const boost::program_options::positional_options_description& positional,
+                               boost::program_options::variables_map* vm, int* exit_code) {
+  namespace po = boost::program_options;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(), *vm);
+    po::notify(*vm);
+    return true;
+  } catch (const po::error& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n" << "Try '" << tool << " --help'.\n";
+    *exit_code = kExitBadUsage;
+    return false;
+  }
+}
+
+}  // namespace npu::cli

@@ -1,0 +1,67 @@
+// npu-as: assemble an npusim assembly file into an .npubin program.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "npusim/isa/assembler.h"
+#include "npusim/isa/program.h"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  po::options_description options(
+      "Usage: npu-as INPUT.s [-o OUTPUT.npubin]\n\n"
+      "Assembles npusim assembly (syntax: docs/assembly.md, instructions: docs/isa.md) into a\n"
+      "program file. Errors are reported as FILE:LINE:COL: error: MESSAGE with the source line;\n"
+      "all errors of a file are shown (up to --max-errors) and no output file is left behind.\n"
+      "Exit status: 0 success, 1 errors in the input, 2 bad usage.\n\nOptions");
+  options.add_options()
+      ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
+      ("output,o", po::value<std::string>()->value_name("FILE"), "output file (default: INPUT with extension .npubin)")
+      ("max-errors", po::value<unsigned>()->default_value(20)->value_name("N"), "stop after N errors")
+      ("input", po::value<std::string>(), "input assembly file");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  po::variables_map vm;
+  int exit_code = 0;
+  if (!npu::cli::parse_command_line("npu-as", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    return npu::cli::kExitOk;
+  }
+  if (vm.count("version")) {
+    npu::cli::print_version("npu-as");
+    return npu::cli::kExitOk;
+  }
+  if (!vm.count("input")) {
+    std::cerr << "npu-as: error: no input file\nTry 'npu-as --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+  const std::string input = vm["input"].as<std::string>();
+  std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (output.empty()) output = std::filesystem::path(input).replace_extension(".npubin").string();
+
+  npu::isa::AssembleOptions assemble_options;
+  assemble_options.max_errors = std::max(1u, vm["max-errors"].as<unsigned>());
+  assemble_options.default_metadata = {{"tool", std::string("npu-as ") + NPUSIM_VERSION}};
+  const npu::isa::AssembleResult result = npu::isa::assemble_file(input, assemble_options);
+  if (!result.program) {
+    for (const npu::isa::Diagnostic& diagnostic : result.errors) std::cerr << diagnostic.format();
+    std::cerr << result.errors.size() << " error" << (result.errors.size() == 1 ? "" : "s") << " in " << input << "\n";
+    std::remove(output.c_str());  // never leave a stale program behind a failed build
+    return npu::cli::kExitBadInput;
+  }
+  // Write beside the target and rename, so a crash never leaves half a file.
+  const std::string temporary = output + ".tmp";
+  try {
+    npu::isa::save_program(*result.program, temporary);
+    std::filesystem::rename(temporary, output);
+  } catch (const std::exception& e) {
+    std::remove(temporary.c_str());
+    std::cerr << "npu-as: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  }
+  return npu::cli::kExitOk;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Idempotent setup: Debian packages, the repo-local virtual environment (.venv)
+# with torch and the Python test tools. Fast when everything is already there.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libsystemc-dev
+  libboost-program-options-dev
+  libprotobuf-dev protobuf-compiler
+  libgtest-dev googletest
+  clang libclang-rt-dev
+  python3-venv
+)
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+PYTHON_PACKAGES=(torch==2.13.0 pytest numpy)
+VENV="$ROOT/.venv"
+STAMP="$VENV/.npusim-setup-stamp"
+WANT="${PYTHON_PACKAGES[*]}"
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "setup: creating virtual environment at .venv"
+  python3 -m venv "$VENV"
+fi
+if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$WANT" ]]; then
+  echo "setup: installing Python packages: $WANT"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q "${PYTHON_PACKAGES[@]}"
+  echo "$WANT" > "$STAMP"
+fi
+echo "setup: ok"
