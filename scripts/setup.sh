@@ -9,7 +9,7 @@ DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libsystemc-dev
   libboost-program-options-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler zlib1g-dev
   libgtest-dev googletest
   clang libclang-rt-dev
   python3-venv

@@ -135,8 +135,11 @@ void validate_program(const Program& program) {
     if (section.words.size() >= (uint64_t{1} << 23))
       fail("code section " + std::to_string(i) + " is too long (" + std::to_string(section.words.size()) + " instructions)");
   }
+  uint64_t data_bytes = 0;
   for (size_t i = 0; i < program.data.size(); ++i) {
     const DataSection& section = program.data[i];
+    data_bytes += section.contents.size();
+    if (data_bytes > kMaxDataBytes) fail("data sections exceed " + std::to_string(kMaxDataBytes) + " bytes in total");
     if (!valid_dtype_code(static_cast<uint32_t>(section.dtype))) fail("data section " + std::to_string(i) + " has an invalid dtype");
     if (section.contents.size() % dtype_size_bytes(section.dtype) != 0)
       fail("data section " + std::to_string(i) + " size is not a multiple of its element size");
@@ -190,6 +193,10 @@ void validate_program(const Program& program) {
         fail("data symbol '" + symbol.name + "' does not match the type or size of its data section");
     } else if (symbol.kind == SymbolKind::Local) {
       if (symbol.value % dtype_size_bytes(symbol.dtype) != 0) fail("local '" + symbol.name + "' is misaligned");
+      if (symbol.value > kLocalAddressLimit || bytes > kLocalAddressLimit - symbol.value)
+        fail("local '" + symbol.name + "' ends past the local address space");
+      if (symbol.value < kAccumulatorBase && symbol.value + bytes > kAccumulatorBase)
+        fail("local '" + symbol.name + "' runs from the scratchpad into the accumulator");
     }
   }
   for (size_t i = 0; i < data_claimed.size(); ++i)

@@ -564,6 +564,10 @@ class Assembler {
       }
       Symbol symbol{id->text, SymbolKind::Local, *dtype, *shape, 0, static_cast<uint64_t>(*address)};
       const uint64_t end = static_cast<uint64_t>(*address) + symbol.size_bytes();
+      if (end > kLocalAddressLimit) {
+        error(line, at.column, "local region '" + id->text + "' ends past the local address space (" + hex(kLocalAddressLimit) + ")");
+        return;
+      }
       if (static_cast<uint64_t>(*address) < kAccumulatorBase && end > kAccumulatorBase) {
         error(line, at.column, "local region '" + id->text + "' runs from the scratchpad into the accumulator (ACC_BASE " + hex(kAccumulatorBase) + ")");
         return;
@@ -593,10 +597,11 @@ class Assembler {
         if (!expect_operand_count(line, head, ops, 1, 1, "COUNT")) return;
         const auto count = eval_range(tokens, ops[0], line);
         if (!count) return;
-        if (*count < 0 || *count > (int64_t{1} << 28)) {
-          error(line, tokens[ops[0].first].column, ".zeros count " + std::to_string(*count) + " is not in 0..2^28");
+        if (*count < 0) {
+          error(line, tokens[ops[0].first].column, ".zeros count " + std::to_string(*count) + " is negative");
           return;
         }
+        if (!reserve_data(line, tokens[ops[0].first].column, static_cast<uint64_t>(*count) * dtype_size_bytes(section.dtype))) return;
         section.contents.resize(section.contents.size() + static_cast<size_t>(*count) * dtype_size_bytes(section.dtype), 0);
       } else {
         if (ops.empty()) {
@@ -758,11 +763,18 @@ class Assembler {
       }
       for (size_t b = 0; b < size; ++b) bytes[b] = static_cast<uint8_t>((static_cast<uint64_t>(*value) >> (8 * b)) & 0xff);
     }
-    if (section.contents.size() + size > (size_t{1} << 30)) {
-      error(line, first.column, "data section is larger than 1 GiB");
-      return;
-    }
+    if (!reserve_data(line, first.column, size)) return;
     section.contents.insert(section.contents.end(), bytes, bytes + size);
+  }
+
+  // Counts data bytes against the program's limit; false (and an error) past it.
+  bool reserve_data(const SourceLine& line, int column, uint64_t bytes) {
+    if (bytes > options_.max_data_bytes || data_bytes_ > options_.max_data_bytes - bytes) {
+      error(line, column, "data sections exceed " + std::to_string(options_.max_data_bytes) + " bytes in total");
+      return false;
+    }
+    data_bytes_ += bytes;
+    return true;
   }
 
   void close_data_section() {
@@ -982,6 +994,7 @@ class Assembler {
   std::vector<PendingInstruction> pending_;
   std::optional<OpenData> data_open_;
   int current_code_ = -1;
+  uint64_t data_bytes_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // npu-as: assembly text to Program. Syntax: docs/assembly.md.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,6 +27,8 @@ using IncludeReader = std::function<std::optional<std::string>(const std::string
 
 struct AssembleOptions {
   unsigned max_errors = 20;
+  // Upper bound on the bytes of all data sections together.
+  uint64_t max_data_bytes = kMaxDataBytes;
   // Reads `.include`d files; the default reads from the file system.
   IncludeReader read_include;
   // Metadata added unless the source sets the key with `.meta`.

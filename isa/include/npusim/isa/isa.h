@@ -22,6 +22,8 @@ inline constexpr unsigned kNumRegisters = 32;
 inline constexpr unsigned kNumSemaphores = 16;
 // Local addresses at or above this are in the accumulator SRAM.
 inline constexpr uint64_t kAccumulatorBase = 0x40000000;
+// Local addresses are below this (scratchpad below kAccumulatorBase, accumulator above).
+inline constexpr uint64_t kLocalAddressLimit = 0x80000000;
 
 enum class Opcode : uint8_t {
   Invalid = 0,

@@ -16,6 +16,8 @@ inline constexpr uint32_t kProgramFormatVersion = 1;
 inline constexpr uint64_t kAllCores = ~uint64_t{0};
 // Upper bound on what a loader accepts, so a corrupt size cannot exhaust memory.
 inline constexpr uint64_t kMaxProgramFileBytes = uint64_t{1} << 30;
+// Upper bound on the bytes of all data sections of a program together.
+inline constexpr uint64_t kMaxDataBytes = uint64_t{256} << 20;
 
 enum class SymbolKind : uint8_t { Input = 1, Output, Scratch, Data, Local, Label };
 

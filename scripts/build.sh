@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Configures and builds one build tree with CMake + Ninja (+ ccache).
+#   scripts/build.sh            -> build/           (gcc, RelWithDebInfo)
+#   scripts/build.sh sanitize   -> build-sanitize/  (clang, ASan + UBSan, libFuzzer targets)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+case "${1:-default}" in
+  default)
+    BUILD_DIR=build
+    ARGS=()
+    ;;
+  sanitize)
+    BUILD_DIR=build-sanitize
+    ARGS=(-DCMAKE_CXX_COMPILER=clang++ -DNPUSIM_FUZZ=ON "-DNPUSIM_FUZZ_SECONDS=${NPUSIM_FUZZ_SECONDS:-60}")
+    ;;
+  *)
+    echo "usage: scripts/build.sh [default|sanitize]" >&2
+    exit 2
+    ;;
+esac
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${ARGS[@]}" > "$BUILD_DIR.configure.log" 2>&1 \
+  || { cat "$BUILD_DIR.configure.log"; exit 1; }
+cmake --build "$BUILD_DIR" -- -j"$(nproc)"
