@@ -13,6 +13,16 @@ std::string field_range(const OperandSpec& operand) {
   return operand.bits == 1 ? std::to_string(operand.shift) : std::to_string(high) + ":" + std::to_string(operand.shift);
 }
 
+// Markdown table cells cannot hold a bare '|'.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string hex2(unsigned value) {
   const char* digits = "0123456789abcdef";
   return std::string("0x") + digits[(value >> 4) & 15] + digits[value & 15];
@@ -33,6 +43,11 @@ std::string generate_isa_markdown() {
       << "asynchronously, in order within each engine queue (each DMA channel is its own queue). Engines synchronize\n"
       << "through counting semaphores with `sync.signal` and `sync.wait`; `fence` drains the core, `barrier` joins\n"
       << "the cores of a launch. `halt` ends the core's program once its queues drain.\n\n"
+      << "The control unit reads the register operands of an engine instruction when it dispatches it, so later\n"
+      << "register writes do not change queued work; it stalls while the target queue is full. Within one queue each\n"
+      << "instruction completes before the next starts. The operands of one instruction may be the same region\n"
+      << "(in-place elementwise operations); partially overlapping operands give undefined values. `dma.send` raises\n"
+      << "the remote semaphore even when it copies nothing.\n\n"
       << "## Memory\n\n"
       << "* **Global** addresses are byte addresses in device DRAM, 64-bit. Programs get them from `la` (the address\n"
       << "  the launcher bound to a buffer symbol) or from launch arguments (`csrr rd, arg0`).\n"
@@ -68,7 +83,7 @@ std::string generate_isa_markdown() {
     if (kind == OperandKind::Sem) values = "`s0`..`s15`, counting semaphores, 0 at launch";
     if (kind == OperandKind::Sym) values = "index into the program's symbol table; must name a global buffer";
     if (kind == OperandKind::TcFlags) values = "`none` or flags joined by `|`: " + values;
-    out << "| `" << operand_kind_name(kind) << "` | " << bits << " | " << describe_operand(sample) << " | " << values << " |\n";
+    out << "| `" << operand_kind_name(kind) << "` | " << bits << " | " << cell(describe_operand(sample)) << " | " << cell(values) << " |\n";
   }
   out << "| `simmN` | N | signed integer expression | two's complement |\n"
       << "| `uimmN` | N | unsigned integer expression | |\n"
@@ -91,7 +106,7 @@ std::string generate_isa_markdown() {
         encoding += "; " + operand.name + ":" + kind + " " + field_range(operand);
       }
       syntax += "`";
-      out << "| " << hex2(static_cast<unsigned>(spec.opcode)) << " | " << syntax << " | " << spec.semantics << " | " << encoding << " |\n";
+      out << "| " << hex2(static_cast<unsigned>(spec.opcode)) << " | " << syntax << " | " << cell(spec.semantics) << " | " << encoding << " |\n";
     }
   }
   out << "\n## DMA shapes\n\n"

@@ -175,8 +175,13 @@ void validate_program(const Program& program) {
     if (static_cast<uint8_t>(symbol.kind) < 1 || static_cast<uint8_t>(symbol.kind) > 6)
       fail("symbol '" + symbol.name + "' has an invalid kind");
     if (!valid_dtype_code(static_cast<uint32_t>(symbol.dtype))) fail("symbol '" + symbol.name + "' has an invalid dtype");
+    // Fields a kind does not use must be zero, so that every valid file has one text form.
+    const bool uses_section = symbol.kind == SymbolKind::Label || symbol.kind == SymbolKind::Data;
+    const bool uses_value = symbol.kind == SymbolKind::Label || symbol.kind == SymbolKind::Local;
+    if ((!uses_section && symbol.section != 0) || (!uses_value && symbol.value != 0))
+      fail("symbol '" + symbol.name + "' sets a field its kind does not use");
     if (symbol.kind == SymbolKind::Label) {
-      if (!symbol.shape.empty()) fail("label '" + symbol.name + "' has a shape");
+      if (!symbol.shape.empty() || symbol.dtype != DType::F32) fail("label '" + symbol.name + "' has a type or shape");
       if (symbol.section >= program.code.size()) fail("label '" + symbol.name + "' names a missing code section");
       if (symbol.value > program.code[symbol.section].words.size())
         fail("label '" + symbol.name + "' points past the end of its code section");

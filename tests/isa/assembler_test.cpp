@@ -64,10 +64,20 @@ top:  la r1, a
   EXPECT_EQ(decode_word(program, 0, 2).operands[2], -1);
   EXPECT_EQ(decode_word(program, 0, 3).operands[1], -3);  // dbnz at pc 3 back to top (pc 0)
   EXPECT_EQ(decode_word(program, 0, 4).operands[2], 2);
+  EXPECT_EQ(program.code[0].words.size(), 6u);
   const Symbol* top = program.find_symbol("top");
   ASSERT_NE(top, nullptr);
   EXPECT_EQ(top->kind, SymbolKind::Label);
   EXPECT_EQ(top->value, 0u);
+}
+
+TEST(Assembler, F32BitPatternsInExpressions) {
+  const AssembleResult result = assemble(".code 0\n    li r1, f32(1.0)\n    li r2, f32(-0.125)\n    li r3, f32(2)\n    halt\n");
+  ASSERT_TRUE(result.program) << result.errors[0].format();
+  EXPECT_EQ(decode_word(*result.program, 0, 0).operands[1], 0x3f800000);
+  EXPECT_EQ(static_cast<uint32_t>(decode_word(*result.program, 0, 1).operands[1]), 0xbe000000u);
+  EXPECT_EQ(decode_word(*result.program, 0, 2).operands[1], 0x40000000);
+  expect_error(".code 0\n    li r1, f32(x)\n", 2, 16, "f32() takes a number, got 'x'");
 }
 
 TEST(Assembler, NamedRegistersSemaphoresFlagsAndEnums) {

@@ -84,9 +84,15 @@ TEST(ProgramFormat, RejectsInconsistentContents) {
     EXPECT_NE(rejection(wrap(message.SerializeAsString())).find("invalid dtype"), std::string::npos);
   }
   {
-    pb::Program message = base;
-    *message.add_symbols() = message.symbols(0);
-    EXPECT_NE(rejection(wrap(message.SerializeAsString())).find("defined twice"), std::string::npos);
+    std::mt19937_64 rng(5);
+    Program program = testing::random_program(rng);
+    program.symbols.insert(program.symbols.begin() + 1, program.symbols[0]);
+    try {
+      validate_program(program);
+      ADD_FAILURE() << "a duplicate symbol was accepted";
+    } catch (const ProgramFormatError& e) {
+      EXPECT_EQ(std::string(e.what()), "symbol '" + program.symbols[0].name + "' is defined twice");
+    }
   }
   {
     pb::Program message = base;

@@ -313,6 +313,7 @@ class Assembler {
       }
       return -*value;
     }
+    if (token.kind == TokenKind::Identifier && token.text == "f32" && cursor.accept("(")) return parse_f32_bits(cursor, line, token);
     if (token.kind == TokenKind::Identifier) {
       const auto it = names_.find(token.text);
       if (it != names_.end() && (it->second.kind == NameKind::Constant || it->second.kind == NameKind::Local))
@@ -330,6 +331,40 @@ class Assembler {
     }
     error(line, token.column, token.kind == TokenKind::End ? "expected an expression" : "unexpected '" + token.text + "' in expression");
     return std::nullopt;
+  }
+
+  // f32(LITERAL): the bit pattern of an f32 value, for v.fill operands and raw words.
+  std::optional<int64_t> parse_f32_bits(Cursor& cursor, const SourceLine& line, const Token& head) {
+    bool negative = false;
+    if (cursor.accept("-")) negative = true;
+    else cursor.accept("+");
+    const Token& literal = cursor.next();
+    double value = 0;
+    if (literal.kind == TokenKind::Float || literal.kind == TokenKind::Integer) {
+      if (literal.kind == TokenKind::Integer) {
+        const auto integer = parse_integer_literal(line, literal);
+        if (!integer) return std::nullopt;
+        value = static_cast<double>(*integer);
+      } else {
+        char* end = nullptr;
+        value = std::strtod(literal.text.c_str(), &end);
+        if (end == nullptr || *end != '\0') {
+          error(line, literal.column, "malformed number '" + literal.text + "'");
+          return std::nullopt;
+        }
+      }
+    } else if (literal.kind == TokenKind::Identifier && (literal.text == "inf" || literal.text == "nan")) {
+      value = literal.text == "inf" ? INFINITY : NAN;
+    } else {
+      error(line, literal.column, "f32() takes a number, got '" + literal.text + "'");
+      return std::nullopt;
+    }
+    if (!cursor.accept(")")) {
+      error(line, cursor.peek().column, "expected ')' to close f32( at column " + std::to_string(head.column));
+      return std::nullopt;
+    }
+    // As a signed 32-bit value, so that li (which sign-extends) loads exactly these low 32 bits.
+    return static_cast<int64_t>(static_cast<int32_t>(f32_bits(static_cast<float>(negative ? -value : value))));
   }
 
   static int precedence(const Token& token) {
