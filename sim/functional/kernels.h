@@ -1,0 +1,74 @@
+// The functional model of the tensor core and vector unit: what each
+// instruction computes, on dense row-major tiles in host memory. The caller
+// (the core model) has already checked that every operand lies inside its
+// memory; kernels only compute. Semantics are those of docs/isa.md; the
+// numeric rules (shared with every layer above) are:
+//   * float dtypes (f32, bf16, f16) compute in f32 and round to the
+//     destination type to nearest, ties to even;
+//   * integer arithmetic wraps to the width of the dtype;
+//   * results match PyTorch's CPU results for the same op: bit-exact for
+//     integers, within a few f32 ulps for transcendental functions.
+// Every kernel is correct when dst is exactly the same region as a source
+// operand (in-place); partial overlaps are undefined.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "npusim/isa/isa.h"
+
+namespace npu::sim::functional {
+
+// An instruction the kernels cannot execute (e.g. v.exp on i32, integer
+// division by zero, a gather index out of range); the core turns it into a
+// device fault with this message.
+using KernelError = std::optional<std::string>;
+
+// One element as f32 (float dtypes) or as a wrapped integer (integer dtypes).
+float load_f32(isa::DType dtype, const uint8_t* element);
+void store_f32(isa::DType dtype, uint8_t* element, float value);
+int64_t load_int(isa::DType dtype, const uint8_t* element);
+void store_int(isa::DType dtype, uint8_t* element, int64_t value);
+
+// v.mov, v.neg, v.abs, v.exp, v.log, v.sqrt, v.rsqrt, v.recip, v.tanh,
+// v.sigmoid, v.relu, v.gelu, v.gelut, v.silu, v.sin, v.cos.
+KernelError vector_unary(isa::Opcode op, isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t rows, uint64_t cols);
+
+// v.add .. v.pow, and the comparisons v.eq .. v.ge (which write u8 0/1).
+// b has rows x cols (Full), 1 x cols (Row), rows x 1 (Col) or 1 element (Scalar).
+KernelError vector_binary(isa::Opcode op, isa::DType dtype, isa::Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b,
+                          uint64_t rows, uint64_t cols);
+
+// v.sel: cond is u8.
+void vector_select(isa::DType dtype, uint8_t* dst, const uint8_t* cond, const uint8_t* a, const uint8_t* b, uint64_t rows, uint64_t cols);
+
+// v.fill: for float dtypes the low 32 bits of value are an f32 bit pattern.
+void vector_fill(isa::DType dtype, uint8_t* dst, uint64_t value, uint64_t rows, uint64_t cols);
+
+// v.cvt from src_dtype to dst_dtype (element sizes may differ).
+void vector_convert(isa::DType dst_dtype, isa::DType src_dtype, uint8_t* dst, const uint8_t* src, uint64_t rows, uint64_t cols);
+
+// v.iota: i32 start + i*cols + j.
+void vector_iota(uint8_t* dst, int64_t start, uint64_t rows, uint64_t cols);
+
+// v.rsum, v.rmax, v.rmin, v.argmax, v.argmin (arg* write i32).
+KernelError vector_reduce(isa::Opcode op, isa::DType dtype, isa::Axis axis, uint8_t* dst, const uint8_t* src, uint64_t rows,
+                          uint64_t cols);
+
+// v.trans: dst is cols x rows.
+void vector_transpose(isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t rows, uint64_t cols);
+
+// v.gather: row i of dst = row idx[i] of src; src has src_rows rows.
+KernelError vector_gather(isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t src_rows, const uint8_t* idx, uint64_t rows,
+                          uint64_t cols);
+
+// tc.mm: acc[m x n] (+)= A * B with the isa::TcFlag flags; acc is f32, or i32 for i8 inputs.
+KernelError tensor_matmul(isa::DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,
+                          uint64_t k);
+
+// Bytes of each operand, so the caller can bounds-check before calling.
+uint64_t bcast_operand_elements(isa::Bcast bcast, uint64_t rows, uint64_t cols);
+uint64_t reduce_output_elements(isa::Axis axis, uint64_t rows, uint64_t cols);
+
+}  // namespace npu::sim::functional

@@ -1,0 +1,128 @@
+// Typed chip configuration, built once from a validated protobuf config
+// (sim/config/chip_config.proto, the schema and its documentation). Models
+// take the part they need by const&. No protobuf types here, so model headers
+// stay light.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "npusim/isa/isa.h"
+
+namespace npu::sim {
+
+enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
+
+struct ControlUnitConfig {
+  uint32_t issue_cycles = 1;
+  uint32_t branch_taken_cycles = 1;
+  uint32_t queue_depth = 16;
+};
+
+struct TensorCoreConfig {
+  uint32_t rows = 16;
+  uint32_t cols = 16;
+  Dataflow dataflow = Dataflow::WeightStationary;
+  std::vector<isa::DType> input_dtypes;
+};
+
+struct VectorOpCost {
+  uint32_t latency_cycles = 1;
+  uint32_t cycles_per_vector = 1;
+};
+
+struct VectorUnitConfig {
+  uint32_t lanes = 16;
+  VectorOpCost default_cost;
+  // Indexed by opcode (256 entries); ops without an entry use default_cost.
+  std::vector<VectorOpCost> op_costs;
+
+  const VectorOpCost& cost(isa::Opcode opcode) const;
+};
+
+struct SramConfig {
+  uint64_t size_bytes = 0;
+  uint32_t banks = 1;
+  uint32_t bank_width_bytes = 4;
+  uint64_t bytes_per_cycle() const { return uint64_t{banks} * bank_width_bytes; }
+};
+
+struct DmaConfig {
+  uint32_t channels = 4;
+  uint32_t descriptor_cycles = 0;
+  uint32_t request_bytes = 64;
+  uint32_t max_outstanding_requests = 16;
+  uint32_t step_bytes = 4096;
+};
+
+struct CoreConfig {
+  ControlUnitConfig control;
+  TensorCoreConfig tensor_core;
+  VectorUnitConfig vector_unit;
+  SramConfig scratchpad;
+  SramConfig accumulator;
+  DmaConfig dma;
+};
+
+struct MeshPosition {
+  uint32_t x = 0;
+  uint32_t y = 0;
+};
+
+struct NocConfig {
+  uint32_t mesh_cols = 1;
+  uint32_t mesh_rows = 1;
+  uint32_t link_bytes_per_cycle = 32;
+  uint32_t router_latency_cycles = 1;
+};
+
+struct DramConfig {
+  uint64_t size_bytes = 0;
+  uint32_t channels = 1;
+  uint32_t bytes_per_cycle_per_channel = 32;
+  uint32_t banks_per_channel = 8;
+  uint32_t row_bytes = 2048;
+  uint32_t interleave_bytes = 256;
+  uint32_t row_hit_cycles = 14;
+  uint32_t row_closed_cycles = 28;
+  uint32_t row_conflict_cycles = 42;
+  uint32_t refresh_interval_cycles = 0;
+  uint32_t refresh_cycles = 0;
+  std::vector<MeshPosition> ports;
+};
+
+struct HostLinkConfig {
+  uint32_t bytes_per_cycle = 16;
+  uint32_t latency_cycles = 500;
+  MeshPosition port;
+};
+
+struct CommandProcessorConfig {
+  uint32_t packet_cycles = 20;
+  uint32_t launch_cycles = 100;
+  uint32_t num_queues = 4;
+};
+
+struct SimulationConfig {
+  uint64_t watchdog_cycles = 100'000'000;
+  uint32_t counter_window_cycles = 1000;
+};
+
+struct ChipConfig {
+  std::string name;
+  uint32_t clock_mhz = 1000;
+  uint32_t num_cores = 1;
+  CoreConfig core;
+  NocConfig noc;
+  DramConfig dram;
+  HostLinkConfig host_link;
+  CommandProcessorConfig command_processor;
+  SimulationConfig simulation;
+
+  // Picoseconds per cycle (rounded to the nearest picosecond).
+  uint64_t cycle_ps() const { return (1'000'000 + clock_mhz / 2) / clock_mhz; }
+  MeshPosition core_position(unsigned core) const { return {core % noc.mesh_cols, core / noc.mesh_cols}; }
+};
+
+}  // namespace npu::sim
