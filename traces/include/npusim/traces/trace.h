@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,7 @@ class Trace {
   std::vector<Track> tracks_;
   std::vector<Slice> slices_;
   std::vector<CounterSample> counters_;
+  std::unordered_map<TrackId, size_t> index_;  // id -> position in tracks_
 };
 
 }  // namespace npu::trace
