@@ -107,6 +107,10 @@ struct CommandProcessorConfig {
 struct SimulationConfig {
   uint64_t watchdog_cycles = 100'000'000;
   uint32_t counter_window_cycles = 1000;
+  // How far a control unit may run ahead of the rest of the chip before it
+  // synchronizes (temporal decoupling); it never affects results or cycles
+  // of race-free programs, only how often the kernel switches threads.
+  uint32_t quantum_cycles = 1000;
 };
 
 struct ChipConfig {
@@ -122,7 +126,7 @@ struct ChipConfig {
 
   // Picoseconds per cycle (rounded to the nearest picosecond).
   uint64_t cycle_ps() const { return (1'000'000 + clock_mhz / 2) / clock_mhz; }
-  MeshPosition core_position(unsigned core) const { return {core % noc.mesh_cols, core / noc.mesh_cols}; }
+  MeshPosition core_position(unsigned core_index) const { return {core_index % noc.mesh_cols, core_index / noc.mesh_cols}; }
 };
 
 }  // namespace npu::sim

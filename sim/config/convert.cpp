@@ -1,0 +1,180 @@
+#include "convert.h"
+
+#include <string>
+
+#include "npusim/isa/dtype.h"
+
+namespace npu::sim::config_detail {
+namespace {
+
+MeshPosition to_typed(const pb::MeshPosition& m) { return {m.x(), m.y()}; }
+
+void to_proto(const MeshPosition& position, pb::MeshPosition* m) {
+  m->set_x(position.x);
+  m->set_y(position.y);
+}
+
+SramConfig to_typed(const pb::SramConfig& m) { return {m.size_bytes(), m.banks(), m.bank_width_bytes()}; }
+
+void to_proto(const SramConfig& sram, pb::SramConfig* m) {
+  m->set_size_bytes(sram.size_bytes);
+  m->set_banks(sram.banks);
+  m->set_bank_width_bytes(sram.bank_width_bytes);
+}
+
+VectorOpCost to_typed(const pb::VectorOpCost& m) { return {m.latency_cycles(), m.cycles_per_vector()}; }
+
+void to_proto(const VectorOpCost& cost, pb::VectorOpCost* m) {
+  m->set_latency_cycles(cost.latency_cycles);
+  m->set_cycles_per_vector(cost.cycles_per_vector);
+}
+
+TensorCoreConfig to_typed(const pb::TensorCoreConfig& m) {
+  TensorCoreConfig tensor_core;
+  tensor_core.rows = m.rows();
+  tensor_core.cols = m.cols();
+  tensor_core.dataflow =
+      m.dataflow() == pb::OUTPUT_STATIONARY ? Dataflow::OutputStationary : Dataflow::WeightStationary;
+  for (const std::string& name : m.input_dtypes()) tensor_core.input_dtypes.push_back(*isa::dtype_from_name(name));
+  return tensor_core;
+}
+
+void to_proto(const TensorCoreConfig& tensor_core, pb::TensorCoreConfig* m) {
+  m->set_rows(tensor_core.rows);
+  m->set_cols(tensor_core.cols);
+  m->set_dataflow(tensor_core.dataflow == Dataflow::OutputStationary ? pb::OUTPUT_STATIONARY : pb::WEIGHT_STATIONARY);
+  for (isa::DType dtype : tensor_core.input_dtypes) m->add_input_dtypes(std::string(isa::dtype_name(dtype)));
+}
+
+VectorUnitConfig to_typed(const pb::VectorUnitConfig& m) {
+  VectorUnitConfig vector_unit;
+  vector_unit.lanes = m.lanes();
+  vector_unit.default_cost = to_typed(m.default_cost());
+  vector_unit.op_costs.assign(256, vector_unit.default_cost);
+  for (const pb::VectorOpCost& cost : m.op_costs()) {
+    const isa::InstructionSpec* spec = isa::find_instruction(cost.op());
+    vector_unit.op_costs[static_cast<uint8_t>(spec->opcode)] = to_typed(cost);
+  }
+  return vector_unit;
+}
+
+// Lists every vector instruction, so the printed table is the effective one.
+void to_proto(const VectorUnitConfig& vector_unit, pb::VectorUnitConfig* m) {
+  m->set_lanes(vector_unit.lanes);
+  to_proto(vector_unit.default_cost, m->mutable_default_cost());
+  for (const isa::InstructionSpec& spec : isa::instruction_table()) {
+    if (spec.engine != isa::Engine::Vector) continue;
+    pb::VectorOpCost* cost = m->add_op_costs();
+    cost->set_op(spec.mnemonic);
+    to_proto(vector_unit.cost(spec.opcode), cost);
+  }
+}
+
+CoreConfig to_typed(const pb::CoreConfig& m) {
+  CoreConfig core;
+  core.control = {m.control().issue_cycles(), m.control().branch_taken_cycles(), m.control().queue_depth()};
+  core.tensor_core = to_typed(m.tensor_core());
+  core.vector_unit = to_typed(m.vector_unit());
+  core.scratchpad = to_typed(m.scratchpad());
+  core.accumulator = to_typed(m.accumulator());
+  const pb::DmaConfig& dma = m.dma();
+  core.dma = {dma.channels(), dma.descriptor_cycles(), dma.request_bytes(), dma.max_outstanding_requests(),
+              dma.step_bytes()};
+  return core;
+}
+
+void to_proto(const CoreConfig& core, pb::CoreConfig* m) {
+  pb::ControlUnitConfig* control = m->mutable_control();
+  control->set_issue_cycles(core.control.issue_cycles);
+  control->set_branch_taken_cycles(core.control.branch_taken_cycles);
+  control->set_queue_depth(core.control.queue_depth);
+  to_proto(core.tensor_core, m->mutable_tensor_core());
+  to_proto(core.vector_unit, m->mutable_vector_unit());
+  to_proto(core.scratchpad, m->mutable_scratchpad());
+  to_proto(core.accumulator, m->mutable_accumulator());
+  pb::DmaConfig* dma = m->mutable_dma();
+  dma->set_channels(core.dma.channels);
+  dma->set_descriptor_cycles(core.dma.descriptor_cycles);
+  dma->set_request_bytes(core.dma.request_bytes);
+  dma->set_max_outstanding_requests(core.dma.max_outstanding_requests);
+  dma->set_step_bytes(core.dma.step_bytes);
+}
+
+DramConfig to_typed(const pb::DramConfig& m) {
+  DramConfig dram;
+  dram.size_bytes = m.size_bytes();
+  dram.channels = m.channels();
+  dram.bytes_per_cycle_per_channel = m.bytes_per_cycle_per_channel();
+  dram.banks_per_channel = m.banks_per_channel();
+  dram.row_bytes = m.row_bytes();
+  dram.interleave_bytes = m.interleave_bytes();
+  dram.row_hit_cycles = m.row_hit_cycles();
+  dram.row_closed_cycles = m.row_closed_cycles();
+  dram.row_conflict_cycles = m.row_conflict_cycles();
+  dram.refresh_interval_cycles = m.refresh_interval_cycles();
+  dram.refresh_cycles = m.refresh_cycles();
+  for (const pb::MeshPosition& port : m.ports()) dram.ports.push_back(to_typed(port));
+  return dram;
+}
+
+void to_proto(const DramConfig& dram, pb::DramConfig* m) {
+  m->set_size_bytes(dram.size_bytes);
+  m->set_channels(dram.channels);
+  m->set_bytes_per_cycle_per_channel(dram.bytes_per_cycle_per_channel);
+  m->set_banks_per_channel(dram.banks_per_channel);
+  m->set_row_bytes(dram.row_bytes);
+  m->set_interleave_bytes(dram.interleave_bytes);
+  m->set_row_hit_cycles(dram.row_hit_cycles);
+  m->set_row_closed_cycles(dram.row_closed_cycles);
+  m->set_row_conflict_cycles(dram.row_conflict_cycles);
+  m->set_refresh_interval_cycles(dram.refresh_interval_cycles);
+  m->set_refresh_cycles(dram.refresh_cycles);
+  for (const MeshPosition& port : dram.ports) to_proto(port, m->add_ports());
+}
+
+}  // namespace
+
+ChipConfig to_typed(const pb::ChipConfig& m) {
+  ChipConfig config;
+  config.name = m.name();
+  config.clock_mhz = m.clock_mhz();
+  config.num_cores = m.num_cores();
+  config.core = to_typed(m.core());
+  config.noc = {m.noc().mesh_cols(), m.noc().mesh_rows(), m.noc().link_bytes_per_cycle(),
+                m.noc().router_latency_cycles()};
+  config.dram = to_typed(m.dram());
+  config.host_link = {m.host_link().bytes_per_cycle(), m.host_link().latency_cycles(), to_typed(m.host_link().port())};
+  config.command_processor = {m.command_processor().packet_cycles(), m.command_processor().launch_cycles(),
+                              m.command_processor().num_queues()};
+  config.simulation = {m.simulation().watchdog_cycles(), m.simulation().counter_window_cycles(), m.simulation().quantum_cycles()};
+  return config;
+}
+
+pb::ChipConfig to_proto(const ChipConfig& config) {
+  pb::ChipConfig m;
+  m.set_name(config.name);
+  m.set_clock_mhz(config.clock_mhz);
+  m.set_num_cores(config.num_cores);
+  to_proto(config.core, m.mutable_core());
+  pb::NocConfig* noc = m.mutable_noc();
+  noc->set_mesh_cols(config.noc.mesh_cols);
+  noc->set_mesh_rows(config.noc.mesh_rows);
+  noc->set_link_bytes_per_cycle(config.noc.link_bytes_per_cycle);
+  noc->set_router_latency_cycles(config.noc.router_latency_cycles);
+  to_proto(config.dram, m.mutable_dram());
+  pb::HostLinkConfig* host_link = m.mutable_host_link();
+  host_link->set_bytes_per_cycle(config.host_link.bytes_per_cycle);
+  host_link->set_latency_cycles(config.host_link.latency_cycles);
+  to_proto(config.host_link.port, host_link->mutable_port());
+  pb::CommandProcessorConfig* command_processor = m.mutable_command_processor();
+  command_processor->set_packet_cycles(config.command_processor.packet_cycles);
+  command_processor->set_launch_cycles(config.command_processor.launch_cycles);
+  command_processor->set_num_queues(config.command_processor.num_queues);
+  pb::SimulationConfig* simulation = m.mutable_simulation();
+  simulation->set_watchdog_cycles(config.simulation.watchdog_cycles);
+  simulation->set_counter_window_cycles(config.simulation.counter_window_cycles);
+  simulation->set_quantum_cycles(config.simulation.quantum_cycles);
+  return m;
+}
+
+}  // namespace npu::sim::config_detail
