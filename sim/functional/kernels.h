@@ -67,7 +67,8 @@ KernelError vector_gather(isa::DType dtype, uint8_t* dst, const uint8_t* src, ui
 KernelError tensor_matmul(isa::DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,
                           uint64_t k);
 
-// Bytes of each operand, so the caller can bounds-check before calling.
+// Elements of the broadcast operand b and of a reduction's output (0 when
+// rows or cols is 0), so the caller can bounds-check before calling.
 uint64_t bcast_operand_elements(isa::Bcast bcast, uint64_t rows, uint64_t cols);
 uint64_t reduce_output_elements(isa::Axis axis, uint64_t rows, uint64_t cols);
 

@@ -1,0 +1,184 @@
+// v.add .. v.pow and the comparisons v.eq .. v.ge, with b broadcast.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "functional/elements.h"
+#include "functional/kernels.h"
+#include "functional/support.h"
+#include "npusim/isa/dtype.h"
+
+namespace npu::sim::functional {
+namespace {
+
+using isa::Bcast;
+using isa::DType;
+using isa::Opcode;
+
+struct Operands {
+  DType dtype;
+  Bcast bcast;
+  uint8_t* dst;
+  const uint8_t* a;
+  const uint8_t* b;
+  size_t rows;
+  size_t cols;
+};
+
+// dst[i] = f(a[i], b[i broadcast]) written as out_dtype, chunk by chunk in
+// index order. Each chunk of a and b is read before the same positions of dst
+// are written, and dst elements are never wider than a's, so dst == a is safe.
+template <typename Value, typename Out, typename F>
+void map_binary(const Operands& o, DType out_dtype, F f) {
+  const size_t size = isa::dtype_size_bytes(o.dtype);
+  const size_t out_size = isa::dtype_size_bytes(out_dtype);
+  // A broadcast b is small; reading it up front keeps it intact even if dst
+  // overlaps it.
+  std::vector<Value> b_small;
+  if (o.bcast != Bcast::Full) {
+    b_small.resize(bcast_operand_elements(o.bcast, o.rows, o.cols));
+    load_values(o.dtype, o.b, b_small.size(), b_small.data());
+  }
+  // Full and Scalar are one flat run; Row and Col go row by row.
+  const bool by_row = o.bcast == Bcast::Row || o.bcast == Bcast::Col;
+  const size_t runs = by_row ? o.rows : 1;
+  const size_t run_length = by_row ? o.cols : o.rows * o.cols;
+
+  Value a_values[kChunk], b_values[kChunk];
+  Out out[kChunk];
+  for (size_t run = 0; run < runs; ++run) {
+    for (size_t start = 0; start < run_length; start += kChunk) {
+      const size_t n = std::min(kChunk, run_length - start);
+      const size_t first = run * run_length + start;
+      load_values(o.dtype, o.a + first * size, n, a_values);
+      switch (o.bcast) {
+        case Bcast::Full: load_values(o.dtype, o.b + first * size, n, b_values); break;
+        case Bcast::Row: std::copy_n(b_small.begin() + static_cast<ptrdiff_t>(start), n, b_values); break;
+        case Bcast::Col: std::fill_n(b_values, n, b_small[run]); break;
+        case Bcast::Scalar: std::fill_n(b_values, n, b_small[0]); break;
+      }
+      for (size_t i = 0; i < n; ++i) out[i] = f(a_values[i], b_values[i]);
+      store_values(out_dtype, o.dst + first * out_size, n, out);
+    }
+  }
+}
+
+// Writes u8 0/1; NaN compares unordered (only != holds).
+template <typename Value>
+void compare(Opcode op, const Operands& o) {
+  auto map = [&](auto f) { map_binary<Value, int64_t>(o, DType::U8, f); };
+  switch (op) {
+    case Opcode::V_EQ: map([](Value x, Value y) { return int64_t{x == y}; }); break;
+    case Opcode::V_NE: map([](Value x, Value y) { return int64_t{x != y}; }); break;
+    case Opcode::V_LT: map([](Value x, Value y) { return int64_t{x < y}; }); break;
+    case Opcode::V_LE: map([](Value x, Value y) { return int64_t{x <= y}; }); break;
+    case Opcode::V_GT: map([](Value x, Value y) { return int64_t{x > y}; }); break;
+    case Opcode::V_GE: map([](Value x, Value y) { return int64_t{x >= y}; }); break;
+    default: break;
+  }
+}
+
+// max/min propagate NaN like torch.maximum; between equal values (-0 and +0)
+// they return b, as torch's vectorized CPU kernels do.
+float nan_max(float x, float y) { return std::isnan(x) || std::isnan(y) ? x + y : (x > y ? x : y); }
+float nan_min(float x, float y) { return std::isnan(x) || std::isnan(y) ? x + y : (x < y ? x : y); }
+
+void float_arithmetic(Opcode op, const Operands& o) {
+  auto map = [&](auto f) { map_binary<float, float>(o, o.dtype, f); };
+  switch (op) {
+    case Opcode::V_ADD: map([](float x, float y) { return x + y; }); break;
+    case Opcode::V_SUB: map([](float x, float y) { return x - y; }); break;
+    case Opcode::V_MUL: map([](float x, float y) { return x * y; }); break;
+    case Opcode::V_DIV: map([](float x, float y) { return x / y; }); break;
+    case Opcode::V_MAX: map(nan_max); break;
+    case Opcode::V_MIN: map(nan_min); break;
+    case Opcode::V_POW: map([](float x, float y) { return std::pow(x, y); }); break;
+    default: break;
+  }
+}
+
+// Modular exponentiation by squaring: the low bits are the wrapped power.
+int64_t wrapping_pow(int64_t base, int64_t exponent) {
+  uint64_t result = 1;
+  uint64_t factor = static_cast<uint64_t>(base);
+  for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= factor;
+    factor *= factor;
+  }
+  return static_cast<int64_t>(result);
+}
+
+// An error when some element of b makes op fail; checked before anything is
+// written so that a faulting instruction leaves dst untouched.
+KernelError check_int_divisors(Opcode op, const Operands& o) {
+  if (op != Opcode::V_DIV && op != Opcode::V_POW) return std::nullopt;
+  const size_t count = bcast_operand_elements(o.bcast, o.rows, o.cols);
+  const size_t size = isa::dtype_size_bytes(o.dtype);
+  int64_t values[kChunk];
+  for (size_t start = 0; start < count; start += kChunk) {
+    const size_t n = std::min(kChunk, count - start);
+    load_int_n(o.dtype, o.b + start * size, n, values);
+    for (size_t i = 0; i < n; ++i) {
+      if (op == Opcode::V_DIV && values[i] == 0) return "integer division by zero";
+      if (op == Opcode::V_POW && values[i] < 0) return "integer to a negative power";
+    }
+  }
+  return std::nullopt;
+}
+
+// Operands are in range for a dtype of at most 32 bits, so no int64 result
+// overflows (not even INT32_MIN / -1); storing wraps them to the dtype.
+void int_arithmetic(Opcode op, const Operands& o) {
+  auto map = [&](auto f) { map_binary<int64_t, int64_t>(o, o.dtype, f); };
+  switch (op) {
+    case Opcode::V_ADD: map([](int64_t x, int64_t y) { return x + y; }); break;
+    case Opcode::V_SUB: map([](int64_t x, int64_t y) { return x - y; }); break;
+    case Opcode::V_MUL: map([](int64_t x, int64_t y) { return x * y; }); break;
+    case Opcode::V_DIV: map([](int64_t x, int64_t y) { return x / y; }); break;
+    case Opcode::V_MAX: map([](int64_t x, int64_t y) { return std::max(x, y); }); break;
+    case Opcode::V_MIN: map([](int64_t x, int64_t y) { return std::min(x, y); }); break;
+    case Opcode::V_POW: map(wrapping_pow); break;
+    default: break;
+  }
+}
+
+// isa.def numbers v.add .. v.pow and v.eq .. v.ge contiguously.
+bool is_arithmetic(Opcode op) { return op >= Opcode::V_ADD && op <= Opcode::V_POW; }
+bool is_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
+
+}  // namespace
+
+uint64_t bcast_operand_elements(isa::Bcast bcast, uint64_t rows, uint64_t cols) {
+  if (rows == 0 || cols == 0) return 0;  // nothing is read
+  switch (bcast) {
+    case Bcast::Full: return rows * cols;
+    case Bcast::Row: return cols;
+    case Bcast::Col: return rows;
+    case Bcast::Scalar: return 1;
+  }
+  return 0;
+}
+
+KernelError vector_binary(Opcode op, DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, uint64_t rows,
+                          uint64_t cols) {
+  if (!is_arithmetic(op) && !is_comparison(op)) return mnemonic(op) + " is not a binary vector instruction";
+  if (rows == 0 || cols == 0) return std::nullopt;
+  const Operands operands{dtype, bcast, dst, a, b, rows, cols};
+  const bool is_float = isa::dtype_is_float(dtype);
+  if (is_comparison(op)) {
+    if (is_float)
+      compare<float>(op, operands);
+    else
+      compare<int64_t>(op, operands);
+    return std::nullopt;
+  }
+  if (is_float) {
+    float_arithmetic(op, operands);
+    return std::nullopt;
+  }
+  if (KernelError error = check_int_divisors(op, operands)) return error;
+  int_arithmetic(op, operands);
+  return std::nullopt;
+}
+
+}  // namespace npu::sim::functional
