@@ -1,0 +1,78 @@
+// The simulated chip as a library: build it from a config, put data in its
+// DRAM, launch programs on its cores and run them. No SystemC types here.
+//
+// SystemC allows one elaboration per process: create one Simulator per
+// process (a second one throws). Whatever links this library must define
+// sc_main (libsystemc's main calls it).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "npusim/isa/program.h"
+#include "npusim/sim/chip_config.h"
+#include "npusim/sim/fault.h"
+#include "npusim/sim/stats.h"
+
+namespace npu::trace {
+class Trace;
+}
+
+namespace npu::sim {
+
+struct SimulatorOptions {
+  bool functional = true;          // false: timing only (tensor core and vector unit skip arithmetic)
+  trace::Trace* trace = nullptr;   // record the chip's activity here (optional)
+};
+
+struct RunResult {
+  uint64_t start_cycle = 0;
+  uint64_t end_cycle = 0;           // when the last core finished (or the fault)
+  std::optional<FaultRecord> fault; // set if the run did not finish normally
+  uint64_t cycles() const { return end_cycle - start_cycle; }
+};
+
+// Marks a symbol with no global buffer bound to it.
+inline constexpr uint64_t kUnboundSymbol = UINT64_MAX;
+
+class Simulator {
+ public:
+  explicit Simulator(const ChipConfig& config, SimulatorOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  const ChipConfig& config() const;
+
+  // Device DRAM, without simulated time. Throw std::out_of_range outside it.
+  void write_dram(uint64_t address, const void* data, uint64_t bytes);
+  void read_dram(uint64_t address, void* data, uint64_t bytes) const;
+
+  // Starts `program` on every core in `core_mask` (each must have code in it).
+  // symbol_addresses[i] is the DRAM address bound to symbol i (kUnboundSymbol
+  // for symbols that are not global buffers). Throws std::invalid_argument.
+  void launch(const isa::Program& program, uint64_t core_mask, const std::vector<uint64_t>& symbol_addresses,
+              const std::array<uint64_t, 8>& args = {});
+
+  // Runs until every launched core has halted and drained, a fault, a
+  // deadlock, or `max_cycles` after the launch (watchdog). After a fault the
+  // chip is reset: engines idle, queues and semaphores empty, memories kept.
+  RunResult run(uint64_t max_cycles);
+
+  // Calls `callback(current cycle)` every `every_cycles` simulated cycles
+  // during run() (for progress displays); an empty callback turns it off.
+  void set_progress(std::function<void(uint64_t)> callback, uint64_t every_cycles);
+
+  uint64_t now_cycle() const;
+  ChipStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace npu::sim

@@ -1,0 +1,60 @@
+// Statistics of a run, gathered by the models and written as JSON
+// (`npu-sim --stats`) and as a human summary.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace npu::sim {
+
+// Why an engine was not doing useful work while it had something to do.
+enum class StallReason : uint8_t { Semaphore, DmaData, SramBankConflict, Noc, Dram, QueueFull, Fence, Barrier, Count };
+const char* stall_reason_name(StallReason reason);
+
+struct EngineStats {
+  std::string name;
+  uint64_t instructions = 0;
+  uint64_t busy_cycles = 0;  // cycles spent executing instructions (excluding waits)
+  std::array<uint64_t, static_cast<size_t>(StallReason::Count)> stall_cycles{};
+};
+
+struct CoreStats {
+  std::vector<EngineStats> engines;  // control, dma ch0..chN, tensor core, vector unit
+  uint64_t macs = 0;
+  uint64_t vector_elements = 0;
+  uint64_t scratchpad_read_bytes = 0, scratchpad_write_bytes = 0;
+  uint64_t accumulator_read_bytes = 0, accumulator_write_bytes = 0;
+  uint64_t finish_cycle = 0;
+};
+
+struct DramChannelStats {
+  uint64_t read_bytes = 0, write_bytes = 0;
+  uint64_t row_hits = 0, row_closed = 0, row_conflicts = 0;
+  uint64_t busy_cycles = 0;  // data bus
+  uint64_t refreshes = 0;
+};
+
+struct NocLinkStats {
+  std::string name;  // "(0,0)->(1,0)"
+  uint64_t bytes = 0;
+  uint64_t busy_cycles = 0;
+};
+
+struct ChipStats {
+  uint64_t cycles = 0;  // of the run: launch to the last core finishing
+  uint64_t clock_mhz = 0;
+  bool timing_only = false;
+  std::vector<CoreStats> cores;
+  std::vector<DramChannelStats> dram_channels;
+  std::vector<NocLinkStats> noc_links;
+  uint64_t peak_macs_per_cycle = 0;
+
+  void write_json(std::ostream& out) const;
+  void write_summary(std::ostream& out) const;
+};
+
+}  // namespace npu::sim

@@ -1,0 +1,79 @@
+// State shared by every module of one chip: the config, the clock, the mode,
+// the fault latch and the trace recorder.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <optional>
+
+#include "npusim/sim/chip_config.h"
+#include "npusim/sim/fault.h"
+
+namespace npu::sim {
+
+class ChipTrace;
+
+class ChipContext {
+ public:
+  ChipContext(const ChipConfig& chip_config, bool is_functional, ChipTrace* chip_trace)
+      : config(chip_config), functional(is_functional), trace(chip_trace), cycle_ps_(chip_config.cycle_ps()) {}
+
+  const ChipConfig& config;
+  const bool functional;  // false: timing only, the tensor core and vector unit skip their arithmetic
+  ChipTrace* const trace; // null when not tracing
+
+  uint64_t now_cycle() const { return sc_core::sc_time_stamp().value() / cycle_ps_; }
+  sc_core::sc_time cycles(uint64_t count) const { return sc_core::sc_time::from_value(count * cycle_ps_); }
+  // Delay (relative to now) until `cycle`, zero if it has passed.
+  sc_core::sc_time until(uint64_t cycle) const {
+    const uint64_t now = now_cycle();
+    return cycle > now ? cycles(cycle - now) : sc_core::SC_ZERO_TIME;
+  }
+  // From an SC_THREAD: advance simulated time to `cycle`. Returns false when
+  // the run faulted or the chip was reset meanwhile: the caller abandons its work.
+  bool wait_until(uint64_t cycle) {
+    const uint64_t generation = generation_;
+    const uint64_t now = now_cycle();
+    if (cycle > now) sc_core::wait(cycles(cycle - now), reset_event_);
+    return generation == generation_ && !fault_;
+  }
+  // From an SC_THREAD: wait for `event`; false as for wait_until.
+  bool wait_for(const sc_core::sc_event& event) {
+    const uint64_t generation = generation_;
+    sc_core::wait(event | reset_event_);
+    return generation == generation_ && !fault_;
+  }
+  // Parks a thread whose work was abandoned until the chip is reset.
+  void park() {
+    const uint64_t generation = generation_;
+    while (generation == generation_) sc_core::wait(reset_event_);
+  }
+  // Abandons all work in flight (called between runs, with the kernel paused).
+  void reset() {
+    ++generation_;
+    fault_.reset();
+    reset_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+  uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + offset_from_now.value() / cycle_ps_; }
+
+  // The first fault of a run stops the run (sc_pause); later ones are dropped.
+  void raise_fault(FaultRecord fault) {
+    if (fault_) return;
+    fault.cycle = fault.cycle ? fault.cycle : now_cycle();
+    fault_ = std::move(fault);
+    // From a process: stop the kernel at the end of this delta. From outside
+    // (the run loop reporting a deadlock) the kernel is already stopped.
+    if (sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
+  }
+  bool faulted() const { return fault_.has_value(); }
+  const std::optional<FaultRecord>& fault() const { return fault_; }
+
+ private:
+  uint64_t cycle_ps_;
+  std::optional<FaultRecord> fault_;
+  uint64_t generation_ = 0;
+  sc_core::sc_event reset_event_{"chip_reset"};
+};
+
+}  // namespace npu::sim

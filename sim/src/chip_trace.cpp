@@ -1,0 +1,94 @@
+#include "chip_trace.h"
+
+#include <algorithm>
+
+#include "engine.h"
+
+namespace npu::sim {
+
+ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
+    : trace_(trace),
+      cycle_ps_(config.cycle_ps()),
+      window_cycles_(config.simulation.counter_window_cycles),
+      engines_per_core_(3 + config.core.dma.channels) {
+  trace::TrackId next = trace.next_free_id();
+  for (unsigned core = 0; core < config.num_cores; ++core) {
+    const trace::TrackId process = next++;
+    trace.add_track({process, 0, trace::TrackKind::Process, "core " + std::to_string(core), trace::CounterUnit::Count,
+                     static_cast<int32_t>(core)});
+    std::vector<std::string> names = {"control"};
+    for (unsigned ch = 0; ch < config.core.dma.channels; ++ch) names.push_back("dma ch" + std::to_string(ch));
+    names.push_back("tensor core");
+    names.push_back("vector unit");
+    for (size_t i = 0; i < names.size(); ++i) {
+      engine_tracks_.push_back(next);
+      trace.add_track({next++, process, trace::TrackKind::Thread, names[i], trace::CounterUnit::Count, static_cast<int32_t>(i)});
+    }
+  }
+  const trace::TrackId memory = next++;
+  trace.add_track({memory, 0, trace::TrackKind::Process, "memory system", trace::CounterUnit::Count, static_cast<int32_t>(config.num_cores)});
+  for (unsigned channel = 0; channel < config.dram.channels; ++channel) {
+    dram_counters_.push_back({next, {}});
+    trace.add_track({next++, memory, trace::TrackKind::Counter, "dram ch" + std::to_string(channel) + " bytes/cycle",
+                     trace::CounterUnit::BytesPerCycle, static_cast<int32_t>(channel)});
+  }
+  noc_counter_ = {next, {}};
+  trace.add_track({next++, memory, trace::TrackKind::Counter, "noc bytes/cycle (all links)", trace::CounterUnit::BytesPerCycle,
+                   static_cast<int32_t>(config.dram.channels)});
+}
+
+trace::TrackId ChipTrace::engine_track(unsigned core, unsigned engine) const {
+  return engine_tracks_.at(static_cast<size_t>(core) * engines_per_core_ + engine);
+}
+
+void ChipTrace::span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word) {
+  named_span(track, begin_cycle, end_cycle, name, {{"pc", std::to_string(pc)}, {"instruction", instruction_text(word)}});
+}
+
+void ChipTrace::named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name,
+                           std::vector<trace::Arg> args) {
+  trace::Slice slice;
+  slice.track = track;
+  slice.begin_ps = ps(begin_cycle);
+  slice.end_ps = ps(std::max(begin_cycle, end_cycle));
+  slice.name = name;
+  slice.category = "device";
+  slice.args = std::move(args);
+  trace_.add_slice(std::move(slice));
+}
+
+void ChipTrace::accumulate(Counter& counter, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
+  if (end_cycle <= begin_cycle) end_cycle = begin_cycle + 1;
+  const double per_cycle = static_cast<double>(bytes) / static_cast<double>(end_cycle - begin_cycle);
+  for (uint64_t window = begin_cycle / window_cycles_; window * window_cycles_ < end_cycle; ++window) {
+    const uint64_t lo = std::max(begin_cycle, window * window_cycles_);
+    const uint64_t hi = std::min(end_cycle, (window + 1) * window_cycles_);
+    counter.bytes_per_window[window] += per_cycle * static_cast<double>(hi - lo);
+  }
+}
+
+void ChipTrace::dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
+  accumulate(dram_counters_.at(channel), begin_cycle, end_cycle, bytes);
+}
+
+void ChipTrace::noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
+  accumulate(noc_counter_, begin_cycle, end_cycle, bytes);
+}
+
+void ChipTrace::flush_counters() {
+  auto flush = [&](Counter& counter) {
+    uint64_t previous = UINT64_MAX;
+    for (const auto& [window, bytes] : counter.bytes_per_window) {
+      // Back to zero across idle gaps, so the counter does not hold a stale value.
+      if (previous != UINT64_MAX && window > previous + 1) trace_.add_counter(counter.track, ps((previous + 1) * window_cycles_), 0);
+      trace_.add_counter(counter.track, ps(window * window_cycles_), bytes / static_cast<double>(window_cycles_));
+      previous = window;
+    }
+    if (previous != UINT64_MAX) trace_.add_counter(counter.track, ps((previous + 1) * window_cycles_), 0);
+    counter.bytes_per_window.clear();
+  };
+  for (Counter& counter : dram_counters_) flush(counter);
+  flush(noc_counter_);
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,49 @@
+// The chip's side of tracing: one process per core with a thread track per
+// engine, counters for DRAM channel and NoC bandwidth, and the helpers the
+// models call to record spans and transfers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "npusim/sim/chip_config.h"
+#include "npusim/traces/trace.h"
+
+namespace npu::sim {
+
+class ChipTrace {
+ public:
+  ChipTrace(const ChipConfig& config, trace::Trace& trace);
+
+  // Track of an engine: index 0 = control, 1..channels = DMA channels, then tensor core, vector unit.
+  trace::TrackId engine_track(unsigned core, unsigned engine) const;
+
+  void span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word);
+  void named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name,
+                  std::vector<trace::Arg> args = {});
+  void dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+  void noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+
+  // Writes the bandwidth counters accumulated so far (call once at the end of a run).
+  void flush_counters();
+
+ private:
+  struct Counter {
+    trace::TrackId track;
+    std::map<uint64_t, double> bytes_per_window;
+  };
+  void accumulate(Counter& counter, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+  uint64_t ps(uint64_t cycle) const { return cycle * cycle_ps_; }
+
+  trace::Trace& trace_;
+  uint64_t cycle_ps_;
+  uint64_t window_cycles_;
+  unsigned engines_per_core_;
+  std::vector<trace::TrackId> engine_tracks_;
+  std::vector<Counter> dram_counters_;
+  Counter noc_counter_;
+};
+
+}  // namespace npu::sim

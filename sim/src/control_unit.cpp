@@ -1,0 +1,268 @@
+#include "control_unit.h"
+
+#include "chip_trace.h"
+#include "npusim/isa/printer.h"
+
+namespace npu::sim {
+
+using isa::Opcode;
+
+ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, BarrierUnit& barrier,
+                         EngineStats& stats, uint64_t trace_track)
+    : sc_module(name), context_(context), core_(core), semaphores_(semaphores), barrier_(barrier), stats_(stats), trace_track_(trace_track) {
+  stats_.name = "control";
+  SC_THREAD(run);
+}
+
+void ControlUnit::attach_engines(std::vector<Engine*> dma_channels, Engine* tensor_core, Engine* vector_unit) {
+  dma_channels_ = std::move(dma_channels);
+  tensor_core_ = tensor_core;
+  vector_unit_ = vector_unit;
+  all_engines_ = dma_channels_;
+  all_engines_.push_back(tensor_core_);
+  all_engines_.push_back(vector_unit_);
+}
+
+void ControlUnit::start(const Launch& launch) {
+  launch_ = launch;
+  registers_.fill(0);
+  pc_ = 0;
+  finished_ = false;
+  blocked_on_.clear();
+  start_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void ControlUnit::run() {
+  for (;;) {
+    sc_core::wait(start_event_);
+    execute_program();
+  }
+}
+
+Engine* ControlUnit::engine_for(isa::EngineId id) const {
+  switch (id) {
+    case isa::EngineId::Tc: return tensor_core_;
+    case isa::EngineId::Vec: return vector_unit_;
+    case isa::EngineId::Ctl: return nullptr;
+    default: {
+      const auto channel = static_cast<size_t>(id) - static_cast<size_t>(isa::EngineId::Dma0);
+      return channel < dma_channels_.size() ? dma_channels_[channel] : nullptr;
+    }
+  }
+}
+
+void ControlUnit::fault(FaultKind kind, const std::string& message, uint64_t word) {
+  FaultRecord record;
+  record.kind = kind;
+  record.core = static_cast<int>(core_);
+  record.engine = "control";
+  record.pc = pc_;
+  record.instruction = word ? isa::describe_word(word, 0, nullptr) : "";
+  record.message = message;
+  record.cycle = local_cycle_;
+  context_.raise_fault(std::move(record));
+}
+
+bool ControlUnit::drain() {
+  for (Engine* engine : all_engines_)
+    while (!engine->idle())
+      if (!context_.wait_for(engine->idle_event())) return false;
+  return true;
+}
+
+void ControlUnit::execute_program() {
+  const ControlUnitConfig& config = context_.config.core.control;
+  const std::vector<uint64_t>& code = *launch_.code;
+  local_cycle_ = context_.now_cycle();
+  const uint64_t launch_cycle = local_cycle_;
+  // Time the control unit spends blocked, by reason, with a trace span.
+  const auto blocked = [&](StallReason reason, const std::string& what, uint64_t since) {
+    const uint64_t now = context_.now_cycle();
+    stats_.stall_cycles[static_cast<size_t>(reason)] += now - since;
+    if (context_.trace && now > since) context_.trace->named_span(trace_track_, since, now, what);
+    local_cycle_ = std::max(local_cycle_, now);
+    blocked_on_.clear();
+  };
+
+  for (;;) {
+    if (pc_ < 0 || static_cast<uint64_t>(pc_) >= code.size()) {
+      fault(FaultKind::InvalidInstruction,
+            "pc " + std::to_string(pc_) + " is outside the code section (" + std::to_string(code.size()) + " instructions; missing halt?)", 0);
+      return;
+    }
+    const uint64_t word = code[static_cast<size_t>(pc_)];
+    std::string error;
+    const auto decoded = isa::decode(word, &error);
+    if (!decoded) {
+      fault(FaultKind::InvalidInstruction, error, word);
+      return;
+    }
+    if (local_cycle_ >= context_.now_cycle() + context_.config.simulation.quantum_cycles) {
+      // Bound the run-ahead, so that a scalar-only loop still lets time (and the watchdog) advance.
+      if (!context_.wait_until(local_cycle_)) return;
+    }
+    const isa::Instruction& in = *decoded;
+    const auto& ops = in.operands;
+    local_cycle_ += config.issue_cycles;
+    ++stats_.instructions;
+    stats_.busy_cycles += config.issue_cycles;
+    int64_t next_pc = pc_ + 1;
+    const auto reg = [&](size_t index) { return registers_[static_cast<size_t>(ops[index])]; };
+    const auto set = [&](uint64_t value) {
+      if (ops[0] != 0) registers_[static_cast<size_t>(ops[0])] = value;  // r0 stays zero
+    };
+    const auto branch = [&](bool taken, size_t offset_index) {
+      if (!taken) return;
+      next_pc = pc_ + ops[offset_index];
+      local_cycle_ += config.branch_taken_cycles;
+      stats_.busy_cycles += config.branch_taken_cycles;
+    };
+    const auto imm = [&](size_t index) { return static_cast<uint64_t>(ops[index]); };
+
+    switch (in.opcode) {
+      case Opcode::NOP: break;
+      case Opcode::LI: set(imm(1)); break;
+      case Opcode::LIH: set((reg(0) & 0xffffffffu) | (imm(1) << 32)); break;
+      case Opcode::LA: {
+        const auto& addresses = *launch_.symbol_addresses;
+        const auto index = static_cast<size_t>(ops[1]);
+        if (index >= addresses.size() || addresses[index] == UINT64_MAX) {
+          fault(FaultKind::ExecutionError, "symbol " + std::to_string(index) + " is not bound to a buffer", word);
+          return;
+        }
+        set(addresses[index]);
+        break;
+      }
+      case Opcode::CSRR: {
+        const auto csr = static_cast<isa::Csr>(ops[1]);
+        if (csr == isa::Csr::CoreId) set(core_);
+        else if (csr == isa::Csr::NumCores) set(launch_.participants);
+        else if (csr == isa::Csr::Cycle) set(local_cycle_);
+        else set(launch_.args[static_cast<size_t>(ops[1]) - static_cast<size_t>(isa::Csr::Arg0)]);
+        break;
+      }
+      case Opcode::MOV: set(reg(1)); break;
+      case Opcode::ADD: set(reg(1) + reg(2)); break;
+      case Opcode::SUB: set(reg(1) - reg(2)); break;
+      case Opcode::MUL: set(reg(1) * reg(2)); break;
+      case Opcode::AND: set(reg(1) & reg(2)); break;
+      case Opcode::OR: set(reg(1) | reg(2)); break;
+      case Opcode::XOR: set(reg(1) ^ reg(2)); break;
+      case Opcode::SHL: set(reg(1) << (reg(2) & 63)); break;
+      case Opcode::SHR: set(reg(1) >> (reg(2) & 63)); break;
+      case Opcode::MIN: set(static_cast<int64_t>(reg(1)) < static_cast<int64_t>(reg(2)) ? reg(1) : reg(2)); break;
+      case Opcode::MAX: set(static_cast<int64_t>(reg(1)) > static_cast<int64_t>(reg(2)) ? reg(1) : reg(2)); break;
+      case Opcode::ADDI: set(reg(1) + imm(2)); break;
+      case Opcode::MULI: set(reg(1) * imm(2)); break;
+      case Opcode::SHLI: set(reg(1) << imm(2)); break;
+      case Opcode::SHRI: set(reg(1) >> imm(2)); break;
+      case Opcode::ANDI: set(reg(1) & imm(2)); break;
+      case Opcode::ORI: set(reg(1) | imm(2)); break;
+      case Opcode::XORI: set(reg(1) ^ imm(2)); break;
+      case Opcode::DIVU:
+      case Opcode::REMU:
+        if (reg(2) == 0) {
+          fault(FaultKind::ExecutionError, "scalar division by zero", word);
+          return;
+        }
+        set(in.opcode == Opcode::DIVU ? reg(1) / reg(2) : reg(1) % reg(2));
+        break;
+      case Opcode::BEQ: branch(reg(0) == reg(1), 2); break;
+      case Opcode::BNE: branch(reg(0) != reg(1), 2); break;
+      case Opcode::BLT: branch(static_cast<int64_t>(reg(0)) < static_cast<int64_t>(reg(1)), 2); break;
+      case Opcode::BGE: branch(static_cast<int64_t>(reg(0)) >= static_cast<int64_t>(reg(1)), 2); break;
+      case Opcode::JMP: branch(true, 0); break;
+      case Opcode::DBNZ: {
+        const uint64_t value = reg(0) - 1;
+        set(value);
+        branch(value != 0, 1);
+        break;
+      }
+      case Opcode::FENCE: {
+        if (!context_.wait_until(local_cycle_)) return;
+        const uint64_t since = context_.now_cycle();
+        blocked_on_ = "fence";
+        if (!drain()) return;
+        blocked(StallReason::Fence, "fence", since);
+        break;
+      }
+      case Opcode::BARRIER: {
+        if (!context_.wait_until(local_cycle_)) return;
+        const uint64_t since = context_.now_cycle();
+        blocked_on_ = "barrier " + std::to_string(ops[0]);
+        if (!barrier_.arrive(static_cast<unsigned>(ops[0]), context_)) return;
+        blocked(StallReason::Barrier, "barrier " + std::to_string(ops[0]), since);
+        break;
+      }
+      case Opcode::HALT: {
+        if (!context_.wait_until(local_cycle_)) return;
+        const uint64_t since = context_.now_cycle();
+        blocked_on_ = "halt (draining engine queues)";
+        if (!drain()) return;
+        blocked(StallReason::Fence, "drain", since);
+        finished_ = true;
+        finish_cycle_ = context_.now_cycle();
+        if (context_.trace) context_.trace->named_span(trace_track_, launch_cycle, finish_cycle_, launch_.name);
+        finished_event_.notify(sc_core::SC_ZERO_TIME);
+        return;
+      }
+      default: {
+        // Semaphore operations on the control unit itself happen in its own time.
+        const bool is_sync = in.opcode == Opcode::SIGNAL || in.opcode == Opcode::WAIT;
+        const auto engine_id = is_sync ? static_cast<isa::EngineId>(ops[0]) : isa::EngineId::Ctl;
+        if (is_sync && engine_id == isa::EngineId::Ctl) {
+          if (!context_.wait_until(local_cycle_)) return;
+          const auto semaphore = static_cast<unsigned>(ops[1]);
+          if (in.opcode == Opcode::SIGNAL) {
+            semaphores_.signal(semaphore, false);
+          } else {
+            const uint64_t since = context_.now_cycle();
+            blocked_on_ = "s" + std::to_string(semaphore);
+            while (semaphores_.value[semaphore] == 0)
+              if (!context_.wait_for(semaphores_.changed[semaphore])) return;
+            --semaphores_.value[semaphore];
+            blocked(StallReason::Semaphore, "wait s" + std::to_string(semaphore), since);
+          }
+          break;
+        }
+        const isa::InstructionSpec* spec = isa::find_instruction(in.opcode);
+        Engine* target = nullptr;
+        if (is_sync) {
+          target = engine_for(engine_id);
+        } else if (spec->engine == isa::Engine::Dma) {
+          const auto channel = static_cast<size_t>(ops[0]);
+          target = channel < dma_channels_.size() ? dma_channels_[channel] : nullptr;
+        } else if (spec->engine == isa::Engine::Tensor) {
+          target = tensor_core_;
+        } else if (spec->engine == isa::Engine::Vector) {
+          target = vector_unit_;
+        }
+        if (target == nullptr) {
+          fault(FaultKind::InvalidInstruction,
+                "names a DMA channel this chip does not have (" + std::to_string(dma_channels_.size()) + " channels)", word);
+          return;
+        }
+        Command command;
+        command.opcode = in.opcode;
+        command.pc = pc_;
+        command.word = word;
+        for (size_t i = 0; i < spec->operands.size(); ++i)
+          command.operands[i] = spec->operands[i].kind == isa::OperandKind::Reg ? static_cast<int64_t>(reg(i)) : ops[i];
+        if (target->full()) {
+          if (!context_.wait_until(local_cycle_)) return;
+          const uint64_t since = context_.now_cycle();
+          blocked_on_ = "queue of " + target->display_name() + " full";
+          while (target->full())
+            if (!context_.wait_for(target->space_event())) return;
+          blocked(StallReason::QueueFull, "queue full: " + target->display_name(), since);
+        }
+        command.dispatch_cycle = local_cycle_;
+        target->push(command);
+        break;
+      }
+    }
+    pc_ = next_pc;
+  }
+}
+
+}  // namespace npu::sim

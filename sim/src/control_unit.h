@@ -1,0 +1,79 @@
+// A core's control unit: fetches and decodes the core's code in order,
+// executes scalar, branch and synchronization instructions itself, and
+// dispatches DMA, tensor-core and vector instructions to the engine queues
+// with their register operands captured. It keeps a local time ahead of the
+// simulation kernel (temporal decoupling) and synchronizes only when it
+// interacts with other processes: a full queue, a semaphore, fence, barrier, halt.
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "barrier.h"
+#include "chip_context.h"
+#include "engine.h"
+#include "npusim/sim/stats.h"
+#include "semaphores.h"
+
+namespace npu::sim {
+
+struct Launch {
+  const std::vector<uint64_t>* code = nullptr;        // this core's code section
+  const std::vector<uint64_t>* symbol_addresses = nullptr;  // global address per symbol index (0: not a buffer)
+  std::array<uint64_t, 8> args{};                   // csr arg0..arg7
+  unsigned participants = 1;                        // cores of the launch (csr ncores, barriers)
+  std::string name;                                 // trace span on the control track
+};
+
+class ControlUnit : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(ControlUnit);
+  ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, BarrierUnit& barrier,
+              EngineStats& stats, uint64_t trace_track);
+
+  // Engines in EngineId order: dma0..dma3 (only the configured channels), tc, vec.
+  void attach_engines(std::vector<Engine*> dma_channels, Engine* tensor_core, Engine* vector_unit);
+
+  void start(const Launch& launch);
+  bool finished() const { return finished_; }
+  uint64_t finish_cycle() const { return finish_cycle_; }
+  sc_core::sc_event& finished_event() { return finished_event_; }
+
+  // For deadlock and watchdog reports.
+  int64_t pc() const { return pc_; }
+  std::string blocked_on() const { return blocked_on_; }
+  const std::vector<Engine*>& engines() const { return all_engines_; }
+
+ private:
+  void run();
+  void execute_program();
+  Engine* engine_for(isa::EngineId id) const;
+  void fault(FaultKind kind, const std::string& message, uint64_t word);
+  void sync() { context_.wait_until(local_cycle_); }
+  bool drain();  // waits until every engine is idle; false on fault
+
+  ChipContext& context_;
+  const unsigned core_;
+  Semaphores& semaphores_;
+  BarrierUnit& barrier_;
+  EngineStats& stats_;
+  uint64_t trace_track_;
+  std::vector<Engine*> dma_channels_;
+  Engine* tensor_core_ = nullptr;
+  Engine* vector_unit_ = nullptr;
+  std::vector<Engine*> all_engines_;
+
+  Launch launch_;
+  std::array<uint64_t, isa::kNumRegisters> registers_{};
+  int64_t pc_ = 0;
+  uint64_t local_cycle_ = 0;
+  bool finished_ = true;
+  uint64_t finish_cycle_ = 0;
+  std::string blocked_on_;
+  sc_core::sc_event start_event_, finished_event_;
+};
+
+}  // namespace npu::sim

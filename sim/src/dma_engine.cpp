@@ -1,0 +1,225 @@
+#include "dma_engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "address_map.h"
+#include "dram.h"
+
+namespace npu::sim {
+namespace {
+
+std::string hex(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+// Rows of a 3-D block; an extent register holding 0 counts as 1.
+std::vector<std::pair<uint64_t, uint64_t>> row_offsets(uint64_t n1, uint64_t n2, uint64_t src_s1, uint64_t dst_s1, uint64_t src_s2,
+                                                       uint64_t dst_s2) {
+  n1 = std::max<uint64_t>(n1, 1);
+  n2 = std::max<uint64_t>(n2, 1);
+  std::vector<std::pair<uint64_t, uint64_t>> rows;
+  rows.reserve(n1 * n2);
+  for (uint64_t p = 0; p < n2; ++p)
+    for (uint64_t r = 0; r < n1; ++r) rows.emplace_back(p * src_s2 + r * src_s1, p * dst_s2 + r * dst_s1);
+  return rows;
+}
+
+constexpr uint64_t kMaxRows = uint64_t{1} << 24;
+
+}  // namespace
+
+DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigned core, unsigned channel, Semaphores& semaphores,
+                     EngineStats& stats, uint64_t trace_track, LocalMemory& local, const CoreDirectory& directory, Dram& dram)
+    : Engine(name, context, core, "dma ch" + std::to_string(channel), semaphores, stats, trace_track),
+      noc("noc"),
+      local_(local),
+      directory_(directory),
+      dram_(dram) {
+  is_dma_ = true;
+}
+
+std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space, uint64_t address, uint64_t bytes,
+                                            unsigned remote_core) const {
+  if (space == Space::Global) {
+    if (dram_.in_range(address, bytes)) return std::nullopt;
+    FaultRecord fault = fault_for(command, FaultKind::AddressOutOfRange,
+                                  "global range [" + hex(address) + ", +" + std::to_string(bytes) + ") is outside device DRAM (" +
+                                      std::to_string(context_.config.dram.size_bytes) + " bytes)");
+    fault.has_address = true;
+    fault.address = address;
+    return fault;
+  }
+  const LocalMemory& memory = space == Space::Local ? local_ : *directory_.local_memories[remote_core];
+  if (auto problem = memory.check(address, bytes, 1)) {
+    FaultRecord fault = fault_for(command, problem->kind, problem->message);
+    if (space == Space::Remote) fault.message += " of core " + std::to_string(remote_core);
+    fault.has_address = true;
+    fault.address = address;
+    return fault;
+  }
+  return std::nullopt;
+}
+
+uint64_t DmaEngine::noc_transport(tlm::tlm_command direction, uint64_t address, uint8_t* data, uint64_t bytes, uint64_t ready, bool* ok) {
+  tlm::tlm_generic_payload payload;
+  payload.set_command(direction);
+  payload.set_address(address);
+  payload.set_data_ptr(data);
+  payload.set_data_length(static_cast<unsigned>(bytes));
+  payload.set_streaming_width(static_cast<unsigned>(bytes));
+  payload.set_byte_enable_ptr(nullptr);
+  payload.set_dmi_allowed(false);
+  payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  timing_.reset();
+  payload.set_extension(&timing_);
+  sc_core::sc_time delay = context_.until(ready);
+  noc->b_transport(payload, delay);
+  payload.clear_extension(&timing_);
+  noc_wait_ += timing_.noc_wait_cycles;
+  dram_wait_ += timing_.dram_wait_cycles;
+  sram_wait_ += timing_.sram_wait_cycles;
+  *ok = payload.get_response_status() == tlm::TLM_OK_RESPONSE;
+  return context_.cycle_of(delay);
+}
+
+uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint64_t dst, uint64_t bytes, uint64_t issue,
+                            unsigned remote_core, std::optional<FaultRecord>* fault, const Command& command) {
+  if (buffer_.size() < bytes) buffer_.resize(bytes);
+  bool ok = true;
+  uint64_t wait = 0;
+  uint64_t read_done;
+  if (src_space == Space::Local) {
+    read_done = local_.access(src, bytes, false, issue, &wait);
+    sram_wait_ += wait;
+    std::memcpy(buffer_.data(), local_.data(src), bytes);
+  } else {
+    read_done = noc_transport(tlm::TLM_READ_COMMAND, src, buffer_.data(), bytes, issue, &ok);
+  }
+  uint64_t done;
+  if (dst_space == Space::Local) {
+    done = local_.access(dst, bytes, true, read_done, &wait);
+    sram_wait_ += wait;
+    std::memcpy(local_.data(dst), buffer_.data(), bytes);
+  } else {
+    const uint64_t address = dst_space == Space::Remote ? core_window_address(remote_core, dst) : dst;
+    done = noc_transport(tlm::TLM_WRITE_COMMAND, address, buffer_.data(), bytes, read_done, &ok);
+  }
+  if (!ok && !*fault) {
+    // Bounds were checked before the transfer started; a target refusing a
+    // request anyway is reported rather than ignored.
+    *fault = fault_for(command, FaultKind::AddressOutOfRange, "a memory target rejected the request");
+  }
+  return done;
+}
+
+DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
+  const isa::Opcode op = command.opcode;
+  Space src_space = Space::Global, dst_space = Space::Local;
+  unsigned remote_core = 0;
+  uint64_t src = uoperand(command, "src"), dst = uoperand(command, "dst");
+  uint64_t n0 = uoperand(command, "n0");
+  std::vector<std::pair<uint64_t, uint64_t>> offsets;  // (src offset, dst offset) per row
+  std::vector<uint64_t> gather_sources;
+
+  switch (op) {
+    case isa::Opcode::DMA_LD: src_space = Space::Global, dst_space = Space::Local; break;
+    case isa::Opcode::DMA_ST: src_space = Space::Local, dst_space = Space::Global; break;
+    case isa::Opcode::DMA_CP: src_space = Space::Local, dst_space = Space::Local; break;
+    case isa::Opcode::DMA_GG: src_space = Space::Global, dst_space = Space::Global; break;
+    case isa::Opcode::DMA_SEND: src_space = Space::Local, dst_space = Space::Remote; break;
+    case isa::Opcode::DMA_GATHER: src_space = Space::Global, dst_space = Space::Local; break;
+    default: return {0, fault_for(command, FaultKind::InvalidInstruction, "not a DMA instruction"), {}};
+  }
+  const uint64_t n1 = op == isa::Opcode::DMA_GATHER ? 1 : uoperand(command, "n1");
+  const uint64_t n2 = (op == isa::Opcode::DMA_SEND || op == isa::Opcode::DMA_GATHER) ? 1 : uoperand(command, "n2");
+  if (std::max<uint64_t>(n1, 1) > kMaxRows / std::max<uint64_t>(n2, 1))
+    return {0, fault_for(command, FaultKind::ExecutionError, "DMA shape has more than 2^24 rows"), {}};
+
+  if (op == isa::Opcode::DMA_SEND) {
+    const uint64_t core = uoperand(command, "core");
+    if (core >= context_.config.num_cores)
+      return {0, fault_for(command, FaultKind::ExecutionError,
+                           "dma.send to core " + std::to_string(core) + ", but the chip has " + std::to_string(context_.config.num_cores)),
+              {}};
+    remote_core = static_cast<unsigned>(core);
+    offsets = row_offsets(n1, 1, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), 0, 0);
+  } else if (op == isa::Opcode::DMA_GATHER) {
+    const uint64_t count = uoperand(command, "count");
+    const uint64_t idx = uoperand(command, "idx");
+    if (count > kMaxRows) return {0, fault_for(command, FaultKind::ExecutionError, "dma.gather of more than 2^24 rows"), {}};
+    if (auto problem = local_.check(idx, count * 4, 4)) {
+      FaultRecord fault = fault_for(command, problem->kind, "index array: " + problem->message);
+      fault.has_address = true;
+      fault.address = idx;
+      return {0, fault, {}};
+    }
+    const uint64_t stride = uoperand(command, "src_s1");
+    for (uint64_t i = 0; i < count; ++i) {
+      int32_t index;
+      std::memcpy(&index, local_.data(idx + i * 4), 4);
+      // A negative index addresses below the table: it faults as out of range.
+      offsets.emplace_back(static_cast<uint64_t>(static_cast<int64_t>(index)) * stride, i * n0);
+    }
+  } else {
+    offsets = row_offsets(n1, n2, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), uoperand(command, "src_s2"),
+                          uoperand(command, "dst_s2"));
+  }
+
+  // Check every row before moving a byte: a faulting transfer has no effect.
+  if (n0 > 0)
+    for (const auto& [src_offset, dst_offset] : offsets) {
+      if (auto fault = check(command, src_space, src + src_offset, n0, remote_core)) return {0, fault, {}};
+      if (auto fault = check(command, dst_space, dst + dst_offset, n0, remote_core)) return {0, fault, {}};
+    }
+
+  const DmaConfig& config = context_.config.core.dma;
+  noc_wait_ = dram_wait_ = sram_wait_ = 0;
+  std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
+  size_t slot = 0;
+  uint64_t next_issue = start + config.descriptor_cycles;
+  uint64_t end = next_issue;
+  uint64_t bytes_since_yield = 0;
+  uint64_t requests = 0;
+  std::optional<FaultRecord> fault;
+  // Requests are cut at request_bytes boundaries of the global (or source)
+  // address, so that no request spans two DRAM interleave blocks.
+  const bool split_on_dst = src_space != Space::Global && dst_space == Space::Global;
+  for (const auto& [src_offset, dst_offset] : offsets) {
+    for (uint64_t done_bytes = 0; done_bytes < n0;) {
+      const uint64_t aligned_on = (split_on_dst ? dst + dst_offset : src + src_offset) + done_bytes;
+      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - aligned_on % config.request_bytes);
+      const uint64_t issue = std::max(next_issue, in_flight[slot]);
+      const uint64_t done =
+          request(src_space, src + src_offset + done_bytes, dst_space, dst + dst_offset + done_bytes, bytes, issue, remote_core, &fault, command);
+      if (fault) return {0, fault, {}};
+      in_flight[slot] = done;
+      slot = (slot + 1) % in_flight.size();
+      next_issue = issue + 1;
+      end = std::max(end, done);
+      done_bytes += bytes;
+      ++requests;
+      bytes_since_yield += bytes;
+      if (bytes_since_yield >= config.step_bytes) {
+        // Let the rest of the chip catch up before issuing further ahead.
+        bytes_since_yield = 0;
+        if (!context_.wait_until(issue)) return {end, std::nullopt, {}};
+      }
+    }
+  }
+  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
+  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, config.max_outstanding_requests));
+  add_stall(StallReason::Noc, noc_wait_ / depth);
+  add_stall(StallReason::Dram, dram_wait_ / depth);
+  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+
+  if (op == isa::Opcode::DMA_SEND) {
+    if (!context_.wait_until(end)) return {end, std::nullopt, {}};
+    directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
+  }
+  return {end, std::nullopt, {}};
+}
+
+}  // namespace npu::sim

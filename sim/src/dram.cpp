@@ -1,0 +1,128 @@
+#include "dram.h"
+
+#include <algorithm>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <cstring>
+#include <new>
+
+#include "chip_trace.h"
+#include "timing_extension.h"
+
+namespace npu::sim {
+
+// Device DRAM can be larger than the host's memory (32 GiB on `large`): map
+// it without reserving swap; the OS hands out zero pages only where the
+// program writes, and unwritten bytes read as zero.
+uint8_t* Dram::map_zeroed(uint64_t bytes) {
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("cannot map " + std::to_string(bytes) + " bytes of device DRAM");
+  return static_cast<uint8_t*>(memory);
+}
+
+void Dram::Unmapper::operator()(uint8_t* memory) const { munmap(memory, bytes); }
+
+Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
+    : sc_module(name),
+      socket("socket"),
+      context_(context),
+      config_(context.config.dram),
+      storage_(map_zeroed(config_.size_bytes), Unmapper{config_.size_bytes}),
+      channels_(config_.channels),
+      stats_(config_.channels) {
+  for (Channel& channel : channels_) channel.banks.resize(config_.banks_per_channel);
+  socket.register_b_transport(this, &Dram::b_transport);
+}
+
+bool Dram::in_range(uint64_t address, uint64_t bytes) const {
+  return address <= config_.size_bytes && bytes <= config_.size_bytes - address;
+}
+
+uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start) {
+  if (config_.refresh_interval_cycles == 0) return start;
+  // Refresh k occupies [k * tREFI, k * tREFI + tRFC) for k >= 1 and closes every row.
+  const uint64_t window = start / config_.refresh_interval_cycles;
+  if (window > channel.refreshes_seen) {
+    stats.refreshes += window - channel.refreshes_seen;
+    channel.refreshes_seen = window;
+    for (Bank& bank : channel.banks) bank.row_open = false;
+  }
+  const uint64_t window_start = window * config_.refresh_interval_cycles;
+  if (window >= 1 && start < window_start + config_.refresh_cycles) return window_start + config_.refresh_cycles;
+  return start;
+}
+
+uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
+  const unsigned channel_index = dram_channel_of(config_, address);
+  Channel& channel = channels_[channel_index];
+  DramChannelStats& stats = stats_[channel_index];
+  // Address inside the channel: drop the channel-select bits of the interleave.
+  const uint64_t block = address / config_.interleave_bytes / config_.channels;
+  const uint64_t local = block * config_.interleave_bytes + address % config_.interleave_bytes;
+  const uint64_t row_global = local / config_.row_bytes;
+  Bank& bank = channel.banks[row_global % config_.banks_per_channel];
+  const uint64_t row = row_global / config_.banks_per_channel;
+
+  const uint64_t start = apply_refresh(channel, stats, std::max(ready, bank.ready));
+  uint64_t latency;
+  if (bank.row_open && bank.open_row == row) {
+    latency = config_.row_hit_cycles;
+    ++stats.row_hits;
+  } else if (!bank.row_open) {
+    latency = config_.row_closed_cycles;
+    ++stats.row_closed;
+  } else {
+    latency = config_.row_conflict_cycles;
+    ++stats.row_conflicts;
+  }
+  bank.row_open = true;
+  bank.open_row = row;
+  // The bank is busy while it precharges and activates; column accesses to an
+  // open row pipeline behind each other on the bus.
+  bank.ready = start + (latency - config_.row_hit_cycles);
+  const uint64_t burst = ceil_div(bytes, config_.bytes_per_cycle_per_channel);
+  const uint64_t bus_start = channel.bus.reserve(start + latency, burst);
+  stats.busy_cycles += burst;
+  (is_write ? stats.write_bytes : stats.read_bytes) += bytes;
+  if (context_.trace) context_.trace->dram_transfer(channel_index, bus_start, bus_start + burst, bytes);
+  // Ideal: a row hit on an idle bank and bus.
+  const uint64_t done = bus_start + burst;
+  const uint64_t ideal = ready + config_.row_hit_cycles + burst;
+  if (wait_cycles) *wait_cycles = done > ideal ? done - ideal : 0;
+  return done;
+}
+
+void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+  const uint64_t address = payload.get_address();
+  const uint64_t bytes = payload.get_data_length();
+  if (!in_range(address, bytes)) {
+    payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  const bool is_write = payload.is_write();
+  uint64_t wait = 0;
+  uint64_t done = 0;
+  // A request that spans interleave blocks is served by several channels in parallel.
+  const uint64_t ready = context_.cycle_of(delay);
+  for (uint64_t offset = 0; offset < bytes;) {
+    const uint64_t block_end = (address + offset) / config_.interleave_bytes * config_.interleave_bytes + config_.interleave_bytes;
+    const uint64_t chunk = std::min<uint64_t>(bytes - offset, block_end - (address + offset));
+    uint64_t chunk_wait = 0;
+    done = std::max(done, access(address + offset, chunk, is_write, ready, &chunk_wait));
+    wait = std::max(wait, chunk_wait);
+    offset += chunk;
+  }
+  if (is_write) {
+    std::memcpy(data(address), payload.get_data_ptr(), bytes);
+  } else {
+    std::memcpy(payload.get_data_ptr(), data(address), bytes);
+  }
+  if (auto* timing = payload.get_extension<TimingExtension>()) timing->dram_wait_cycles += wait;
+  delay = context_.until(done);
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,100 @@
+#include "engine.h"
+
+#include "chip_trace.h"
+#include "npusim/isa/printer.h"
+
+namespace npu::sim {
+
+std::string instruction_text(uint64_t word) { return isa::describe_word(word, 0, nullptr); }
+
+Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core, std::string display_name, Semaphores& semaphores,
+               EngineStats& stats, uint64_t trace_track)
+    : sc_module(name),
+      context_(context),
+      core_(core),
+      semaphores_(semaphores),
+      stats_(stats),
+      display_name_(std::move(display_name)),
+      trace_track_(trace_track),
+      capacity_(context.config.core.control.queue_depth) {
+  stats_.name = display_name_;
+  SC_THREAD(run);
+}
+
+void Engine::push(const Command& command) {
+  queue_.push_back(command);
+  pushed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Engine::reset() {
+  queue_.clear();
+  busy_ = false;
+  waiting_on_ = -1;
+}
+
+FaultRecord Engine::fault_for(const Command& command, FaultKind kind, std::string message) const {
+  FaultRecord fault;
+  fault.kind = kind;
+  fault.core = static_cast<int>(core_);
+  fault.engine = display_name_;
+  fault.pc = command.pc;
+  fault.instruction = instruction_text(command.word);
+  fault.message = std::move(message);
+  return fault;
+}
+
+void Engine::run() {
+  for (;;) {
+    while (queue_.empty()) {
+      busy_ = false;
+      idle_.notify(sc_core::SC_ZERO_TIME);
+      sc_core::wait(pushed_);
+    }
+    busy_ = true;
+    if (!serve(queue_.front())) {
+      // A fault or reset abandoned the command: wait for the reset, which empties the queue.
+      context_.park();
+      continue;
+    }
+    queue_.pop_front();
+    popped_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+bool Engine::serve(const Command& command) {
+  if (!context_.wait_until(command.dispatch_cycle)) return false;
+  const uint64_t start = context_.now_cycle();
+  if (command.opcode == isa::Opcode::WAIT) {
+    const auto semaphore = static_cast<unsigned>(command.operands[1]);
+    waiting_on_ = static_cast<int>(semaphore);
+    while (semaphores_.value[semaphore] == 0)
+      if (!context_.wait_for(semaphores_.changed[semaphore])) return false;
+    waiting_on_ = -1;
+    --semaphores_.value[semaphore];
+    const uint64_t waited = context_.now_cycle() - start;
+    if (waited > 0) {
+      add_stall(semaphores_.signalled_by_dma[semaphore] ? StallReason::DmaData : StallReason::Semaphore, waited);
+      if (context_.trace) context_.trace->span(trace_track_, start, start + waited, "wait s" + std::to_string(semaphore), command.pc, command.word);
+    }
+    return true;
+  }
+  if (command.opcode == isa::Opcode::SIGNAL) {
+    semaphores_.signal(static_cast<unsigned>(command.operands[1]), is_dma_);
+    return true;
+  }
+  Outcome outcome = execute(command, start);
+  if (outcome.fault) {
+    context_.raise_fault(std::move(*outcome.fault));
+    return false;
+  }
+  if (!context_.wait_until(outcome.end_cycle)) return false;
+  ++stats_.instructions;
+  stats_.busy_cycles += outcome.end_cycle - start;
+  if (context_.trace) {
+    const std::string name = outcome.span_name.empty() ? isa::find_instruction(command.opcode)->mnemonic : outcome.span_name;
+    context_.trace->span(trace_track_, start, outcome.end_cycle, name, command.pc, command.word);
+  }
+  return true;
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,75 @@
+// An engine of a core (a DMA channel, the tensor core, the vector unit): an
+// in-order queue of commands served by one SystemC thread. The base class
+// handles the queue, semaphore waits and signals, statistics and trace spans;
+// subclasses say what an instruction does and how long it takes.
+#pragma once
+
+#include <systemc>
+
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "chip_context.h"
+#include "command.h"
+#include "npusim/sim/fault.h"
+#include "npusim/sim/stats.h"
+#include "semaphores.h"
+
+namespace npu::sim {
+
+class Engine : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Engine);
+  Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core, std::string display_name, Semaphores& semaphores,
+         EngineStats& stats, uint64_t trace_track);
+
+  // Called by the control unit. `full()` must be false.
+  void push(const Command& command);
+  bool full() const { return queue_.size() >= capacity_; }
+  bool idle() const { return queue_.empty() && !busy_; }
+  sc_core::sc_event& space_event() { return popped_; }
+  sc_core::sc_event& idle_event() { return idle_; }
+  const std::string& display_name() const { return display_name_; }
+  // For deadlock reports: the semaphore this engine waits on, or -1.
+  int waiting_on() const { return waiting_on_; }
+  const Command* current() const { return queue_.empty() ? nullptr : &queue_.front(); }
+  void reset();
+
+ protected:
+  struct Outcome {
+    uint64_t end_cycle = 0;
+    std::optional<FaultRecord> fault;
+    std::string span_name;  // defaults to the mnemonic
+  };
+  // Runs one instruction starting at `start` (the current cycle): applies its
+  // effect and returns when it ends. May wait() (e.g. a DMA pacing its requests).
+  virtual Outcome execute(const Command& command, uint64_t start) = 0;
+
+  // A fault report prefilled with this engine's identity and the command.
+  FaultRecord fault_for(const Command& command, FaultKind kind, std::string message) const;
+  void add_stall(StallReason reason, uint64_t cycles) { stats_.stall_cycles[static_cast<size_t>(reason)] += cycles; }
+
+  ChipContext& context_;
+  const unsigned core_;
+  Semaphores& semaphores_;
+  EngineStats& stats_;
+  bool is_dma_ = false;  // its signals count as "DMA data ready" for waiters' stall attribution
+
+ private:
+  void run();
+  bool serve(const Command& command);  // false: abandoned by a fault or reset
+
+  std::string display_name_;
+  uint64_t trace_track_;
+  std::deque<Command> queue_;
+  size_t capacity_;
+  bool busy_ = false;
+  int waiting_on_ = -1;
+  sc_core::sc_event pushed_, popped_, idle_;
+};
+
+// Disassembly of a command's instruction word (for faults and traces).
+std::string instruction_text(uint64_t word);
+
+}  // namespace npu::sim

@@ -1,0 +1,35 @@
+#include "npusim/sim/fault.h"
+
+#include <cstdio>
+
+namespace npu::sim {
+
+const char* fault_kind_name(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::InvalidInstruction: return "invalid instruction";
+    case FaultKind::AddressOutOfRange: return "address out of range";
+    case FaultKind::Misaligned: return "misaligned access";
+    case FaultKind::SramOverflow: return "SRAM overflow";
+    case FaultKind::ExecutionError: return "execution error";
+    case FaultKind::Deadlock: return "deadlock";
+    case FaultKind::Watchdog: return "watchdog timeout";
+  }
+  return "?";
+}
+
+std::string FaultRecord::to_string() const {
+  std::string text = std::string("device fault: ") + fault_kind_name(kind) + " at cycle " + std::to_string(cycle);
+  if (core >= 0) text += ", core " + std::to_string(core);
+  if (!engine.empty()) text += ", " + engine;
+  if (pc >= 0) text += ", pc " + std::to_string(pc);
+  if (!instruction.empty()) text += " `" + instruction + "`";
+  if (has_address) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
+    text += ", address " + std::string(buf);
+  }
+  if (!message.empty()) text += ": " + message;
+  return text;
+}
+
+}  // namespace npu::sim

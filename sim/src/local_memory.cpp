@@ -1,0 +1,113 @@
+#include "local_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "timing_extension.h"
+
+namespace npu::sim {
+namespace {
+
+std::string hex(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+}  // namespace
+
+LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, CoreStats& stats)
+    : sc_module(name), socket("socket"), context_(context), stats_(stats) {
+  const CoreConfig& core = context.config.core;
+  scratchpad_ = {&core.scratchpad, std::vector<uint8_t>(core.scratchpad.size_bytes), std::vector<Timeline>(core.scratchpad.banks)};
+  accumulator_ = {&core.accumulator, std::vector<uint8_t>(core.accumulator.size_bytes), std::vector<Timeline>(core.accumulator.banks)};
+  socket.register_b_transport(this, &LocalMemory::b_transport);
+}
+
+std::optional<FaultRecord> LocalMemory::check(uint64_t address, uint64_t bytes, unsigned align) const {
+  FaultRecord fault;
+  fault.has_address = true;
+  fault.address = address;
+  if (align > 1 && address % align != 0) {
+    fault.kind = FaultKind::Misaligned;
+    fault.message = "local address " + hex(address) + " is not aligned to " + std::to_string(align) + " bytes";
+    return fault;
+  }
+  const bool in_accumulator = address >= isa::kAccumulatorBase;
+  const uint64_t base = in_accumulator ? isa::kAccumulatorBase : 0;
+  const uint64_t size = in_accumulator ? accumulator_.bytes.size() : scratchpad_.bytes.size();
+  const char* name = in_accumulator ? "accumulator" : "scratchpad";
+  if (address - base >= size && !(bytes == 0 && address - base == size)) {
+    fault.kind = FaultKind::AddressOutOfRange;
+    fault.message = "local address " + hex(address) + " is outside the " + name + " (" + std::to_string(size) + " bytes at " +
+                    hex(base) + ")";
+    return fault;
+  }
+  if (bytes > size - (address - base)) {
+    fault.kind = FaultKind::SramOverflow;
+    fault.message = "local range [" + hex(address) + ", +" + std::to_string(bytes) + ") runs past the end of the " + name + " (" +
+                    std::to_string(size) + " bytes)";
+    return fault;
+  }
+  return std::nullopt;
+}
+
+uint8_t* LocalMemory::data(uint64_t address) {
+  Memory& memory = memory_of(address);
+  return memory.bytes.data() + (address >= isa::kAccumulatorBase ? address - isa::kAccumulatorBase : address);
+}
+
+uint64_t LocalMemory::bytes_until_end(uint64_t address) const {
+  const bool in_accumulator = address >= isa::kAccumulatorBase;
+  const uint64_t offset = in_accumulator ? address - isa::kAccumulatorBase : address;
+  const uint64_t size = in_accumulator ? accumulator_.bytes.size() : scratchpad_.bytes.size();
+  return offset < size ? size - offset : 0;
+}
+
+uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
+  Memory& memory = memory_of(address);
+  const bool accumulator = &memory == &accumulator_;
+  (accumulator ? (is_write ? stats_.accumulator_write_bytes : stats_.accumulator_read_bytes)
+               : (is_write ? stats_.scratchpad_write_bytes : stats_.scratchpad_read_bytes)) += bytes;
+  if (wait_cycles) *wait_cycles = 0;
+  if (bytes == 0) return ready;
+  const SramConfig& config = *memory.config;
+  const uint64_t offset = accumulator ? address - isa::kAccumulatorBase : address;
+  // An access of B bytes streams through the banks it touches at one bank
+  // width per bank per cycle; a transfer of a full bank row or more uses all banks.
+  const uint64_t first_bank = offset / config.bank_width_bytes;
+  const uint64_t bank_span = std::min<uint64_t>(config.banks, ceil_div(offset % config.bank_width_bytes + bytes, config.bank_width_bytes));
+  const uint64_t cycles = ceil_div(bytes, config.bytes_per_cycle());
+  uint64_t start = ready;
+  for (uint64_t i = 0; i < bank_span; ++i) start = std::max(start, memory.banks[(first_bank + i) % config.banks].busy_until);
+  for (uint64_t i = 0; i < bank_span; ++i) memory.banks[(first_bank + i) % config.banks].reserve(start, cycles);
+  if (wait_cycles) *wait_cycles = start - ready;
+  return start + cycles;
+}
+
+void LocalMemory::clear() {
+  std::fill(scratchpad_.bytes.begin(), scratchpad_.bytes.end(), 0);
+  std::fill(accumulator_.bytes.begin(), accumulator_.bytes.end(), 0);
+}
+
+void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+  const uint64_t address = payload.get_address();
+  const uint64_t bytes = payload.get_data_length();
+  if (check(address, bytes, 1)) {
+    payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  uint64_t wait = 0;
+  const uint64_t done = access(address, bytes, payload.is_write(), context_.cycle_of(delay), &wait);
+  if (payload.is_write()) {
+    std::memcpy(data(address), payload.get_data_ptr(), bytes);
+  } else {
+    std::memcpy(payload.get_data_ptr(), data(address), bytes);
+  }
+  if (auto* timing = payload.get_extension<TimingExtension>()) timing->sram_wait_cycles += wait;
+  delay = context_.until(done);
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,120 @@
+#include "noc.h"
+
+#include <cstdio>
+
+#include "address_map.h"
+#include "chip_trace.h"
+#include "dram.h"
+#include "timing_extension.h"
+
+namespace npu::sim {
+
+Noc::Noc(sc_core::sc_module_name name, ChipContext& context)
+    : sc_module(name), in("in"), out("out"), context_(context), config_(context.config.noc),
+      links_(static_cast<size_t>(config_.mesh_cols) * config_.mesh_rows * 4) {
+  in.register_b_transport(this, &Noc::b_transport);
+}
+
+void Noc::add_initiator_node(MeshPosition position) { initiator_nodes_.push_back(position); }
+
+Noc::Link& Noc::link(unsigned x, unsigned y, Direction direction) {
+  return links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + direction];
+}
+
+unsigned Noc::hops(MeshPosition from, MeshPosition to) const {
+  const auto distance = [](uint32_t a, uint32_t b) { return a > b ? a - b : b - a; };
+  return distance(from.x, to.x) + distance(from.y, to.y);
+}
+
+uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles) {
+  if (wait_cycles) *wait_cycles = 0;
+  if (from.x == to.x && from.y == to.y) return ready;  // same node: no link crossed
+  const uint64_t serialization = ceil_div(bytes, config_.link_bytes_per_cycle);
+  uint64_t head = ready;
+  uint64_t waited = 0;
+  unsigned x = from.x, y = from.y;
+  // XY routing: along the row first, then along the column.
+  while (x != to.x || y != to.y) {
+    Direction direction;
+    if (x != to.x) {
+      direction = x < to.x ? East : West;
+    } else {
+      direction = y < to.y ? South : North;
+    }
+    Link& hop = link(x, y, direction);
+    const uint64_t arrive = head + config_.router_latency_cycles;
+    head = hop.timeline.reserve(arrive, serialization);
+    waited += head - arrive;
+    hop.bytes += bytes;
+    if (context_.trace) context_.trace->noc_transfer(head, head + serialization, bytes);
+    switch (direction) {
+      case East: ++x; break;
+      case West: --x; break;
+      case South: ++y; break;
+      case North: --y; break;
+    }
+  }
+  if (wait_cycles) *wait_cycles = waited;
+  return head + serialization;
+}
+
+void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+  const uint64_t address = payload.get_address();
+  const uint64_t bytes = payload.get_data_length();
+  const MeshPosition source = initiator_nodes_.at(static_cast<size_t>(initiator));
+  int target;
+  MeshPosition destination;
+  if (address < kCoreWindowBase) {
+    target = kDramTarget;
+    const auto& ports = context_.config.dram.ports;
+    destination = ports[dram_channel_of(context_.config.dram, address) % ports.size()];
+  } else {
+    const uint64_t core = (address - kCoreWindowBase) / kCoreWindowBytes;
+    if (core >= context_.config.num_cores) {
+      payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      return;
+    }
+    target = 1 + static_cast<int>(core);
+    destination = context_.config.core_position(static_cast<unsigned>(core));
+    payload.set_address(address - kCoreWindowBase - core * kCoreWindowBytes);
+  }
+  uint64_t waited = 0;
+  const uint64_t ready = context_.cycle_of(delay);
+  // Writes carry their data to the target; reads send a request (modelled as
+  // its router latencies) and the data travels back.
+  uint64_t at_target;
+  if (payload.is_write()) {
+    at_target = transfer(source, destination, bytes, ready, &waited);
+  } else {
+    at_target = ready + uint64_t{hops(source, destination)} * config_.router_latency_cycles;
+  }
+  sc_core::sc_time target_delay = context_.until(at_target);
+  out[target]->b_transport(payload, target_delay);
+  payload.set_address(address);
+  if (payload.get_response_status() != tlm::TLM_OK_RESPONSE) return;
+  uint64_t done = context_.cycle_of(target_delay);
+  if (payload.is_read()) {
+    uint64_t back_wait = 0;
+    done = transfer(destination, source, bytes, done, &back_wait);
+    waited += back_wait;
+  }
+  if (auto* timing = payload.get_extension<TimingExtension>()) timing->noc_wait_cycles += waited;
+  delay = context_.until(done);
+}
+
+std::vector<NocLinkStats> Noc::link_stats() const {
+  std::vector<NocLinkStats> stats;
+  const char* arrows[] = {"E", "W", "N", "S"};
+  for (unsigned y = 0; y < config_.mesh_rows; ++y)
+    for (unsigned x = 0; x < config_.mesh_cols; ++x)
+      for (int d = 0; d < 4; ++d) {
+        const Link& l = links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + static_cast<size_t>(d)];
+        if (l.bytes == 0) continue;
+        char name[48];
+        std::snprintf(name, sizeof name, "(%u,%u)%s", x, y, arrows[d]);
+        stats.push_back({name, l.bytes, l.timeline.busy_cycles});
+      }
+  return stats;
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,56 @@
+// The mesh network on chip: XY routing, one reservation timeline per directed
+// link, a fixed router latency per hop, wormhole serialization charged once.
+// An interconnect in the TLM sense: initiators (the cores' DMA engines, the
+// host link) bind to `in`, targets (DRAM, each core's local memory) to `out`,
+// and transactions are routed by the system address map.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "chip_context.h"
+#include "npusim/sim/stats.h"
+#include "timeline.h"
+
+namespace npu::sim {
+
+class Noc : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<Noc> in;
+  tlm_utils::multi_passthrough_initiator_socket<Noc> out;
+
+  Noc(sc_core::sc_module_name name, ChipContext& context);
+
+  // Call in binding order: which mesh node each bound initiator sits at.
+  void add_initiator_node(MeshPosition position);
+  // Target socket indices of `out`, in binding order: 0 = DRAM, 1 + c = core c.
+  static constexpr int kDramTarget = 0;
+
+  // Moves `bytes` from one node to another, starting at `ready`; returns the
+  // arrival cycle of the last byte. `wait_cycles` gets the link contention.
+  uint64_t transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles);
+  unsigned hops(MeshPosition from, MeshPosition to) const;
+
+  std::vector<NocLinkStats> link_stats() const;
+
+ private:
+  enum Direction { East, West, North, South };
+  struct Link {
+    Timeline timeline;
+    uint64_t bytes = 0;
+  };
+  Link& link(unsigned x, unsigned y, Direction direction);
+  void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+
+  ChipContext& context_;
+  const NocConfig& config_;
+  std::vector<MeshPosition> initiator_nodes_;
+  std::vector<Link> links_;  // 4 per node, indexed (y * cols + x) * 4 + direction
+};
+
+}  // namespace npu::sim

@@ -1,0 +1,203 @@
+#include "npusim/sim/simulator.h"
+
+#include <systemc>
+
+#include <bitset>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "chip.h"
+#include "chip_trace.h"
+#include "npusim/traces/trace.h"
+
+namespace npu::sim {
+
+struct Simulator::Impl {
+  ChipConfig config;
+  std::unique_ptr<ChipTrace> chip_trace;
+  std::unique_ptr<ChipContext> context;
+  std::unique_ptr<Chip> chip;
+  // Copies of what a launch refers to, alive for the run.
+  std::vector<std::vector<uint64_t>> code;
+  std::vector<uint64_t> symbol_addresses;
+  std::vector<unsigned> launched_cores;
+  uint64_t launch_cycle = 0;
+  bool pending = false;
+  std::function<void(uint64_t)> progress;
+  uint64_t progress_every = 0;
+
+  FaultRecord stuck_fault(FaultKind kind) const;
+  void reset();
+};
+
+namespace {
+bool g_elaborated = false;
+}
+
+Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_(std::make_unique<Impl>()) {
+  if (g_elaborated) throw std::logic_error("SystemC allows one Simulator per process");
+  g_elaborated = true;
+  impl_->config = config;
+  if (options.trace) impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, *options.trace);
+  impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, impl_->chip_trace.get());
+  impl_->chip = std::make_unique<Chip>("chip", *impl_->context);
+  // End elaboration and let every thread reach its first wait, so that the
+  // first launch's start notifications find them waiting.
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+}
+
+Simulator::~Simulator() = default;
+
+const ChipConfig& Simulator::config() const { return impl_->config; }
+
+void Simulator::write_dram(uint64_t address, const void* data, uint64_t bytes) {
+  Dram& dram = impl_->chip->dram;
+  if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM write outside device memory");
+  std::memcpy(dram.data(address), data, bytes);
+}
+
+void Simulator::read_dram(uint64_t address, void* data, uint64_t bytes) const {
+  Dram& dram = impl_->chip->dram;
+  if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM read outside device memory");
+  std::memcpy(data, dram.data(address), bytes);
+}
+
+void Simulator::launch(const isa::Program& program, uint64_t core_mask, const std::vector<uint64_t>& symbol_addresses,
+                       const std::array<uint64_t, 8>& args) {
+  Impl& impl = *impl_;
+  if (impl.pending) throw std::logic_error("launch while a previous launch has not been run");
+  const unsigned cores = impl.config.num_cores;
+  if (core_mask == 0) throw std::invalid_argument("launch on an empty core mask");
+  if (cores < 64 && (core_mask >> cores) != 0)
+    throw std::invalid_argument("core mask names cores the chip does not have (it has " + std::to_string(cores) + ")");
+  if (symbol_addresses.size() != program.symbols.size())
+    throw std::invalid_argument("symbol_addresses has " + std::to_string(symbol_addresses.size()) + " entries; the program has " +
+                                std::to_string(program.symbols.size()) + " symbols");
+  impl.code.assign(cores, {});
+  impl.launched_cores.clear();
+  for (unsigned c = 0; c < cores; ++c) {
+    if (!(core_mask & (uint64_t{1} << c))) continue;
+    const isa::CodeSection* section = program.code_for_core(c);
+    if (section == nullptr) throw std::invalid_argument("core " + std::to_string(c) + " has no code in this program");
+    impl.code[c] = section->words;
+    impl.launched_cores.push_back(c);
+  }
+  impl.symbol_addresses = symbol_addresses;
+  std::string name = "program";
+  for (const auto& [key, value] : program.metadata)
+    if (key == "source") name = value;
+  impl.chip->barrier.start_launch(static_cast<unsigned>(impl.launched_cores.size()));
+  impl.launch_cycle = now_cycle();
+  for (const unsigned c : impl.launched_cores) {
+    Launch launch;
+    launch.code = &impl.code[c];
+    launch.symbol_addresses = &impl.symbol_addresses;
+    launch.args = args;
+    launch.participants = static_cast<unsigned>(impl.launched_cores.size());
+    launch.name = name;
+    impl.chip->cores[c]->control.start(launch);
+  }
+  impl.pending = true;
+}
+
+FaultRecord Simulator::Impl::stuck_fault(FaultKind kind) const {
+  // Name the first thing that is stuck, and list everything that is.
+  FaultRecord fault;
+  fault.kind = kind;
+  fault.cycle = context->now_cycle();
+  std::string all;
+  for (const unsigned c : launched_cores) {
+    Core& core = *chip->cores[c];
+    if (core.control.finished()) continue;
+    const auto note = [&](const std::string& engine, int64_t pc, uint64_t word, const std::string& what) {
+      if (fault.core < 0) {
+        fault.core = static_cast<int>(c);
+        fault.engine = engine;
+        fault.pc = pc;
+        fault.instruction = word ? instruction_text(word) : "";
+      }
+      all += "; core " + std::to_string(c) + " " + engine + " " + what;
+    };
+    const std::string control_state = core.control.blocked_on();
+    note("control", core.control.pc(),
+         core.control.pc() >= 0 && static_cast<size_t>(core.control.pc()) < code[c].size() ? code[c][static_cast<size_t>(core.control.pc())] : 0,
+         "at pc " + std::to_string(core.control.pc()) + (control_state.empty() ? "" : " (" + control_state + ")"));
+    for (Engine* engine : core.engines()) {
+      if (const Command* command = engine->current()) {
+        const std::string state = engine->waiting_on() >= 0 ? "waits on s" + std::to_string(engine->waiting_on()) + " (value 0)" : "busy";
+        note(engine->display_name(), command->pc, command->word, state + " at pc " + std::to_string(command->pc));
+      }
+    }
+  }
+  fault.message = (kind == FaultKind::Deadlock ? "no engine can make progress" : "the run exceeded its cycle limit") + all;
+  return fault;
+}
+
+void Simulator::Impl::reset() {
+  context->reset();
+  for (auto& core : chip->cores) core->reset();
+  // Let every thread observe the reset and park or return to idle.
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+}
+
+RunResult Simulator::run(uint64_t max_cycles) {
+  Impl& impl = *impl_;
+  if (!impl.pending) throw std::logic_error("run without a launch");
+  impl.pending = false;
+  RunResult result;
+  result.start_cycle = impl.launch_cycle;
+  const uint64_t deadline = impl.launch_cycle + max_cycles;
+  const auto all_finished = [&] {
+    for (const unsigned c : impl.launched_cores)
+      if (!impl.chip->cores[c]->control.finished()) return false;
+    return true;
+  };
+  // Run in slices: the kernel returns at the deadline, on a fault (sc_pause),
+  // or when no event is left (starvation: finished, or deadlocked).
+  while (!impl.context->faulted() && !all_finished()) {
+    const uint64_t now = now_cycle();
+    if (now >= deadline) break;
+    const uint64_t slice = impl.progress ? std::min(deadline - now, impl.progress_every) : deadline - now;
+    sc_core::sc_start(impl.context->cycles(slice), sc_core::SC_EXIT_ON_STARVATION);
+    if (impl.progress) impl.progress(now_cycle());
+    if (!impl.context->faulted() && !all_finished() && now_cycle() < deadline && !sc_core::sc_pending_activity()) {
+      impl.context->raise_fault(impl.stuck_fault(FaultKind::Deadlock));
+    }
+  }
+  if (impl.context->faulted()) {
+    result.fault = impl.context->fault();
+  } else if (!all_finished()) {
+    result.fault = impl.stuck_fault(FaultKind::Watchdog);
+  }
+  result.end_cycle = now_cycle();
+  if (!result.fault) {
+    result.end_cycle = impl.launch_cycle;
+    for (const unsigned c : impl.launched_cores) result.end_cycle = std::max(result.end_cycle, impl.chip->cores[c]->control.finish_cycle());
+  }
+  for (const unsigned c : impl.launched_cores) impl.chip->cores[c]->stats.finish_cycle = impl.chip->cores[c]->control.finish_cycle();
+  if (impl.chip_trace) impl.chip_trace->flush_counters();
+  if (result.fault) impl.reset();
+  return result;
+}
+
+void Simulator::set_progress(std::function<void(uint64_t)> callback, uint64_t every_cycles) {
+  impl_->progress = std::move(callback);
+  impl_->progress_every = std::max<uint64_t>(every_cycles, 1);
+}
+
+uint64_t Simulator::now_cycle() const { return impl_->context->now_cycle(); }
+
+ChipStats Simulator::stats() const {
+  const Impl& impl = *impl_;
+  ChipStats stats;
+  stats.clock_mhz = impl.config.clock_mhz;
+  stats.timing_only = !impl.context->functional;
+  for (const auto& core : impl.chip->cores) stats.cores.push_back(core->stats);
+  stats.dram_channels = impl.chip->dram.channel_stats();
+  stats.noc_links = impl.chip->noc.link_stats();
+  stats.peak_macs_per_cycle = uint64_t{impl.config.num_cores} * impl.config.core.tensor_core.rows * impl.config.core.tensor_core.cols;
+  return stats;
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,90 @@
+#include "tensor_core.h"
+
+#include <algorithm>
+
+#include "functional/kernels.h"
+#include "npusim/isa/dtype.h"
+
+namespace npu::sim {
+
+uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
+  if (m == 0 || n == 0 || k == 0) return 0;
+  const uint64_t rows = config.rows, cols = config.cols;
+  if (config.dataflow == Dataflow::WeightStationary) {
+    // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
+    // through: 2*kr + nc + m - 2 cycles per fold (SCALE-Sim). Summed over folds:
+    const uint64_t k_folds = ceil_div(k, rows), n_folds = ceil_div(n, cols), folds = k_folds * n_folds;
+    return 2 * k * n_folds + n * k_folds + (m - 2) * folds;
+  }
+  // Output stationary: each fold owns a (<= rows) x (<= cols) block of C and
+  // streams k: 2*mr + nc + k - 2 cycles per fold.
+  const uint64_t m_folds = ceil_div(m, rows), n_folds = ceil_div(n, cols), folds = m_folds * n_folds;
+  return 2 * m * n_folds + n * m_folds + (k - 2) * folds;
+}
+
+TensorCore::TensorCore(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
+                       uint64_t trace_track, LocalMemory& local, CoreStats& core_stats)
+    : Engine(name, context, core, "tensor core", semaphores, stats, trace_track), local_(local), core_stats_(core_stats) {}
+
+TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) {
+  const auto dtype = static_cast<isa::DType>(operand(command, "dt"));
+  const auto flags = static_cast<uint32_t>(operand(command, "fl"));
+  const uint64_t dst = uoperand(command, "dst"), a = uoperand(command, "a"), b = uoperand(command, "b");
+  const uint64_t m = uoperand(command, "m"), n = uoperand(command, "n"), k = uoperand(command, "k");
+  const TensorCoreConfig& config = context_.config.core.tensor_core;
+  if (std::find(config.input_dtypes.begin(), config.input_dtypes.end(), dtype) == config.input_dtypes.end())
+    return {0, fault_for(command, FaultKind::InvalidInstruction,
+                         "the tensor core of this chip does not take " + std::string(isa::dtype_name(dtype)) + " inputs"),
+            {}};
+  constexpr uint64_t kMaxExtent = uint64_t{1} << 20;
+  if (m > kMaxExtent || n > kMaxExtent || k > kMaxExtent)
+    return {0, fault_for(command, FaultKind::ExecutionError, "tc.mm extents must be at most 2^20"), {}};
+  if (dst < isa::kAccumulatorBase) {
+    FaultRecord fault = fault_for(command, FaultKind::AddressOutOfRange, "tc.mm writes the accumulator; dst is a scratchpad address");
+    fault.has_address = true;
+    fault.address = dst;
+    return {0, fault, {}};
+  }
+  const unsigned size = isa::dtype_size_bytes(dtype);
+  const struct {
+    uint64_t address, bytes;
+    unsigned align;
+  } operands[] = {{a, m * k * size, size}, {b, k * n * size, size}, {dst, m * n * 4, 4}};
+  for (const auto& op : operands) {
+    if (auto problem = local_.check(op.address, op.bytes, op.align)) {
+      FaultRecord fault = fault_for(command, problem->kind, problem->message);
+      fault.has_address = true;
+      fault.address = op.address;
+      return {0, fault, {}};
+    }
+  }
+
+  // Operand traffic: in weight-stationary, B is read once and A once per
+  // column fold; in output-stationary, A once per column fold and B once per row fold.
+  const uint64_t n_folds = ceil_div(n, config.cols), m_folds = ceil_div(m, config.rows);
+  const uint64_t a_traffic = m * k * size * n_folds;
+  const uint64_t b_traffic = k * n * size * (config.dataflow == Dataflow::WeightStationary ? 1 : m_folds);
+  const uint64_t c_bytes = m * n * 4;
+  uint64_t wait = 0, total_wait = 0;
+  uint64_t end = start + systolic_cycles(config, m, n, k);
+  end = std::max(end, local_.access(a, a_traffic, false, start, &wait));
+  total_wait += wait;
+  end = std::max(end, local_.access(b, b_traffic, false, start, &wait));
+  total_wait += wait;
+  if (flags & isa::kTcAcc) {
+    end = std::max(end, local_.access(dst, c_bytes, false, start, &wait));
+    total_wait += wait;
+  }
+  end = std::max(end, local_.access(dst, c_bytes, true, start, &wait));
+  total_wait += wait;
+  add_stall(StallReason::SramBankConflict, total_wait);
+  core_stats_.macs += m * n * k;
+
+  if (context_.functional) {
+    if (auto error = functional::tensor_matmul(dtype, flags, local_.data(dst), local_.data(a), local_.data(b), m, n, k))
+      return {0, fault_for(command, FaultKind::ExecutionError, *error), {}};
+  }
+  return {end, std::nullopt, "tc.mm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)};
+}
+
+}  // namespace npu::sim

@@ -1,0 +1,136 @@
+#include "vector_unit.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "functional/kernels.h"
+#include "npusim/isa/dtype.h"
+
+namespace npu::sim {
+namespace {
+
+using isa::Opcode;
+
+bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_COS; }
+bool is_binary(Opcode op) { return op >= Opcode::V_ADD && op <= Opcode::V_GE; }
+bool is_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
+bool is_reduction(Opcode op) { return op >= Opcode::V_RSUM && op <= Opcode::V_ARGMIN; }
+
+struct Operand {
+  uint64_t address;
+  uint64_t bytes;
+  unsigned align;
+  bool is_write;
+};
+
+}  // namespace
+
+VectorUnit::VectorUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
+                       uint64_t trace_track, LocalMemory& local, CoreStats& core_stats)
+    : Engine(name, context, core, "vector unit", semaphores, stats, trace_track), local_(local), core_stats_(core_stats) {}
+
+VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) {
+  const Opcode op = command.opcode;
+  const uint64_t rows = uoperand(command, "rows"), cols = uoperand(command, "cols");
+  constexpr uint64_t kMaxElements = uint64_t{1} << 32;
+  if (rows > kMaxElements || cols > kMaxElements || (rows && cols > kMaxElements / rows))
+    return {0, fault_for(command, FaultKind::ExecutionError, "vector tile of more than 2^32 elements"), {}};
+  const uint64_t elements = rows * cols;
+  const auto dtype = op == Opcode::V_IOTA ? isa::DType::I32 : static_cast<isa::DType>(operand(command, "dt"));
+  const unsigned size = isa::dtype_size_bytes(dtype);
+  const uint64_t dst = uoperand(command, "dst");
+
+  std::vector<Operand> operands;
+  if (is_unary(op) || op == Opcode::V_TRANS) {
+    operands = std::vector<Operand>{{uoperand(command, "src"), elements * size, size, false}, {dst, elements * size, size, true}};
+  } else if (is_binary(op)) {
+    const auto bcast = static_cast<isa::Bcast>(operand(command, "bc"));
+    const unsigned out_size = is_comparison(op) ? 1 : size;
+    operands = std::vector<Operand>{{uoperand(command, "a"), elements * size, size, false},
+                {uoperand(command, "b"), functional::bcast_operand_elements(bcast, rows, cols) * size, size, false},
+                {dst, elements * out_size, out_size, true}};
+  } else if (op == Opcode::V_SEL) {
+    operands = std::vector<Operand>{{uoperand(command, "cond"), elements, 1, false},
+                {uoperand(command, "a"), elements * size, size, false},
+                {uoperand(command, "b"), elements * size, size, false},
+                {dst, elements * size, size, true}};
+  } else if (op == Opcode::V_FILL || op == Opcode::V_IOTA) {
+    operands = std::vector<Operand>{{dst, elements * size, size, true}};
+  } else if (op == Opcode::V_CVT) {
+    const unsigned src_size = isa::dtype_size_bytes(static_cast<isa::DType>(operand(command, "st")));
+    operands = std::vector<Operand>{{uoperand(command, "src"), elements * src_size, src_size, false}, {dst, elements * size, size, true}};
+  } else if (is_reduction(op)) {
+    const auto axis = static_cast<isa::Axis>(operand(command, "ax"));
+    const bool is_arg = op == Opcode::V_ARGMAX || op == Opcode::V_ARGMIN;
+    const unsigned out_size = is_arg ? 4 : size;
+    operands = std::vector<Operand>{{uoperand(command, "src"), elements * size, size, false},
+                {dst, functional::reduce_output_elements(axis, rows, cols) * out_size, out_size, true}};
+  } else if (op == Opcode::V_GATHER) {
+    operands = std::vector<Operand>{{uoperand(command, "idx"), rows * 4, 4, false}, {dst, elements * size, size, true}};
+  } else {
+    return {0, fault_for(command, FaultKind::InvalidInstruction, "not a vector instruction"), {}};
+  }
+  for (const Operand& operand : operands) {
+    if (auto problem = local_.check(operand.address, operand.bytes, operand.align)) {
+      FaultRecord fault = fault_for(command, problem->kind, problem->message);
+      fault.has_address = true;
+      fault.address = operand.address;
+      return {0, fault, {}};
+    }
+  }
+  uint64_t gather_source_rows = 0;
+  if (op == Opcode::V_GATHER) {
+    const uint64_t src = uoperand(command, "src");
+    if (auto problem = local_.check(src, 0, size)) {
+      FaultRecord fault = fault_for(command, problem->kind, problem->message);
+      fault.has_address = true;
+      fault.address = src;
+      return {0, fault, {}};
+    }
+    // The source table runs to the end of its memory; indices are checked against that.
+    gather_source_rows = cols == 0 ? 0 : local_.bytes_until_end(src) / (cols * size);
+    operands.push_back({src, elements * size, size, false});
+  }
+
+  const VectorUnitConfig& config = context_.config.core.vector_unit;
+  const VectorOpCost& cost = config.cost(op);
+  uint64_t end = start + (elements == 0 ? 0 : cost.latency_cycles + ceil_div(elements, config.lanes) * cost.cycles_per_vector);
+  uint64_t total_wait = 0;
+  for (const Operand& operand : operands) {
+    uint64_t wait = 0;
+    end = std::max(end, local_.access(operand.address, operand.bytes, operand.is_write, start, &wait));
+    total_wait += wait;
+  }
+  add_stall(StallReason::SramBankConflict, total_wait);
+  core_stats_.vector_elements += elements;
+
+  // Timing-only runs skip the arithmetic (and so cannot check gather indices).
+  if (context_.functional) {
+    functional::KernelError error;
+    uint8_t* out = local_.data(dst);
+    const auto in = [&](const char* name) { return local_.data(uoperand(command, name)); };
+    if (is_unary(op)) {
+      error = functional::vector_unary(op, dtype, out, in("src"), rows, cols);
+    } else if (is_binary(op)) {
+      error = functional::vector_binary(op, dtype, static_cast<isa::Bcast>(operand(command, "bc")), out, in("a"), in("b"), rows, cols);
+    } else if (op == Opcode::V_SEL) {
+      functional::vector_select(dtype, out, in("cond"), in("a"), in("b"), rows, cols);
+    } else if (op == Opcode::V_FILL) {
+      functional::vector_fill(dtype, out, uoperand(command, "val"), rows, cols);
+    } else if (op == Opcode::V_CVT) {
+      functional::vector_convert(dtype, static_cast<isa::DType>(operand(command, "st")), out, in("src"), rows, cols);
+    } else if (op == Opcode::V_IOTA) {
+      functional::vector_iota(out, operand(command, "start"), rows, cols);
+    } else if (is_reduction(op)) {
+      error = functional::vector_reduce(op, dtype, static_cast<isa::Axis>(operand(command, "ax")), out, in("src"), rows, cols);
+    } else if (op == Opcode::V_TRANS) {
+      functional::vector_transpose(dtype, out, in("src"), rows, cols);
+    } else if (op == Opcode::V_GATHER) {
+      error = functional::vector_gather(dtype, out, in("src"), gather_source_rows, in("idx"), rows, cols);
+    }
+    if (error) return {0, fault_for(command, FaultKind::ExecutionError, *error), {}};
+  }
+  return {end, std::nullopt, {}};
+}
+
+}  // namespace npu::sim

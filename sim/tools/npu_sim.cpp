@@ -1,0 +1,253 @@
+// npu-sim: run an .npubin program on the simulated chip.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "npusim/sim/systemc_main.h"  // declares sc_main, which this file defines
+
+#include "cli.h"
+#include "npusim/isa/dtype.h"
+#include "npusim/isa/program.h"
+#include "npusim/sim/config_loader.h"
+#include "npusim/sim/simulator.h"
+#include "npusim/traces/trace.h"
+#include "npusim/traces/writers.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr uint64_t kBufferAlignment = 4096;
+
+// Deterministic data for inputs the user did not give: the same program and
+// symbol always get the same values. Floats in [-1, 1] in steps of 1/1000;
+// integers in [0, 8), small enough for products and valid as small indices.
+void fill_deterministic(const npu::isa::Symbol& symbol, std::vector<uint8_t>& bytes) {
+  uint64_t seed = 1469598103934665603ull;
+  for (const char c : symbol.name) seed = (seed ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const unsigned size = npu::isa::dtype_size_bytes(symbol.dtype);
+  for (uint64_t i = 0; i < bytes.size() / size; ++i) {
+    uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    uint8_t* element = bytes.data() + i * size;
+    if (npu::isa::dtype_is_float(symbol.dtype)) {
+      const float value = static_cast<float>(static_cast<int64_t>(x % 2001) - 1000) / 1000.0f;
+      const uint32_t bits = symbol.dtype == npu::isa::DType::F32    ? npu::isa::f32_bits(value)
+                            : symbol.dtype == npu::isa::DType::BF16 ? npu::isa::f32_to_bf16(value)
+                                                                    : npu::isa::f32_to_f16(value);
+      std::memcpy(element, &bits, size);
+    } else {
+      const uint32_t value = static_cast<uint32_t>(x % 8);
+      std::memcpy(element, &value, size);
+    }
+  }
+}
+
+std::map<std::string, std::string> parse_bindings(const std::vector<std::string>& items, const char* option) {
+  std::map<std::string, std::string> bindings;
+  for (const std::string& item : items) {
+    const auto equals = item.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == item.size())
+      throw po::error(std::string("--") + option + " takes SYMBOL=FILE, got '" + item + "'");
+    bindings[item.substr(0, equals)] = item.substr(equals + 1);
+  }
+  return bindings;
+}
+
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+  po::options_description options(
+      "Usage: npu-sim [OPTIONS] PROGRAM.npubin\n"
+      "       npu-sim --config PRESET|FILE --dump-config\n\n"
+      "Runs a program on the simulated chip: computes its results and its cycles.\n"
+      "Every global buffer of the program gets device memory; inputs not given with --input get\n"
+      "deterministic data (floats in [-1, 1], integers in [0, 8)), so every program runs with\n"
+      "nothing but a config. Prints a summary; a device fault (bad address, bad instruction,\n"
+      "deadlock, watchdog) is printed as a fault record and exits with status 1, after writing\n"
+      "the trace and statistics gathered so far.\n"
+      "Exit status: 0 success, 1 bad input or device fault, 2 bad usage.\n\nOptions");
+  options.add_options()
+      ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
+      ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
+       "chip config: a preset (tiny, base, large) or a .pbtxt file")
+      ("dump-config", "print the effective chip config (protobuf text format) and exit")
+      ("input,i", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
+       "raw little-endian bytes for an input buffer (exactly its size); repeatable")
+      ("output,o", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
+       "write a buffer's bytes after the run; repeatable")
+      ("trace", po::value<std::string>()->value_name("FILE"), "write a trace: FILE.pftrace (Perfetto) or FILE.json (Chrome)")
+      ("stats", po::value<std::string>()->value_name("FILE.json"), "write statistics as JSON (total in the top-level \"cycles\")")
+      ("timing-only", "skip the tensor-core and vector arithmetic (same cycles, outputs not computed)")
+      ("max-cycles", po::value<uint64_t>()->value_name("N"), "fault if the run takes longer (default: the config's watchdog)")
+      ("program", po::value<std::string>(), "program file");
+  po::positional_options_description positional;
+  positional.add("program", 1);
+  po::variables_map vm;
+  int exit_code = 0;
+  if (!npu::cli::parse_command_line("npu-sim", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    return npu::cli::kExitOk;
+  }
+  if (vm.count("version")) {
+    npu::cli::print_version("npu-sim");
+    return npu::cli::kExitOk;
+  }
+
+  npu::sim::ChipConfig config;
+  try {
+    config = npu::sim::load_chip_config(vm["config"].as<std::string>());
+  } catch (const npu::sim::ConfigError& e) {
+    std::cerr << "npu-sim: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  }
+  if (vm.count("dump-config")) {
+    std::cout << npu::sim::dump_chip_config(config);
+    return npu::cli::kExitOk;
+  }
+  if (!vm.count("program")) {
+    std::cerr << "npu-sim: error: no program file\nTry 'npu-sim --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+  std::map<std::string, std::string> inputs, outputs;
+  try {
+    if (vm.count("input")) inputs = parse_bindings(vm["input"].as<std::vector<std::string>>(), "input");
+    if (vm.count("output")) outputs = parse_bindings(vm["output"].as<std::vector<std::string>>(), "output");
+    if (vm.count("trace")) {
+      const std::string path = vm["trace"].as<std::string>();
+      const bool known = path.size() > 5 && (path.substr(path.size() - 5) == ".json" ||
+                                              (path.size() > 8 && path.substr(path.size() - 8) == ".pftrace"));
+      if (!known) throw po::error("--trace needs a file ending in .pftrace or .json, got '" + path + "'");
+    }
+  } catch (const po::error& e) {
+    std::cerr << "npu-sim: error: " << e.what() << "\nTry 'npu-sim --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+
+  try {
+    const npu::isa::Program program = npu::isa::load_program(vm["program"].as<std::string>());
+    // Cores: those the program has code for, on this chip.
+    uint64_t core_mask = 0;
+    const uint64_t chip_cores = config.num_cores >= 64 ? ~uint64_t{0} : (uint64_t{1} << config.num_cores) - 1;
+    for (const npu::isa::CodeSection& section : program.code) {
+      if (section.core_mask != npu::isa::kAllCores && (section.core_mask & ~chip_cores))
+        throw InputError("the program has code for cores this chip does not have (config '" + config.name + "' has " +
+                         std::to_string(config.num_cores) + " cores)");
+      core_mask |= section.core_mask & chip_cores;
+    }
+    if (core_mask == 0) throw InputError("the program has no code");
+
+    // Device memory for every global buffer, in symbol order.
+    std::vector<uint64_t> addresses(program.symbols.size(), npu::sim::kUnboundSymbol);
+    std::vector<std::vector<uint8_t>> contents(program.symbols.size());
+    uint64_t next = 0;
+    for (size_t i = 0; i < program.symbols.size(); ++i) {
+      const npu::isa::Symbol& symbol = program.symbols[i];
+      if (!symbol.is_global_buffer()) continue;
+      const uint64_t size = symbol.size_bytes();
+      if (size > config.dram.size_bytes || next > config.dram.size_bytes - size)
+        throw InputError("the program's buffers do not fit in device DRAM (" + std::to_string(config.dram.size_bytes) + " bytes)");
+      addresses[i] = next;
+      next = (next + size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+      std::vector<uint8_t>& bytes = contents[i];
+      bytes.assign(size, 0);
+      if (symbol.kind == npu::isa::SymbolKind::Data) {
+        bytes = program.data[symbol.section].contents;
+      } else if (symbol.kind == npu::isa::SymbolKind::Input) {
+        const auto given = inputs.find(symbol.name);
+        if (given == inputs.end()) {
+          fill_deterministic(symbol, bytes);
+        } else {
+          std::ifstream in(given->second, std::ios::binary);
+          if (!in) throw InputError("cannot open input file '" + given->second + "' for " + symbol.name);
+          const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+          if (data.size() != size)
+            throw InputError("input file '" + given->second + "' has " + std::to_string(data.size()) + " bytes; " + symbol.name + " needs " +
+                             std::to_string(size));
+          std::memcpy(bytes.data(), data.data(), size);
+        }
+      }
+    }
+    for (const auto& [name, file] : inputs) {
+      const npu::isa::Symbol* symbol = program.find_symbol(name);
+      if (symbol == nullptr || symbol->kind != npu::isa::SymbolKind::Input) throw InputError("--input " + name + ": the program has no input of that name");
+    }
+    for (const auto& [name, file] : outputs) {
+      const npu::isa::Symbol* symbol = program.find_symbol(name);
+      if (symbol == nullptr || !symbol->is_global_buffer()) throw InputError("--output " + name + ": the program has no buffer of that name");
+    }
+
+    npu::trace::Trace trace;
+    npu::sim::SimulatorOptions sim_options;
+    sim_options.functional = !vm.count("timing-only");
+    sim_options.trace = vm.count("trace") ? &trace : nullptr;
+    npu::sim::Simulator simulator(config, sim_options);
+    for (size_t i = 0; i < program.symbols.size(); ++i)
+      if (addresses[i] != npu::sim::kUnboundSymbol) simulator.write_dram(addresses[i], contents[i].data(), contents[i].size());
+
+    // A progress line for long runs, only where a person watches stderr.
+    const bool show_progress = isatty(STDERR_FILENO) != 0;
+    const auto wall_start = std::chrono::steady_clock::now();
+    if (show_progress) {
+      simulator.set_progress(
+          [&](uint64_t cycle) {
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+            std::fprintf(stderr, "\rnpu-sim: cycle %llu (%.1f M cycles/s)   ", static_cast<unsigned long long>(cycle),
+                         seconds > 0 ? static_cast<double>(cycle) / seconds / 1e6 : 0.0);
+          },
+          10'000'000);
+    }
+    simulator.launch(program, core_mask, addresses);
+    const uint64_t max_cycles = vm.count("max-cycles") ? vm["max-cycles"].as<uint64_t>() : config.simulation.watchdog_cycles;
+    const npu::sim::RunResult result = simulator.run(max_cycles);
+    if (show_progress) std::fprintf(stderr, "\r\033[K");
+
+    npu::sim::ChipStats stats = simulator.stats();
+    stats.cycles = result.cycles();
+    if (vm.count("trace")) npu::trace::write_trace(trace, vm["trace"].as<std::string>());
+    if (vm.count("stats")) {
+      std::ofstream out(vm["stats"].as<std::string>());
+      if (!out) throw InputError("cannot write '" + vm["stats"].as<std::string>() + "'");
+      stats.write_json(out);
+    }
+    if (result.fault) {
+      std::cerr << "npu-sim: " << result.fault->to_string() << "\n";
+      return npu::cli::kExitBadInput;
+    }
+    for (const auto& [name, file] : outputs) {
+      const auto index = static_cast<size_t>(program.find_symbol(name) - program.symbols.data());
+      std::vector<uint8_t> bytes(program.symbols[index].size_bytes());
+      simulator.read_dram(addresses[index], bytes.data(), bytes.size());
+      std::ofstream out(file, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      if (!out) throw InputError("cannot write '" + file + "'");
+    }
+    stats.write_summary(std::cout);
+  } catch (const npu::isa::ProgramFormatError& e) {
+    std::cerr << "npu-sim: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "npu-sim: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "npu-sim: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  }
+  return npu::cli::kExitOk;
+}
+
+NPUSIM_SYSTEMC_MAIN

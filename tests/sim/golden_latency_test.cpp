@@ -1,0 +1,143 @@
+// Golden latencies: one instruction at a time on the test chip (test_chip.h),
+// with the expected cycles worked out from the config in a comment.
+#include <gtest/gtest.h>
+
+#include "npusim/sim/simulator.h"
+#include "tensor_core.h"  // systolic_cycles (internal)
+#include "test_chip.h"
+
+namespace npu::sim {
+namespace {
+
+using testing::assemble;
+using testing::bind_symbols;
+using testing::test_config;
+
+// Busy cycles of engine `engine` (0 control, 1.. DMA channels, then tensor, vector) of core 0 in one run.
+uint64_t busy(const ChipStats& before, const ChipStats& after, unsigned core, unsigned engine) {
+  return after.cores[core].engines[engine].busy_cycles - before.cores[core].engines[engine].busy_cycles;
+}
+
+struct Golden : ::testing::Test {
+  void run(Simulator& simulator, const isa::Program& program, uint64_t mask = 1) {
+    simulator.launch(program, mask, bind_symbols(program));
+    const RunResult result = simulator.run(1'000'000);
+    ASSERT_FALSE(result.fault) << result.fault->to_string();
+  }
+};
+
+constexpr unsigned kDma0 = 1, kTensor = 3, kVector = 4;
+
+TEST_F(Golden, DmaLoadFromDramOnRowMissThenHitThenConflict) {
+  Simulator simulator(test_config());
+  // x spans DRAM 0.. ; address 8192 is channel 0, bank 0, row 1 (local 4096 = row_global 4, bank 4 % 4 = 0).
+  const auto load = [&](uint64_t offset, uint64_t bytes) {
+    return assemble(".buffer x, u8, 16384\n.code 0\n  la r1, x\n  addi r1, r1, " + std::to_string(offset) + "\n  li r3, " +
+                    std::to_string(bytes) + "\n  dma.ld ch0, r0, r1, r3, r0, r0, r0, r0, r0, r0\n  halt\n");
+  };
+  ChipStats before = simulator.stats();
+  run(simulator, load(0, 256));
+  ChipStats after = simulator.stats();
+  // 5 descriptor; 4 requests of 64 B to channel 0, bank 0, row 0 (closed):
+  // req0 issued at 5, data after 20 (closed) = 25, bus 25..27 (64 B / 32 B/cycle);
+  // req1..3 hit the open row (bank ready at 5 + 20 - 10 = 15, data at 25) and
+  // queue on the bus: 27..29, 29..31, 31..33; each lands in the scratchpad in
+  // 1 cycle (64 B at 64 B/cycle): the last at 34.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 34u);
+
+  before = after;
+  run(simulator, load(64, 64));
+  after = simulator.stats();
+  // Row 0 is open: 5 + 10 (hit) + 2 (bus) + 1 (scratchpad) = 18.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 18u);
+
+  before = after;
+  run(simulator, load(8192, 64));
+  after = simulator.stats();
+  // Row 1 of the same bank: 5 + 30 (conflict) + 2 + 1 = 38.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 38u);
+  EXPECT_EQ(after.dram_channels[0].row_hits, 4u);  // 3 in the first load, 1 in the second
+  EXPECT_EQ(after.dram_channels[0].row_closed, 1u);
+  EXPECT_EQ(after.dram_channels[0].row_conflicts, 1u);
+}
+
+TEST_F(Golden, SystolicTileClosedFormsForBothDataflows) {
+  TensorCoreConfig array{4, 4, Dataflow::WeightStationary, {}};
+  // Weight stationary, one fold: 2*R + C + m - 2 = 8 + 4 + 8 - 2 = 18.
+  EXPECT_EQ(systolic_cycles(array, 8, 4, 4), 18u);
+  // 2 x 2 folds of 18: 72.
+  EXPECT_EQ(systolic_cycles(array, 8, 8, 8), 72u);
+  // Partial folds (k = 4 + 2, n = 3): (2*4 + 3 + 5 - 2) + (2*2 + 3 + 5 - 2) = 14 + 10 = 24.
+  EXPECT_EQ(systolic_cycles(array, 5, 3, 6), 24u);
+  array.dataflow = Dataflow::OutputStationary;
+  // Output stationary, 2 row folds of 2*R + C + k - 2 = 8 + 4 + 4 - 2 = 14: 28.
+  EXPECT_EQ(systolic_cycles(array, 8, 4, 4), 28u);
+}
+
+TEST_F(Golden, TensorCoreTileEndToEnd) {
+  Simulator simulator(test_config());
+  const isa::Program program = assemble(R"(
+.code 0
+    li r1, 0x40000000
+    li r2, 0
+    li r3, 1024
+    li r4, 8
+    li r5, 4
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program);
+  const ChipStats after = simulator.stats();
+  // m=8, n=4, k=4 on a 4x4 weight-stationary array: 18 cycles (one fold); the
+  // operand traffic (64 B of A, 32 B of B, 128 B to the accumulator) takes at most 2.
+  EXPECT_EQ(busy(before, after, 0, kTensor), 18u);
+  EXPECT_EQ(after.cores[0].macs - before.cores[0].macs, 8u * 4 * 4);
+}
+
+TEST_F(Golden, VectorOpUsesItsOwnCost) {
+  ChipConfig config = test_config();
+  config.core.vector_unit.op_costs[static_cast<size_t>(isa::Opcode::V_EXP)] = {20, 2};
+  Simulator simulator(config);
+  const isa::Program program = assemble(R"(
+.code 0
+    li r1, 0
+    li r2, 1024
+    li r3, 4
+    li r4, 10
+    v.exp f32, r2, r1, r3, r4
+    v.add f32, full, r2, r1, r1, r3, r4
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program);
+  const ChipStats after = simulator.stats();
+  // v.exp: 40 elements, 8 lanes: 20 + ceil(40 / 8) * 2 = 30.
+  // v.add: default cost 4 + 5 * 1 = 9 (its 3 x 160 B of traffic takes 3 cycles each, overlapped: 9).
+  EXPECT_EQ(busy(before, after, 0, kVector), 30u + 9u);
+}
+
+TEST_F(Golden, NocTransferOverTwoHops) {
+  Simulator simulator(test_config(3, 3, 1));
+  const isa::Program program = assemble(R"(
+.code 0
+    li r1, 2
+    li r2, 64
+    dma.send ch0, r1, s0, r0, r0, r2, r0, r0, r0
+    halt
+.code 1
+    halt
+.code 2
+    sync.wait ctl, s0
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program, 0b111);
+  const ChipStats after = simulator.stats();
+  // 5 descriptor + 1 scratchpad read + 2 hops x 2 router cycles + 64 B / 16 B
+  // per cycle on the links (wormhole: charged once) + 1 remote scratchpad write = 15.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 15u);
+}
+
+}  // namespace
+}  // namespace npu::sim

@@ -1,0 +1,179 @@
+// npu-sim end to end: every example runs on every preset, runs are
+// deterministic, timing-only gives the same cycles, faults exit with 1 and
+// leave a valid trace.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "npusim/traces/writers.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ToolRun {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+class NpuSim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("npusim_sim_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string read(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  ToolRun run(const std::string& command) const {
+    const std::string out = path("stdout.txt"), err = path("stderr.txt");
+    const int raw = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
+    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), read(out), read(err)};
+  }
+  std::string assemble(const std::string& name, const std::string& source) {
+    std::ofstream(path(name + ".s")) << source;
+    const ToolRun result = run(std::string(NPU_AS_PATH) + " " + path(name + ".s") + " -o " + path(name + ".npubin"));
+    EXPECT_EQ(result.status, 0) << result.err;
+    return path(name + ".npubin");
+  }
+  std::string assemble_example(const std::string& name) {
+    const ToolRun result = run(std::string(NPU_AS_PATH) + " " + NPUSIM_SOURCE_DIR + "/examples/" + name + ".s -o " + path(name + ".npubin"));
+    EXPECT_EQ(result.status, 0) << result.err;
+    return path(name + ".npubin");
+  }
+  static uint64_t cycles_of(const std::string& stats_json) {
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(stats_json, match, std::regex("\"cycles\": ([0-9]+)"))) << stats_json;
+    return match.empty() ? 0 : std::stoull(match[1]);
+  }
+
+  fs::path dir_;
+};
+
+const std::string kSim = NPU_SIM_PATH;
+
+TEST_F(NpuSim, HelpDocumentsEveryOption) {
+  const ToolRun help = run(kSim + " --help");
+  EXPECT_EQ(help.status, 0);
+  for (const char* option : {"--config", "--dump-config", "--input", "--output", "--trace", "--stats", "--timing-only", "--max-cycles"})
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  EXPECT_EQ(run(kSim + " --bogus").status, 2);
+  EXPECT_EQ(run(kSim).status, 2);
+}
+
+TEST_F(NpuSim, DumpConfigRoundTrips) {
+  const ToolRun dump = run(kSim + " --config base --dump-config");
+  ASSERT_EQ(dump.status, 0) << dump.err;
+  std::ofstream(path("base.pbtxt")) << dump.out;
+  const ToolRun again = run(kSim + " --config " + path("base.pbtxt") + " --dump-config");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out, dump.out);
+  const ToolRun bad = run(kSim + " --config no_such_preset --dump-config");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("error:"), std::string::npos);
+}
+
+TEST_F(NpuSim, EveryExampleRunsOnEveryPreset) {
+  for (const auto& entry : fs::directory_iterator(fs::path(NPUSIM_SOURCE_DIR) / "examples")) {
+    if (entry.path().extension() != ".s") continue;
+    const std::string program = assemble_example(entry.path().stem().string());
+    for (const char* preset : {"base", "large"}) {
+      const ToolRun result = run(kSim + " --config " + preset + " " + program);
+      EXPECT_EQ(result.status, 0) << entry.path().filename() << " on " << preset << ": " << result.err;
+      EXPECT_NE(result.out.find("cycles:"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(NpuSim, RunsAreDeterministicAndTimingOnlyGivesTheSameCycles) {
+  const std::string program = assemble_example("gemm_4core");
+  std::vector<std::string> stats, traces;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    const ToolRun result = run(kSim + " " + program + " --stats " + path("s" + n + ".json") + " --trace " + path("t" + n + ".pftrace"));
+    ASSERT_EQ(result.status, 0) << result.err;
+    stats.push_back(read(path("s" + n + ".json")));
+    traces.push_back(read(path("t" + n + ".pftrace")));
+  }
+  EXPECT_EQ(stats[0], stats[1]);
+  EXPECT_EQ(traces[0], traces[1]);
+  EXPECT_GT(cycles_of(stats[0]), 0u);
+  const ToolRun timing = run(kSim + " " + program + " --timing-only --stats " + path("timing.json"));
+  ASSERT_EQ(timing.status, 0) << timing.err;
+  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(stats[0]));
+  const auto problems = npu::trace::validate_perfetto(traces[0]);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+TEST_F(NpuSim, TraceHasATrackPerEngineAndValidJson) {
+  const std::string program = assemble_example("softmax_rows");
+  ASSERT_EQ(run(kSim + " " + program + " --trace " + path("t.pftrace")).status, 0);
+  const npu::trace::TraceSummary summary = npu::trace::summarize_perfetto(read(path("t.pftrace")));
+  for (const char* track : {"core 0", "control", "dma ch0", "tensor core", "vector unit", "dram ch0 bytes/cycle"})
+    EXPECT_NE(std::find(summary.track_names.begin(), summary.track_names.end(), track), summary.track_names.end()) << track;
+  EXPECT_GT(summary.slices, 0u);
+  ASSERT_EQ(run(kSim + " " + program + " --trace " + path("t.json")).status, 0);
+  const auto problems = npu::trace::validate_chrome_json(read(path("t.json")));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+TEST_F(NpuSim, InputsAndOutputsAreRawBytes) {
+  const std::string program = assemble("neg", R"(
+.input  x, i32, 8
+.output y, i32, 8
+.code 0
+    la r1, x
+    la r2, y
+    li r3, 32
+    li r4, 1
+    li r5, 8
+    dma.ld ch0, r0, r1, r3, r0, r0, r0, r0, r0, r0
+    sync.signal dma0, s0
+    sync.wait vec, s0
+    v.neg i32, r0, r0, r4, r5
+    sync.signal vec, s1
+    sync.wait dma1, s1
+    dma.st ch1, r2, r0, r3, r0, r0, r0, r0, r0, r0
+    halt
+)");
+  const int32_t x[8] = {1, -2, 3, 2147483647, -2147483647 - 1, 0, 7, -7};
+  std::ofstream(path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x), sizeof x);
+  const ToolRun result = run(kSim + " --config tiny " + program + " --input x=" + path("x.bin") + " --output y=" + path("y.bin"));
+  ASSERT_EQ(result.status, 0) << result.err;
+  const std::string y = read(path("y.bin"));
+  ASSERT_EQ(y.size(), sizeof x);
+  const auto* values = reinterpret_cast<const int32_t*>(y.data());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(values[i], static_cast<int32_t>(0u - static_cast<uint32_t>(x[i]))) << i;  // wraps like torch
+  std::ofstream(path("short.bin"), std::ios::binary) << "abc";
+  const ToolRun bad = run(kSim + " --config tiny " + program + " --input x=" + path("short.bin"));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("needs 32"), std::string::npos) << bad.err;
+}
+
+TEST_F(NpuSim, AFaultExitsWithOneAndLeavesAValidTrace) {
+  const std::string program = assemble("bad", ".code 0\n    li r1, 1\n    shli r1, r1, 44\n    li r2, 64\n"
+                                              "    dma.ld ch0, r0, r1, r2, r0, r0, r0, r0, r0, r0\n    halt\n");
+  const ToolRun result = run(kSim + " --config tiny " + program + " --trace " + path("f.pftrace") + " --stats " + path("f.json"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("device fault: address out of range"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("core 0, dma ch0, pc 3"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("address 0x100000000000"), std::string::npos) << result.err;
+  const auto problems = npu::trace::validate_perfetto(read(path("f.pftrace")));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_FALSE(read(path("f.json")).empty());
+}
+
+}  // namespace
