@@ -27,7 +27,11 @@
 # before its incoming tile has arrived, because its vector unit waits for it.
 #
 # Assumptions: exactly NCORES cores run the launch (`barrier` joins all of them);
-# scratchpad >= 2*TR*TC*4 bytes (64 KiB with the defaults).
+# scratchpad >= 2*TR*TC*4 bytes (64 KiB with the defaults). Unlike the other
+# examples this demo is written for NCORES = 4 cores, `.code 0-3`: on a bigger
+# chip (large: 16 cores) only cores 0-3 have code, so only they are launched
+# and joined by the barrier; a chip with fewer cores (tiny) cannot load it
+# (npu-sim refuses code for cores the chip does not have).
 
 .equ NCORES, 4
 .equ TR, 64
