@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 1: set up, build, and run the main demo.
-# Until a PyTorch model runs on the simulated chip, the demo is the ISA toolchain end to end: assemble
-# the 4-core double-buffered GEMM, show what the program contains, and prove that its disassembly
-# reassembles to the same bytes; then show how a mistake in the source is reported.
+# Until a PyTorch model runs on the simulated chip, the demo is the toolchain and the chip end to end:
+# assemble the multi-core double-buffered GEMM, show what the program contains, prove that its
+# disassembly reassembles to the same bytes, run it on the simulated 4-core chip with a trace, run
+# every example, and show how a mistake in the source and a device fault are reported.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -37,16 +38,23 @@ else
 fi
 
 echo
-echo "== 4. Every example assembles =="
+echo "== 4. Run it on the simulated base chip (4 cores, 128x128 arrays), with a trace =="
+"$BIN/npu-sim" --config base "$OUT/gemm_4core.npubin" --trace "$OUT/gemm_4core.pftrace" --stats "$OUT/gemm_4core.stats.json"
+echo "trace: $OUT/gemm_4core.pftrace (open it in https://ui.perfetto.dev)"
+echo "statistics: $OUT/gemm_4core.stats.json"
+
+echo
+echo "== 5. Every example on the base chip =="
 for source in examples/*.s; do
   name="$(basename "$source" .s)"
   "$BIN/npu-as" "$source" -o "$OUT/$name.npubin"
-  instructions=$("$BIN/npu-objdump" "$OUT/$name.npubin" | grep -c '^  [0-9a-f]\{6\}:  [0-9a-f]\{16\}' || true)
-  printf '  %-24s %5d instructions\n' "$name" "$instructions"
+  "$BIN/npu-sim" --config base "$OUT/$name.npubin" --stats "$OUT/$name.stats.json" > /dev/null
+  cycles=$(grep -m1 '"cycles"' "$OUT/$name.stats.json" | tr -dc '0-9')
+  printf '  %-24s %9s cycles\n' "$name" "$cycles"
 done
 
 echo
-echo "== 5. A mistake in the source is reported with its position (expected to fail) =="
+echo "== 6. A mistake in the source is reported with its position (expected to fail) =="
 cat > "$OUT/mistake.s" <<'ASM'
 .input x, f32, 64
 .code 0
@@ -59,5 +67,22 @@ if "$BIN/npu-as" "$OUT/mistake.s" -o "$OUT/mistake.npubin"; then
   echo "the bad source assembled?" >&2
   exit 1
 fi
+
+echo
+echo "== 7. A program that reads outside device memory faults the chip (expected to fail) =="
+cat > "$OUT/fault.s" <<'ASM'
+.code 0
+    li r1, 1
+    shli r1, r1, 40          # 1 TiB: past the end of DRAM
+    li r2, 256
+    dma.ld ch0, r0, r1, r2, r0, r0, r0, r0, r0, r0
+    halt
+ASM
+"$BIN/npu-as" "$OUT/fault.s" -o "$OUT/fault.npubin"
+if "$BIN/npu-sim" --config base "$OUT/fault.npubin" --trace "$OUT/fault.pftrace"; then
+  echo "the bad program ran?" >&2
+  exit 1
+fi
+echo "(the trace up to the fault is still written: $OUT/fault.pftrace)"
 echo
 echo "demo finished: outputs in $OUT"

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Simulator speed: simulated cycles and instructions per host second, functional and
+timing-only, for a large tiled GEMM and a vector-heavy kernel on the `base` chip, with the
+host time of the same GEMM in torch's CPU matmul, measured in the same run, as the reference.
+
+Targets (issue: chip model): timing-only >= 50 M simulated cycles/s on the GEMM; functional
+mode at most 3x the host matmul's time.
+
+Usage: .venv/bin/python bench/sim_speed.py [--size 2048] [--config base]
+Needs the build (build/bin/npu-as, build/bin/npu-sim).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "build", "bin")
+
+
+def with_constants(source_path, constants):
+    text = open(source_path).read()
+    for name, value in constants.items():
+        text, count = re.subn(rf"^\.equ {name}, .*$", f".equ {name}, {value}", text, flags=re.M)
+        if count != 1:
+            sys.exit(f"bench: {source_path} has no single `.equ {name}`")
+    return text
+
+
+def assemble(text, directory, name):
+    source = os.path.join(directory, name + ".s")
+    program = os.path.join(directory, name + ".npubin")
+    open(source, "w").write(text)
+    subprocess.run([os.path.join(BIN, "npu-as"), source, "-o", program], check=True)
+    return program
+
+
+def simulate(program, config, timing_only, directory):
+    stats_path = os.path.join(directory, "stats.json")
+    command = [os.path.join(BIN, "npu-sim"), "--config", config, program, "--stats", stats_path]
+    if timing_only:
+        command.append("--timing-only")
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    stats = json.load(open(stats_path))
+    instructions = sum(engine["instructions"] for core in stats["cores"] for engine in core["engines"])
+    return seconds, stats["cycles"], instructions, stats["tensor_utilization"]
+
+
+def torch_matmul_seconds(size):
+    import torch
+
+    a = torch.randn(size, size).to(torch.bfloat16)
+    b = torch.randn(size, size).to(torch.bfloat16)
+    torch.matmul(a, b)  # warm up
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        best = min(best, time.perf_counter() - start)
+    return best, torch.get_num_threads()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=2048, help="GEMM M = N = K (default 2048)")
+    parser.add_argument("--config", default="base", help="chip preset or config file (default base)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as directory:
+        gemm = assemble(with_constants(os.path.join(ROOT, "examples", "gemm_4core.s"),
+                                       {"M": args.size, "N": args.size, "K": args.size}), directory, "gemm")
+        softmax = assemble(with_constants(os.path.join(ROOT, "examples", "softmax_rows.s"),
+                                          {"ROWS": 4096, "COLS": 1024}), directory, "softmax")
+        host_seconds, threads = torch_matmul_seconds(args.size)
+        print(f"reference: torch.matmul {args.size}^3 bf16 on the host CPU ({threads} threads): {host_seconds:.3f} s")
+        print(f"{'kernel':<28}{'mode':<13}{'wall s':>8}{'sim cycles':>13}{'M cycles/s':>12}{'M instr/s':>11}{'tensor util':>13}")
+        results = {}
+        for name, program in ((f"gemm {args.size}^3 bf16", gemm), ("softmax 4096x1024 f32", softmax)):
+            for timing_only in (False, True):
+                seconds, cycles, instructions, utilization = simulate(program, args.config, timing_only, directory)
+                mode = "timing-only" if timing_only else "functional"
+                results[(name, mode)] = seconds, cycles
+                print(f"{name:<28}{mode:<13}{seconds:>8.3f}{cycles:>13}{cycles / seconds / 1e6:>12.2f}"
+                      f"{instructions / seconds / 1e6:>11.3f}{100 * utilization:>12.1f}%")
+        gemm_name = f"gemm {args.size}^3 bf16"
+        functional_seconds, cycles = results[(gemm_name, "functional")]
+        timing_seconds, _ = results[(gemm_name, "timing-only")]
+        print(f"GEMM functional / host matmul: {functional_seconds / host_seconds:.1f}x (target <= 3x)")
+        print(f"GEMM timing-only: {cycles / timing_seconds / 1e6:.1f} M cycles/s (target >= 50)")
+
+
+if __name__ == "__main__":
+    main()
