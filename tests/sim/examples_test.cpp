@@ -75,9 +75,11 @@ std::string with_sizes(const std::string& source, const std::vector<std::pair<st
   while (std::getline(in, line)) {
     std::smatch match;
     if (std::regex_match(line, match, equ)) {
+      // Copy the parts out first: `match` points into `line`, which is rewritten below.
+      const std::string prefix = match[1].str(), name = match[2].str(), comma = match[3].str(), comment = match[5].str();
       for (size_t i = 0; i < sizes.size(); ++i) {
-        if (match[2] != sizes[i].first) continue;
-        line = match[1].str() + match[2].str() + match[3].str() + std::to_string(sizes[i].second) + "  " + match[5].str();
+        if (name != sizes[i].first) continue;
+        line = prefix + name + comma + std::to_string(sizes[i].second) + "  " + comment;
         ++replaced[i];
       }
     }
