@@ -5,6 +5,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# Paths under the checkout are hashed relative to it, so a fresh clone elsewhere
+# (CI) reuses the compile cache of earlier builds.
+export CCACHE_BASEDIR="$ROOT"
 
 case "${1:-default}" in
   default)

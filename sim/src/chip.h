@@ -8,10 +8,13 @@
 
 #include "barrier.h"
 #include "chip_context.h"
+#include "command_processor.h"
 #include "core.h"
 #include "core_directory.h"
 #include "dram.h"
+#include "host_link.h"
 #include "noc.h"
+#include "register_block.h"
 
 namespace npu::sim {
 
@@ -25,6 +28,13 @@ class Chip : public sc_core::sc_module {
   BarrierUnit barrier;
   CoreDirectory directory;
   std::vector<std::unique_ptr<Core>> cores;
+  CommandProcessor command_processor;
+  RegisterBlock registers;
+  HostLink host_link;
+
+  // Abandons all work in flight: engines idle, queues and semaphores empty;
+  // memories and the latched fault registers are kept.
+  void reset();
 };
 
 }  // namespace npu::sim

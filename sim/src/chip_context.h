@@ -5,6 +5,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "npusim/sim/chip_config.h"
@@ -44,10 +45,12 @@ class ChipContext {
     sc_core::wait(event | reset_event_);
     return generation == generation_ && !fault_;
   }
-  // Parks a thread whose work was abandoned until the chip is reset.
-  void park() {
-    const uint64_t generation = generation_;
-    while (generation == generation_) sc_core::wait(reset_event_);
+  // The reset generation: work started in one generation is abandoned in the next.
+  uint64_t generation() const { return generation_; }
+  // Parks a thread whose work (started in generation `started`) was abandoned,
+  // until the chip has been reset past it; returns at once if it already was.
+  void park(uint64_t started) {
+    while (generation_ == started) sc_core::wait(reset_event_);
   }
   // Abandons all work in flight (called between runs, with the kernel paused).
   void reset() {
@@ -62,11 +65,14 @@ class ChipContext {
     if (fault_) return;
     fault.cycle = fault.cycle ? fault.cycle : now_cycle();
     fault_ = std::move(fault);
+    if (on_fault) on_fault(*fault_);
     // From a process: stop the kernel at the end of this delta. From outside
     // (the run loop reporting a deadlock) the kernel is already stopped.
     if (sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
   }
   bool faulted() const { return fault_.has_value(); }
+  // Called once per fault (the register block latches it and raises its interrupt).
+  std::function<void(const FaultRecord&)> on_fault;
   const std::optional<FaultRecord>& fault() const { return fault_; }
 
  private:

@@ -51,9 +51,11 @@ void Engine::run() {
       sc_core::wait(pushed_);
     }
     busy_ = true;
-    if (!serve(queue_.front())) {
+    const uint64_t generation = context_.generation();
+    const Command command = queue_.front();  // a copy: a reset empties the queue under us
+    if (!serve(command)) {
       // A fault or reset abandoned the command: wait for the reset, which empties the queue.
-      context_.park();
+      context_.park(generation);
       continue;
     }
     queue_.pop_front();

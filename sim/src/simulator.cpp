@@ -29,6 +29,7 @@ struct Simulator::Impl {
 
   FaultRecord stuck_fault(FaultKind kind) const;
   void reset();
+  void host_request(HostLink::Request& request);
 };
 
 namespace {
@@ -135,10 +136,18 @@ FaultRecord Simulator::Impl::stuck_fault(FaultKind kind) const {
 }
 
 void Simulator::Impl::reset() {
-  context->reset();
-  for (auto& core : chip->cores) core->reset();
+  chip->reset();
   // Let every thread observe the reset and park or return to idle.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
+}
+
+void Simulator::Impl::host_request(HostLink::Request& request) {
+  chip->host_link.submit(&request);
+  // The link pauses the kernel when the request is done.
+  while (!request.done) {
+    sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+    if (!request.done && !sc_core::sc_pending_activity()) throw std::logic_error("host link request did not complete");
+  }
 }
 
 RunResult Simulator::run(uint64_t max_cycles) {
@@ -179,6 +188,44 @@ RunResult Simulator::run(uint64_t max_cycles) {
   if (impl.chip_trace) impl.chip_trace->flush_counters();
   if (result.fault) impl.reset();
   return result;
+}
+
+uint32_t Simulator::read_register(uint32_t offset) {
+  HostLink::Request request{HostLink::Request::Kind::ReadRegister, offset};
+  impl_->host_request(request);
+  if (!request.ok) throw std::out_of_range("register offset " + std::to_string(offset) + " is not mapped");
+  return request.value;
+}
+
+void Simulator::write_register(uint32_t offset, uint32_t value) {
+  HostLink::Request request{HostLink::Request::Kind::WriteRegister, offset, value};
+  impl_->host_request(request);
+  if (!request.ok) throw std::out_of_range("register offset " + std::to_string(offset) + " is not mapped");
+}
+
+void Simulator::copy_to_device(uint64_t address, const void* data, uint64_t bytes) {
+  if (!impl_->chip->dram.in_range(address, bytes)) throw std::out_of_range("copy to device outside device memory");
+  HostLink::Request request{HostLink::Request::Kind::WriteMemory, address, 0, static_cast<uint8_t*>(const_cast<void*>(data)), bytes};
+  impl_->host_request(request);
+}
+
+void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
+  if (!impl_->chip->dram.in_range(address, bytes)) throw std::out_of_range("copy from device outside device memory");
+  HostLink::Request request{HostLink::Request::Kind::ReadMemory, address, 0, static_cast<uint8_t*>(data), bytes};
+  impl_->host_request(request);
+}
+
+bool Simulator::wait_for_interrupt(uint64_t max_cycles) {
+  Impl& impl = *impl_;
+  const uint64_t deadline = now_cycle() + max_cycles;
+  while (!impl.chip->registers.interrupt_pending()) {
+    const uint64_t now = now_cycle();
+    if (now >= deadline) return false;
+    // The register block pauses the kernel when an interrupt becomes pending.
+    sc_core::sc_start(impl.context->cycles(deadline - now), sc_core::SC_EXIT_ON_STARVATION);
+    if (!impl.chip->registers.interrupt_pending() && !sc_core::sc_pending_activity()) return false;
+  }
+  return true;
 }
 
 void Simulator::set_progress(std::function<void(uint64_t)> callback, uint64_t every_cycles) {

@@ -15,6 +15,7 @@
 #include "npusim/isa/dtype.h"
 #include "npusim/isa/program.h"
 #include "npusim/sim/config_loader.h"
+#include "npusim/sim/registers.h"
 #include "npusim/sim/simulator.h"
 #include "npusim/traces/trace.h"
 #include "npusim/traces/writers.h"
@@ -85,6 +86,7 @@ int sc_main(int argc, char* argv[]) {
       ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
        "chip config: a preset (tiny, base, large) or a .pbtxt file")
       ("dump-config", "print the effective chip config (protobuf text format) and exit")
+      ("register-map", "print the MMIO register map (Markdown, docs/registers.md) and exit")
       ("input,i", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
        "raw little-endian bytes for an input buffer (exactly its size); repeatable")
       ("output,o", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
@@ -108,6 +110,10 @@ int sc_main(int argc, char* argv[]) {
     return npu::cli::kExitOk;
   }
 
+  if (vm.count("register-map")) {
+    std::cout << npu::sim::generate_register_markdown();
+    return npu::cli::kExitOk;
+  }
   npu::sim::ChipConfig config;
   try {
     config = npu::sim::load_chip_config(vm["config"].as<std::string>());

@@ -63,6 +63,16 @@ class Simulator {
   // chip is reset: engines idle, queues and semaphores empty, memories kept.
   RunResult run(uint64_t max_cycles);
 
+  // The host's view through the host link (sim/registers.def, docs/registers.md):
+  // each call takes the link's simulated time, during which the chip runs on.
+  uint32_t read_register(uint32_t offset);
+  void write_register(uint32_t offset, uint32_t value);
+  void copy_to_device(uint64_t address, const void* data, uint64_t bytes);
+  void copy_from_device(uint64_t address, void* data, uint64_t bytes);
+  // Runs the chip until an enabled interrupt is pending (IRQ_STATUS & IRQ_ENABLE)
+  // or `max_cycles` pass; returns whether one is pending.
+  bool wait_for_interrupt(uint64_t max_cycles);
+
   // Calls `callback(current cycle)` every `every_cycles` simulated cycles
   // during run() (for progress displays); an empty callback turns it off.
   void set_progress(std::function<void(uint64_t)> callback, uint64_t every_cycles);
