@@ -39,7 +39,13 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigne
       directory_(directory),
       dram_(dram) {
   is_dma_ = true;
+  payload_.set_byte_enable_ptr(nullptr);
+  payload_.set_dmi_allowed(false);
+  timing_.move_data = context.functional;
+  payload_.set_extension(&timing_);
 }
+
+DmaEngine::~DmaEngine() { payload_.clear_extension(&timing_); }
 
 std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space, uint64_t address, uint64_t bytes,
                                             unsigned remote_core) const {
@@ -64,20 +70,18 @@ std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space,
 }
 
 uint64_t DmaEngine::noc_transport(tlm::tlm_command direction, uint64_t address, uint8_t* data, uint64_t bytes, uint64_t ready, bool* ok) {
-  tlm::tlm_generic_payload payload;
+  // One payload, reused: constructing a payload and attaching its extension
+  // for every request costs more than the request's own modelling.
+  tlm::tlm_generic_payload& payload = payload_;
   payload.set_command(direction);
   payload.set_address(address);
   payload.set_data_ptr(data);
   payload.set_data_length(static_cast<unsigned>(bytes));
   payload.set_streaming_width(static_cast<unsigned>(bytes));
-  payload.set_byte_enable_ptr(nullptr);
-  payload.set_dmi_allowed(false);
   payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   timing_.reset();
-  payload.set_extension(&timing_);
   sc_core::sc_time delay = context_.until(ready);
   noc->b_transport(payload, delay);
-  payload.clear_extension(&timing_);
   noc_wait_ += timing_.noc_wait_cycles;
   dram_wait_ += timing_.dram_wait_cycles;
   sram_wait_ += timing_.sram_wait_cycles;
@@ -87,25 +91,37 @@ uint64_t DmaEngine::noc_transport(tlm::tlm_command direction, uint64_t address, 
 
 uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint64_t dst, uint64_t bytes, uint64_t issue,
                             unsigned remote_core, std::optional<FaultRecord>* fault, const Command& command) {
-  if (buffer_.size() < bytes) buffer_.resize(bytes);
   bool ok = true;
   uint64_t wait = 0;
-  uint64_t read_done;
-  if (src_space == Space::Local) {
-    read_done = local_.access(src, bytes, false, issue, &wait);
-    sram_wait_ += wait;
-    std::memcpy(buffer_.data(), local_.data(src), bytes);
-  } else {
-    read_done = noc_transport(tlm::TLM_READ_COMMAND, src, buffer_.data(), bytes, issue, &ok);
-  }
   uint64_t done;
-  if (dst_space == Space::Local) {
+  // Data moves once: straight between the memories where one side is local,
+  // through the bounce buffer only for global-to-global and core-to-core copies.
+  if (src_space == Space::Global && dst_space == Space::Local) {
+    const uint64_t read_done = noc_transport(tlm::TLM_READ_COMMAND, src, local_.data(dst), bytes, issue, &ok);
     done = local_.access(dst, bytes, true, read_done, &wait);
     sram_wait_ += wait;
-    std::memcpy(local_.data(dst), buffer_.data(), bytes);
+  } else if (src_space == Space::Local && dst_space == Space::Global) {
+    const uint64_t read_done = local_.access(src, bytes, false, issue, &wait);
+    sram_wait_ += wait;
+    done = noc_transport(tlm::TLM_WRITE_COMMAND, dst, local_.data(src), bytes, read_done, &ok);
   } else {
-    const uint64_t address = dst_space == Space::Remote ? core_window_address(remote_core, dst) : dst;
-    done = noc_transport(tlm::TLM_WRITE_COMMAND, address, buffer_.data(), bytes, read_done, &ok);
+    if (buffer_.size() < bytes) buffer_.resize(bytes);
+    uint64_t read_done;
+    if (src_space == Space::Local) {
+      read_done = local_.access(src, bytes, false, issue, &wait);
+      sram_wait_ += wait;
+      if (context_.functional) std::memcpy(buffer_.data(), local_.data(src), bytes);
+    } else {
+      read_done = noc_transport(tlm::TLM_READ_COMMAND, src, buffer_.data(), bytes, issue, &ok);
+    }
+    if (dst_space == Space::Local) {
+      done = local_.access(dst, bytes, true, read_done, &wait);
+      sram_wait_ += wait;
+      if (context_.functional) std::memcpy(local_.data(dst), buffer_.data(), bytes);
+    } else {
+      const uint64_t address = dst_space == Space::Remote ? core_window_address(remote_core, dst) : dst;
+      done = noc_transport(tlm::TLM_WRITE_COMMAND, address, buffer_.data(), bytes, read_done, &ok);
+    }
   }
   if (!ok && !*fault) {
     // Bounds were checked before the transfer started; a target refusing a

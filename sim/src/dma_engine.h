@@ -24,6 +24,7 @@ class DmaEngine : public Engine {
 
   DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigned core, unsigned channel, Semaphores& semaphores,
             EngineStats& stats, uint64_t trace_track, LocalMemory& local, const CoreDirectory& directory, class Dram& dram);
+  ~DmaEngine() override;
 
  protected:
   Outcome execute(const Command& command, uint64_t start) override;
@@ -47,6 +48,7 @@ class DmaEngine : public Engine {
   Dram& dram_;
   std::vector<uint8_t> buffer_;
   TimingExtension timing_;
+  tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
 };
 

@@ -115,12 +115,15 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
     wait = std::max(wait, chunk_wait);
     offset += chunk;
   }
-  if (is_write) {
-    std::memcpy(data(address), payload.get_data_ptr(), bytes);
-  } else {
-    std::memcpy(payload.get_data_ptr(), data(address), bytes);
+  auto* timing = payload.get_extension<TimingExtension>();
+  if (!timing || timing->move_data) {
+    if (is_write) {
+      std::memcpy(data(address), payload.get_data_ptr(), bytes);
+    } else {
+      std::memcpy(payload.get_data_ptr(), data(address), bytes);
+    }
   }
-  if (auto* timing = payload.get_extension<TimingExtension>()) timing->dram_wait_cycles += wait;
+  if (timing) timing->dram_wait_cycles += wait;
   delay = context_.until(done);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -100,12 +100,15 @@ void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::s
   }
   uint64_t wait = 0;
   const uint64_t done = access(address, bytes, payload.is_write(), context_.cycle_of(delay), &wait);
-  if (payload.is_write()) {
-    std::memcpy(data(address), payload.get_data_ptr(), bytes);
-  } else {
-    std::memcpy(payload.get_data_ptr(), data(address), bytes);
+  auto* timing = payload.get_extension<TimingExtension>();
+  if (!timing || timing->move_data) {
+    if (payload.is_write()) {
+      std::memcpy(data(address), payload.get_data_ptr(), bytes);
+    } else {
+      std::memcpy(payload.get_data_ptr(), data(address), bytes);
+    }
   }
-  if (auto* timing = payload.get_extension<TimingExtension>()) timing->sram_wait_cycles += wait;
+  if (timing) timing->sram_wait_cycles += wait;
   delay = context_.until(done);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
