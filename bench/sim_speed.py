@@ -52,11 +52,12 @@ def simulate(program, config, timing_only, directory):
     return seconds, stats["cycles"], instructions, stats["tensor_utilization"]
 
 
-def torch_matmul_seconds(size):
+def torch_matmul_seconds(size, dtype_name="bfloat16"):
     import torch
 
-    a = torch.randn(size, size).to(torch.bfloat16)
-    b = torch.randn(size, size).to(torch.bfloat16)
+    dtype = getattr(torch, dtype_name)
+    a = torch.randn(size, size).to(dtype)
+    b = torch.randn(size, size).to(dtype)
     torch.matmul(a, b)  # warm up
     best = float("inf")
     for _ in range(3):
@@ -78,7 +79,9 @@ def main():
         softmax = assemble(with_constants(os.path.join(ROOT, "examples", "softmax_rows.s"),
                                           {"ROWS": 4096, "COLS": 1024}), directory, "softmax")
         host_seconds, threads = torch_matmul_seconds(args.size)
-        print(f"reference: torch.matmul {args.size}^3 bf16 on the host CPU ({threads} threads): {host_seconds:.3f} s")
+        host_f32_seconds, _ = torch_matmul_seconds(args.size, "float32")
+        print(f"reference: torch.matmul {args.size}^3 on the host CPU ({threads} threads): bf16 {host_seconds:.3f} s, "
+              f"f32 {host_f32_seconds:.3f} s")
         print(f"{'kernel':<28}{'mode':<13}{'wall s':>8}{'sim cycles':>13}{'M cycles/s':>12}{'M instr/s':>11}{'tensor util':>13}")
         results = {}
         for name, program in ((f"gemm {args.size}^3 bf16", gemm), ("softmax 4096x1024 f32", softmax)):
@@ -91,7 +94,8 @@ def main():
         gemm_name = f"gemm {args.size}^3 bf16"
         functional_seconds, cycles = results[(gemm_name, "functional")]
         timing_seconds, _ = results[(gemm_name, "timing-only")]
-        print(f"GEMM functional / host matmul: {functional_seconds / host_seconds:.1f}x (target <= 3x)")
+        print(f"GEMM functional / host matmul: {functional_seconds / host_seconds:.1f}x bf16, "
+              f"{functional_seconds / host_f32_seconds:.1f}x f32 (target <= 3x)")
         print(f"GEMM timing-only: {cycles / timing_seconds / 1e6:.1f} M cycles/s (target >= 50)")
 
 
