@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -31,6 +32,21 @@ inline bool parse_command_line(const char* tool, int argc, char** argv, const bo
     *exit_code = kExitBadUsage;
     return false;
   }
+}
+
+// --help and --version, the same for every tool: the exit code if one of them
+// was asked for (the tool then stops), nothing otherwise.
+inline std::optional<int> handle_help_and_version(const char* tool, const boost::program_options::variables_map& vm,
+                                                  const boost::program_options::options_description& options) {
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    return kExitOk;
+  }
+  if (vm.count("version")) {
+    print_version(tool);
+    return kExitOk;
+  }
+  return std::nullopt;
 }
 
 }  // namespace npu::cli

@@ -27,14 +27,7 @@ int main(int argc, char** argv) {
   po::variables_map vm;
   int exit_code = 0;
   if (!npu::cli::parse_command_line("npu-as", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return npu::cli::kExitOk;
-  }
-  if (vm.count("version")) {
-    npu::cli::print_version("npu-as");
-    return npu::cli::kExitOk;
-  }
+  if (const auto code = npu::cli::handle_help_and_version("npu-as", vm, options)) return *code;
   if (!vm.count("input")) {
     std::cerr << "npu-as: error: no input file\nTry 'npu-as --help'.\n";
     return npu::cli::kExitBadUsage;

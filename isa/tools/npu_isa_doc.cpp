@@ -15,14 +15,7 @@ int main(int argc, char** argv) {
   po::variables_map vm;
   int exit_code = 0;
   if (!npu::cli::parse_command_line("npu-isa-doc", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return npu::cli::kExitOk;
-  }
-  if (vm.count("version")) {
-    npu::cli::print_version("npu-isa-doc");
-    return npu::cli::kExitOk;
-  }
+  if (const auto code = npu::cli::handle_help_and_version("npu-isa-doc", vm, options)) return *code;
   std::cout << npu::isa::generate_isa_markdown();
   return npu::cli::kExitOk;
 }

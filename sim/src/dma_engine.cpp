@@ -5,15 +5,10 @@
 
 #include "address_map.h"
 #include "dram.h"
+#include "format.h"
 
 namespace npu::sim {
 namespace {
-
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
 
 // Rows of a 3-D block; an extent register holding 0 counts as 1.
 std::vector<std::pair<uint64_t, uint64_t>> row_offsets(uint64_t n1, uint64_t n2, uint64_t src_s1, uint64_t dst_s1, uint64_t src_s2,
@@ -60,10 +55,8 @@ std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space,
   }
   const LocalMemory& memory = space == Space::Local ? local_ : *directory_.local_memories[remote_core];
   if (auto problem = memory.check(address, bytes, 1)) {
-    FaultRecord fault = fault_for(command, problem->kind, problem->message);
+    FaultRecord fault = fault_from(command, *problem);
     if (space == Space::Remote) fault.message += " of core " + std::to_string(remote_core);
-    fault.has_address = true;
-    fault.address = address;
     return fault;
   }
   return std::nullopt;
@@ -166,12 +159,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
     const uint64_t count = uoperand(command, "count");
     const uint64_t idx = uoperand(command, "idx");
     if (count > kMaxRows) return {0, fault_for(command, FaultKind::ExecutionError, "dma.gather of more than 2^24 rows"), {}};
-    if (auto problem = local_.check(idx, count * 4, 4)) {
-      FaultRecord fault = fault_for(command, problem->kind, "index array: " + problem->message);
-      fault.has_address = true;
-      fault.address = idx;
-      return {0, fault, {}};
-    }
+    if (auto problem = local_.check(idx, count * 4, 4)) return {0, fault_from(command, *problem, "index array: "), {}};
     const uint64_t stride = uoperand(command, "src_s1");
     for (uint64_t i = 0; i < count; ++i) {
       int32_t index;

@@ -43,6 +43,13 @@ FaultRecord Engine::fault_for(const Command& command, FaultKind kind, std::strin
   return fault;
 }
 
+FaultRecord Engine::fault_from(const Command& command, const FaultRecord& problem, const std::string& prefix) const {
+  FaultRecord fault = fault_for(command, problem.kind, prefix + problem.message);
+  fault.has_address = problem.has_address;
+  fault.address = problem.address;
+  return fault;
+}
+
 void Engine::run() {
   for (;;) {
     while (queue_.empty()) {

@@ -48,6 +48,8 @@ class Engine : public sc_core::sc_module {
 
   // A fault report prefilled with this engine's identity and the command.
   FaultRecord fault_for(const Command& command, FaultKind kind, std::string message) const;
+  // The same from a memory check's finding (kind, address and message), with an optional prefix.
+  FaultRecord fault_from(const Command& command, const FaultRecord& problem, const std::string& prefix = "") const;
   void add_stall(StallReason reason, uint64_t cycles) { stats_.stall_cycles[static_cast<size_t>(reason)] += cycles; }
 
   ChipContext& context_;

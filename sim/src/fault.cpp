@@ -1,6 +1,6 @@
 #include "npusim/sim/fault.h"
 
-#include <cstdio>
+#include "format.h"
 
 namespace npu::sim {
 
@@ -23,11 +23,7 @@ std::string FaultRecord::to_string() const {
   if (!engine.empty()) text += ", " + engine;
   if (pc >= 0) text += ", pc " + std::to_string(pc);
   if (!instruction.empty()) text += " `" + instruction + "`";
-  if (has_address) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
-    text += ", address " + std::string(buf);
-  }
+  if (has_address) text += ", address " + hex(address);
   if (!message.empty()) text += ": " + message;
   return text;
 }

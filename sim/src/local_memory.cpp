@@ -4,18 +4,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "format.h"
 #include "timing_extension.h"
 
 namespace npu::sim {
-namespace {
-
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
-
-}  // namespace
 
 LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, CoreStats& stats)
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {

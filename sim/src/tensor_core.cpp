@@ -51,12 +51,7 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
     unsigned align;
   } operands[] = {{a, m * k * size, size}, {b, k * n * size, size}, {dst, m * n * 4, 4}};
   for (const auto& op : operands) {
-    if (auto problem = local_.check(op.address, op.bytes, op.align)) {
-      FaultRecord fault = fault_for(command, problem->kind, problem->message);
-      fault.has_address = true;
-      fault.address = op.address;
-      return {0, fault, {}};
-    }
+    if (auto problem = local_.check(op.address, op.bytes, op.align)) return {0, fault_from(command, *problem), {}};
   }
 
   // Operand traffic: in weight-stationary, B is read once and A once per

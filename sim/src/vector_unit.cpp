@@ -71,22 +71,12 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
     return {0, fault_for(command, FaultKind::InvalidInstruction, "not a vector instruction"), {}};
   }
   for (const Operand& operand : operands) {
-    if (auto problem = local_.check(operand.address, operand.bytes, operand.align)) {
-      FaultRecord fault = fault_for(command, problem->kind, problem->message);
-      fault.has_address = true;
-      fault.address = operand.address;
-      return {0, fault, {}};
-    }
+    if (auto problem = local_.check(operand.address, operand.bytes, operand.align)) return {0, fault_from(command, *problem), {}};
   }
   uint64_t gather_source_rows = 0;
   if (op == Opcode::V_GATHER) {
     const uint64_t src = uoperand(command, "src");
-    if (auto problem = local_.check(src, 0, size)) {
-      FaultRecord fault = fault_for(command, problem->kind, problem->message);
-      fault.has_address = true;
-      fault.address = src;
-      return {0, fault, {}};
-    }
+    if (auto problem = local_.check(src, 0, size)) return {0, fault_from(command, *problem), {}};
     // The source table runs to the end of its memory; indices are checked against that.
     gather_source_rows = cols == 0 ? 0 : local_.bytes_until_end(src) / (cols * size);
     operands.push_back({src, elements * size, size, false});

@@ -101,14 +101,7 @@ int sc_main(int argc, char* argv[]) {
   po::variables_map vm;
   int exit_code = 0;
   if (!npu::cli::parse_command_line("npu-sim", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return npu::cli::kExitOk;
-  }
-  if (vm.count("version")) {
-    npu::cli::print_version("npu-sim");
-    return npu::cli::kExitOk;
-  }
+  if (const auto code = npu::cli::handle_help_and_version("npu-sim", vm, options)) return *code;
 
   if (vm.count("register-map")) {
     std::cout << npu::sim::generate_register_markdown();

@@ -1,6 +1,4 @@
 // The command-line tools: exit status 0 / 1 / 2, messages, files left behind.
-#include <sys/wait.h>
-
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -8,45 +6,21 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_directory.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ToolRun {
-  int status;
-  std::string out;
-  std::string err;
-};
+using npu::testing::ToolRun;
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("npusim_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return scratch_.path(name); }
+  void write(const std::string& name, const std::string& bytes) const { scratch_.write(name, bytes); }
+  static std::string read(const std::string& file) { return npu::testing::read_file(file); }
+  ToolRun run(const std::string& command) const { return scratch_.run(command); }
 
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  void write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-  }
-
-  static std::string read(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
-  ToolRun run(const std::string& command) const {
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const int raw = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), read(out), read(err)};
-  }
-
-  fs::path dir_;
+  npu::testing::ScratchDirectory scratch_{"npusim_cli"};
 };
 
 const std::string kAs = NPU_AS_PATH;

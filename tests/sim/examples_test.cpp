@@ -27,8 +27,6 @@
 // Shapes include 1, primes and sizes that are not multiples of the kernels'
 // tile sizes; presets tiny (1 core), base (4 cores) and large (16 cores, so
 // some cores get no work for the small shapes).
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -44,6 +42,8 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_directory.h"
+
 #include "npusim/isa/dtype.h"
 
 namespace {
@@ -52,18 +52,8 @@ namespace fs = std::filesystem;
 using npu::isa::bf16_to_f32;
 using npu::isa::f32_to_bf16;
 
-struct ToolRun {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using npu::testing::read_file;
+using npu::testing::ToolRun;
 
 // Replaces the value of `.equ NAME, VALUE` for each given name; every name must
 // be defined exactly once in the source.
@@ -105,24 +95,10 @@ std::vector<T> read_values(const std::string& file, size_t count) {
 
 class ExampleKernel : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    for (char& c : name)
-      if (c == '/') c = '_';
-    dir_ = fs::temp_directory_path() / ("npusim_examples_" + std::to_string(::getpid()) + "_" + name);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return scratch_.path(name); }
   const std::string& preset() const { return GetParam(); }
 
-  ToolRun run(const std::string& command) const {
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const int raw = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), read_file(out), read_file(err)};
-  }
+  ToolRun run(const std::string& command) const { return scratch_.run(command); }
 
   // Assembles examples/NAME.s with the given sizes; returns the program path.
   std::string assemble(const std::string& example, const std::vector<std::pair<std::string, long>>& sizes) {
@@ -145,7 +121,7 @@ class ExampleKernel : public ::testing::TestWithParam<std::string> {
     return result.status == 0;
   }
 
-  fs::path dir_;
+  npu::testing::ScratchDirectory scratch_{"npusim_examples"};
 };
 
 std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }

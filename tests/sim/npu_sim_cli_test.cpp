@@ -1,9 +1,6 @@
 // npu-sim end to end: every example runs on every preset, runs are
 // deterministic, timing-only gives the same cycles, faults exit with 1 and
 // leave a valid trace.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -12,37 +9,18 @@
 #include <gtest/gtest.h>
 
 #include "npusim/traces/writers.h"
+#include "scratch_directory.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ToolRun {
-  int status;
-  std::string out;
-  std::string err;
-};
+using npu::testing::ToolRun;
 
 class NpuSim : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("npusim_sim_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string read(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  ToolRun run(const std::string& command) const {
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const int raw = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), read(out), read(err)};
-  }
+  std::string path(const std::string& name) const { return scratch_.path(name); }
+  static std::string read(const std::string& file) { return npu::testing::read_file(file); }
+  ToolRun run(const std::string& command) const { return scratch_.run(command); }
   std::string assemble(const std::string& name, const std::string& source) {
     std::ofstream(path(name + ".s")) << source;
     const ToolRun result = run(std::string(NPU_AS_PATH) + " " + path(name + ".s") + " -o " + path(name + ".npubin"));
@@ -60,7 +38,7 @@ class NpuSim : public ::testing::Test {
     return match.empty() ? 0 : std::stoull(match[1]);
   }
 
-  fs::path dir_;
+  npu::testing::ScratchDirectory scratch_{"npusim_sim"};
 };
 
 const std::string kSim = NPU_SIM_PATH;
