@@ -74,7 +74,7 @@ def main():
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as directory:
-        gemm = assemble(with_constants(os.path.join(ROOT, "examples", "gemm_4core.s"),
+        gemm = assemble(with_constants(os.path.join(ROOT, "examples", "gemm.s"),
                                        {"M": args.size, "N": args.size, "K": args.size}), directory, "gemm")
         softmax = assemble(with_constants(os.path.join(ROOT, "examples", "softmax_rows.s"),
                                           {"ROWS": 4096, "COLS": 1024}), directory, "softmax")

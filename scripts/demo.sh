@@ -16,22 +16,22 @@ OUT="$ROOT/out/demo"
 mkdir -p "$OUT"
 
 echo
-echo "== 1. Assemble examples/gemm_4core.s =="
-"$BIN/npu-as" examples/gemm_4core.s -o "$OUT/gemm_4core.npubin"
-echo "wrote $OUT/gemm_4core.npubin ($(stat -c %s "$OUT/gemm_4core.npubin") bytes)"
+echo "== 1. Assemble examples/gemm.s =="
+"$BIN/npu-as" examples/gemm.s -o "$OUT/gemm.npubin"
+echo "wrote $OUT/gemm.npubin ($(stat -c %s "$OUT/gemm.npubin") bytes)"
 
 echo
 echo "== 2. What the program contains (npu-objdump, first 60 lines) =="
-"$BIN/npu-objdump" "$OUT/gemm_4core.npubin" > "$OUT/gemm_4core.listing.txt"
-head -n 60 "$OUT/gemm_4core.listing.txt"
-echo "... full listing: $OUT/gemm_4core.listing.txt"
+"$BIN/npu-objdump" "$OUT/gemm.npubin" > "$OUT/gemm.listing.txt"
+head -n 60 "$OUT/gemm.listing.txt"
+echo "... full listing: $OUT/gemm.listing.txt"
 
 echo
 echo "== 3. Disassemble to plain assembly and reassemble =="
-"$BIN/npu-objdump" --asm "$OUT/gemm_4core.npubin" > "$OUT/gemm_4core.roundtrip.s"
-"$BIN/npu-as" "$OUT/gemm_4core.roundtrip.s" -o "$OUT/gemm_4core.roundtrip.npubin"
-if cmp -s "$OUT/gemm_4core.npubin" "$OUT/gemm_4core.roundtrip.npubin"; then
-  echo "byte-identical: $OUT/gemm_4core.roundtrip.npubin"
+"$BIN/npu-objdump" --asm "$OUT/gemm.npubin" > "$OUT/gemm.roundtrip.s"
+"$BIN/npu-as" "$OUT/gemm.roundtrip.s" -o "$OUT/gemm.roundtrip.npubin"
+if cmp -s "$OUT/gemm.npubin" "$OUT/gemm.roundtrip.npubin"; then
+  echo "byte-identical: $OUT/gemm.roundtrip.npubin"
 else
   echo "ROUND TRIP FAILED" >&2
   exit 1
@@ -39,9 +39,9 @@ fi
 
 echo
 echo "== 4. Run it on the simulated base chip (4 cores, 128x128 arrays), with a trace =="
-"$BIN/npu-sim" --config base "$OUT/gemm_4core.npubin" --trace "$OUT/gemm_4core.pftrace" --stats "$OUT/gemm_4core.stats.json"
-echo "trace: $OUT/gemm_4core.pftrace (open it in https://ui.perfetto.dev)"
-echo "statistics: $OUT/gemm_4core.stats.json"
+"$BIN/npu-sim" --config base "$OUT/gemm.npubin" --trace "$OUT/gemm.pftrace" --stats "$OUT/gemm.stats.json"
+echo "trace: $OUT/gemm.pftrace (open it in https://ui.perfetto.dev)"
+echo "statistics: $OUT/gemm.stats.json"
 
 echo
 echo "== 5. Every example on the base chip =="

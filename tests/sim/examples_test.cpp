@@ -4,7 +4,7 @@
 // random inputs (fixed seeds) and compares the output with a reference
 // computed here:
 //
-//   gemm_4core.s        bf16 x bf16 -> bf16. Every product of two bf16 values
+//   gemm.s        bf16 x bf16 -> bf16. Every product of two bf16 values
 //                       is exact in f32 and the tensor core adds in f32, so the
 //                       device's f32 sum s satisfies |s - exact| <= gamma with
 //                       gamma = K * 2^-24 * sum_k |a_ik * b_kj| (recursive
@@ -133,7 +133,7 @@ class GemmExample : public ExampleKernel {
  protected:
   void check(long m, long n, long k) {
     SCOPED_TRACE("M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k) + " on " + preset());
-    const std::string program = assemble("gemm_4core", {{"M", m}, {"N", n}, {"K", k}});
+    const std::string program = assemble("gemm", {{"M", m}, {"N", n}, {"K", k}});
     std::mt19937 rng(static_cast<uint32_t>(1000003 * m + 1009 * n + k));
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<uint16_t> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));

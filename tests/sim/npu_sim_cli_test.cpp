@@ -77,7 +77,7 @@ TEST_F(NpuSim, EveryExampleRunsOnEveryPreset) {
 }
 
 TEST_F(NpuSim, RunsAreDeterministicAndTimingOnlyGivesTheSameCycles) {
-  const std::string program = assemble_example("gemm_4core");
+  const std::string program = assemble_example("gemm");
   std::vector<std::string> stats, traces;
   for (int i = 0; i < 2; ++i) {
     const std::string n = std::to_string(i);

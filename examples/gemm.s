@@ -1,6 +1,6 @@
-# gemm_4core.s -- C = A * B on any number of cores: bf16 inputs, f32 accumulation,
-# bf16 output. (The name is historical: the program runs on every core of the
-# chip, one core or sixteen, and on any M, N, K >= 1.)
+# gemm.s -- C = A * B on any number of cores: bf16 inputs, f32 accumulation,
+# bf16 output. Runs on every core of the chip, one core or sixteen, and on any
+# M, N, K >= 1.
 #
 # Tiling: C is cut into TM x TN output tiles, MT = ceil(M/TM) tile rows by
 # NT = ceil(N/TN) tile columns, numbered row-major: tile t covers rows
