@@ -65,6 +65,8 @@ uint32_t RegisterBlock::read(uint32_t offset) {
     case Register::FAULT_CYCLE_LO: return fault_ ? static_cast<uint32_t>(fault_->cycle) : 0;
     case Register::FAULT_CYCLE_HI: return fault_ ? static_cast<uint32_t>(fault_->cycle >> 32) : 0;
     case Register::SCRATCH: return scratch_;
+    case Register::MEMORY_SIZE_LO: return static_cast<uint32_t>(context_.config.dram.size_bytes);
+    case Register::MEMORY_SIZE_HI: return static_cast<uint32_t>(context_.config.dram.size_bytes >> 32);
     default: return 0;  // RESET is write-only; unmapped offsets read as zero
   }
 }

@@ -1,0 +1,78 @@
+#include "npusim/driver/device.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "npusim/driver/errors.h"
+#include "npusim/sim/registers.h"  // the register map (header only: the driver links no simulator)
+
+namespace npu {
+namespace {
+
+uint32_t offset(sim::Register reg) { return static_cast<uint32_t>(reg); }
+
+}  // namespace
+
+Buffer::State::~State() { device->free(address); }
+
+std::shared_ptr<Device> Device::open(std::unique_ptr<DeviceLink> link) {
+  if (!link) throw std::invalid_argument("Device::open without a link");
+  const uint32_t id = link->read_register(offset(sim::Register::DEVICE_ID));
+  if (id != sim::kDeviceId) throw Error("no npusim device behind the link (DEVICE_ID reads " + std::to_string(id) + ")");
+  DeviceInfo info;
+  const uint32_t version = link->read_register(offset(sim::Register::VERSION));
+  info.isa_version = version >> 16;
+  info.register_map_version = version & 0xffff;
+  if (info.register_map_version != sim::kRegisterMapVersion)
+    throw Error("device speaks register map version " + std::to_string(info.register_map_version) + "; this driver speaks " +
+                std::to_string(sim::kRegisterMapVersion));
+  info.num_cores = link->read_register(offset(sim::Register::NUM_CORES));
+  info.num_queues = link->read_register(offset(sim::Register::NUM_QUEUES));
+  info.memory_bytes = link->read_register(offset(sim::Register::MEMORY_SIZE_LO)) |
+                      uint64_t{link->read_register(offset(sim::Register::MEMORY_SIZE_HI))} << 32;
+  return std::make_shared<Device>(std::move(link), info);
+}
+
+Device::Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info)
+    : link_(std::move(link)), info_(info), allocator_(0, info.memory_bytes / DeviceAllocator::kGranule * DeviceAllocator::kGranule) {}
+
+Buffer Device::allocate(uint64_t bytes, uint64_t alignment) {
+  uint64_t address;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    address = allocator_.allocate(bytes, alignment);
+  }
+  Buffer buffer;
+  // Built in place: a temporary State would free the block when it died.
+  buffer.state_.reset(new Buffer::State{shared_from_this(), address, bytes});
+  return buffer;
+}
+
+void Device::free(uint64_t address) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  allocator_.free(address);
+}
+
+AllocatorStats Device::memory_stats() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return allocator_.stats();
+}
+
+void Device::check_range(const Buffer& buffer, uint64_t offset, uint64_t bytes) {
+  if (!buffer) throw std::invalid_argument("copy with an empty Buffer");
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    throw std::out_of_range("copy of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " runs past a buffer of " +
+                            std::to_string(buffer.size()) + " bytes");
+}
+
+void Device::copy_to_device(const Buffer& buffer, uint64_t offset, const void* data, uint64_t bytes) {
+  check_range(buffer, offset, bytes);
+  link_->write_memory(buffer.address() + offset, data, bytes);
+}
+
+void Device::copy_from_device(const Buffer& buffer, uint64_t offset, void* data, uint64_t bytes) {
+  check_range(buffer, offset, bytes);
+  link_->read_memory(buffer.address() + offset, data, bytes);
+}
+
+}  // namespace npu

@@ -1,0 +1,107 @@
+// Device and Buffer over the simulated chip: identity, memory, copies, threads.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "npusim/driver/device.h"
+#include "npusim/driver/errors.h"
+#include "npusim/sim/systemc_main.h"
+#include "simulator_link.h"
+
+namespace npu {
+namespace {
+
+std::shared_ptr<Device> open_tiny() { return Device::open(std::make_unique<SimulatorLink>("tiny")); }
+
+TEST(Device, OpenReadsTheChipThroughItsRegisters) {
+  const auto device = open_tiny();
+  EXPECT_EQ(device->info().num_cores, 1u);  // tiny: configs/tiny.pbtxt
+  EXPECT_EQ(device->info().isa_version, 1u);
+  EXPECT_EQ(device->info().register_map_version, 1u);
+  EXPECT_GE(device->info().num_queues, 1u);
+  EXPECT_EQ(device->info().memory_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(device->memory_stats().free_bytes, uint64_t{256} << 20);
+}
+
+TEST(Device, ABadConfigIsAnErrorNamingIt) {
+  try {
+    SimulatorLink link("no_such_preset");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_preset"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Device, BuffersRoundTripDataAndFreeThemselves) {
+  const auto device = open_tiny();
+  std::vector<uint8_t> data(1 << 20);
+  std::mt19937 rng(1);
+  for (uint8_t& byte : data) byte = static_cast<uint8_t>(rng());
+  {
+    Buffer buffer = device->allocate(data.size());
+    EXPECT_EQ(buffer.size(), data.size());
+    EXPECT_EQ(device->memory_stats().in_use_bytes, data.size());
+    device->copy_to_device(buffer, 0, data.data(), data.size());
+    std::vector<uint8_t> back(data.size());
+    device->copy_from_device(buffer, 0, back.data(), back.size());
+    EXPECT_EQ(back, data);
+    std::vector<uint8_t> part(100);
+    device->copy_from_device(buffer, 12345, part.data(), part.size());
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + 12345));
+    EXPECT_THROW(device->copy_to_device(buffer, data.size() - 10, data.data(), 11), std::out_of_range);
+  }
+  EXPECT_EQ(device->memory_stats().in_use_bytes, 0u);
+  EXPECT_EQ(device->memory_stats().total_frees, 1u);
+}
+
+TEST(Device, OutOfMemoryStatesTheSizes) {
+  const auto device = open_tiny();
+  try {
+    device->allocate(uint64_t{300} << 20);
+    FAIL();
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.requested(), uint64_t{300} << 20);
+    EXPECT_EQ(e.free_bytes(), uint64_t{256} << 20);
+    EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos);
+  }
+}
+
+TEST(Device, CallsFromManyThreadsAreServedCorrectly) {
+  const auto device = open_tiny();
+  constexpr int kThreads = 4, kRounds = 20;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        Buffer buffer = device->allocate(4096 + static_cast<uint64_t>(t) * 64);
+        std::vector<uint8_t> data(buffer.size(), static_cast<uint8_t>(t * 31 + round));
+        device->copy_to_device(buffer, 0, data.data(), data.size());
+        std::vector<uint8_t> back(data.size());
+        device->copy_from_device(buffer, 0, back.data(), back.size());
+        if (back != data) ++failures[static_cast<size_t>(t)];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[static_cast<size_t>(t)], 0) << "thread " << t;
+  EXPECT_EQ(device->memory_stats().allocations, 0u);
+  EXPECT_EQ(device->memory_stats().total_allocations, uint64_t{kThreads} * kRounds);
+}
+
+TEST(Device, NoInterruptWithoutWork) {
+  const auto device = open_tiny();
+  EXPECT_FALSE(device->link().wait_for_interrupt(10000));
+}
+
+}  // namespace
+}  // namespace npu
+
+int sc_main(int argc, char* argv[]) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
+
+NPUSIM_SYSTEMC_MAIN
