@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generated_doc.h"
+
 #include "npusim/firmware/packets.h"
 #include "scratch_directory.h"
 
@@ -27,22 +29,7 @@ TEST(Describe, WritesWhatItCannotNameAsNumbers) {
 }
 
 TEST(PacketDoc, DocsPacketsMdIsGeneratedFromTheCurrentTable) {
-  std::ifstream in(std::string(NPUSIM_SOURCE_DIR) + "/docs/packets.md");
-  ASSERT_TRUE(in) << "docs/packets.md is missing (generate it with build/bin/npu-packets-doc > docs/packets.md)";
-  std::stringstream text;
-  text << in.rdbuf();
-  // Report the first differing line rather than both documents.
-  std::istringstream on_disk(text.str()), generated(generate_packet_markdown());
-  std::string disk_line, generated_line;
-  for (int line = 1;; ++line) {
-    const bool more_disk = static_cast<bool>(std::getline(on_disk, disk_line));
-    const bool more_generated = static_cast<bool>(std::getline(generated, generated_line));
-    if (!more_disk && !more_generated) break;
-    ASSERT_TRUE(more_disk == more_generated && disk_line == generated_line)
-        << "docs/packets.md is stale (regenerate with build/bin/npu-packets-doc > docs/packets.md); first difference at line " << line
-        << ":\n  docs/packets.md: " << (more_disk ? disk_line : "<end of file>")
-        << "\n  generated:       " << (more_generated ? generated_line : "<end of file>");
-  }
+  npu::testing::expect_generated_doc_is_current("docs/packets.md", generate_packet_markdown(), "build/bin/npu-packets-doc > docs/packets.md");
 }
 
 TEST(PacketDoc, DocumentsEveryPacketFieldAndError) {

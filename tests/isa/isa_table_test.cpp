@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generated_doc.h"
+
 #include "npusim/isa/docgen.h"
 #include "npusim/isa/isa.h"
 #include "random_program.h"
@@ -112,22 +114,7 @@ TEST(Encoding, RejectsOutOfRangeOperandsAndBadWords) {
 }
 
 TEST(IsaDoc, DocsIsaMdIsGeneratedFromTheCurrentTable) {
-  std::ifstream in(std::string(NPUSIM_SOURCE_DIR) + "/docs/isa.md");
-  ASSERT_TRUE(in) << "docs/isa.md is missing";
-  std::stringstream text;
-  text << in.rdbuf();
-  // Report the first differing line rather than both documents.
-  std::istringstream on_disk(text.str()), generated(generate_isa_markdown());
-  std::string disk_line, generated_line;
-  for (int line = 1;; ++line) {
-    const bool more_disk = static_cast<bool>(std::getline(on_disk, disk_line));
-    const bool more_generated = static_cast<bool>(std::getline(generated, generated_line));
-    if (!more_disk && !more_generated) break;
-    ASSERT_TRUE(more_disk == more_generated && disk_line == generated_line)
-        << "docs/isa.md is stale (regenerate with build/bin/npu-isa-doc > docs/isa.md); first difference at line " << line
-        << ":\n  docs/isa.md: " << (more_disk ? disk_line : "<end of file>")
-        << "\n  generated:   " << (more_generated ? generated_line : "<end of file>");
-  }
+  npu::testing::expect_generated_doc_is_current("docs/isa.md", generate_isa_markdown(), "build/bin/npu-isa-doc > docs/isa.md");
 }
 
 TEST(IsaDoc, DocumentsEveryInstruction) {

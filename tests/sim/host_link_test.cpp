@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generated_doc.h"
+
 #include "npusim/sim/registers.h"
 #include "npusim/sim/simulator.h"
 #include "test_chip.h"
@@ -129,12 +131,10 @@ TEST(HostLink, EnginesBusyAtAFaultComeBackAfterReset) {
 }
 
 TEST(HostLink, DocsRegistersMdIsGeneratedFromTheTable) {
-  std::ifstream in(std::string(NPUSIM_SOURCE_DIR) + "/docs/registers.md");
-  ASSERT_TRUE(in) << "docs/registers.md is missing";
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_TRUE(text.str() == generate_register_markdown()) << "docs/registers.md is stale: build/bin/npu-sim --register-map > docs/registers.md";
-  for (const RegisterSpec& spec : register_table()) EXPECT_NE(text.str().find("`" + spec.name + "`"), std::string::npos) << spec.name;
+  npu::testing::expect_generated_doc_is_current("docs/registers.md", generate_register_markdown(),
+                                                "build/bin/npu-sim --register-map > docs/registers.md");
+  const std::string doc = generate_register_markdown();
+  for (const RegisterSpec& spec : register_table()) EXPECT_NE(doc.find("`" + spec.name + "`"), std::string::npos) << spec.name;
 }
 
 }  // namespace
