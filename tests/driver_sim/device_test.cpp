@@ -7,6 +7,9 @@
 
 #include "npusim/driver/device.h"
 #include "npusim/driver/errors.h"
+#include "npusim/isa/assembler.h"
+#include "npusim/sim/simulator.h"
+#include "scratch_directory.h"
 #include "npusim/sim/systemc_main.h"
 #include "simulator_link.h"
 
@@ -89,6 +92,41 @@ TEST(Device, CallsFromManyThreadsAreServedCorrectly) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[static_cast<size_t>(t)], 0) << "thread " << t;
   EXPECT_EQ(device->memory_stats().allocations, 0u);
   EXPECT_EQ(device->memory_stats().total_allocations, uint64_t{kThreads} * kRounds);
+}
+
+TEST(Device, ReportShowsMemoryInUseAndALatchedFault) {
+  auto link = std::make_unique<SimulatorLink>("tiny");
+  SimulatorLink* raw_link = link.get();
+  const auto device = Device::open(std::move(link));
+  const Buffer buffer = device->allocate(1 << 20);
+  std::string report = device->report();
+  EXPECT_NE(report.find("1.00 MiB in use (peak 1.00 MiB) in 1 allocations"), std::string::npos) << report;
+  EXPECT_NE(report.find("status: ok"), std::string::npos) << report;
+  // Fault the chip from the simulator side (the driver's launch path comes with the firmware).
+  raw_link->call([](sim::Simulator& simulator) {
+    isa::AssembleOptions options;
+    options.read_include = [](const std::string&) { return std::nullopt; };
+    const auto assembled = isa::assemble_source(
+        ".code 0\n    li r1, 1\n    shli r1, r1, 40\n    li r2, 64\n    dma.ld ch0, r0, r1, r2, r0, r0, r0, r0, r0, r0\n    halt\n", "bad.s",
+        options);
+    simulator.launch(*assembled.program, 1, {});
+    simulator.run(100000);
+  });
+  report = device->report();
+  EXPECT_NE(report.find("status: FAULT latched: address out of range, core 0, pc 3, address 0x10000000000"), std::string::npos) << report;
+  EXPECT_NE(report.find("interrupts: status 0x80000000"), std::string::npos) << report;
+}
+
+TEST(NpuSmi, PrintsTheDeviceForAConfig) {
+  npu::testing::ScratchDirectory scratch("npusim_smi");
+  const npu::testing::ToolRun run = scratch.run(std::string(NPU_SMI_PATH) + " --config tiny --dump-config");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("1 cores, 2 command queues"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("256.00 MiB total, 0 B in use"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("num_cores: 1"), std::string::npos) << run.out;
+  EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --config nope").status, 1);
+  EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --bogus").status, 2);
+  EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --help").status, 0);
 }
 
 TEST(Device, NoInterruptWithoutWork) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "npusim/driver/device_allocator.h"
 #include "npusim/driver/device_link.h"
@@ -61,6 +62,11 @@ class Device : public std::enable_shared_from_this<Device> {
   void copy_from_device(const Buffer& buffer, uint64_t offset, void* data, uint64_t bytes);
 
   DeviceLink& link() { return *link_; }
+
+  // What npu-smi prints, read live from the device: identity, memory in use
+  // (and peak, free, fragmentation), status with any latched fault, interrupt
+  // state and the cycle counter. Any process holding a Device can print it.
+  std::string report();
 
   explicit Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info);  // use open()
 

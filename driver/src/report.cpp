@@ -1,0 +1,61 @@
+#include <cstdio>
+#include <string>
+
+#include "npusim/driver/device.h"
+#include "npusim/sim/registers.h"
+
+namespace npu {
+namespace {
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
+  return buf;
+}
+
+const char* fault_kind_text(uint32_t kind_plus_one) {
+  // FAULT_KIND holds the kind + 1, in sim/registers.def's order.
+  const char* kinds[] = {"invalid instruction", "address out of range", "misaligned access", "SRAM overflow",
+                         "execution error",     "deadlock",             "watchdog timeout"};
+  return kind_plus_one >= 1 && kind_plus_one <= 7 ? kinds[kind_plus_one - 1] : "unknown fault";
+}
+
+}  // namespace
+
+std::string Device::report() {
+  const auto reg = [&](sim::Register r) { return link_->read_register(static_cast<uint32_t>(r)); };
+  const AllocatorStats memory = memory_stats();
+  char line[256];
+  std::string out;
+  std::snprintf(line, sizeof line, "device: npusim NPU (ISA version %u, register map %u), %u cores, %u command queues\n", info_.isa_version,
+                info_.register_map_version, info_.num_cores, info_.num_queues);
+  out += line;
+  out += "memory: " + human_bytes(info_.memory_bytes) + " total, " + human_bytes(memory.in_use_bytes) + " in use (peak " +
+         human_bytes(memory.peak_in_use_bytes) + ") in " + std::to_string(memory.allocations) + " allocations, " +
+         human_bytes(memory.free_bytes) + " free, largest free block " + human_bytes(memory.largest_free_bytes);
+  std::snprintf(line, sizeof line, ", fragmentation %.1f%%\n", 100.0 * memory.fragmentation);
+  out += line;
+  if (reg(sim::Register::STATUS) & 1) {
+    const uint64_t address = reg(sim::Register::FAULT_ADDR_LO) | uint64_t{reg(sim::Register::FAULT_ADDR_HI)} << 32;
+    const uint64_t cycle = reg(sim::Register::FAULT_CYCLE_LO) | uint64_t{reg(sim::Register::FAULT_CYCLE_HI)} << 32;
+    std::snprintf(line, sizeof line, "status: FAULT latched: %s, core %d, pc %d, address 0x%llx, cycle %llu\n",
+                  fault_kind_text(reg(sim::Register::FAULT_KIND)), static_cast<int>(reg(sim::Register::FAULT_CORE)),
+                  static_cast<int>(reg(sim::Register::FAULT_PC)), static_cast<unsigned long long>(address),
+                  static_cast<unsigned long long>(cycle));
+    out += line;
+  } else {
+    out += "status: ok\n";
+  }
+  std::snprintf(line, sizeof line, "interrupts: status 0x%08x, enabled 0x%08x\n", reg(sim::Register::IRQ_STATUS),
+                reg(sim::Register::IRQ_ENABLE));
+  out += line;
+  const uint64_t cycle = reg(sim::Register::CYCLE_LO);  // reading LO latches HI
+  out += "cycle: " + std::to_string(cycle | uint64_t{reg(sim::Register::CYCLE_HI)} << 32) + "\n";
+  return out;
+}
+
+}  // namespace npu
