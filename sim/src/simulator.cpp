@@ -2,7 +2,6 @@
 
 #include <systemc>
 
-#include <bitset>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
