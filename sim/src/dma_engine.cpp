@@ -131,7 +131,6 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   uint64_t src = uoperand(command, "src"), dst = uoperand(command, "dst");
   uint64_t n0 = uoperand(command, "n0");
   std::vector<std::pair<uint64_t, uint64_t>> offsets;  // (src offset, dst offset) per row
-  std::vector<uint64_t> gather_sources;
 
   switch (op) {
     case isa::Opcode::DMA_LD: src_space = Space::Global, dst_space = Space::Local; break;

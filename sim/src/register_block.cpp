@@ -30,12 +30,10 @@ void RegisterBlock::raise_interrupt(unsigned bit) {
   signal_if_pending();
 }
 
-// An interrupt reaching the host also pauses the kernel, so that a host
-// waiting for it (Simulator::wait_for_interrupt) regains control at once.
+// An interrupt reaching the host pauses the kernel, so that a host waiting
+// for it (Simulator::wait_for_interrupt) regains control at once.
 void RegisterBlock::signal_if_pending() {
-  if (!interrupt_pending()) return;
-  interrupt_.notify(sc_core::SC_ZERO_TIME);
-  if (sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
+  if (interrupt_pending() && sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
 }
 
 uint32_t RegisterBlock::read(uint32_t offset) {

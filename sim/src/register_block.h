@@ -29,7 +29,6 @@ class RegisterBlock : public sc_core::sc_module {
 
   void raise_interrupt(unsigned bit);
   bool interrupt_pending() const { return (irq_status_ & irq_enable_) != 0; }
-  const sc_core::sc_event& interrupt_event() const { return interrupt_; }
   void latch_fault(const FaultRecord& fault) { fault_ = fault; }
 
   // Queue registers, for the command processor's firmware.
@@ -46,7 +45,6 @@ class RegisterBlock : public sc_core::sc_module {
   uint32_t irq_status_ = 0, irq_enable_ = 0, scratch_ = 0, cycle_hi_latch_ = 0;
   std::optional<FaultRecord> fault_;
   std::vector<uint32_t> queue_registers_;  // num_queues * (stride / 4)
-  sc_core::sc_event interrupt_;
 };
 
 }  // namespace npu::sim
