@@ -1,5 +1,6 @@
-// Barriers across the cores of a launch: `barrier id` releases when every
-// participating core has arrived at the same id.
+// The barriers of one launch: `barrier id` releases when every core of the
+// launch has arrived at the same id. Each launch has its own group, so that
+// launches running side by side on disjoint cores never meet in a barrier.
 #pragma once
 
 #include <systemc>
@@ -11,12 +12,12 @@
 
 namespace npu::sim {
 
-class BarrierUnit {
+class BarrierGroup {
  public:
-  void start_launch(unsigned participants) {
-    participants_ = participants;
-    for (Slot& slot : slots_) slot.arrived = 0;
-  }
+  explicit BarrierGroup(unsigned participants) : participants_(participants) {}
+  BarrierGroup(const BarrierGroup&) = delete;
+  BarrierGroup& operator=(const BarrierGroup&) = delete;
+
   // From a control-unit thread: returns true once all participants have
   // arrived, false if the run faulted or the chip was reset meanwhile.
   bool arrive(unsigned id, ChipContext& context) {
@@ -39,7 +40,7 @@ class BarrierUnit {
     uint64_t generation = 0;
     sc_core::sc_event released;
   };
-  unsigned participants_ = 0;
+  const unsigned participants_;
   std::array<Slot, 16> slots_;
 };
 

@@ -7,12 +7,12 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
       context(chip_context),
       dram("dram", chip_context),
       noc("noc", chip_context),
-      command_processor("command_processor", chip_context),
+      command_processor("command_processor", chip_context, *this),
       registers("registers", chip_context, command_processor, [this] { reset(); }),
       host_link("host_link", chip_context) {
   const ChipConfig& config = context.config;
   for (unsigned c = 0; c < config.num_cores; ++c)
-    cores.push_back(std::make_unique<Core>(("core" + std::to_string(c)).c_str(), context, c, barrier, directory, dram));
+    cores.push_back(std::make_unique<Core>(("core" + std::to_string(c)).c_str(), context, c, directory, dram));
   for (auto& core : cores) {
     directory.local_memories.push_back(&core->local);
     directory.semaphores.push_back(&core->semaphores);
@@ -38,5 +38,51 @@ void Chip::reset() {
   context.reset();
   for (auto& core : cores) core->reset();
 }
+
+FaultRecord Chip::stuck_fault(FaultKind kind, const std::vector<unsigned>& stuck_cores) const {
+  // Name the first thing that is stuck, and list everything that is.
+  FaultRecord fault;
+  fault.kind = kind;
+  fault.cycle = context.now_cycle();
+  std::string all;
+  for (const unsigned c : stuck_cores) {
+    Core& core = *cores[c];
+    if (core.control.finished()) continue;
+    const std::vector<uint64_t>& code = *core.control.launch().code;
+    const auto note = [&](const std::string& engine, int64_t pc, uint64_t word, const std::string& what) {
+      if (fault.core < 0) {
+        fault.core = static_cast<int>(c);
+        fault.engine = engine;
+        fault.pc = pc;
+        fault.instruction = word ? instruction_text(word) : "";
+      }
+      all += "; core " + std::to_string(c) + " " + engine + " " + what;
+    };
+    const std::string control_state = core.control.blocked_on();
+    note("control", core.control.pc(),
+         core.control.pc() >= 0 && static_cast<size_t>(core.control.pc()) < code.size() ? code[static_cast<size_t>(core.control.pc())] : 0,
+         "at pc " + std::to_string(core.control.pc()) + (control_state.empty() ? "" : " (" + control_state + ")"));
+    for (Engine* engine : core.engines()) {
+      if (const Command* command = engine->current()) {
+        const std::string state = engine->waiting_on() >= 0 ? "waits on s" + std::to_string(engine->waiting_on()) + " (value 0)" : "busy";
+        note(engine->display_name(), command->pc, command->word, state + " at pc " + std::to_string(command->pc));
+      }
+    }
+  }
+  fault.message = (kind == FaultKind::Deadlock ? "no engine can make progress" : "the run exceeded its cycle limit") + all;
+  return fault;
+}
+
+ChipStats Chip::stats() const {
+  ChipStats stats;
+  stats.clock_mhz = context.config.clock_mhz;
+  stats.timing_only = !context.functional;
+  for (const auto& core : cores) stats.cores.push_back(core->stats);
+  stats.dram_channels = dram.channel_stats();
+  stats.noc_links = noc.link_stats();
+  stats.peak_macs_per_cycle = uint64_t{context.config.num_cores} * context.config.core.tensor_core.rows * context.config.core.tensor_core.cols;
+  return stats;
+}
+
 
 }  // namespace npu::sim

@@ -6,7 +6,6 @@
 #include <memory>
 #include <vector>
 
-#include "barrier.h"
 #include "chip_context.h"
 #include "command_processor.h"
 #include "core.h"
@@ -25,7 +24,6 @@ class Chip : public sc_core::sc_module {
   ChipContext& context;
   Dram dram;
   Noc noc;
-  BarrierUnit barrier;
   CoreDirectory directory;
   std::vector<std::unique_ptr<Core>> cores;
   CommandProcessor command_processor;
@@ -35,6 +33,11 @@ class Chip : public sc_core::sc_module {
   // Abandons all work in flight: engines idle, queues and semaphores empty;
   // memories and the latched fault registers are kept.
   void reset();
+
+  // A deadlock or watchdog fault naming the first stuck thing among
+  // `stuck_cores` (the unfinished cores of a launch) and listing all of them.
+  ChipStats stats() const;
+  FaultRecord stuck_fault(FaultKind kind, const std::vector<unsigned>& stuck_cores) const;
 };
 
 }  // namespace npu::sim

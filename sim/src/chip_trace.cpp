@@ -32,6 +32,14 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
     trace.add_track({next++, memory, trace::TrackKind::Counter, "dram ch" + std::to_string(channel) + " bytes/cycle",
                      trace::CounterUnit::BytesPerCycle, static_cast<int32_t>(channel)});
   }
+  const trace::TrackId command_processor = next++;
+  trace.add_track({command_processor, 0, trace::TrackKind::Process, "command processor", trace::CounterUnit::Count,
+                   static_cast<int32_t>(config.num_cores + 1)});
+  for (unsigned queue = 0; queue < config.command_processor.num_queues; ++queue) {
+    queue_tracks_.push_back(next);
+    trace.add_track({next++, command_processor, trace::TrackKind::Thread, "queue " + std::to_string(queue), trace::CounterUnit::Count,
+                     static_cast<int32_t>(queue)});
+  }
   noc_counter_ = {next, {}};
   trace.add_track({next++, memory, trace::TrackKind::Counter, "noc bytes/cycle (all links)", trace::CounterUnit::BytesPerCycle,
                    static_cast<int32_t>(config.dram.channels)});
@@ -54,6 +62,17 @@ void ChipTrace::named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t 
   slice.name = name;
   slice.category = "device";
   slice.args = std::move(args);
+  trace_.add_slice(std::move(slice));
+}
+
+void ChipTrace::packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, uint64_t flow_id) {
+  trace::Slice slice;
+  slice.track = queue_tracks_.at(queue);
+  slice.begin_ps = ps(begin_cycle);
+  slice.end_ps = ps(std::max(begin_cycle, end_cycle));
+  slice.name = name;
+  slice.category = "command";
+  if (flow_id) slice.flows_in.push_back(flow_id);
   trace_.add_slice(std::move(slice));
 }
 

@@ -23,6 +23,9 @@ class ChipTrace {
   void span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word);
   void named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name,
                   std::vector<trace::Arg> args = {});
+  // A command packet of queue `queue`, on the command processor's track for
+  // it, where the flow `flow_id` (0: none) from the host's submission ends.
+  void packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, uint64_t flow_id);
   void dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
   void noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
 
@@ -42,6 +45,7 @@ class ChipTrace {
   uint64_t window_cycles_;
   unsigned engines_per_core_;
   std::vector<trace::TrackId> engine_tracks_;
+  std::vector<trace::TrackId> queue_tracks_;
   std::vector<Counter> dram_counters_;
   Counter noc_counter_;
 };

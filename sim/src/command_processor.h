@@ -1,49 +1,88 @@
-// The command processor's slot: the microcontroller that reads the command
-// queues the driver fills. Its program (the firmware, firmware/) is installed
-// into this slot and runs as the module's thread; the slot provides the
-// doorbell events the register block rings. With no firmware installed the
-// doorbells are recorded and nothing else happens.
+// The command processor: the microcontroller that serves the command queues
+// the driver fills. Its program (the firmware, firmware/) is installed into
+// this module and runs as its thread, seeing the chip through the
+// CommandProcessorPort this module implements: queue registers, device
+// memory, a copy engine, the cores, interrupts. With no firmware installed,
+// doorbells are counted and nothing else happens.
 #pragma once
 
 #include <systemc>
 
+#include <list>
 #include <memory>
 #include <vector>
 
+#include "barrier.h"
 #include "chip_context.h"
+#include "control_unit.h"
+#include "npusim/sim/command_processor_port.h"
+#include "timeline.h"
 
 namespace npu::sim {
 
-class CommandProcessor;
+class Chip;
 
-// What firmware implements: its main loop, run on the command processor's thread.
-class CommandProcessorFirmware {
- public:
-  virtual ~CommandProcessorFirmware() = default;
-  virtual void run(CommandProcessor& processor) = 0;
-};
-
-class CommandProcessor : public sc_core::sc_module {
+class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort {
  public:
   SC_HAS_PROCESS(CommandProcessor);
-  CommandProcessor(sc_core::sc_module_name name, ChipContext& context);
+  CommandProcessor(sc_core::sc_module_name name, ChipContext& context, Chip& chip);
 
   // Installs the firmware; only before the simulation starts.
-  void install(std::unique_ptr<CommandProcessorFirmware> firmware);
+  void install(std::shared_ptr<CommandProcessorFirmware> firmware);
 
   // Rung by the register block when the host writes a queue's DOORBELL.
   void ring(unsigned queue);
-  const sc_core::sc_event& doorbell_event() const { return doorbell_; }
   uint64_t doorbells(unsigned queue) const { return doorbells_.at(queue); }
 
-  ChipContext& context;
+  // Host memory the copy engine may reach (COPY h2d/d2h); returns its bus address.
+  uint64_t register_host_memory(void* data, uint64_t bytes);
+  void unregister_host_memory(uint64_t bus_address);
+
+  // CommandProcessorPort
+  const ChipConfig& config() const override { return context_.config; }
+  uint64_t now_cycle() const override { return context_.now_cycle(); }
+  QueueRegisters queue_registers(unsigned queue) const override;
+  void set_queue_head(unsigned queue, uint32_t head) override;
+  void set_queue_error(unsigned queue, uint32_t code) override;
+  void raise_queue_interrupt(unsigned queue) override;
+  bool read_memory(uint64_t address, void* data, uint64_t bytes) override;
+  bool write_memory(uint64_t address, const void* data, uint64_t bytes) override;
+  bool copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t bytes, uint64_t* done_cycle) override;
+  bool fill(uint64_t dst, uint64_t bytes, uint32_t pattern, uint64_t* done_cycle) override;
+  void start_cores(const LaunchRequest& request) override;
+  bool core_idle(unsigned core) const override;
+  void raise_watchdog(const std::vector<unsigned>& cores, uint64_t limit_cycles) override;
+  bool wait(uint64_t until_cycle) override;
+  ChipStats stats() const override;
+  void trace_packet(unsigned queue, const std::string& name, uint64_t begin_cycle, uint64_t end_cycle, uint64_t flow_id) override;
 
  private:
+  // What a launch's cores refer to, kept until they have all halted.
+  struct ActiveLaunch {
+    std::vector<unsigned> cores;
+    std::vector<std::vector<uint64_t>> code;
+    std::vector<uint64_t> symbol_addresses;
+    std::unique_ptr<BarrierGroup> barrier;
+  };
+  struct HostRegion {
+    uint64_t bus_address;
+    uint8_t* data;
+    uint64_t bytes;
+  };
   void run();
+  uint8_t* host_pointer(uint64_t bus_address, uint64_t bytes);
+  uint64_t dram_bytes_per_cycle() const;
 
-  std::unique_ptr<CommandProcessorFirmware> firmware_;
+  ChipContext& context_;
+  Chip& chip_;
+  std::shared_ptr<CommandProcessorFirmware> firmware_;
   std::vector<uint64_t> doorbells_;
   sc_core::sc_event doorbell_;
+  uint64_t generation_seen_ = 0;
+  std::list<ActiveLaunch> launches_;
+  std::vector<HostRegion> host_regions_;
+  uint64_t next_host_bus_address_ = kHostBusBase;
+  Timeline copy_engine_;
 };
 
 }  // namespace npu::sim

@@ -7,9 +7,9 @@ namespace npu::sim {
 
 using isa::Opcode;
 
-ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, BarrierUnit& barrier,
+ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
                          EngineStats& stats, uint64_t trace_track)
-    : sc_module(name), context_(context), core_(core), semaphores_(semaphores), barrier_(barrier), stats_(stats), trace_track_(trace_track) {
+    : sc_module(name), context_(context), core_(core), semaphores_(semaphores), stats_(stats), trace_track_(trace_track) {
   stats_.name = "control";
   SC_THREAD(run);
 }
@@ -135,8 +135,8 @@ void ControlUnit::execute_program() {
       }
       case Opcode::CSRR: {
         const auto csr = static_cast<isa::Csr>(ops[1]);
-        if (csr == isa::Csr::CoreId) set(core_);
-        else if (csr == isa::Csr::NumCores) set(launch_.participants);
+        if (csr == isa::Csr::CoreId) set(launch_.rank);
+        else if (csr == isa::Csr::NumCores) set(launch_.cores->size());
         else if (csr == isa::Csr::Cycle) set(local_cycle_);
         else set(launch_.args[static_cast<size_t>(ops[1]) - static_cast<size_t>(isa::Csr::Arg0)]);
         break;
@@ -190,7 +190,7 @@ void ControlUnit::execute_program() {
         if (!context_.wait_until(local_cycle_)) return;
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "barrier " + std::to_string(ops[0]);
-        if (!barrier_.arrive(static_cast<unsigned>(ops[0]), context_)) return;
+        if (!launch_.barrier->arrive(static_cast<unsigned>(ops[0]), context_)) return;
         blocked(StallReason::Barrier, "barrier " + std::to_string(ops[0]), since);
         break;
       }
@@ -248,6 +248,17 @@ void ControlUnit::execute_program() {
         command.word = word;
         for (size_t i = 0; i < spec->operands.size(); ++i)
           command.operands[i] = spec->operands[i].kind == isa::OperandKind::Reg ? static_cast<int64_t>(reg(i)) : ops[i];
+        if (in.opcode == Opcode::DMA_SEND) {
+          // Programs name cores by their id within the launch; the NoC by physical core.
+          const size_t target_core = operand_index(in.opcode, "core");
+          const uint64_t id = static_cast<uint64_t>(command.operands[target_core]);
+          if (id >= launch_.cores->size()) {
+            fault(FaultKind::ExecutionError,
+                  "dma.send to core " + std::to_string(id) + ", but the launch has " + std::to_string(launch_.cores->size()) + " cores", word);
+            return;
+          }
+          command.operands[target_core] = (*launch_.cores)[static_cast<size_t>(id)];
+        }
         if (target->full()) {
           if (!context_.wait_until(local_cycle_)) return;
           const uint64_t since = context_.now_cycle();

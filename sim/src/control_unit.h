@@ -20,25 +20,34 @@
 
 namespace npu::sim {
 
+// One core's part of a launch. The launcher keeps what the pointers refer to
+// alive until the core has halted (or the chip is reset).
 struct Launch {
   const std::vector<uint64_t>* code = nullptr;        // this core's code section
-  const std::vector<uint64_t>* symbol_addresses = nullptr;  // global address per symbol index (0: not a buffer)
+  const std::vector<uint64_t>* symbol_addresses = nullptr;  // global address per symbol index (UINT64_MAX: not a buffer)
   std::array<uint64_t, 8> args{};                   // csr arg0..arg7
-  unsigned participants = 1;                        // cores of the launch (csr ncores, barriers)
+  // The launch's cores: core id i of the program (csr coreid, dma.send's
+  // core operand) is physical core (*cores)[i]; csr ncores is its size.
+  const std::vector<unsigned>* cores = nullptr;
+  unsigned rank = 0;                                // this core's id within the launch
+  BarrierGroup* barrier = nullptr;                  // the launch's barriers
   std::string name;                                 // trace span on the control track
 };
 
 class ControlUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(ControlUnit);
-  ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, BarrierUnit& barrier,
+  ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
               EngineStats& stats, uint64_t trace_track);
 
   // Engines in EngineId order: dma0..dma3 (only the configured channels), tc, vec.
   void attach_engines(std::vector<Engine*> dma_channels, Engine* tensor_core, Engine* vector_unit);
 
   void start(const Launch& launch);
+  // The chip was reset: whatever ran is abandoned and the core is idle.
+  void reset() { finished_ = true; }
   bool finished() const { return finished_; }
+  const Launch& launch() const { return launch_; }
   uint64_t finish_cycle() const { return finish_cycle_; }
   sc_core::sc_event& finished_event() { return finished_event_; }
 
@@ -58,7 +67,6 @@ class ControlUnit : public sc_core::sc_module {
   ChipContext& context_;
   const unsigned core_;
   Semaphores& semaphores_;
-  BarrierUnit& barrier_;
   EngineStats& stats_;
   uint64_t trace_track_;
   std::vector<Engine*> dma_channels_;

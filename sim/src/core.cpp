@@ -18,12 +18,12 @@ uint64_t track(ChipContext& context, unsigned core, unsigned engine) {
 
 }  // namespace
 
-Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, BarrierUnit& barrier, const CoreDirectory& directory,
+Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, const CoreDirectory& directory,
            Dram& dram)
     : sc_module(name),
       stats(make_stats(context.config)),
       local("local", context, stats),
-      control("control", context, index, semaphores, barrier, stats.engines[0], track(context, index, 0)),
+      control("control", context, index, semaphores, stats.engines[0], track(context, index, 0)),
       tensor("tensor", context, index, semaphores, stats.engines[1 + context.config.core.dma.channels],
              track(context, index, 1 + context.config.core.dma.channels), local, stats),
       vector("vector", context, index, semaphores, stats.engines[2 + context.config.core.dma.channels],
@@ -40,6 +40,7 @@ Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, B
 std::vector<Engine*> Core::engines() { return control.engines(); }
 
 void Core::reset() {
+  control.reset();
   for (Engine* engine : engines()) engine->reset();
   semaphores.reset();
 }

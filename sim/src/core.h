@@ -23,7 +23,7 @@ class Dram;
 
 class Core : public sc_core::sc_module {
  public:
-  Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, BarrierUnit& barrier, const CoreDirectory& directory, Dram& dram);
+  Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, const CoreDirectory& directory, Dram& dram);
 
   CoreStats stats;  // first: the engines below keep references into it
   Semaphores semaphores;

@@ -4,19 +4,6 @@
 
 namespace npu::sim {
 
-const char* fault_kind_name(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::InvalidInstruction: return "invalid instruction";
-    case FaultKind::AddressOutOfRange: return "address out of range";
-    case FaultKind::Misaligned: return "misaligned access";
-    case FaultKind::SramOverflow: return "SRAM overflow";
-    case FaultKind::ExecutionError: return "execution error";
-    case FaultKind::Deadlock: return "deadlock";
-    case FaultKind::Watchdog: return "watchdog timeout";
-  }
-  return "?";
-}
-
 std::string FaultRecord::to_string() const {
   std::string text = std::string("device fault: ") + fault_kind_name(kind) + " at cycle " + std::to_string(cycle);
   if (core >= 0) text += ", core " + std::to_string(core);

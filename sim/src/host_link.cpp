@@ -13,6 +13,24 @@ constexpr uint64_t kChunkBytes = 512;
 HostLink::HostLink(sc_core::sc_module_name name, ChipContext& context)
     : sc_module(name), noc("noc"), registers("registers"), context_(context) {
   SC_THREAD(run);
+  SC_THREAD(deliver);
+}
+
+void HostLink::deliver_arrived() {
+  while (!in_flight_.empty() && in_flight_.front().arrival_cycle <= context_.now_cycle()) {
+    PostedWrite write = in_flight_.front();
+    in_flight_.pop_front();
+    uint64_t done = 0;
+    transport(registers, tlm::TLM_WRITE_COMMAND, write.offset, reinterpret_cast<uint8_t*>(&write.value), 4, context_.now_cycle(), &done);
+  }
+}
+
+void HostLink::deliver() {
+  for (;;) {
+    if (in_flight_.empty()) sc_core::wait(posted_);
+    else sc_core::wait(context_.until(in_flight_.front().arrival_cycle), posted_);
+    deliver_arrived();
+  }
 }
 
 void HostLink::submit(Request* request) {
@@ -43,10 +61,20 @@ void HostLink::serve(Request& request) {
   const uint64_t now = context_.now_cycle();
   uint64_t done = now;
   switch (request.kind) {
-    case Request::Kind::ReadRegister:
-    case Request::Kind::WriteRegister: {
+    case Request::Kind::WriteRegister:
+      if (request.posted) {
+        // One cycle onto the link (a 4-byte write), then it is in flight.
+        const uint64_t sent = to_device_.reserve(now, 1) + 1;
+        in_flight_.push_back({sent + config.latency_cycles, static_cast<uint32_t>(request.address), request.value});
+        posted_.notify(sc_core::SC_ZERO_TIME);
+        sc_core::wait(context_.until(sent));
+        return;
+      }
+      [[fallthrough]];
+    case Request::Kind::ReadRegister: {
       // The access happens when it reaches the device; a read's value takes another crossing back.
       sc_core::wait(context_.until(now + config.latency_cycles));
+      deliver_arrived();  // posted writes sent before this request reach the device before it
       const bool is_read = request.kind == Request::Kind::ReadRegister;
       uint32_t value = request.value;
       request.ok = transport(registers, is_read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, request.address,
@@ -79,10 +107,17 @@ void HostLink::serve(Request& request) {
         // Keep the rest of the chip in step with long transfers.
         sc_core::wait(context_.until(issue));
       }
-      sc_core::wait(context_.until(done));
+      if (!(request.posted && is_write)) sc_core::wait(context_.until(done));
       return;
     }
   }
+}
+
+uint64_t HostLink::reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle) {
+  const HostLinkConfig& config = context_.config.host_link;
+  const uint64_t serialization = ceil_div(bytes, config.bytes_per_cycle);
+  Timeline& direction = to_device ? to_device_ : to_host_;
+  return direction.reserve(ready_cycle, serialization) + serialization + config.latency_cycles;
 }
 
 void HostLink::run() {

@@ -28,6 +28,10 @@ class HostLink : public sc_core::sc_module {
     uint32_t value = 0;    // register value written or read
     uint8_t* data = nullptr;
     uint64_t bytes = 0;
+    // A posted write (as on PCIe) is done for the host once it has crossed
+    // onto the link; it takes effect when it arrives, in order with
+    // everything else the host sent. Otherwise the host waits for arrival.
+    bool posted = false;
     bool done = false;
     bool ok = true;  // false: the address is not mapped
   };
@@ -39,9 +43,16 @@ class HostLink : public sc_core::sc_module {
   // done the kernel pauses, so that the host side regains control.
   void submit(Request* request);
 
+  // A transfer of the command processor's copy engine over the link, ready
+  // at `ready_cycle`: it takes its turn on the link direction it crosses,
+  // with the host's own transfers. Returns the cycle it has fully arrived.
+  uint64_t reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle);
+
  private:
   void run();
   void serve(Request& request);
+  void deliver();               // thread: applies posted register writes as they arrive
+  void deliver_arrived();       // applies those that have arrived by now, in order
   bool transport(tlm_utils::simple_initiator_socket<HostLink>& socket, tlm::tlm_command command, uint64_t address, uint8_t* data,
                  uint64_t bytes, uint64_t ready, uint64_t* done);
 
@@ -49,6 +60,13 @@ class HostLink : public sc_core::sc_module {
   std::deque<Request*> pending_;
   sc_core::sc_event submitted_;
   Timeline to_device_, to_host_;  // the two directions of the link
+  struct PostedWrite {
+    uint64_t arrival_cycle;
+    uint32_t offset;
+    uint32_t value;
+  };
+  std::deque<PostedWrite> in_flight_;  // in arrival order
+  sc_core::sc_event posted_;
 };
 
 }  // namespace npu::sim

@@ -50,7 +50,7 @@ uint32_t RegisterBlock::read(uint32_t offset) {
     case Register::VERSION: return isa::kIsaVersion << 16 | kRegisterMapVersion;
     case Register::NUM_CORES: return context_.config.num_cores;
     case Register::NUM_QUEUES: return queues;
-    case Register::STATUS: return fault_ ? 1u : 0u;
+    case Register::STATUS: return fault_ ? (fault_->has_address ? 3u : 1u) : 0u;
     case Register::IRQ_STATUS: return irq_status_;
     case Register::IRQ_ENABLE: return irq_enable_;
     case Register::CYCLE_LO: cycle_hi_latch_ = static_cast<uint32_t>(cycle >> 32); return static_cast<uint32_t>(cycle);
@@ -65,6 +65,8 @@ uint32_t RegisterBlock::read(uint32_t offset) {
     case Register::SCRATCH: return scratch_;
     case Register::MEMORY_SIZE_LO: return static_cast<uint32_t>(context_.config.dram.size_bytes);
     case Register::MEMORY_SIZE_HI: return static_cast<uint32_t>(context_.config.dram.size_bytes >> 32);
+    case Register::CLOCK_MHZ: return static_cast<uint32_t>(context_.config.clock_mhz);
+    case Register::FAULT_ENGINE: return fault_ ? fault_engine_code(fault_->engine) : 0;
     default: return 0;  // RESET is write-only; unmapped offsets read as zero
   }
 }

@@ -21,12 +21,12 @@ struct Simulator::Impl {
   std::vector<std::vector<uint64_t>> code;
   std::vector<uint64_t> symbol_addresses;
   std::vector<unsigned> launched_cores;
+  std::unique_ptr<BarrierGroup> barrier;
   uint64_t launch_cycle = 0;
   bool pending = false;
   std::function<void(uint64_t)> progress;
   uint64_t progress_every = 0;
 
-  FaultRecord stuck_fault(FaultKind kind) const;
   void reset();
   void host_request(HostLink::Request& request);
 };
@@ -42,6 +42,7 @@ Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_
   if (options.trace) impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, *options.trace);
   impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, impl_->chip_trace.get());
   impl_->chip = std::make_unique<Chip>("chip", *impl_->context);
+  if (options.firmware) impl_->chip->command_processor.install(options.firmware);
   // End elaboration and let every thread reach its first wait, so that the
   // first launch's start notifications find them waiting.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -74,12 +75,14 @@ void Simulator::launch(const isa::Program& program, uint64_t core_mask, const st
   if (symbol_addresses.size() != program.symbols.size())
     throw std::invalid_argument("symbol_addresses has " + std::to_string(symbol_addresses.size()) + " entries; the program has " +
                                 std::to_string(program.symbols.size()) + " symbols");
+  // The program's core ids 0..n-1 are the mask's cores in ascending order.
   impl.code.assign(cores, {});
   impl.launched_cores.clear();
   for (unsigned c = 0; c < cores; ++c) {
     if (!(core_mask & (uint64_t{1} << c))) continue;
-    const isa::CodeSection* section = program.code_for_core(c);
-    if (section == nullptr) throw std::invalid_argument("core " + std::to_string(c) + " has no code in this program");
+    const auto rank = static_cast<unsigned>(impl.launched_cores.size());
+    const isa::CodeSection* section = program.code_for_core(rank);
+    if (section == nullptr) throw std::invalid_argument("core id " + std::to_string(rank) + " (core " + std::to_string(c) + ") has no code in this program");
     impl.code[c] = section->words;
     impl.launched_cores.push_back(c);
   }
@@ -87,51 +90,21 @@ void Simulator::launch(const isa::Program& program, uint64_t core_mask, const st
   std::string name = "program";
   for (const auto& [key, value] : program.metadata)
     if (key == "source") name = value;
-  impl.chip->barrier.start_launch(static_cast<unsigned>(impl.launched_cores.size()));
+  impl.barrier = std::make_unique<BarrierGroup>(static_cast<unsigned>(impl.launched_cores.size()));
   impl.launch_cycle = now_cycle();
-  for (const unsigned c : impl.launched_cores) {
+  for (unsigned rank = 0; rank < impl.launched_cores.size(); ++rank) {
+    const unsigned c = impl.launched_cores[rank];
     Launch launch;
     launch.code = &impl.code[c];
     launch.symbol_addresses = &impl.symbol_addresses;
     launch.args = args;
-    launch.participants = static_cast<unsigned>(impl.launched_cores.size());
+    launch.cores = &impl.launched_cores;
+    launch.rank = rank;
+    launch.barrier = impl.barrier.get();
     launch.name = name;
     impl.chip->cores[c]->control.start(launch);
   }
   impl.pending = true;
-}
-
-FaultRecord Simulator::Impl::stuck_fault(FaultKind kind) const {
-  // Name the first thing that is stuck, and list everything that is.
-  FaultRecord fault;
-  fault.kind = kind;
-  fault.cycle = context->now_cycle();
-  std::string all;
-  for (const unsigned c : launched_cores) {
-    Core& core = *chip->cores[c];
-    if (core.control.finished()) continue;
-    const auto note = [&](const std::string& engine, int64_t pc, uint64_t word, const std::string& what) {
-      if (fault.core < 0) {
-        fault.core = static_cast<int>(c);
-        fault.engine = engine;
-        fault.pc = pc;
-        fault.instruction = word ? instruction_text(word) : "";
-      }
-      all += "; core " + std::to_string(c) + " " + engine + " " + what;
-    };
-    const std::string control_state = core.control.blocked_on();
-    note("control", core.control.pc(),
-         core.control.pc() >= 0 && static_cast<size_t>(core.control.pc()) < code[c].size() ? code[c][static_cast<size_t>(core.control.pc())] : 0,
-         "at pc " + std::to_string(core.control.pc()) + (control_state.empty() ? "" : " (" + control_state + ")"));
-    for (Engine* engine : core.engines()) {
-      if (const Command* command = engine->current()) {
-        const std::string state = engine->waiting_on() >= 0 ? "waits on s" + std::to_string(engine->waiting_on()) + " (value 0)" : "busy";
-        note(engine->display_name(), command->pc, command->word, state + " at pc " + std::to_string(command->pc));
-      }
-    }
-  }
-  fault.message = (kind == FaultKind::Deadlock ? "no engine can make progress" : "the run exceeded its cycle limit") + all;
-  return fault;
 }
 
 void Simulator::Impl::reset() {
@@ -170,13 +143,13 @@ RunResult Simulator::run(uint64_t max_cycles) {
     sc_core::sc_start(impl.context->cycles(slice), sc_core::SC_EXIT_ON_STARVATION);
     if (impl.progress) impl.progress(now_cycle());
     if (!impl.context->faulted() && !all_finished() && now_cycle() < deadline && !sc_core::sc_pending_activity()) {
-      impl.context->raise_fault(impl.stuck_fault(FaultKind::Deadlock));
+      impl.context->raise_fault(impl.chip->stuck_fault(FaultKind::Deadlock, impl.launched_cores));
     }
   }
   if (impl.context->faulted()) {
     result.fault = impl.context->fault();
   } else if (!all_finished()) {
-    result.fault = impl.stuck_fault(FaultKind::Watchdog);
+    result.fault = impl.chip->stuck_fault(FaultKind::Watchdog, impl.launched_cores);
   }
   result.end_cycle = now_cycle();
   if (!result.fault) {
@@ -202,6 +175,22 @@ void Simulator::write_register(uint32_t offset, uint32_t value) {
   if (!request.ok) throw std::out_of_range("register offset " + std::to_string(offset) + " is not mapped");
 }
 
+void Simulator::post_register_write(uint32_t offset, uint32_t value) {
+  // An unmapped offset cannot be reported when the write arrives: check it now.
+  if (offset % 4 != 0 || offset >= kQueueRegisterBase + 16 * kQueueRegisterStride)
+    throw std::out_of_range("register offset " + std::to_string(offset) + " is not mapped");
+  HostLink::Request request{HostLink::Request::Kind::WriteRegister, offset, value};
+  request.posted = true;
+  impl_->host_request(request);
+}
+
+void Simulator::post_copy_to_device(uint64_t address, const void* data, uint64_t bytes) {
+  if (!impl_->chip->dram.in_range(address, bytes)) throw std::out_of_range("copy to device outside device memory");
+  HostLink::Request request{HostLink::Request::Kind::WriteMemory, address, 0, static_cast<uint8_t*>(const_cast<void*>(data)), bytes};
+  request.posted = true;
+  impl_->host_request(request);
+}
+
 void Simulator::copy_to_device(uint64_t address, const void* data, uint64_t bytes) {
   if (!impl_->chip->dram.in_range(address, bytes)) throw std::out_of_range("copy to device outside device memory");
   HostLink::Request request{HostLink::Request::Kind::WriteMemory, address, 0, static_cast<uint8_t*>(const_cast<void*>(data)), bytes};
@@ -222,7 +211,13 @@ bool Simulator::wait_for_interrupt(uint64_t max_cycles) {
     if (now >= deadline) return false;
     // The register block pauses the kernel when an interrupt becomes pending.
     sc_core::sc_start(impl.context->cycles(deadline - now), sc_core::SC_EXIT_ON_STARVATION);
-    if (!impl.chip->registers.interrupt_pending() && !sc_core::sc_pending_activity()) return false;
+    if (!impl.chip->registers.interrupt_pending() && !sc_core::sc_pending_activity()) {
+      std::vector<unsigned> running;
+      for (unsigned c = 0; c < impl.config.num_cores; ++c)
+        if (!impl.chip->cores[c]->control.finished()) running.push_back(c);
+      if (running.empty() || impl.context->faulted()) return false;
+      impl.context->raise_fault(impl.chip->stuck_fault(FaultKind::Deadlock, running));
+    }
   }
   return true;
 }
@@ -232,18 +227,16 @@ void Simulator::set_progress(std::function<void(uint64_t)> callback, uint64_t ev
   impl_->progress_every = std::max<uint64_t>(every_cycles, 1);
 }
 
+void Simulator::flush_trace_counters() {
+  if (impl_->chip_trace) impl_->chip_trace->flush_counters();
+}
+
 uint64_t Simulator::now_cycle() const { return impl_->context->now_cycle(); }
 
-ChipStats Simulator::stats() const {
-  const Impl& impl = *impl_;
-  ChipStats stats;
-  stats.clock_mhz = impl.config.clock_mhz;
-  stats.timing_only = !impl.context->functional;
-  for (const auto& core : impl.chip->cores) stats.cores.push_back(core->stats);
-  stats.dram_channels = impl.chip->dram.channel_stats();
-  stats.noc_links = impl.chip->noc.link_stats();
-  stats.peak_macs_per_cycle = uint64_t{impl.config.num_cores} * impl.config.core.tensor_core.rows * impl.config.core.tensor_core.cols;
-  return stats;
-}
+ChipStats Simulator::stats() const { return impl_->chip->stats(); }
+
+uint64_t Simulator::register_host_memory(void* data, uint64_t bytes) { return impl_->chip->command_processor.register_host_memory(data, bytes); }
+
+void Simulator::unregister_host_memory(uint64_t bus_address) { impl_->chip->command_processor.unregister_host_memory(bus_address); }
 
 }  // namespace npu::sim

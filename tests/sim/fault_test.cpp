@@ -17,7 +17,7 @@ using testing::test_config;
 
 class Faults : public ::testing::Test {
  protected:
-  Faults() : simulator_(test_config(2, 2, 1), SimulatorOptions{true, &trace_}) {}
+  Faults() : simulator_(test_config(2, 2, 1), SimulatorOptions{true, &trace_, nullptr}) {}
 
   FaultRecord expect_fault(const std::string& source, FaultKind kind, uint64_t mask = 1, uint64_t max_cycles = 100000) {
     const isa::Program program = assemble(source);

@@ -77,8 +77,9 @@ TEST(HostLink, AFaultIsLatchedRaisesItsInterruptAndResetClearsIt) {
   const RunResult result = simulator.run(100000);
   ASSERT_TRUE(result.fault);
   EXPECT_TRUE(simulator.wait_for_interrupt(10));
-  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::STATUS)), 1u);
+  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::STATUS)), 3u);  // a fault, with an address
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_KIND)), static_cast<uint32_t>(FaultKind::AddressOutOfRange) + 1);
+  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_ENGINE)), 16u);  // dma ch0
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_CORE)), 0u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_PC)), 3u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_ADDR_HI)), 1u << 8);

@@ -73,13 +73,14 @@ const char* kSendToCore2 = R"(
 TEST(Peaks, NocLinkBandwidthAndSharing) {
   Simulator simulator(test_config(3, 3, 1));
   // Alone: core 0 sends 32 KiB two hops to core 2 over 16 B/cycle links.
+  // Launched on cores 0 and 2, the program knows them as core ids 0 and 1.
   const isa::Program one = assemble(R"(
 .code 0
-    li r1, 2
+    li r1, 1
     li r2, 32768
     dma.send ch0, r1, s0, r0, r0, r2, r0, r0, r0
     halt
-.code 2
+.code 1
     sync.wait ctl, s0
     halt
 )");

@@ -32,6 +32,17 @@ struct FaultRecord {
   std::string to_string() const;
 };
 
-const char* fault_kind_name(FaultKind kind);
+inline const char* fault_kind_name(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::InvalidInstruction: return "invalid instruction";
+    case FaultKind::AddressOutOfRange: return "address out of range";
+    case FaultKind::Misaligned: return "misaligned access";
+    case FaultKind::SramOverflow: return "SRAM overflow";
+    case FaultKind::ExecutionError: return "execution error";
+    case FaultKind::Deadlock: return "deadlock";
+    case FaultKind::Watchdog: return "watchdog timeout";
+  }
+  return "unknown fault";
+}
 
 }  // namespace npu::sim

@@ -27,6 +27,24 @@ inline constexpr uint32_t queue_register(unsigned queue, QueueRegister reg) {
   return kQueueRegisterBase + queue * kQueueRegisterStride + static_cast<uint32_t>(reg);
 }
 
+// FAULT_ENGINE's encoding of the engine names in FaultRecord::engine.
+inline uint32_t fault_engine_code(const std::string& engine) {
+  if (engine == "control") return 1;
+  if (engine == "tensor core") return 2;
+  if (engine == "vector unit") return 3;
+  if (engine.rfind("dma ch", 0) == 0 && engine.size() > 6) return 16 + static_cast<uint32_t>(std::stoul(engine.substr(6)));
+  return 0;
+}
+inline std::string fault_engine_name(uint32_t code) {
+  switch (code) {
+    case 0: return "";
+    case 1: return "control";
+    case 2: return "tensor core";
+    case 3: return "vector unit";
+    default: return code >= 16 ? "dma ch" + std::to_string(code - 16) : "engine " + std::to_string(code);
+  }
+}
+
 enum class RegisterAccess : uint8_t { RO, RW, WO, W1C };
 
 struct RegisterSpec {

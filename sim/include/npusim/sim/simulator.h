@@ -24,9 +24,14 @@ class Trace;
 
 namespace npu::sim {
 
+class CommandProcessorFirmware;
+
 struct SimulatorOptions {
   bool functional = true;          // false: timing only (tensor core and vector unit skip arithmetic)
   trace::Trace* trace = nullptr;   // record the chip's activity here (optional)
+  // The command processor's program (firmware/); without one, the command
+  // queues do nothing and programs run only through launch()/run().
+  std::shared_ptr<CommandProcessorFirmware> firmware;
 };
 
 struct RunResult {
@@ -70,12 +75,31 @@ class Simulator {
   void copy_to_device(uint64_t address, const void* data, uint64_t bytes);
   void copy_from_device(uint64_t address, void* data, uint64_t bytes);
   // Runs the chip until an enabled interrupt is pending (IRQ_STATUS & IRQ_ENABLE)
-  // or `max_cycles` pass; returns whether one is pending.
+  // or `max_cycles` pass; returns whether one is pending. If the chip runs
+  // out of events while cores are still running programs, nothing can ever
+  // finish them: that is a deadlock fault (which raises its interrupt).
   bool wait_for_interrupt(uint64_t max_cycles);
+
+  // Posted writes, as a driver issues them on PCIe: they return once the
+  // write is on the link (not when it arrives) and take effect on arrival,
+  // in order with all other host requests. The data is consumed before return.
+  void post_register_write(uint32_t offset, uint32_t value);
+  void post_copy_to_device(uint64_t address, const void* data, uint64_t bytes);
+
+  // Host memory that the command processor's copy engine may read or write
+  // (COPY packets from or to the host): returns its bus address, at or above
+  // kHostBusBase. The memory must stay valid until it is unregistered.
+  uint64_t register_host_memory(void* data, uint64_t bytes);
+  void unregister_host_memory(uint64_t bus_address);
 
   // Calls `callback(current cycle)` every `every_cycles` simulated cycles
   // during run() (for progress displays); an empty callback turns it off.
   void set_progress(std::function<void(uint64_t)> callback, uint64_t every_cycles);
+
+  // Writes the bandwidth counters accumulated since the last run (or flush)
+  // into the trace; run() does it at its end. For callers that drive the
+  // chip through its registers, before they write the trace.
+  void flush_trace_counters();
 
   uint64_t now_cycle() const;
   ChipStats stats() const;
