@@ -68,7 +68,14 @@ TEST(PacketErrors, EachErrorHasItsCodeAndMessage) {
     EXPECT_EQ(result.message, find_packet_error(c.error)->message + ": " + c.detail) << c.what;
     seen.insert(result.error);
   }
-  for (const PacketErrorSpec& error : packet_error_table()) EXPECT_EQ(seen.count(error.code), 1u) << error.name << " is not tested";
+  // The others are found when the firmware executes a well-formed packet
+  // (tests/driver_sim/firmware_queue_test.cpp raises each on the chip).
+  const std::set<PacketError> execution_errors = {PacketError::BAD_ADDRESS, PacketError::BAD_DESCRIPTOR, PacketError::BAD_CORE_MASK};
+  for (const PacketErrorSpec& error : packet_error_table()) {
+    if (!execution_errors.count(error.code)) {
+      EXPECT_EQ(seen.count(error.code), 1u) << error.name << " is not tested";
+    }
+  }
 }
 
 TEST(PacketErrors, NullRingIsABadPosition) {

@@ -97,6 +97,13 @@ struct DecodeResult {
 // ring_size_words is the error BAD_RING_POSITION.
 DecodeResult decode_packet(const uint32_t* ring_words, size_t ring_size_words, size_t head_word, size_t available_words);
 
+// The trace flow from a packet's submission (driver) to its execution
+// (firmware). Both sides number a queue's packets from 0 after each device
+// reset and count the resets, so they agree without sending the id.
+inline uint64_t packet_flow_id(uint64_t resets, unsigned queue, uint64_t packet_index) {
+  return (resets + 1) << 48 | uint64_t{queue & 0xff} << 40 | (packet_index & ((uint64_t{1} << 40) - 1));
+}
+
 // One line for traces and messages, e.g. "COPY dst=0x1000 src=0x2000 bytes=4096 direction=h2d".
 std::string describe(const Packet& packet);
 
