@@ -1,22 +1,28 @@
 #include "simulator_link.h"
 
+#include <cstring>
 #include <future>
 #include <stdexcept>
+#include <vector>
 
 #include "npusim/driver/errors.h"
+#include "npusim/firmware/command_processor_firmware.h"
 #include "npusim/sim/config_loader.h"
 #include "npusim/sim/simulator.h"
+#include "npusim/traces/trace.h"
+#include "npusim/traces/writers.h"
 
 namespace npu {
 
-SimulatorLink::SimulatorLink(const std::string& config) {
+SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(options.trace_path) {
   sim::ChipConfig chip;
   try {
-    chip = sim::load_chip_config(config);
+    chip = sim::load_chip_config(options.config);
   } catch (const sim::ConfigError& e) {
     throw Error(e.what());
   }
-  thread_ = std::thread(&SimulatorLink::run, this, chip);
+  if (!trace_path_.empty()) trace_ = std::make_unique<trace::Trace>();
+  thread_ = std::thread(&SimulatorLink::run, this, chip, options.functional);
   try {
     call([](sim::Simulator&) {});  // returns once the chip is built, or throws why it could not be
   } catch (...) {
@@ -31,6 +37,13 @@ SimulatorLink::SimulatorLink(const std::string& config) {
 }
 
 SimulatorLink::~SimulatorLink() {
+  if (trace_) {
+    try {
+      call([this](sim::Simulator&) { write_trace_now(); });
+    } catch (...) {
+      // A destructor cannot report it; write_trace() can, for callers who care.
+    }
+  }
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -39,9 +52,13 @@ SimulatorLink::~SimulatorLink() {
   if (thread_.joinable()) thread_.join();
 }
 
-void SimulatorLink::run(const sim::ChipConfig& config) {
+void SimulatorLink::run(const sim::ChipConfig& config, bool functional) {
   try {
-    simulator_ = std::make_unique<sim::Simulator>(config);
+    sim::SimulatorOptions options;
+    options.functional = functional;
+    options.trace = trace_.get();
+    options.firmware = firmware::make_command_processor_firmware();
+    simulator_ = std::make_unique<sim::Simulator>(config, options);
   } catch (...) {
     startup_error_ = std::current_exception();
   }
@@ -59,6 +76,23 @@ void SimulatorLink::run(const sim::ChipConfig& config) {
   simulator_.reset();  // SystemC objects die on the thread that made them
 }
 
+void SimulatorLink::post(std::function<void(sim::Simulator&)> task) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw Error("the simulated device is shut down");
+    tasks_.push_back([this, task = std::move(task)] {
+      try {
+        if (!simulator_) std::rethrow_exception(startup_error_);
+        task(*simulator_);
+      } catch (...) {
+        const std::lock_guard<std::mutex> error_lock(mutex_);
+        if (!posted_error_) posted_error_ = std::current_exception();
+      }
+    });
+  }
+  wake_.notify_all();
+}
+
 void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) {
   std::promise<void> done;
   std::future<void> result = done.get_future();
@@ -68,6 +102,14 @@ void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) {
     tasks_.push_back([&] {
       try {
         if (!simulator_) std::rethrow_exception(startup_error_);
+        {
+          std::exception_ptr earlier;
+          {
+            const std::lock_guard<std::mutex> error_lock(mutex_);
+            std::swap(earlier, posted_error_);
+          }
+          if (earlier) std::rethrow_exception(earlier);
+        }
         task(*simulator_);
         done.set_value();
       } catch (...) {
@@ -86,11 +128,19 @@ uint32_t SimulatorLink::read_register(uint32_t offset) {
 }
 
 void SimulatorLink::write_register(uint32_t offset, uint32_t value) {
-  call([&](sim::Simulator& simulator) { simulator.write_register(offset, value); });
+  post([offset, value](sim::Simulator& simulator) { simulator.post_register_write(offset, value); });
 }
 
 void SimulatorLink::write_memory(uint64_t address, const void* data, uint64_t bytes) {
-  call([&](sim::Simulator& simulator) { simulator.copy_to_device(address, data, bytes); });
+  // Posted: the data travels with the request. Large writes are not worth
+  // the copy; they go synchronously (the caller waits as for a read).
+  constexpr uint64_t kPostedLimitBytes = 64 << 10;
+  if (bytes > kPostedLimitBytes) {
+    call([&](sim::Simulator& simulator) { simulator.post_copy_to_device(address, data, bytes); });
+    return;
+  }
+  std::vector<uint8_t> copy(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+  post([address, copy = std::move(copy)](sim::Simulator& simulator) { simulator.post_copy_to_device(address, copy.data(), copy.size()); });
 }
 
 void SimulatorLink::read_memory(uint64_t address, void* data, uint64_t bytes) {
@@ -101,6 +151,72 @@ bool SimulatorLink::wait_for_interrupt(uint64_t max_cycles) {
   bool pending = false;
   call([&](sim::Simulator& simulator) { pending = simulator.wait_for_interrupt(max_cycles); });
   return pending;
+}
+
+uint64_t SimulatorLink::register_host_memory(void* data, uint64_t bytes) {
+  uint64_t bus_address = 0;
+  call([&](sim::Simulator& simulator) { bus_address = simulator.register_host_memory(data, bytes); });
+  return bus_address;
+}
+
+void SimulatorLink::unregister_host_memory(uint64_t bus_address) {
+  post([bus_address](sim::Simulator& simulator) { simulator.unregister_host_memory(bus_address); });
+}
+
+uint64_t SimulatorLink::host_track(const std::string& name) {
+  if (host_process_track_ == 0) {
+    host_process_track_ = trace_->next_free_id();
+    trace_->add_track({host_process_track_, 0, trace::TrackKind::Process, "host (driver)", trace::CounterUnit::Count, -1});
+  }
+  const auto it = host_tracks_.find(name);
+  if (it != host_tracks_.end()) return it->second;
+  const trace::TrackId id = trace_->next_free_id();
+  trace_->add_track({id, host_process_track_, trace::TrackKind::Thread, name, trace::CounterUnit::Count,
+                     static_cast<int32_t>(host_tracks_.size())});
+  host_tracks_[name] = id;
+  return id;
+}
+
+void SimulatorLink::trace_begin(const std::string& track, const std::string& name, uint64_t flow_id) {
+  if (!trace_) return;
+  post([this, track, name, flow_id](sim::Simulator& simulator) {
+    const uint64_t ps = simulator.now_cycle() * simulator.config().cycle_ps();
+    open_spans_[track].push_back({ps, name, flow_id});
+  });
+}
+
+void SimulatorLink::trace_end(const std::string& track) {
+  if (!trace_) return;
+  post([this, track](sim::Simulator& simulator) {
+    auto& open = open_spans_[track];
+    if (open.empty()) return;
+    const HostSpan span = open.back();
+    open.pop_back();
+    trace::Slice slice;
+    slice.track = host_track(track);
+    slice.begin_ps = span.begin_ps;
+    slice.end_ps = std::max(span.begin_ps, simulator.now_cycle() * simulator.config().cycle_ps());
+    slice.name = span.name;
+    slice.category = "host";
+    if (span.flow_id) slice.flows_out.push_back(span.flow_id);
+    trace_->add_slice(std::move(slice));
+  });
+}
+
+void SimulatorLink::write_trace_now() {
+  if (!trace_) return;
+  simulator_->flush_trace_counters();
+  trace::write_trace(*trace_, trace_path_);
+}
+
+void SimulatorLink::write_trace() {
+  try {
+    call([this](sim::Simulator&) { write_trace_now(); });
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(std::string("cannot write the trace: ") + e.what());
+  }
 }
 
 }  // namespace npu

@@ -1,7 +1,10 @@
-// The in-process device link: a simulated chip (npu::sim::Simulator) owned by
-// a thread of its own. SystemC is not thread-safe, so every call from any
-// driver thread is handed to that thread and answered there, the way a real
-// device answers a driver asynchronously. The public interface names no
+// The in-process device link: a simulated chip (npu::sim::Simulator, with
+// the command processor's firmware installed) owned by a thread of its own.
+// SystemC is not thread-safe, so every call from any driver thread is handed
+// to that thread: reads and waits are answered there, writes are posted
+// (queued, and the caller goes on), the way a real device answers a driver.
+// Simulated time advances only while the link works on a call, so a run is
+// deterministic whatever the host threads do. The public interface names no
 // SystemC type.
 #pragma once
 
@@ -9,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,15 +24,27 @@ namespace npu::sim {
 class Simulator;
 struct ChipConfig;
 }
+namespace npu::trace {
+class Trace;
+}
 
 namespace npu {
 
+struct SimulatorLinkOptions {
+  std::string config = "base";  // preset (tiny, base, large) or .pbtxt file
+  bool functional = true;       // false: timing only (results are not computed)
+  // Record the chip and the driver's host activity, and write the trace here
+  // (.pftrace: Perfetto protobuf, .json: Chrome JSON) when the link closes
+  // and on write_trace(). Empty: no trace.
+  std::string trace_path;
+};
+
 class SimulatorLink : public DeviceLink {
  public:
-  // Builds the chip from a config preset (tiny, base, large) or .pbtxt file;
-  // npu::Error with the config's own message if it is not valid. One per
-  // process (SystemC elaborates once).
-  explicit SimulatorLink(const std::string& config);
+  // Builds the chip; npu::Error with the config's own message if it is not
+  // valid. One per process (SystemC elaborates once).
+  explicit SimulatorLink(const SimulatorLinkOptions& options);
+  explicit SimulatorLink(const std::string& config) : SimulatorLink(SimulatorLinkOptions{config, true, ""}) {}
   ~SimulatorLink() override;
 
   uint32_t read_register(uint32_t offset) override;
@@ -36,20 +52,42 @@ class SimulatorLink : public DeviceLink {
   void write_memory(uint64_t address, const void* data, uint64_t bytes) override;
   void read_memory(uint64_t address, void* data, uint64_t bytes) override;
   bool wait_for_interrupt(uint64_t max_cycles) override;
+  uint64_t register_host_memory(void* data, uint64_t bytes) override;
+  void unregister_host_memory(uint64_t bus_address) override;
+  void trace_begin(const std::string& track, const std::string& name, uint64_t flow_id) override;
+  void trace_end(const std::string& track) override;
 
-  // Runs `task` on the simulation thread and returns when it has run;
-  // exceptions thrown by it are rethrown here.
+  // Writes the trace recorded so far (npu::Error if it cannot); a no-op without one.
+  void write_trace();
+
+  // Runs `task` on the simulation thread after every earlier call and returns
+  // when it has run; exceptions thrown by it (or by an earlier posted write)
+  // are rethrown here.
   void call(const std::function<void(sim::Simulator&)>& task);
 
  private:
-  void run(const sim::ChipConfig& config);
+  struct HostSpan {
+    uint64_t begin_ps;
+    std::string name;
+    uint64_t flow_id;
+  };
+  void run(const sim::ChipConfig& config, bool functional);
+  void post(std::function<void(sim::Simulator&)> task);
+  uint64_t host_track(const std::string& name);  // on the simulation thread
+  void write_trace_now();                         // on the simulation thread
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
-  std::unique_ptr<sim::Simulator> simulator_;  // created, used and destroyed on thread_
-  std::exception_ptr startup_error_;           // why simulator_ could not be built
+  std::exception_ptr posted_error_;              // the first failure of a posted write, for the next call
+  std::unique_ptr<sim::Simulator> simulator_;    // created, used and destroyed on thread_
+  std::exception_ptr startup_error_;             // why simulator_ could not be built
+  std::string trace_path_;
+  std::unique_ptr<trace::Trace> trace_;          // used on thread_ only
+  uint64_t host_process_track_ = 0;
+  std::map<std::string, uint64_t> host_tracks_;
+  std::map<std::string, std::deque<HostSpan>> open_spans_;
   std::thread thread_;
 };
 

@@ -15,7 +15,7 @@ uint32_t offset(sim::Register reg) { return static_cast<uint32_t>(reg); }
 
 Buffer::State::~State() { device->free(address); }
 
-std::shared_ptr<Device> Device::open(std::unique_ptr<DeviceLink> link) {
+std::shared_ptr<Device> Device::open(std::unique_ptr<DeviceLink> link, const DeviceOptions& options) {
   if (!link) throw std::invalid_argument("Device::open without a link");
   const uint32_t id = link->read_register(offset(sim::Register::DEVICE_ID));
   if (id != sim::kDeviceId) throw Error("no npusim device behind the link (DEVICE_ID reads " + std::to_string(id) + ")");
@@ -30,11 +30,20 @@ std::shared_ptr<Device> Device::open(std::unique_ptr<DeviceLink> link) {
   info.num_queues = link->read_register(offset(sim::Register::NUM_QUEUES));
   info.memory_bytes = link->read_register(offset(sim::Register::MEMORY_SIZE_LO)) |
                       uint64_t{link->read_register(offset(sim::Register::MEMORY_SIZE_HI))} << 32;
-  return std::make_shared<Device>(std::move(link), info);
+  info.clock_mhz = link->read_register(offset(sim::Register::CLOCK_MHZ));
+  if (info.clock_mhz == 0) throw Error("device reports a clock of 0 MHz");
+  if (options.ring_bytes < 64 || options.ring_bytes % 4 != 0) throw std::invalid_argument("a ring buffer has a multiple of 4 bytes, at least 64");
+  info.reserved_bytes = (uint64_t{64} * info.num_queues + uint64_t{options.ring_bytes} * info.num_queues + 4095) / 4096 * 4096;
+  if (info.reserved_bytes >= info.memory_bytes) throw Error("the command queues' rings do not fit in device memory");
+  auto device = std::make_shared<Device>(std::move(link), info, options);
+  device->setup_queues(options);
+  return device;
 }
 
-Device::Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info)
-    : link_(std::move(link)), info_(info), allocator_(0, info.memory_bytes / DeviceAllocator::kGranule * DeviceAllocator::kGranule) {}
+Device::Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info, const DeviceOptions&)
+    : link_(std::move(link)),
+      info_(info),
+      allocator_(0, (info.memory_bytes - info.reserved_bytes) / DeviceAllocator::kGranule * DeviceAllocator::kGranule) {}
 
 Buffer Device::allocate(uint64_t bytes, uint64_t alignment) {
   uint64_t address;

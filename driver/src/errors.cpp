@@ -49,6 +49,17 @@ TimeoutError::TimeoutError(std::string awaited, std::chrono::nanoseconds waited)
       awaited_(std::move(awaited)),
       waited_(waited) {}
 
+QueueError::QueueError(unsigned queue, uint32_t code, const std::string& message)
+    : Error("command queue " + std::to_string(queue) + " stopped: error " + std::to_string(code) + " (" + message + ")"),
+      queue_(queue),
+      code_(code) {}
+
+AbandonedError::AbandonedError(unsigned queue, uint64_t fence_value, const std::string& reason)
+    : Error("submission " + std::to_string(fence_value) + " of queue " + std::to_string(queue) +
+            " was abandoned when the device was reset after: " + reason),
+      queue_(queue),
+      fence_value_(fence_value) {}
+
 OutOfMemoryError::OutOfMemoryError(uint64_t requested, uint64_t alignment, uint64_t free_bytes,
                                    uint64_t largest_free_bytes)
     : Error(out_of_memory_text(requested, alignment, free_bytes, largest_free_bytes)),

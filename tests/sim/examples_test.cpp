@@ -42,6 +42,7 @@
 
 #include <gtest/gtest.h>
 
+#include "example_source.h"
 #include "scratch_directory.h"
 
 #include "npusim/isa/dtype.h"
@@ -54,30 +55,7 @@ using npu::isa::f32_to_bf16;
 
 using npu::testing::read_file;
 using npu::testing::ToolRun;
-
-// Replaces the value of `.equ NAME, VALUE` for each given name; every name must
-// be defined exactly once in the source.
-std::string with_sizes(const std::string& source, const std::vector<std::pair<std::string, long>>& sizes) {
-  std::istringstream in(source);
-  std::string line, result;
-  std::vector<int> replaced(sizes.size(), 0);
-  const std::regex equ(R"(^(\s*\.equ\s+)([A-Za-z_][A-Za-z0-9_.]*)(\s*,\s*)[^#]*?(\s*(#.*)?)$)");
-  while (std::getline(in, line)) {
-    std::smatch match;
-    if (std::regex_match(line, match, equ)) {
-      // Copy the parts out first: `match` points into `line`, which is rewritten below.
-      const std::string prefix = match[1].str(), name = match[2].str(), comma = match[3].str(), comment = match[5].str();
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        if (name != sizes[i].first) continue;
-        line = prefix + name + comma + std::to_string(sizes[i].second) + "  " + comment;
-        ++replaced[i];
-      }
-    }
-    result += line + "\n";
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(replaced[i], 1) << ".equ " << sizes[i].first;
-  return result;
-}
+using npu::testing::with_sizes;
 
 template <typename T>
 void write_values(const std::string& file, const std::vector<T>& values) {

@@ -1,16 +1,28 @@
 // A device as the driver sees it: identity, device memory (Buffers from an
-// allocator with statistics) and blocking copies between host and device
-// memory. Every call is safe from any thread. Command queues, fences and
-// program launches come with the firmware (docs/design/command_path.md).
+// allocator with statistics), blocking copies between host and device
+// memory, and its command queues (queue.h; docs/design/command_path.md).
+// Every call is safe from any thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "npusim/driver/device_allocator.h"
 #include "npusim/driver/device_link.h"
+#include "npusim/driver/errors.h"
+#include "npusim/driver/queue.h"
+
+namespace npu::isa {
+struct Program;
+}
+namespace npu {
+struct QueueSubmission;
+}
 
 namespace npu {
 
@@ -20,6 +32,14 @@ struct DeviceInfo {
   uint32_t num_cores = 0;
   uint32_t num_queues = 0;
   uint64_t memory_bytes = 0;
+  uint32_t clock_mhz = 0;
+  // Device memory the driver keeps for its command queues (rings and fence
+  // counters), at the top of memory; Buffers come from the rest.
+  uint64_t reserved_bytes = 0;
+};
+
+struct DeviceOptions {
+  uint32_t ring_bytes = 64 << 10;  // each command queue's ring buffer (a multiple of 4, at least 64)
 };
 
 class Device;
@@ -49,7 +69,9 @@ class Device : public std::enable_shared_from_this<Device> {
  public:
   // Identifies the device behind `link` (npu::Error if it is not one of ours,
   // or speaks another register map version) and takes ownership of the link.
-  static std::shared_ptr<Device> open(std::unique_ptr<DeviceLink> link);
+  // Sets up every command queue and enables the interrupts.
+  static std::shared_ptr<Device> open(std::unique_ptr<DeviceLink> link, const DeviceOptions& options = {});
+  ~Device();
 
   const DeviceInfo& info() const { return info_; }
 
@@ -63,22 +85,73 @@ class Device : public std::enable_shared_from_this<Device> {
 
   DeviceLink& link() { return *link_; }
 
+  // Command queue `index` (0 .. info().num_queues - 1).
+  Queue queue(unsigned index);
+  // Blocks until every queue has completed what was submitted to it.
+  void synchronize(std::chrono::nanoseconds timeout = kDefaultWaitTimeout);
+
+  // The device's cycle counter, read through its registers.
+  uint64_t now_cycle();
+  std::chrono::nanoseconds cycles_to_time(uint64_t cycles) const;
+  uint64_t time_to_cycles(std::chrono::nanoseconds time) const;
+
+  // How many times the device has been reset (after faults, queue errors and
+  // timeouts), and what the last reset abandoned, queue by queue.
+  uint64_t resets() const;
+  std::string last_reset_report() const;
+
   // What npu-smi prints, read live from the device: identity, memory in use
   // (and peak, free, fragmentation), status with any latched fault, interrupt
   // state and the cycle counter. Any process holding a Device can print it.
   std::string report();
 
-  explicit Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info);  // use open()
+  Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info, const DeviceOptions& options);  // use open()
+
+  static void check_range(const Buffer& buffer, uint64_t offset, uint64_t bytes);
 
  private:
   friend struct Buffer::State;
+  friend class Queue;
+  friend class Fence;
+  friend class Event;
+  friend uint64_t submit(QueueState& queue, QueueSubmission submission);
+  // A launch that may be on a core, to name the instruction of a fault there.
+  struct CoreLaunch {
+    unsigned queue;
+    uint64_t fence_value;
+    std::shared_ptr<const isa::Program> program;
+    unsigned core_id;  // the core's id within the launch
+  };
+
   void free(uint64_t address);
-  static void check_range(const Buffer& buffer, uint64_t offset, uint64_t bytes);
+  void setup_queues(const DeviceOptions& options);
+  void program_queue_registers(QueueState& queue);
+  // Waits until `queue` has completed `value`: interrupts serviced, faults
+  // and queue errors turned into exceptions (after a reset), the timeout
+  // enforced. `what` names the wait for messages and the trace.
+  void wait_for_fence(QueueState& queue, uint64_t value, std::chrono::nanoseconds timeout, const std::string& what);
+  // Reads the queue's completion counter and releases what completed work kept alive.
+  uint64_t completed(QueueState& queue);
+  // One round of interrupt service: throws after resetting the device on a
+  // fault or queue error; returns whether any interrupt was pending.
+  bool service_interrupts();
+  DeviceFault read_fault();
+  // Resets the device, marks all incomplete work abandoned because of `reason`.
+  std::string reset_device(const std::string& reason);
+  void note_launch(uint64_t core_mask, const CoreLaunch& launch);
 
   std::unique_ptr<DeviceLink> link_;
   DeviceInfo info_;
-  mutable std::mutex mutex_;  // guards the allocator
+  mutable std::mutex mutex_;  // guards the allocator, core_launches_, the reset report
   DeviceAllocator allocator_;
+  std::recursive_mutex wait_mutex_;  // one thread drives the device's waits and resets at a time
+  // The driver's own device memory (not Buffers: those would keep the Device
+  // alive): each queue's u64 completion counter, 64 bytes apart, and its ring.
+  uint64_t fences_address_ = 0;
+  std::vector<std::shared_ptr<QueueState>> queues_;
+  std::vector<std::deque<CoreLaunch>> core_launches_;
+  uint64_t resets_ = 0;
+  std::string last_reset_report_;
 };
 
 }  // namespace npu

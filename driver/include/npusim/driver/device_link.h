@@ -1,10 +1,17 @@
 // The only way the driver reaches a device: 32-bit MMIO registers, device
-// memory, and interrupts (register map: docs/registers.md). An in-process
-// simulator implements it today (SimulatorLink); an out-of-process link can
-// replace it without changing the driver.
+// memory, interrupts, and host memory registered for the device's own copies
+// (register map: docs/registers.md). An in-process simulator implements it
+// today (SimulatorLink); an out-of-process link can replace it without
+// changing the driver.
+//
+// Writes are posted, as on PCIe: write_register and write_memory may return
+// before the device has seen them, but the device sees all calls in the
+// order they were made, and a read or a wait returns only after every
+// earlier write has arrived.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace npu {
 
@@ -14,12 +21,26 @@ class DeviceLink {
 
   virtual uint32_t read_register(uint32_t offset) = 0;
   virtual void write_register(uint32_t offset, uint32_t value) = 0;
-  // Device memory through the host link; the calls return when the data has arrived.
+  // Device memory through the host link. write_memory copies `data` before it returns.
   virtual void write_memory(uint64_t address, const void* data, uint64_t bytes) = 0;
   virtual void read_memory(uint64_t address, void* data, uint64_t bytes) = 0;
   // Lets the device run until an enabled interrupt is pending or `max_cycles`
   // of device time have passed; returns whether one is pending.
   virtual bool wait_for_interrupt(uint64_t max_cycles) = 0;
+
+  // Host memory the device's copy engine may read and write (COPY packets):
+  // returns the bus address the device knows it by. The memory must stay
+  // valid until unregistered, which waits for nothing: unregister only when
+  // no queued copy uses it any more.
+  virtual uint64_t register_host_memory(void* data, uint64_t bytes) = 0;
+  virtual void unregister_host_memory(uint64_t bus_address) = 0;
+
+  // Host activity for the device's trace, on host track `track`, in device
+  // time: a span opens when the device has seen every earlier call and
+  // closes likewise. flow_id (0: none) starts a flow that the device's
+  // span of the same id ends. Links without a trace ignore these.
+  virtual void trace_begin(const std::string& /*track*/, const std::string& /*name*/, uint64_t /*flow_id*/) {}
+  virtual void trace_end(const std::string& /*track*/) {}
 };
 
 }  // namespace npu

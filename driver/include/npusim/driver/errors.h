@@ -67,6 +67,33 @@ class TimeoutError : public Error {
   std::chrono::nanoseconds waited_;
 };
 
+// A command queue stopped on a malformed packet (docs/packets.md lists the
+// codes); the device was reset, as after a fault.
+class QueueError : public Error {
+ public:
+  QueueError(unsigned queue, uint32_t code, const std::string& message);
+  unsigned queue() const { return queue_; }
+  uint32_t code() const { return code_; }
+
+ private:
+  unsigned queue_;
+  uint32_t code_;
+};
+
+// Work that was still queued or running when the device was reset (after a
+// fault, a queue error or a timeout): it did not run, or not to the end.
+// what() says why the device was reset.
+class AbandonedError : public Error {
+ public:
+  AbandonedError(unsigned queue, uint64_t fence_value, const std::string& reason);
+  unsigned queue() const { return queue_; }
+  uint64_t fence_value() const { return fence_value_; }
+
+ private:
+  unsigned queue_;
+  uint64_t fence_value_;
+};
+
 // "out of device memory: requested N bytes (alignment A); F bytes free,
 // largest free block L bytes". Free and largest tell apart a full memory
 // (F < N) from a fragmented one (F >= N > L).
