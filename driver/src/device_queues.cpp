@@ -68,6 +68,8 @@ Queue Device::queue(unsigned index) {
 
 void Device::synchronize(std::chrono::nanoseconds timeout) {
   for (unsigned q = 0; q < queues_.size(); ++q) queue(q).synchronize(timeout);
+  const std::lock_guard<std::recursive_mutex> driving(wait_mutex_);
+  service_interrupts();  // a fault or a stopped queue surfaces even when nothing was pending
 }
 
 uint64_t Device::now_cycle() {

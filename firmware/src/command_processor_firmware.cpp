@@ -36,7 +36,6 @@ struct QueueContext {
   uint32_t next_head = 0;       // HEAD once the packet completes
   uint64_t begin_cycle = 0;     // when the packet was read
   uint64_t busy_until = 0;
-  uint64_t started_cycle = 0;   // LAUNCH: when its cores started (the watchdog counts from there)
   uint64_t packets_done = 0;    // since the last reset: the packet's flow id
   sim::CommandProcessorPort::LaunchRequest launch;
 };
@@ -81,8 +80,6 @@ void Firmware::run(sim::CommandProcessorPort& port) {
       const QueueContext& queue = queue_[q];
       if (queue.state == QueueState::Busy || queue.state == QueueState::Loading || queue.state == QueueState::FenceWait)
         until = std::min(until, queue.busy_until);
-      if (queue.state == QueueState::Running)
-        until = std::min(until, queue.started_cycle + port.config().simulation.watchdog_cycles);
     }
     if (!port.wait(until)) {
       ++resets_;
@@ -138,7 +135,6 @@ bool Firmware::step(unsigned q) {
           return true;
         }
       port_->start_cores(queue.launch);
-      queue.started_cycle = now;
       queue.state = QueueState::Running;
       queue.launch.code.clear();
       queue.launch.code.shrink_to_fit();
@@ -150,12 +146,7 @@ bool Firmware::step(unsigned q) {
         complete(q);
         return true;
       }
-      const uint64_t limit = port_->config().simulation.watchdog_cycles;
-      if (now >= queue.started_cycle + limit) {
-        port_->raise_watchdog(queue.launch.physical_cores, limit);
-        return false;
-      }
-      return false;
+      return false;  // (the chip's launch watchdog bounds this)
     }
     case QueueState::FenceWait: {
       if (now < queue.busy_until) return false;

@@ -131,10 +131,9 @@ void CommandProcessor::start_cores(const LaunchRequest& request) {
   for (const unsigned core : request.physical_cores)
     if (core >= chip_.cores.size() || !core_idle(core)) throw std::logic_error("launch on a core that is busy or does not exist");
   // Forget launches whose cores have all halted.
-  launches_.remove_if([&](const ActiveLaunch& launch) {
-    return std::all_of(launch.cores.begin(), launch.cores.end(), [&](unsigned c) { return core_idle(c); });
-  });
+  launches_.remove_if([&](const ActiveLaunch& launch) { return finished(launch); });
   ActiveLaunch& launch = launches_.emplace_back();
+  launch.watchdog_cycle = context_.now_cycle() + context_.config.simulation.watchdog_cycles;
   launch.cores = request.physical_cores;
   launch.code = request.code;
   launch.symbol_addresses = request.symbol_addresses;
@@ -154,11 +153,28 @@ void CommandProcessor::start_cores(const LaunchRequest& request) {
 
 bool CommandProcessor::core_idle(unsigned core) const { return core < chip_.cores.size() && chip_.cores[core]->control.finished(); }
 
-void CommandProcessor::raise_watchdog(const std::vector<unsigned>& cores, uint64_t limit_cycles) {
-  FaultRecord fault = chip_.stuck_fault(FaultKind::Watchdog, cores);
-  fault.message = "a launch ran longer than its limit of " + std::to_string(limit_cycles) + " cycles" +
-                  fault.message.substr(std::min(fault.message.size(), fault.message.find(';')));
-  context_.raise_fault(std::move(fault));
+bool CommandProcessor::finished(const ActiveLaunch& launch) const {
+  return std::all_of(launch.cores.begin(), launch.cores.end(), [&](unsigned c) { return core_idle(c); });
+}
+
+uint64_t CommandProcessor::next_watchdog_cycle() {
+  launches_.remove_if([&](const ActiveLaunch& launch) { return finished(launch); });
+  uint64_t next = UINT64_MAX;
+  for (const ActiveLaunch& launch : launches_) next = std::min(next, launch.watchdog_cycle);
+  return next;
+}
+
+void CommandProcessor::check_watchdogs() {
+  if (context_.faulted()) return;
+  for (const ActiveLaunch& launch : launches_) {
+    if (finished(launch) || context_.now_cycle() < launch.watchdog_cycle) continue;
+    FaultRecord fault = chip_.stuck_fault(FaultKind::Watchdog, launch.cores);
+    const uint64_t limit = context_.config.simulation.watchdog_cycles;
+    fault.message = "a launch ran longer than its limit of " + std::to_string(limit) + " cycles" +
+                    fault.message.substr(std::min(fault.message.size(), fault.message.find(';')));
+    context_.raise_fault(std::move(fault));
+    return;
+  }
 }
 
 bool CommandProcessor::wait(uint64_t until_cycle) {

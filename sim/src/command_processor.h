@@ -38,6 +38,13 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
   uint64_t register_host_memory(void* data, uint64_t bytes);
   void unregister_host_memory(uint64_t bus_address);
 
+  // The launch watchdog, checked by the simulator between kernel runs (a
+  // timer event would keep the kernel busy and hide deadlocks): the earliest
+  // deadline of a running launch, and the check that faults the chip once
+  // one has passed.
+  uint64_t next_watchdog_cycle();
+  void check_watchdogs();
+
   // CommandProcessorPort
   const ChipConfig& config() const override { return context_.config; }
   uint64_t now_cycle() const override { return context_.now_cycle(); }
@@ -51,7 +58,6 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
   bool fill(uint64_t dst, uint64_t bytes, uint32_t pattern, uint64_t* done_cycle) override;
   void start_cores(const LaunchRequest& request) override;
   bool core_idle(unsigned core) const override;
-  void raise_watchdog(const std::vector<unsigned>& cores, uint64_t limit_cycles) override;
   bool wait(uint64_t until_cycle) override;
   ChipStats stats() const override;
   void trace_packet(unsigned queue, const std::string& name, uint64_t begin_cycle, uint64_t end_cycle, uint64_t flow_id) override;
@@ -63,7 +69,9 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
     std::vector<std::vector<uint64_t>> code;
     std::vector<uint64_t> symbol_addresses;
     std::unique_ptr<BarrierGroup> barrier;
+    uint64_t watchdog_cycle;
   };
+  bool finished(const ActiveLaunch& launch) const;
   struct HostRegion {
     uint64_t bus_address;
     uint8_t* data;

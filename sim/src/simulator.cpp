@@ -29,7 +29,20 @@ struct Simulator::Impl {
 
   void reset();
   void host_request(HostLink::Request& request);
+  void run_for(uint64_t cycles);
 };
+
+// Runs the kernel for `cycles`, returning early when it is paused (an
+// interrupt, a fault) or runs out of events. SC_EXIT_ON_STARVATION alone also
+// returns early, without moving time, when the next event lies beyond the
+// end: then time is moved to the end, so that a caller's deadline is reached.
+void Simulator::Impl::run_for(uint64_t cycles) {
+  const sc_core::sc_time end = sc_core::sc_time_stamp() + context->cycles(cycles);
+  sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  if (sc_core::sc_time_stamp() < end && sc_core::sc_pending_activity() &&
+      sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() > end)
+    sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
+}
 
 namespace {
 bool g_elaborated = false;
@@ -140,7 +153,7 @@ RunResult Simulator::run(uint64_t max_cycles) {
     const uint64_t now = now_cycle();
     if (now >= deadline) break;
     const uint64_t slice = impl.progress ? std::min(deadline - now, impl.progress_every) : deadline - now;
-    sc_core::sc_start(impl.context->cycles(slice), sc_core::SC_EXIT_ON_STARVATION);
+    impl.run_for(slice);
     if (impl.progress) impl.progress(now_cycle());
     if (!impl.context->faulted() && !all_finished() && now_cycle() < deadline && !sc_core::sc_pending_activity()) {
       impl.context->raise_fault(impl.chip->stuck_fault(FaultKind::Deadlock, impl.launched_cores));
@@ -206,11 +219,16 @@ void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
 bool Simulator::wait_for_interrupt(uint64_t max_cycles) {
   Impl& impl = *impl_;
   const uint64_t deadline = now_cycle() + max_cycles;
+  CommandProcessor& command_processor = impl.chip->command_processor;
   while (!impl.chip->registers.interrupt_pending()) {
     const uint64_t now = now_cycle();
     if (now >= deadline) return false;
-    // The register block pauses the kernel when an interrupt becomes pending.
-    sc_core::sc_start(impl.context->cycles(deadline - now), sc_core::SC_EXIT_ON_STARVATION);
+    // The register block pauses the kernel when an interrupt becomes pending;
+    // the kernel also stops at the next launch watchdog deadline.
+    const uint64_t until = std::min(deadline, std::max(now + 1, command_processor.next_watchdog_cycle()));
+    impl.run_for(until - now);
+    command_processor.check_watchdogs();
+    if (impl.chip->registers.interrupt_pending()) break;
     if (!impl.chip->registers.interrupt_pending() && !sc_core::sc_pending_activity()) {
       std::vector<unsigned> running;
       for (unsigned c = 0; c < impl.config.num_cores; ++c)

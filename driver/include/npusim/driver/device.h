@@ -87,7 +87,8 @@ class Device : public std::enable_shared_from_this<Device> {
 
   // Command queue `index` (0 .. info().num_queues - 1).
   Queue queue(unsigned index);
-  // Blocks until every queue has completed what was submitted to it.
+  // Blocks until every queue has completed what was submitted to it; throws
+  // as a fence wait does for a fault or a stopped queue, pending or not.
   void synchronize(std::chrono::nanoseconds timeout = kDefaultWaitTimeout);
 
   // The device's cycle counter, read through its registers.

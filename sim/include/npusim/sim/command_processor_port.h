@@ -61,7 +61,9 @@ class CommandProcessorPort {
   // Starts a program on a group of cores. Core i of the group (its "core id"
   // in the program, 0..n-1) is physical core physical_cores[i] and runs
   // code[i]; every core sees the same symbol table and arguments, and the
-  // group's barriers are its own. The cores must be idle.
+  // group's barriers are its own. The cores must be idle. A launch still
+  // running simulation.watchdog_cycles after it started faults the chip
+  // (watchdog timeout): the command processor's hardware timer.
   struct LaunchRequest {
     std::vector<unsigned> physical_cores;
     std::vector<std::vector<uint64_t>> code;
@@ -72,8 +74,6 @@ class CommandProcessorPort {
   virtual void start_cores(const LaunchRequest& request) = 0;
   // A core is idle when it has never run, or its last program halted and drained.
   virtual bool core_idle(unsigned core) const = 0;
-  // Faults the chip with a watchdog record naming what the given cores are stuck on.
-  virtual void raise_watchdog(const std::vector<unsigned>& cores, uint64_t limit_cycles) = 0;
 
   // Blocks the firmware until a doorbell rings, a core halts, `until_cycle`
   // is reached (never, if it is UINT64_MAX), or the chip is reset. Returns
