@@ -177,11 +177,11 @@ uint64_t SimulatorLink::host_track(const std::string& name) {
   return id;
 }
 
-void SimulatorLink::trace_begin(const std::string& track, const std::string& name, uint64_t flow_id) {
+void SimulatorLink::trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids) {
   if (!trace_) return;
-  post([this, track, name, flow_id](sim::Simulator& simulator) {
+  post([this, track, name, flow_ids](sim::Simulator& simulator) {
     const uint64_t ps = simulator.now_cycle() * simulator.config().cycle_ps();
-    open_spans_[track].push_back({ps, name, flow_id});
+    open_spans_[track].push_back({ps, name, flow_ids});
   });
 }
 
@@ -198,7 +198,7 @@ void SimulatorLink::trace_end(const std::string& track) {
     slice.end_ps = std::max(span.begin_ps, simulator.now_cycle() * simulator.config().cycle_ps());
     slice.name = span.name;
     slice.category = "host";
-    if (span.flow_id) slice.flows_out.push_back(span.flow_id);
+    slice.flows_out = span.flow_ids;
     trace_->add_slice(std::move(slice));
   });
 }

@@ -54,7 +54,7 @@ class SimulatorLink : public DeviceLink {
   bool wait_for_interrupt(uint64_t max_cycles) override;
   uint64_t register_host_memory(void* data, uint64_t bytes) override;
   void unregister_host_memory(uint64_t bus_address) override;
-  void trace_begin(const std::string& track, const std::string& name, uint64_t flow_id) override;
+  void trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids) override;
   void trace_end(const std::string& track) override;
 
   // Writes the trace recorded so far (npu::Error if it cannot); a no-op without one.
@@ -69,7 +69,7 @@ class SimulatorLink : public DeviceLink {
   struct HostSpan {
     uint64_t begin_ps;
     std::string name;
-    uint64_t flow_id;
+    std::vector<uint64_t> flow_ids;
   };
   void run(const sim::ChipConfig& config, bool functional);
   void post(std::function<void(sim::Simulator&)> task);

@@ -63,8 +63,10 @@ uint64_t submit(QueueState& queue, QueueSubmission submission) {
   const uint64_t fence_address = device->fences_address_ + kFenceStrideBytes * queue.index;
   const std::vector<uint32_t> fence = firmware::encode(packet(PacketOpcode::FENCE_SIGNAL, {fence_address, value, 1}));
   words.insert(words.end(), fence.begin(), fence.end());
-  const uint64_t flow = firmware::packet_flow_id(device->resets(), queue.index, queue.packets + submission.traced_packet);
-  link.trace_begin(queue.track, submission.name, flow);
+  // A flow from the submission to each of its packets on the device.
+  std::vector<uint64_t> flows;
+  for (size_t i = 0; i <= submission.packets.size(); ++i) flows.push_back(firmware::packet_flow_id(device->resets(), queue.index, queue.packets + i));
+  link.trace_begin(queue.track, submission.name, flows);
   // Write at TAIL, wrapping at the ring's end.
   const uint32_t first = std::min(bytes, queue.ring_bytes - queue.tail);
   link.write_memory(queue.ring_address + queue.tail, words.data(), first);

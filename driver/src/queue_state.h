@@ -52,7 +52,6 @@ struct QueueState {
 // What one submission consists of (queue.cpp writes it).
 struct QueueSubmission {
   std::vector<firmware::Packet> packets;
-  size_t traced_packet = 0;  // the packet whose device span the submission's flow reaches
   std::string name;
   QueueState::Pending keep;
 };

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace npu {
 
@@ -37,9 +38,9 @@ class DeviceLink {
 
   // Host activity for the device's trace, on host track `track`, in device
   // time: a span opens when the device has seen every earlier call and
-  // closes likewise. flow_id (0: none) starts a flow that the device's
-  // span of the same id ends. Links without a trace ignore these.
-  virtual void trace_begin(const std::string& /*track*/, const std::string& /*name*/, uint64_t /*flow_id*/) {}
+  // closes likewise. Each of flow_ids starts a flow that the device's span
+  // of the same id ends. Links without a trace ignore these.
+  virtual void trace_begin(const std::string& /*track*/, const std::string& /*name*/, const std::vector<uint64_t>& /*flow_ids*/) {}
   virtual void trace_end(const std::string& /*track*/) {}
 };
 
