@@ -116,13 +116,14 @@ bool Firmware::step(unsigned q) {
     case QueueState::WaitCores:
       for (const unsigned core : queue.launch.physical_cores)
         if (!port_->core_idle(core)) return false;
-      // Loading the code: the launch cost plus the code read from device memory.
+      // Loading the code: the launch cost plus the code read from device
+      // memory, after the packet itself has been parsed (busy_until).
       {
         uint64_t code_bytes = 0;
         for (const auto& code : queue.launch.code) code_bytes += code.size() * 8;
         const auto& dram = port_->config().dram;
         const uint64_t bandwidth = std::max<uint64_t>(1, uint64_t{dram.channels} * dram.bytes_per_cycle_per_channel);
-        queue.busy_until = now + port_->config().command_processor.launch_cycles + (code_bytes + bandwidth - 1) / bandwidth;
+        queue.busy_until = std::max(now, queue.busy_until) + port_->config().command_processor.launch_cycles + (code_bytes + bandwidth - 1) / bandwidth;
       }
       queue.state = QueueState::Loading;
       return true;

@@ -14,6 +14,7 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
   for (unsigned c = 0; c < config.num_cores; ++c)
     cores.push_back(std::make_unique<Core>(("core" + std::to_string(c)).c_str(), context, c, directory, dram));
   for (auto& core : cores) {
+    core->control.set_halt_listener(&command_processor.wake_event());
     directory.local_memories.push_back(&core->local);
     directory.semaphores.push_back(&core->semaphores);
   }
@@ -37,6 +38,7 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
 void Chip::reset() {
   context.reset();
   for (auto& core : cores) core->reset();
+  command_processor.wake_event().notify(sc_core::SC_ZERO_TIME);
 }
 
 FaultRecord Chip::stuck_fault(FaultKind kind, const std::vector<unsigned>& stuck_cores) const {

@@ -47,7 +47,6 @@ class ChipContext {
   }
   // The reset generation: work started in one generation is abandoned in the next.
   uint64_t generation() const { return generation_; }
-  const sc_core::sc_event& reset_event() const { return reset_event_; }
   // Parks a thread whose work (started in generation `started`) was abandoned,
   // until the chip has been reset past it; returns at once if it already was.
   void park(uint64_t started) {

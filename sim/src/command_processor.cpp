@@ -21,7 +21,7 @@ void CommandProcessor::install(std::shared_ptr<CommandProcessorFirmware> firmwar
 
 void CommandProcessor::ring(unsigned queue) {
   ++doorbells_.at(queue);
-  doorbell_.notify(sc_core::SC_ZERO_TIME);
+  wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void CommandProcessor::run() {
@@ -179,19 +179,13 @@ void CommandProcessor::check_watchdogs() {
 
 bool CommandProcessor::wait(uint64_t until_cycle) {
   if (generation_seen_ == context_.generation() && !context_.faulted()) {
-    {
-      sc_core::sc_event_or_list events;
-      events |= doorbell_;
-      events |= context_.reset_event();
-      for (auto& core : chip_.cores) events |= core->control.finished_event();
-      const uint64_t now = context_.now_cycle();
-      if (until_cycle == UINT64_MAX) sc_core::wait(events);
-      else if (until_cycle > now) sc_core::wait(context_.cycles(until_cycle - now), events);
-      else sc_core::wait(sc_core::SC_ZERO_TIME);
-    }
+    const uint64_t now = context_.now_cycle();
+    if (until_cycle == UINT64_MAX) sc_core::wait(wake_);
+    else if (until_cycle > now) sc_core::wait(context_.cycles(until_cycle - now), wake_);
+    else sc_core::wait(sc_core::SC_ZERO_TIME);
   }
   // A fault stops the command processor until the host resets the chip.
-  while (generation_seen_ == context_.generation() && context_.faulted()) sc_core::wait(context_.reset_event());
+  while (generation_seen_ == context_.generation() && context_.faulted()) sc_core::wait(wake_);
   if (generation_seen_ == context_.generation()) return true;
   generation_seen_ = context_.generation();
   return false;

@@ -32,6 +32,10 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
 
   // Rung by the register block when the host writes a queue's DOORBELL.
   void ring(unsigned queue);
+  // Whatever the firmware may be waiting for happened (a core halted, a reset).
+  // One event for all causes: waiting on an or-list of events would do too,
+  // but SystemC keeps such a list allocated for as long as the thread waits.
+  sc_core::sc_event& wake_event() { return wake_; }
   uint64_t doorbells(unsigned queue) const { return doorbells_.at(queue); }
 
   // Host memory the copy engine may reach (COPY h2d/d2h); returns its bus address.
@@ -85,7 +89,7 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
   Chip& chip_;
   std::shared_ptr<CommandProcessorFirmware> firmware_;
   std::vector<uint64_t> doorbells_;
-  sc_core::sc_event doorbell_;
+  sc_core::sc_event wake_;
   uint64_t generation_seen_ = 0;
   std::list<ActiveLaunch> launches_;
   std::vector<HostRegion> host_regions_;

@@ -204,6 +204,7 @@ void ControlUnit::execute_program() {
         finish_cycle_ = context_.now_cycle();
         if (context_.trace) context_.trace->named_span(trace_track_, launch_cycle, finish_cycle_, launch_.name);
         finished_event_.notify(sc_core::SC_ZERO_TIME);
+        if (halt_listener_) halt_listener_->notify(sc_core::SC_ZERO_TIME);
         return;
       }
       default: {

@@ -50,6 +50,8 @@ class ControlUnit : public sc_core::sc_module {
   const Launch& launch() const { return launch_; }
   uint64_t finish_cycle() const { return finish_cycle_; }
   sc_core::sc_event& finished_event() { return finished_event_; }
+  // Also notified when the core halts (the command processor waits on it).
+  void set_halt_listener(sc_core::sc_event* listener) { halt_listener_ = listener; }
 
   // For deadlock and watchdog reports.
   int64_t pc() const { return pc_; }
@@ -82,6 +84,7 @@ class ControlUnit : public sc_core::sc_module {
   uint64_t finish_cycle_ = 0;
   std::string blocked_on_;
   sc_core::sc_event start_event_, finished_event_;
+  sc_core::sc_event* halt_listener_ = nullptr;
 };
 
 }  // namespace npu::sim

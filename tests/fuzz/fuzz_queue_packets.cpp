@@ -23,4 +23,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 }
 
 // libsystemc.so refers to sc_main; libFuzzer provides main.
-int sc_main(int, char*[]) { return 0; }
+extern "C" int sc_main(int, char*[]) { return 0; }
