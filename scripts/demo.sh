@@ -54,7 +54,12 @@ for source in examples/*.s; do
 done
 
 echo
-echo "== 6. A mistake in the source is reported with its position (expected to fail) =="
+echo "== 6. Through the driver: two GEMMs at once from two command queues on disjoint cores =="
+"$BIN/npu-as" examples/gemm.s -o "$OUT/gemm_queues.npubin"
+"$BIN/npu-example-gemm-queues" "$OUT/gemm_queues.npubin" --trace "$OUT/gemm_queues.pftrace"
+
+echo
+echo "== 7. A mistake in the source is reported with its position (expected to fail) =="
 cat > "$OUT/mistake.s" <<'ASM'
 .input x, f32, 64
 .code 0
@@ -69,7 +74,7 @@ if "$BIN/npu-as" "$OUT/mistake.s" -o "$OUT/mistake.npubin"; then
 fi
 
 echo
-echo "== 7. A program that reads outside device memory faults the chip (expected to fail) =="
+echo "== 8. A program that reads outside device memory faults the chip (expected to fail) =="
 cat > "$OUT/fault.s" <<'ASM'
 .code 0
     li r1, 1

@@ -2,6 +2,8 @@
 #include <string>
 
 #include "npusim/driver/device.h"
+#include "npusim/firmware/counters.h"
+#include "npusim/sim/fault.h"
 #include "npusim/sim/registers.h"
 
 namespace npu {
@@ -18,10 +20,8 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 const char* fault_kind_text(uint32_t kind_plus_one) {
-  // FAULT_KIND holds the kind + 1, in sim/registers.def's order.
-  const char* kinds[] = {"invalid instruction", "address out of range", "misaligned access", "SRAM overflow",
-                         "execution error",     "deadlock",             "watchdog timeout"};
-  return kind_plus_one >= 1 && kind_plus_one <= 7 ? kinds[kind_plus_one - 1] : "unknown fault";
+  // FAULT_KIND holds the kind + 1.
+  return kind_plus_one >= 1 && kind_plus_one <= 7 ? sim::fault_kind_name(static_cast<sim::FaultKind>(kind_plus_one - 1)) : "unknown fault";
 }
 
 }  // namespace
@@ -39,7 +39,8 @@ std::string Device::report() {
          human_bytes(memory.free_bytes) + " free, largest free block " + human_bytes(memory.largest_free_bytes);
   std::snprintf(line, sizeof line, ", fragmentation %.1f%%\n", 100.0 * memory.fragmentation);
   out += line;
-  if (reg(sim::Register::STATUS) & 1) {
+  const bool faulted = reg(sim::Register::STATUS) & 1;
+  if (faulted) {
     const uint64_t address = reg(sim::Register::FAULT_ADDR_LO) | uint64_t{reg(sim::Register::FAULT_ADDR_HI)} << 32;
     const uint64_t cycle = reg(sim::Register::FAULT_CYCLE_LO) | uint64_t{reg(sim::Register::FAULT_CYCLE_HI)} << 32;
     std::snprintf(line, sizeof line, "status: FAULT latched: %s, core %d, pc %d, address 0x%llx, cycle %llu\n",
@@ -55,6 +56,29 @@ std::string Device::report() {
   out += line;
   const uint64_t cycle = reg(sim::Register::CYCLE_LO);  // reading LO latches HI
   out += "cycle: " + std::to_string(cycle | uint64_t{reg(sim::Register::CYCLE_HI)} << 32) + "\n";
+  out += "resets: " + std::to_string(resets()) + (resets() ? " (last: " + last_reset_report() + ")" : "") + "\n";
+  if (faulted) {
+    out += "counters: not read while a fault is latched (the next wait reports it and resets the device)\n";
+    return out;
+  }
+  // The counters, from the last queue (the one least likely to hold the caller's work).
+  std::vector<uint64_t> words;
+  queue(info_.num_queues - 1).snapshot_counters(&words);
+  const firmware::CounterSnapshot counters = firmware::decode_counter_snapshot(words.data(), words.size());
+  std::snprintf(line, sizeof line, "counters at cycle %llu: DRAM %s read, %s written, row hits %llu of %llu accesses\n",
+                static_cast<unsigned long long>(counters.cycle), human_bytes(counters.dram_read_bytes).c_str(),
+                human_bytes(counters.dram_write_bytes).c_str(), static_cast<unsigned long long>(counters.dram_row_hits),
+                static_cast<unsigned long long>(counters.dram_accesses));
+  out += line;
+  for (size_t c = 0; c < counters.cores.size(); ++c) {
+    const firmware::CoreCounters& core = counters.cores[c];
+    std::snprintf(line, sizeof line,
+                  "  core %zu: %llu instructions, %llu MACs, busy cycles tensor %llu vector %llu dma %llu, stall cycles %llu\n", c,
+                  static_cast<unsigned long long>(core.instructions), static_cast<unsigned long long>(core.macs),
+                  static_cast<unsigned long long>(core.tensor_busy_cycles), static_cast<unsigned long long>(core.vector_busy_cycles),
+                  static_cast<unsigned long long>(core.dma_busy_cycles), static_cast<unsigned long long>(core.stall_cycles));
+    out += line;
+  }
   return out;
 }
 

@@ -103,7 +103,9 @@ class Device : public std::enable_shared_from_this<Device> {
 
   // What npu-smi prints, read live from the device: identity, memory in use
   // (and peak, free, fragmentation), status with any latched fault, interrupt
-  // state and the cycle counter. Any process holding a Device can print it.
+  // state, the cycle counter, resets, and the device counters (a COUNTERS
+  // packet on the last queue, so it waits for that queue's earlier work).
+  // Any process holding a Device can print it.
   std::string report();
 
   Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info, const DeviceOptions& options);  // use open()
