@@ -34,6 +34,8 @@ struct FaultCase {
   uint64_t address;
 };
 
+void PrintTo(const FaultCase& c, std::ostream* out) { *out << c.name; }
+
 class DeviceFaults : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(DeviceFaults, SurfaceAsDeviceErrorWithTheirFields) {
