@@ -71,7 +71,16 @@ void Firmware::run(sim::CommandProcessorPort& port) {
   reset_state();
   for (;;) {
     bool progressed = false;
-    for (unsigned q = 0; q < queues_; ++q) progressed |= step(q);
+    for (unsigned q = 0; q < queues_; ++q) {
+      // Nothing may escape the firmware: a packet it cannot execute (say,
+      // memory for a launch it cannot have) stops its queue instead.
+      try {
+        progressed |= step(q);
+      } catch (...) {
+        stop(q, PacketError::INTERNAL);
+        progressed = true;
+      }
+    }
     if (progressed) continue;
     // Sleep until the earliest thing a queue waits for in time; doorbells,
     // halting cores and resets wake it sooner.

@@ -23,7 +23,7 @@ inline constexpr size_t kLaunchDescriptorSectionWords = 3;
 // Bounds the firmware's memory: it rejects descriptors beyond them.
 inline constexpr uint32_t kMaxLaunchSections = 64;
 inline constexpr uint32_t kMaxLaunchSymbols = 4096;
-inline constexpr uint64_t kMaxLaunchCodeWords = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxLaunchCodeWords = uint64_t{1} << 16;  // a core's instruction memory: 512 KiB
 
 struct LaunchSection {
   uint64_t core_mask = 0;  // the core ids (within the launch) that run this code
