@@ -26,6 +26,11 @@ void ControlUnit::attach_engines(std::vector<Engine*> dma_channels, Engine* tens
 void ControlUnit::start(const Launch& launch) {
   launch_ = launch;
   registers_.fill(0);
+  // Every launch starts with the core's semaphores at 0, whatever the last
+  // one left (a double-buffering kernel ends with its FREE tokens unspent).
+  // All cores of a launch start in the same delta, before any of them runs,
+  // so no dma.send of the new launch can be lost to this.
+  semaphores_.reset();
   pc_ = 0;
   finished_ = false;
   blocked_on_.clear();

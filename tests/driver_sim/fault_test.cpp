@@ -195,3 +195,24 @@ TEST(QueueErrors, AMalformedPacketStopsTheQueueWithItsCode) {
 
 }  // namespace
 }  // namespace npu
+
+namespace npu {
+namespace {
+
+// A launch that leaves a semaphore raised must not let the next launch's
+// wait through: every launch starts with its semaphores at 0.
+TEST(DeviceFaultsSemaphores, EveryLaunchStartsWithItsSemaphoresAtZero) {
+  const auto device = testing::open_device("tiny");
+  const Program leaves = Program::load(device, testing::assemble(".code 0\n    sync.signal ctl, s5\n    halt\n"));
+  const Program waits = Program::load(device, testing::assemble(".code 0\n    sync.wait ctl, s5\n    halt\n"));
+  device->queue(0).launch(leaves, {}).wait();
+  try {
+    device->queue(0).launch(waits, {}).wait();
+    FAIL() << "the wait used a token of the previous launch";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.kind(), "deadlock") << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace npu
