@@ -1,0 +1,48 @@
+// What the compiler is asked for: an op on tensors with concrete shapes,
+// strides and dtypes. The op list is compiler/ops.def.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "npusim/isa/dtype.h"
+
+namespace npu::compiler {
+
+// A tensor view of device memory, in elements: element (i0, i1, ...) is at
+// storage_offset + sum(ik * strides[k]) from the start of its buffer.
+// A stride may be 0 (broadcast) or anything else (transposes, slices).
+struct TensorDesc {
+  isa::DType dtype = isa::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t storage_offset = 0;
+
+  int64_t numel() const;
+  // Elements of storage the view reaches: 1 + the largest offset (0 if empty).
+  int64_t storage_extent() const;
+  std::string to_string() const;  // "bf16[4,8] strides [8,1] offset 0"
+  static TensorDesc contiguous(isa::DType dtype, std::vector<int64_t> shape);
+};
+
+enum class OpKind : uint8_t {
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) ID,
+#include "ops.def"
+};
+
+// The op named like aten::NAME; false if the compiler does not know it.
+bool find_op(const std::string& name, OpKind* kind);
+const char* op_name(OpKind kind);
+unsigned op_arity(OpKind kind);
+
+struct OpDesc {
+  OpKind kind = OpKind::ADD;
+  std::vector<TensorDesc> inputs;  // binary ops: the second is broadcast to the output's shape
+  TensorDesc output;
+
+  // Everything that changes the generated code, for the program cache.
+  std::string key() const;
+};
+
+}  // namespace npu::compiler

@@ -1,0 +1,47 @@
+#include "npusim/compiler/compiler.h"
+
+#include "elementwise.h"
+#include "npusim/isa/printer.h"
+
+namespace npu::compiler {
+
+Compiler::Compiler(sim::ChipConfig config) : config_(std::move(config)) {}
+
+std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
+  // The config is fixed for the compiler's life, so the op's key is the whole cache key.
+  const std::string key = op.key();
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      ++stats_.hits;
+      return it->second;
+    }
+  }
+  auto kernel = std::make_shared<const Kernel>(lower_elementwise(op, config_));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.misses;
+  cache_.emplace(key, kernel);
+  stats_.entries = cache_.size();
+  return kernel;
+}
+
+CacheStats Compiler::cache_stats() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+std::string Compiler::listing(const Kernel& kernel) {
+  std::string text = "# " + kernel.plan;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n' && i + 1 < text.size()) text.insert(i + 1, "# ");
+  text += "# launch on " + std::to_string(kernel.cores) + " cores\n";
+  const auto& words = kernel.program.code.at(0).words;
+  for (size_t pc = 0; pc < words.size(); ++pc) {
+    std::string number = std::to_string(pc);
+    text += std::string(number.size() < 5 ? 5 - number.size() : 0, ' ') + number + ":  " + isa::describe_word(words[pc], pc, nullptr) + "\n";
+  }
+  return text;
+}
+
+}  // namespace npu::compiler

@@ -1,0 +1,353 @@
+// Elementwise ops on the vector unit.
+//
+// The output's index space is collapsed to at most planes x rows x cols:
+// dimensions of size 1 are dropped and neighbours merged wherever every
+// operand's strides allow, so a contiguous tensor of any rank is one row
+// block and broadcasts stay broadcasts. Each operand then has three element
+// strides (sP, sR, sC); 0 is a broadcast, anything else is read with strided
+// DMA (an element at a time when sC != 1), never copied on the host.
+//
+// The space is cut into tiles of tr x tc sized so that two of everything fit
+// in the scratchpad, numbered plane-major, and core c of P takes tiles
+// [c*T/P, (c+1)*T/P). Per tile, three engines form a pipeline over two slots
+// (the same protocol as examples/gemm.s):
+//   dma ch0:  wait IN_FREE, load the inputs' tiles, signal IN_FULL
+//   vector:   wait IN_FULL, wait OUT_FREE, compute, signal IN_FREE, OUT_FULL
+//   dma chS:  wait OUT_FULL, store the output tile, signal OUT_FREE
+// so the loads of tile i+1 and the store of tile i-1 overlap the compute of
+// tile i. The second operand of a binary op uses the vector unit's own
+// broadcast (row, column or scalar); a first operand broadcast along
+// columns is made a full tile first (ones * column), exactly.
+#include "elementwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::Opcode;
+
+struct OpTraits {
+  Opcode opcode;
+  bool bool_result;
+  bool integer_ok;
+};
+
+OpTraits traits(OpKind kind) {
+  switch (kind) {
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
+  case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK};
+#include "ops.def"
+  }
+  return {Opcode::Invalid, false, false};
+}
+
+// Broadcast mode of the second operand, the `bcast` operand values of isa.def.
+enum class Bcast : int64_t { Full = 0, Row = 1, Col = 2, Scalar = 3 };
+
+struct Operand {
+  isa::DType dtype;
+  int64_t esize;
+  int64_t offset;                 // storage offset, elements
+  std::array<int64_t, 3> stride;  // planes, rows, cols; elements
+  Bcast mode = Bcast::Full;       // how its tile is held locally
+  bool materialize = false;       // first operand broadcast along columns: ones * column
+  uint16_t symbol = 0;
+  int64_t tile_bytes = 0;         // local bytes per slot
+  int64_t aux_bytes = 0;          // the column or scalar a materialized operand is built from
+  int64_t local = 0;              // slot 0's local address; slot 1 is + slot_bytes
+  int64_t aux_local = 0;
+};
+
+int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
+
+std::string mode_name(const Operand& o) {
+  const char* names[] = {"full", "row", "column", "scalar"};
+  std::string s = names[static_cast<int>(o.mode)];
+  if (o.materialize) s += " (made full)";
+  if (o.stride[2] > 1) s += ", strided columns";
+  return s;
+}
+
+}  // namespace
+
+Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
+  const OpTraits op_traits = traits(op.kind);
+  const unsigned arity = op_arity(op.kind);
+  if (op.inputs.size() != arity)
+    throw std::invalid_argument(std::string(op_name(op.kind)) + " takes " + std::to_string(arity) + " inputs, got " +
+                                std::to_string(op.inputs.size()));
+  const TensorDesc& out = op.output;
+  const isa::DType dtype = op.inputs[0].dtype;
+  for (const TensorDesc& input : op.inputs)
+    if (input.dtype != dtype) throw std::invalid_argument(std::string(op_name(op.kind)) + ": inputs of different dtypes (cast first)");
+  if (out.dtype != (op_traits.bool_result ? isa::DType::U8 : dtype))
+    throw std::invalid_argument(std::string(op_name(op.kind)) + ": output dtype must be " +
+                                std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : dtype)));
+  if (!op_traits.integer_ok && !isa::dtype_is_float(dtype))
+    throw UnsupportedOp(std::string(op_name(op.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": floats only");
+  if (out.strides.size() != out.shape.size()) throw std::invalid_argument("output strides do not match its shape");
+  const size_t rank = out.shape.size();
+
+  // Every operand's strides over the output's dimensions (0 where it broadcasts).
+  std::vector<std::vector<int64_t>> strides;  // [operand][dim]; operand 0 is the output
+  strides.push_back(out.strides);
+  for (const TensorDesc& input : op.inputs) {
+    if (input.shape.size() > rank || input.strides.size() != input.shape.size())
+      throw std::invalid_argument(std::string(op_name(op.kind)) + ": input " + input.to_string() + " does not broadcast to the output");
+    std::vector<int64_t> s(rank, 0);
+    for (size_t i = 0; i < input.shape.size(); ++i) {
+      const size_t d = rank - input.shape.size() + i;
+      if (input.shape[i] == out.shape[d]) s[d] = input.shape[i] == 1 ? 0 : input.strides[i];
+      else if (input.shape[i] != 1)
+        throw std::invalid_argument(std::string(op_name(op.kind)) + ": input " + input.to_string() + " does not broadcast to the output");
+    }
+    strides.push_back(std::move(s));
+  }
+  for (const auto& s : strides)
+    for (const int64_t v : s)
+      if (v < 0) throw UnsupportedOp("negative strides");
+
+  // Collapse: drop size-1 dims, merge neighbours every operand allows.
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> merged(strides.size());
+  for (size_t d = 0; d < rank; ++d) {
+    if (out.shape[d] == 1) continue;
+    bool mergeable = !shape.empty();
+    for (size_t k = 0; k < strides.size() && mergeable; ++k) mergeable = merged[k].back() == strides[k][d] * out.shape[d];
+    if (mergeable) {
+      shape.back() *= out.shape[d];
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
+    } else {
+      shape.push_back(out.shape[d]);
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
+    }
+  }
+  if (shape.size() > 3)
+    throw UnsupportedOp(std::string(op_name(op.kind)) + ": " + std::to_string(shape.size()) + " dimensions that do not merge (at most 3)");
+  while (shape.size() < 3) {
+    shape.insert(shape.begin(), 1);
+    for (auto& s : merged) s.insert(s.begin(), 0);
+  }
+  const int64_t planes = shape[0], rows = shape[1], cols = shape[2];
+  if (merged[0][2] == 0 && cols > 1) throw std::invalid_argument("the output overlaps itself (a broadcast stride)");
+
+  std::vector<Operand> operands;  // 0: output, then inputs
+  for (size_t k = 0; k < strides.size(); ++k) {
+    const TensorDesc& tensor = k == 0 ? out : op.inputs[k - 1];
+    Operand o;
+    o.dtype = tensor.dtype;
+    o.esize = isa::dtype_size_bytes(tensor.dtype);
+    o.offset = tensor.storage_offset;
+    o.stride = {merged[k][0], merged[k][1], merged[k][2]};
+    const bool col_bcast = o.stride[2] == 0 && cols > 1, row_bcast = o.stride[1] == 0 && rows > 1;
+    if (k == 2) {  // the second operand: the vector unit broadcasts it
+      if (col_bcast && (row_bcast || rows == 1)) o.mode = Bcast::Scalar;
+      else if (col_bcast) o.mode = Bcast::Col;
+      else if (row_bcast) o.mode = Bcast::Row;
+    } else if (k == 1 && col_bcast) {
+      o.materialize = true;
+      o.mode = (row_bcast || rows == 1) ? Bcast::Scalar : Bcast::Col;
+    }
+    operands.push_back(o);
+  }
+
+  // Tiles: two slots of every operand's tile must fit in the scratchpad.
+  const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  int64_t tc = std::min<int64_t>(cols, 2048), tr = 0;
+  for (;; tc = std::max<int64_t>(1, tc / 2)) {
+    int64_t per_row = 0, fixed = 0;  // bytes of one slot per tile row, and independent of rows
+    for (const Operand& o : operands) {
+      if (o.materialize) per_row += tc * o.esize + o.esize, fixed += 64 + 64;
+      else if (o.mode == Bcast::Full) per_row += tc * o.esize, fixed += 64;
+      else if (o.mode == Bcast::Row) fixed += align64(tc * o.esize);
+      else if (o.mode == Bcast::Col) per_row += o.esize, fixed += 64;
+      else fixed += 64;
+    }
+    tr = std::min<int64_t>(rows, (scratchpad / 2 - fixed) / std::max<int64_t>(per_row, 1));
+    if (tr >= std::min<int64_t>(rows, 8) || tc == 1) break;
+  }
+  if (tr < 1) throw UnsupportedOp("elementwise tile does not fit the scratchpad");
+  int64_t slot_bytes = 0;
+  for (Operand& o : operands) {
+    o.tile_bytes = o.mode == Bcast::Full || o.materialize ? tr * tc * o.esize
+                   : o.mode == Bcast::Row                 ? tc * o.esize
+                   : o.mode == Bcast::Col                 ? tr * o.esize
+                                                          : o.esize;
+    if (o.materialize) o.tile_bytes = tr * tc * o.esize, o.aux_bytes = (o.mode == Bcast::Col ? tr : 1) * o.esize;
+    o.local = slot_bytes;
+    slot_bytes += align64(o.tile_bytes);
+    if (o.materialize) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
+  }
+  const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;
+  const int64_t tiles = planes * row_tiles * col_tiles;
+  const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
+  const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
+
+  ProgramBuilder b(std::string(op_name(op.kind)) + " (generated)");
+  operands[0].symbol = b.output("out", out.dtype, {static_cast<uint64_t>(std::max<int64_t>(out.storage_extent(), 1))});
+  for (size_t k = 1; k < operands.size(); ++k)
+    operands[k].symbol = b.input("in" + std::to_string(k - 1), op.inputs[k - 1].dtype,
+                                 {static_cast<uint64_t>(std::max<int64_t>(op.inputs[k - 1].storage_extent(), 1))});
+
+  constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
+  const int64_t kDma0 = 1, kVec = 6, kStoreEngine = 1 + store_channel;
+  const Label done = b.label();
+  if (tiles == 0) {
+    b.emit(Opcode::HALT, {});
+  } else {
+    // This core's tiles [t, t_end).
+    const Reg t = b.reg(), t_end = b.reg(), core = b.reg(), ncores = b.reg(), total = b.reg();
+    b.emit(Opcode::CSRR, {core.index, 0});
+    b.emit(Opcode::CSRR, {ncores.index, 1});
+    b.li(total, tiles);
+    b.mul(t, core, total);
+    b.emit(Opcode::DIVU, {t.index, t.index, ncores.index});
+    b.addi(t_end, core, 1);
+    b.mul(t_end, t_end, total);
+    b.emit(Opcode::DIVU, {t_end.index, t_end.index, ncores.index});
+    b.release(core), b.release(ncores), b.release(total);
+    b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+    std::vector<Reg> base;
+    for (const Operand& o : operands) {
+      const Reg r = b.reg();
+      b.emit(Opcode::LA, {r.index, o.symbol});
+      if (o.offset) b.addi(r, r, o.offset * o.esize);
+      base.push_back(r);
+    }
+    // Two tokens in each FREE semaphore: two slots.
+    for (int i = 0; i < 2; ++i) {
+      b.emit(Opcode::SIGNAL, {kDma0, IN_FREE});
+      b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
+    }
+    const Reg slot = b.reg();  // 0 or slot_bytes
+    b.li(slot, 0);
+    const Reg p = b.reg(), i0 = b.reg(), j0 = b.reg(), mt = b.reg(), nt = b.reg(), tmp = b.reg();
+    const Reg addr = b.reg(), local = b.reg(), n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(),
+              ss2 = b.reg();
+    const Label loop = b.label();
+    b.bind(loop);
+    // Tile t: plane p, rows i0 .. +mt, columns j0 .. +nt.
+    b.li(tmp, row_tiles * col_tiles);
+    b.emit(Opcode::DIVU, {p.index, t.index, tmp.index});
+    b.emit(Opcode::REMU, {i0.index, t.index, tmp.index});
+    b.li(tmp, col_tiles);
+    b.emit(Opcode::REMU, {j0.index, i0.index, tmp.index});
+    b.emit(Opcode::DIVU, {i0.index, i0.index, tmp.index});
+    b.muli(i0, i0, tr);
+    b.muli(j0, j0, tc);
+    b.li(tmp, rows);
+    b.sub(mt, tmp, i0);
+    b.li(tmp, tr);
+    b.min(mt, mt, tmp);
+    b.li(tmp, cols);
+    b.sub(nt, tmp, j0);
+    b.li(tmp, tc);
+    b.min(nt, nt, tmp);
+
+    // addr = base + (p*sP + i0*sR + j0*sC) * esize
+    const auto global_address = [&](size_t k) {
+      const Operand& o = operands[k];
+      b.mov(addr, base[k]);
+      const std::pair<Reg, int64_t> terms[] = {{p, o.stride[0]}, {i0, o.stride[1]}, {j0, o.stride[2]}};
+      for (const auto& [index, stride] : terms) {
+        if (stride == 0) continue;
+        b.li(tmp, stride * o.esize);
+        b.mul(tmp, tmp, index);
+        b.add(addr, addr, tmp);
+      }
+    };
+    // The DMA shape of operand k's tile (full, row, column or scalar).
+    const auto dma_shape = [&](const Operand& o, Bcast mode) {
+      b.li(ds2, 0), b.li(ss2, 0), b.li(n2, 0);
+      const int64_t e = o.esize;
+      if (mode == Bcast::Scalar) {
+        b.li(n0, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
+      } else if (mode == Bcast::Col) {
+        b.li(n0, e), b.mov(n1, mt), b.li(ds1, e), b.li(ss1, o.stride[1] * e);
+      } else if (mode == Bcast::Row) {
+        if (o.stride[2] == 1) b.muli(n0, nt, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
+        else b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
+      } else if (o.stride[2] == 1) {
+        b.muli(n0, nt, e), b.mov(n1, mt), b.muli(ds1, nt, e), b.li(ss1, o.stride[1] * e);
+      } else {  // an element at a time along the row, rows as planes
+        b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
+        b.mov(n2, mt), b.muli(ds2, nt, e), b.li(ss2, o.stride[1] * e);
+      }
+    };
+    const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
+      b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+    };
+
+    // Loads, on dma ch0.
+    b.emit(Opcode::WAIT, {kDma0, IN_FREE});
+    for (size_t k = 1; k < operands.size(); ++k) {
+      const Operand& o = operands[k];
+      global_address(k);
+      b.addi(local, slot, o.materialize ? o.aux_local : o.local);
+      dma_shape(o, o.materialize ? o.mode : o.mode);
+      dma(Opcode::DMA_LD, 0, local, addr);
+    }
+    b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
+
+    // Compute, on the vector unit.
+    b.emit(Opcode::WAIT, {kVec, IN_FULL});
+    b.emit(Opcode::WAIT, {kVec, OUT_FREE});
+    const int64_t dt = static_cast<int64_t>(dtype);
+    const Operand& a = operands[1];
+    const Reg a_local = b.reg(), b_local = b.reg(), o_local = b.reg();
+    b.addi(a_local, slot, a.local);
+    if (a.materialize) {
+      b.li(tmp, isa::dtype_is_float(dtype) ? 0x3f800000 : 1);  // 1.0f or 1
+      b.emit(Opcode::V_FILL, {dt, a_local.index, tmp.index, mt.index, nt.index});
+      b.addi(local, slot, a.aux_local);
+      b.emit(Opcode::V_MUL, {dt, static_cast<int64_t>(a.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
+    }
+    b.addi(o_local, slot, operands[0].local);
+    if (arity == 1) {
+      b.emit(op_traits.opcode, {dt, o_local.index, a_local.index, mt.index, nt.index});
+    } else {
+      b.addi(b_local, slot, operands[2].local);
+      b.emit(op_traits.opcode, {dt, static_cast<int64_t>(operands[2].mode), o_local.index, a_local.index, b_local.index, mt.index, nt.index});
+    }
+    b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
+    b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+
+    // Store, on the store channel.
+    b.emit(Opcode::WAIT, {kStoreEngine, OUT_FULL});
+    global_address(0);
+    dma_shape(operands[0], Bcast::Full);
+    // A store's source is the dense local tile, its destination strided: swap the strides.
+    b.mov(tmp, ds1), b.mov(ds1, ss1), b.mov(ss1, tmp);
+    b.mov(tmp, ds2), b.mov(ds2, ss2), b.mov(ss2, tmp);
+    dma(Opcode::DMA_ST, store_channel, addr, o_local);
+    b.emit(Opcode::SIGNAL, {kStoreEngine, OUT_FREE});
+
+    b.emit(Opcode::XORI, {slot.index, slot.index, slot_bytes});
+    b.addi(t, t, 1);
+    b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
+    b.bind(done);
+    b.emit(Opcode::HALT, {});
+  }
+  if (tiles == 0) b.bind(done);
+
+  Kernel kernel;
+  kernel.program = b.finish();
+  kernel.cores = cores;
+  std::ostringstream plan;
+  plan << op_name(op.kind) << ": " << out.to_string() << " as " << planes << " x " << rows << " x " << cols
+       << " (planes x rows x cols); tiles of " << tr << " x " << tc << ", " << tiles << " tiles over " << cores << " cores; "
+       << 2 * slot_bytes << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << "\n";
+  for (size_t k = 1; k < operands.size(); ++k)
+    plan << "  in" << k - 1 << ": " << op.inputs[k - 1].to_string() << ": strides " << operands[k].stride[0] << ", " << operands[k].stride[1]
+         << ", " << operands[k].stride[2] << "; " << mode_name(operands[k]) << "\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler

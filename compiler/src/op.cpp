@@ -1,0 +1,70 @@
+#include "npusim/compiler/op.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace npu::compiler {
+namespace {
+
+struct OpInfo {
+  const char* name;
+  unsigned arity;
+};
+
+const OpInfo kOps[] = {
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) {NAME, ARITY},
+#include "ops.def"
+};
+
+}  // namespace
+
+int64_t TensorDesc::numel() const {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t TensorDesc::storage_extent() const {
+  if (numel() == 0) return 0;
+  int64_t last = storage_offset;
+  for (size_t i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * strides[i];
+  return last + 1;
+}
+
+std::string TensorDesc::to_string() const {
+  const auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return std::string(isa::dtype_name(dtype)) + list(shape) + " strides " + list(strides) + " offset " + std::to_string(storage_offset);
+}
+
+TensorDesc TensorDesc::contiguous(isa::DType dtype, std::vector<int64_t> shape) {
+  TensorDesc t;
+  t.dtype = dtype;
+  t.strides.assign(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) t.strides[i - 1] = t.strides[i] * std::max<int64_t>(shape[i], 1);
+  t.shape = std::move(shape);
+  return t;
+}
+
+bool find_op(const std::string& name, OpKind* kind) {
+  for (size_t i = 0; i < std::size(kOps); ++i)
+    if (name == kOps[i].name) {
+      *kind = static_cast<OpKind>(i);
+      return true;
+    }
+  return false;
+}
+
+const char* op_name(OpKind kind) { return kOps[static_cast<size_t>(kind)].name; }
+unsigned op_arity(OpKind kind) { return kOps[static_cast<size_t>(kind)].arity; }
+
+std::string OpDesc::key() const {
+  std::string key = op_name(kind);
+  for (const TensorDesc& input : inputs) key += " " + input.to_string();
+  return key + " -> " + output.to_string();
+}
+
+}  // namespace npu::compiler

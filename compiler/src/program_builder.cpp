@@ -1,0 +1,108 @@
+#include "npusim/compiler/program_builder.h"
+
+#include <stdexcept>
+
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+
+ProgramBuilder::ProgramBuilder(std::string name) { program_.metadata.emplace_back("source", std::move(name)); }
+
+uint16_t ProgramBuilder::add_symbol(const std::string& name, isa::SymbolKind kind, isa::DType dtype, std::vector<uint64_t> shape) {
+  isa::Symbol symbol;
+  symbol.name = name;
+  symbol.kind = kind;
+  symbol.dtype = dtype;
+  symbol.shape = std::move(shape);
+  program_.symbols.push_back(std::move(symbol));
+  return static_cast<uint16_t>(program_.symbols.size() - 1);
+}
+
+uint16_t ProgramBuilder::input(const std::string& name, isa::DType dtype, std::vector<uint64_t> shape) {
+  return add_symbol(name, isa::SymbolKind::Input, dtype, std::move(shape));
+}
+
+uint16_t ProgramBuilder::output(const std::string& name, isa::DType dtype, std::vector<uint64_t> shape) {
+  return add_symbol(name, isa::SymbolKind::Output, dtype, std::move(shape));
+}
+
+Reg ProgramBuilder::reg() {
+  for (unsigned i = 1; i < isa::kNumRegisters; ++i)
+    if (!(used_registers_ & (1u << i))) {
+      used_registers_ |= 1u << i;
+      return Reg{i};
+    }
+  throw std::logic_error("kernel needs more than 31 scalar registers");
+}
+
+void ProgramBuilder::release(Reg r) {
+  if (r.index != 0) used_registers_ &= ~(1u << r.index);
+}
+
+Label ProgramBuilder::label() {
+  label_targets_.push_back(-1);
+  return Label{label_targets_.size() - 1};
+}
+
+void ProgramBuilder::bind(Label label) { label_targets_.at(label.id) = static_cast<int64_t>(words_.size()); }
+
+void ProgramBuilder::emit(isa::Opcode opcode, std::initializer_list<int64_t> operands) {
+  isa::Instruction instruction;
+  instruction.opcode = opcode;
+  const isa::InstructionSpec* spec = isa::find_instruction(opcode);
+  if (spec == nullptr || operands.size() != spec->operands.size())
+    throw std::logic_error("emit: wrong operand count for " + (spec ? spec->mnemonic : std::string("an unknown opcode")));
+  size_t i = 0;
+  for (const int64_t operand : operands) instruction.operands[i++] = operand;
+  std::string error;
+  const auto word = isa::encode(instruction, &error);
+  if (!word) throw std::logic_error("emit " + spec->mnemonic + ": " + error);
+  words_.push_back(*word);
+}
+
+void ProgramBuilder::branch(isa::Opcode opcode, std::initializer_list<int64_t> operands_before_offset, Label target) {
+  const isa::InstructionSpec* spec = isa::find_instruction(opcode);
+  if (spec == nullptr || spec->operands.empty() || spec->operands.back().kind != isa::OperandKind::Target ||
+      operands_before_offset.size() + 1 != spec->operands.size())
+    throw std::logic_error("branch: not a branch with these operands");
+  Fixup fixup;
+  fixup.at = words_.size();
+  fixup.instruction.opcode = opcode;
+  size_t i = 0;
+  for (const int64_t operand : operands_before_offset) fixup.instruction.operands[i++] = operand;
+  fixup.offset_operand = i;
+  fixup.label = target.id;
+  fixups_.push_back(fixup);
+  words_.push_back(0);  // patched in finish()
+}
+
+void ProgramBuilder::li(Reg rd, int64_t value) {
+  if (value >= INT32_MIN && value <= INT32_MAX) {
+    emit(isa::Opcode::LI, {rd.index, value});
+    return;
+  }
+  emit(isa::Opcode::LI, {rd.index, static_cast<int32_t>(static_cast<uint32_t>(value))});
+  emit(isa::Opcode::LIH, {rd.index, static_cast<int64_t>(static_cast<uint64_t>(value) >> 32)});
+}
+
+isa::Program ProgramBuilder::finish() {
+  for (const Fixup& fixup : fixups_) {
+    const int64_t target = label_targets_.at(fixup.label);
+    if (target < 0) throw std::logic_error("branch to a label that was never bound");
+    isa::Instruction instruction = fixup.instruction;
+    instruction.operands[fixup.offset_operand] = target - static_cast<int64_t>(fixup.at);
+    std::string error;
+    const auto word = isa::encode(instruction, &error);
+    if (!word) throw std::logic_error("branch: " + error);
+    words_[fixup.at] = *word;
+  }
+  isa::Program program = program_;
+  isa::CodeSection section;
+  section.core_mask = isa::kAllCores;
+  section.words = words_;
+  program.code.push_back(std::move(section));
+  isa::validate_program(program);
+  return program;
+}
+
+}  // namespace npu::compiler

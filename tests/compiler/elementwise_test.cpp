@@ -1,0 +1,246 @@
+// Elementwise ops compiled for the chip and run through the driver, against
+// a reference computed here, on tiny and base. Tolerances: arithmetic,
+// min/max and comparisons are exact (the vector unit computes each element
+// in f32, or in the integer type, and rounds once, as the reference does);
+// transcendentals within torch.testing.assert_close's defaults for the dtype
+// (f32: rtol 1.3e-6, atol 1e-5; bf16: rtol 1.6e-2, atol 1e-5), since the
+// model and the reference evaluate the same function by different formulas
+// (GELU near its cancellation for negative inputs shows it).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/errors.h"
+#include "npusim/driver/program.h"
+#include "npusim/isa/dtype.h"
+#include "npusim/sim/config_loader.h"
+#include "simulator_link.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+
+// Values of an element as double, and back (rounding to the dtype).
+double load(DType dtype, const uint8_t* p) {
+  switch (dtype) {
+    case DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
+    case DType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return isa::bf16_to_f32(h); }
+    case DType::I32: { int32_t i; std::memcpy(&i, p, 4); return i; }
+    case DType::U8: return *p;
+    default: throw std::logic_error("dtype not in these tests");
+  }
+}
+void store(DType dtype, double v, uint8_t* p) {
+  switch (dtype) {
+    case DType::F32: { const float f = float(v); std::memcpy(p, &f, 4); return; }
+    case DType::BF16: { const uint16_t h = isa::f32_to_bf16(float(v)); std::memcpy(p, &h, 2); return; }
+    case DType::I32: { const int32_t i = int32_t(v); std::memcpy(p, &i, 4); return; }
+    case DType::U8: *p = uint8_t(v); return;
+    default: throw std::logic_error("dtype not in these tests");
+  }
+}
+
+// The reference, elementwise, in float (what the hardware rounds to) or integers.
+double reference(OpKind kind, DType dtype, double a, double b) {
+  const bool fl = isa::dtype_is_float(dtype);
+  const float x = float(a), y = float(b);
+  switch (kind) {
+    case OpKind::NEG: return -a;
+    case OpKind::ABS: return std::fabs(a);
+    case OpKind::EXP: return std::exp(x);
+    case OpKind::LOG: return std::log(x);
+    case OpKind::SQRT: return std::sqrt(x);
+    case OpKind::RSQRT: return 1.0f / std::sqrt(x);
+    case OpKind::RECIPROCAL: return 1.0f / x;
+    case OpKind::TANH: return std::tanh(x);
+    case OpKind::SIGMOID: return 1.0f / (1.0f + std::exp(-x));
+    case OpKind::RELU: return a > 0 ? a : 0;
+    case OpKind::GELU: return x * 0.5f * (1.0f + std::erf(x / std::sqrt(2.0f)));
+    case OpKind::GELU_TANH: return 0.5f * x * (1.0f + std::tanh(std::sqrt(2.0f / 3.14159265358979f) * (x + 0.044715f * x * x * x)));
+    case OpKind::SILU: return x / (1.0f + std::exp(-x));
+    case OpKind::SIN: return std::sin(x);
+    case OpKind::COS: return std::cos(x);
+    case OpKind::COPY: return a;
+    case OpKind::ADD: return fl ? double(x + y) : a + b;
+    case OpKind::SUB: return fl ? double(x - y) : a - b;
+    case OpKind::MUL: return fl ? double(x * y) : a * b;
+    case OpKind::DIV: return x / y;
+    case OpKind::MAXIMUM: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case OpKind::MINIMUM: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case OpKind::POW: return std::pow(x, y);
+    case OpKind::EQ: return a == b;
+    case OpKind::NE: return a != b;
+    case OpKind::LT: return a < b;
+    case OpKind::LE: return a <= b;
+    case OpKind::GT: return a > b;
+    case OpKind::GE: return a >= b;
+  }
+  return 0;
+}
+
+bool exact_op(OpKind kind) {
+  switch (kind) {
+    case OpKind::NEG: case OpKind::ABS: case OpKind::RELU: case OpKind::COPY: case OpKind::ADD: case OpKind::SUB: case OpKind::MUL:
+    case OpKind::DIV: case OpKind::MAXIMUM: case OpKind::MINIMUM: case OpKind::EQ: case OpKind::NE: case OpKind::LT: case OpKind::LE:
+    case OpKind::GT: case OpKind::GE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class Elementwise : public ::testing::TestWithParam<std::string> {
+ protected:
+  Elementwise()
+      : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
+
+  // Runs `op` on the chip with random inputs and checks every output element.
+  void check(OpKind kind, std::vector<TensorDesc> inputs, TensorDesc output, uint32_t seed = 1) {
+    OpDesc op{kind, inputs, output};
+    SCOPED_TRACE(op.key());
+    const std::shared_ptr<const Kernel> kernel = compiler_.compile(op);
+    const Program program = Program::load(device_, kernel->program);
+    std::mt19937 rng(seed);
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<Buffer> buffers;
+    std::vector<Binding> bindings;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const TensorDesc& t = inputs[k];
+      const size_t e = isa::dtype_size_bytes(t.dtype);
+      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
+      std::uniform_real_distribution<double> values(-3, 3);
+      for (size_t i = 0; i < bytes.size() / e; ++i) {
+        const double v = isa::dtype_is_float(t.dtype) ? values(rng) : double(int(rng() % 200) - 100);
+        store(t.dtype, t.dtype == DType::I32 || kind != OpKind::POW ? v : std::round(v * 2) / 2, &bytes[i * e]);
+      }
+      storage.push_back(bytes);
+      buffers.push_back(device_->allocate(bytes.size()));
+      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
+    }
+    const size_t oe = isa::dtype_size_bytes(output.dtype);
+    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(output.storage_extent(), 1)) * oe));
+    for (size_t k = 0; k < inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
+    bindings.push_back({"out", &buffers.back()});
+    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
+    std::vector<uint8_t> result(buffers.back().size());
+    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
+
+    // Walk the output's index space.
+    const size_t rank = output.shape.size();
+    std::vector<int64_t> index(rank, 0);
+    int mismatches = 0;
+    for (int64_t n = 0; n < output.numel(); ++n) {
+      double in[2] = {0, 0};
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const TensorDesc& t = inputs[k];
+        int64_t offset = t.storage_offset;
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+          const size_t d = rank - t.shape.size() + i;
+          offset += (t.shape[i] == 1 ? 0 : index[d]) * t.strides[i];
+        }
+        in[k] = load(t.dtype, &storage[k][size_t(offset) * isa::dtype_size_bytes(t.dtype)]);
+      }
+      int64_t out_offset = output.storage_offset;
+      for (size_t d = 0; d < rank; ++d) out_offset += index[d] * output.strides[d];
+      const double got = load(output.dtype, &result[size_t(out_offset) * oe]);
+      uint8_t rounded[4];
+      store(output.dtype, reference(kind, inputs[0].dtype, in[0], in[1]), rounded);
+      const double want = load(output.dtype, rounded);
+      bool ok = (std::isnan(got) && std::isnan(want)) || got == want;
+      if (!ok && !exact_op(kind) && std::isfinite(want)) {
+        const double rtol = output.dtype == DType::BF16 ? 1.6e-2 : 1.3e-6, atol = 1e-5;
+        ok = std::fabs(got - want) <= atol + rtol * std::fabs(want);
+      }
+      if (!ok && ++mismatches <= 5) ADD_FAILURE() << "element " << n << ": got " << got << ", want " << want << " (inputs " << in[0] << ", " << in[1] << ")";
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < output.shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << kernel->plan;
+  }
+
+  static TensorDesc t(DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
+
+  std::shared_ptr<Device> device_;
+  Compiler compiler_;
+};
+
+TEST_P(Elementwise, EveryUnaryOpOnF32) {
+  for (const OpKind kind : {OpKind::NEG, OpKind::ABS, OpKind::EXP, OpKind::LOG, OpKind::SQRT, OpKind::RSQRT, OpKind::RECIPROCAL, OpKind::TANH,
+                            OpKind::SIGMOID, OpKind::RELU, OpKind::GELU, OpKind::GELU_TANH, OpKind::SILU, OpKind::SIN, OpKind::COS, OpKind::COPY})
+    check(kind, {t(DType::F32, {37, 29})}, t(DType::F32, {37, 29}));
+}
+
+TEST_P(Elementwise, UnaryShapesIncludingOnesPrimesAndLarge) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{1}, {7}, {1, 1, 5}, {3, 1, 5}, {131, 257}, {2, 3, 4, 5}, {300, 1100}})
+    check(OpKind::SIGMOID, {t(DType::F32, shape)}, t(DType::F32, shape));
+  check(OpKind::EXP, {t(DType::BF16, {513, 67})}, t(DType::BF16, {513, 67}));
+}
+
+TEST_P(Elementwise, BinaryOpsAndBroadcasts) {
+  for (const OpKind kind : {OpKind::ADD, OpKind::SUB, OpKind::MUL, OpKind::DIV, OpKind::MAXIMUM, OpKind::MINIMUM, OpKind::POW})
+    check(kind, {t(DType::F32, {19, 23}), t(DType::F32, {19, 23})}, t(DType::F32, {19, 23}));
+  check(OpKind::ADD, {t(DType::F32, {5, 7}), t(DType::F32, {7})}, t(DType::F32, {5, 7}));          // row
+  check(OpKind::SUB, {t(DType::F32, {5, 7}), t(DType::F32, {5, 1})}, t(DType::F32, {5, 7}));       // column
+  check(OpKind::DIV, {t(DType::F32, {4, 6}), t(DType::F32, {})}, t(DType::F32, {4, 6}));           // scalar
+  check(OpKind::SUB, {t(DType::F32, {}), t(DType::F32, {4, 6})}, t(DType::F32, {4, 6}));           // scalar first operand
+  check(OpKind::DIV, {t(DType::F32, {6, 1}), t(DType::F32, {6, 5})}, t(DType::F32, {6, 5}));       // column first operand
+  check(OpKind::SUB, {t(DType::F32, {1, 9}), t(DType::F32, {8, 9})}, t(DType::F32, {8, 9}));       // row first operand
+  check(OpKind::MUL, {t(DType::F32, {3, 1, 4}), t(DType::F32, {2, 4})}, t(DType::F32, {3, 2, 4}));  // both broadcast
+  check(OpKind::ADD, {t(DType::BF16, {33, 65}), t(DType::BF16, {65})}, t(DType::BF16, {33, 65}));
+  check(OpKind::MUL, {t(DType::I32, {10, 12}), t(DType::I32, {10, 1})}, t(DType::I32, {10, 12}));
+}
+
+TEST_P(Elementwise, ComparisonsGiveBooleans) {
+  for (const OpKind kind : {OpKind::EQ, OpKind::NE, OpKind::LT, OpKind::LE, OpKind::GT, OpKind::GE})
+    check(kind, {t(DType::I32, {9, 11}), t(DType::I32, {11})}, t(DType::U8, {9, 11}));
+  check(OpKind::GT, {t(DType::F32, {40, 3}), t(DType::F32, {})}, t(DType::U8, {40, 3}));
+}
+
+TEST_P(Elementwise, StridedViewsAreReadInPlace) {
+  // A transposed input (column stride 37), an input with a storage offset, an output slice.
+  TensorDesc transposed = t(DType::F32, {29, 37});
+  transposed.strides = {1, 29};
+  TensorDesc offset = t(DType::F32, {29, 37});
+  offset.storage_offset = 11;
+  TensorDesc out = t(DType::F32, {29, 37});
+  out.strides = {40, 1};  // rows of 37 in rows of 40
+  out.storage_offset = 3;
+  check(OpKind::ADD, {transposed, offset}, out);
+  check(OpKind::NEG, {transposed}, t(DType::F32, {29, 37}));
+}
+
+TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {
+  const OpDesc op{OpKind::ADD, {t(DType::F32, {256, 256}), t(DType::F32, {256, 256})}, t(DType::F32, {256, 256})};
+  const auto first = compiler_.compile(op);
+  const auto second = compiler_.compile(op);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(compiler_.cache_stats().hits, 1u);
+  EXPECT_EQ(compiler_.cache_stats().misses, 1u);
+  EXPECT_EQ(first->cores, device_->info().num_cores);  // enough tiles for every core
+  const std::string listing = Compiler::listing(*first);
+  EXPECT_NE(listing.find("# add: f32[256,256]"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("v.add f32, full"), std::string::npos) << listing;
+}
+
+TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
+  TensorDesc four = t(DType::F32, {2, 3, 4, 5});
+  four.strides = {1000, 100, 10, 1};  // four dimensions that do not merge
+  EXPECT_THROW(compiler_.compile({OpKind::ADD, {four, four}, t(DType::F32, {2, 3, 4, 5})}), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile({OpKind::EXP, {t(DType::I32, {4})}, t(DType::I32, {4})}), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::F32, {5})}, t(DType::F32, {4})}), std::invalid_argument);
+  EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::BF16, {4})}, t(DType::F32, {4})}), std::invalid_argument);
+}
+
+std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+INSTANTIATE_TEST_SUITE_P(Presets, Elementwise, ::testing::Values("tiny", "base"), preset_name);
+
+}  // namespace
+}  // namespace npu::compiler
