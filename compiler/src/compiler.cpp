@@ -1,6 +1,7 @@
 #include "npusim/compiler/compiler.h"
 
 #include "elementwise.h"
+#include "matmul.h"
 #include "npusim/isa/printer.h"
 
 namespace npu::compiler {
@@ -18,7 +19,7 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
       return it->second;
     }
   }
-  auto kernel = std::make_shared<const Kernel>(lower_elementwise(op, config_));
+  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL ? lower_matmul(op, config_) : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.misses;
   cache_.emplace(key, kernel);

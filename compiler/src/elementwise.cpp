@@ -43,6 +43,7 @@ OpTraits traits(OpKind kind) {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
   case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK};
 #include "ops.def"
+    case OpKind::MATMUL: break;
   }
   return {Opcode::Invalid, false, false};
 }
@@ -75,6 +76,11 @@ std::string mode_name(const Operand& o) {
 }
 
 }  // namespace
+
+isa::Opcode unary_opcode(OpKind kind) {
+  if (!is_elementwise(kind) || op_arity(kind) != 1) throw std::invalid_argument(std::string(op_name(kind)) + " is not a unary op");
+  return traits(kind).opcode;
+}
 
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   const OpTraits op_traits = traits(op.kind);

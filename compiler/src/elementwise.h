@@ -7,4 +7,7 @@ namespace npu::compiler {
 
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config);
 
+// The vector instruction of a unary elementwise op (for epilogues).
+isa::Opcode unary_opcode(OpKind kind);
+
 }  // namespace npu::compiler

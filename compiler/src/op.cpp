@@ -1,6 +1,7 @@
 #include "npusim/compiler/op.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace npu::compiler {
@@ -13,6 +14,7 @@ struct OpInfo {
 
 const OpInfo kOps[] = {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) {NAME, ARITY},
+#define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) {NAME, MAX_INPUTS},
 #include "ops.def"
 };
 
@@ -60,11 +62,19 @@ bool find_op(const std::string& name, OpKind* kind) {
 
 const char* op_name(OpKind kind) { return kOps[static_cast<size_t>(kind)].name; }
 unsigned op_arity(OpKind kind) { return kOps[static_cast<size_t>(kind)].arity; }
+bool is_elementwise(OpKind kind) { return kind != OpKind::MATMUL; }
 
 std::string OpDesc::key() const {
   std::string key = op_name(kind);
   for (const TensorDesc& input : inputs) key += " " + input.to_string();
-  return key + " -> " + output.to_string();
+  key += " -> " + output.to_string();
+  if (kind == OpKind::MATMUL) {
+    char scales[64];
+    std::snprintf(scales, sizeof scales, " alpha %.17g beta %.17g", alpha, beta);
+    key += scales;
+    for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
+  }
+  return key;
 }
 
 }  // namespace npu::compiler

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "npusim/isa/dtype.h"
@@ -28,18 +29,28 @@ struct TensorDesc {
 
 enum class OpKind : uint8_t {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) ID,
+#define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) ID,
 #include "ops.def"
 };
 
 // The op named like aten::NAME; false if the compiler does not know it.
 bool find_op(const std::string& name, OpKind* kind);
 const char* op_name(OpKind kind);
-unsigned op_arity(OpKind kind);
+unsigned op_arity(OpKind kind);  // the most inputs it takes
+bool is_elementwise(OpKind kind);
 
 struct OpDesc {
+  OpDesc() = default;
+  OpDesc(OpKind op_kind, std::vector<TensorDesc> op_inputs, TensorDesc op_output)
+      : kind(op_kind), inputs(std::move(op_inputs)), output(std::move(op_output)) {}
+
   OpKind kind = OpKind::ADD;
   std::vector<TensorDesc> inputs;  // binary ops: the second is broadcast to the output's shape
   TensorDesc output;
+  // Matmul only: out = epilogue(alpha * A @ B + beta * bias).
+  double alpha = 1.0;
+  double beta = 1.0;
+  std::vector<OpKind> epilogue;  // unary elementwise ops, in order
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;

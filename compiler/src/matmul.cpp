@@ -1,0 +1,371 @@
+// Matmul on the tensor core: out[b] = epilogue(alpha * A[b] @ B[b] + beta * bias).
+//
+// The output is cut into TM x TN tiles per batch element, numbered
+// batch-major, and core c of P takes tiles [c*T/P, (c+1)*T/P). Each tile is
+// the sum of K steps of depth TK, accumulated in f32 in the accumulator; the
+// tile sizes are the largest whose double buffers fit the scratchpad and the
+// accumulator, preferring the shapes that load the fewest bytes per MAC.
+// Four engines form rings of two slots (the protocol of examples/gemm.s):
+//   dma ch0:  A tiles (and the bias tile, once per output tile)  -> tc
+//   dma ch1:  B tiles                                             -> tc
+//   tc:       tc.mm per K step, the first overwriting             -> vector
+//   vector:   alpha, bias, epilogue, round to the output dtype    -> dma ch2
+//   dma ch2:  store the output tile
+// An operand stored transposed (unit stride along its first matrix dim) is
+// loaded as it lies and multiplied with the tensor core's ta / tb flags; any
+// other strides are read with strided DMA, an element at a time along rows.
+#include "matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "elementwise.h"
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+using isa::Opcode;
+
+int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
+
+// How a matrix operand lies in memory, in elements.
+struct Matrix {
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;  // along its first matrix dim (M for A, K for B, M for C)
+  int64_t col_stride = 0;  // along its second (K, N, N)
+  int64_t offset = 0;
+  int64_t esize = 0;
+  DType dtype = DType::F32;
+  bool transposed() const { return col_stride != 1 && row_stride == 1; }
+};
+
+std::string layout(const Matrix& m) {
+  return m.col_stride == 1 ? "row-major" : m.transposed() ? "transposed (tensor-core flag)" : "strided (element DMA)";
+}
+
+}  // namespace
+
+Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
+  if (op.inputs.size() < 2 || op.inputs.size() > 3) throw std::invalid_argument("matmul takes A, B and an optional bias");
+  const TensorDesc& a = op.inputs[0];
+  const TensorDesc& b = op.inputs[1];
+  const TensorDesc& c = op.output;
+  const bool has_bias = op.inputs.size() == 3;
+  if (a.shape.size() < 2 || b.shape.size() < 2 || c.shape.size() < 2) throw std::invalid_argument("matmul operands have at least 2 dims");
+  for (const TensorDesc* t : {&a, &b, &c})
+    for (const int64_t s : t->strides)
+      if (s < 0) throw UnsupportedOp("negative strides");
+  const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+  if (b.shape[b.shape.size() - 2] != k) throw std::invalid_argument("matmul: A is [.., M, K] and B [.., K, N]: K differs");
+  if (c.shape[c.shape.size() - 2] != m || c.shape.back() != n) throw std::invalid_argument("matmul: the output is not [.., M, N]");
+  const DType dtype = a.dtype;
+  if (b.dtype != dtype || c.dtype != dtype) throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first)");
+  const auto& accepted = config.core.tensor_core.input_dtypes;
+  if (dtype == DType::I8 || dtype == DType::I32 || dtype == DType::U8 || std::find(accepted.begin(), accepted.end(), dtype) == accepted.end())
+    throw UnsupportedOp("matmul on " + std::string(isa::dtype_name(dtype)) + ": this chip's tensor core does not take it");
+  for (const OpKind step : op.epilogue) unary_opcode(step);  // throws for a non-unary op
+
+  // Batch: the output's leading dims, flattened (they must merge), A and B broadcast over them.
+  const size_t batch_rank = c.shape.size() - 2;
+  int64_t batch = 1;
+  Matrix am, bm, cm;
+  std::vector<std::pair<int64_t, std::array<int64_t, 3>>> dims;  // (size, strides of A, B, C)
+  for (size_t d = 0; d < batch_rank; ++d) {
+    const auto stride_of = [&](const TensorDesc& t) -> int64_t {
+      const int64_t i = static_cast<int64_t>(d) - static_cast<int64_t>(batch_rank) + static_cast<int64_t>(t.shape.size()) - 2;
+      if (i < 0) return 0;
+      if (t.shape[size_t(i)] == 1) return 0;
+      if (t.shape[size_t(i)] != c.shape[d]) throw std::invalid_argument("matmul: batch dims do not broadcast");
+      return t.strides[size_t(i)];
+    };
+    if (c.shape[d] == 1) continue;
+    const std::array<int64_t, 3> s = {stride_of(a), stride_of(b), c.strides[d]};
+    if (!dims.empty() && dims.back().second[0] == s[0] * c.shape[d] && dims.back().second[1] == s[1] * c.shape[d] &&
+        dims.back().second[2] == s[2] * c.shape[d]) {
+      dims.back().first *= c.shape[d];
+      dims.back().second = s;
+    } else {
+      dims.push_back({c.shape[d], s});
+    }
+  }
+  if (dims.size() > 1) throw UnsupportedOp("matmul with batch dims that do not merge into one");
+  if (!dims.empty()) batch = dims[0].first, am.batch_stride = dims[0].second[0], bm.batch_stride = dims[0].second[1], cm.batch_stride = dims[0].second[2];
+  const auto matrix = [](Matrix& mx, const TensorDesc& t) {
+    mx.row_stride = t.strides[t.strides.size() - 2];
+    mx.col_stride = t.strides.back();
+    mx.offset = t.storage_offset;
+    mx.esize = isa::dtype_size_bytes(t.dtype);
+    mx.dtype = t.dtype;
+  };
+  matrix(am, a), matrix(bm, b), matrix(cm, c);
+  if (m == 1) am.row_stride = 0;  // a single row: its row stride is never used
+  if (cm.col_stride != 1 && n > 1) throw UnsupportedOp("matmul into an output with strided columns");
+
+  // Bias: broadcast to [M, N] (over the batch too).
+  Matrix bias;
+  enum class BiasMode { None, Row, Col, Full, Scalar } bias_mode = BiasMode::None;
+  if (has_bias) {
+    const TensorDesc& t = op.inputs[2];
+    if (!isa::dtype_is_float(t.dtype)) throw std::invalid_argument("matmul: the bias is a float tensor");
+    const int64_t rank = static_cast<int64_t>(t.shape.size());
+    const int64_t bn = rank >= 1 ? t.shape.back() : 1, bmr = rank >= 2 ? t.shape[size_t(rank - 2)] : 1;
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      if (t.shape[size_t(i)] != 1) throw UnsupportedOp("matmul with a bias that varies over the batch");
+    if ((bn != 1 && bn != n) || (bmr != 1 && bmr != m)) throw std::invalid_argument("matmul: the bias does not broadcast to [M, N]");
+    bias.esize = isa::dtype_size_bytes(t.dtype);
+    bias.dtype = t.dtype;
+    bias.offset = t.storage_offset;
+    bias.col_stride = bn == 1 ? 0 : t.strides.back();
+    bias.row_stride = bmr == 1 ? 0 : t.strides[size_t(rank - 2)];
+    bias_mode = bn == 1 && bmr == 1 ? BiasMode::Scalar : bn == 1 ? BiasMode::Col : bmr == 1 ? BiasMode::Row : BiasMode::Full;
+    if ((bias_mode == BiasMode::Row || bias_mode == BiasMode::Full) && bias.col_stride != 1) throw UnsupportedOp("a bias with strided columns");
+  }
+
+  // Tile sizes: the fewest bytes loaded per MAC whose double buffers fit.
+  const int64_t e = am.esize, eo = cm.esize;
+  const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
+  const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
+  int64_t tm = 0, tn = 0, tk = 0;
+  double best = -1;
+  for (const int64_t cm_ : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
+    for (const int64_t cn : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
+      for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
+        const int64_t TM = std::min(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
+        const int64_t bias_bytes = has_bias ? 2 * align64(TM * TN * (bias.esize + 4)) : 0;
+        const int64_t local = 2 * (align64(TM * TK * e) + align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128;  // + alpha and beta
+        if (local > scratchpad || 2 * align64(TM * TN * 4) > accumulator) continue;
+        // Bytes per MAC, and a preference for tiles that fill the array.
+        const double intensity = double(TM) * TN * TK / double(TM * TK + TK * TN);
+        const double fill = double(std::min(TN, array_cols)) / double(array_cols) * double(std::min(TK, array_rows)) / double(array_rows);
+        const double score = intensity * (0.5 + 0.5 * fill);
+        if (score > best) best = score, tm = TM, tn = TN, tk = TK;
+      }
+  if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");
+  const int64_t m_tiles = (m + tm - 1) / tm, n_tiles = (n + tn - 1) / tn, tiles = batch * m_tiles * n_tiles;
+  const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
+  const unsigned channels = config.core.dma.channels;
+  const unsigned ch_a = 0, ch_b = std::min(1u, channels - 1), ch_c = std::min(2u, channels - 1);
+
+  // Local memory: two slots of each buffer.
+  const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo);
+  const int64_t bias_raw_bytes = has_bias ? align64(tm * tn * bias.esize) : 0, bias_f32_bytes = has_bias ? align64(tm * tn * 4) : 0;
+  const int64_t a0 = 0, b0 = 2 * a_bytes, o0 = b0 + 2 * b_bytes, braw0 = o0 + 2 * o_bytes, bf0 = braw0 + 2 * bias_raw_bytes;
+  const int64_t consts = bf0 + 2 * bias_f32_bytes;  // f32 alpha, beta
+  const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase), acc_bytes = align64(tm * tn * 4);
+
+  ProgramBuilder pb("matmul (generated)");
+  const uint16_t c_sym = pb.output("out", c.dtype, {uint64_t(std::max<int64_t>(c.storage_extent(), 1))});
+  const uint16_t a_sym = pb.input("in0", a.dtype, {uint64_t(std::max<int64_t>(a.storage_extent(), 1))});
+  const uint16_t b_sym = pb.input("in1", b.dtype, {uint64_t(std::max<int64_t>(b.storage_extent(), 1))});
+  const uint16_t bias_sym = has_bias ? pb.input("in2", op.inputs[2].dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
+
+  enum : int64_t { A_FULL, A_FREE, B_FULL, B_FREE, ACC_FULL, ACC_FREE, OUT_FULL, OUT_FREE, BIAS_FULL, BIAS_FREE };
+  const int64_t kCtl = 0, kTc = 5, kVec = 6;
+  const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
+  const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32);
+
+  const Label done = pb.label();
+  if (tiles == 0 || k == 0) {
+    if (k == 0 && tiles > 0) throw UnsupportedOp("matmul with K = 0");
+    pb.emit(Opcode::HALT, {});
+    pb.bind(done);
+  } else {
+    // Ring tokens, and the f32 constants.
+    for (int i = 0; i < 2; ++i)
+      for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+    const Reg t = pb.reg(), t_end = pb.reg(), tmp = pb.reg(), tmp2 = pb.reg();
+    {
+      const Reg core = pb.reg(), ncores = pb.reg();
+      pb.emit(Opcode::CSRR, {core.index, 0});
+      pb.emit(Opcode::CSRR, {ncores.index, 1});
+      pb.li(tmp, tiles);
+      pb.mul(t, core, tmp);
+      pb.emit(Opcode::DIVU, {t.index, t.index, ncores.index});
+      pb.addi(t_end, core, 1);
+      pb.mul(t_end, t_end, tmp);
+      pb.emit(Opcode::DIVU, {t_end.index, t_end.index, ncores.index});
+      pb.release(core), pb.release(ncores);
+    }
+    pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
+    const Reg one = pb.reg();
+    pb.li(one, 1);
+    float alpha = float(op.alpha), beta = float(op.beta);
+    uint32_t alpha_bits, beta_bits;
+    std::memcpy(&alpha_bits, &alpha, 4), std::memcpy(&beta_bits, &beta, 4);
+    const Reg alpha_at = pb.reg(), beta_at = pb.reg();
+    pb.li(alpha_at, consts), pb.li(beta_at, consts + 64);
+    pb.li(tmp, alpha_bits);
+    pb.emit(Opcode::V_FILL, {f32, alpha_at.index, tmp.index, one.index, one.index});
+    pb.li(tmp, beta_bits);
+    pb.emit(Opcode::V_FILL, {f32, beta_at.index, tmp.index, one.index, one.index});
+
+    const Reg slot = pb.reg(), acc_slot = pb.reg();  // 0 / 1: this tile's output slot and accumulator slot
+    pb.li(slot, 0);
+    const Reg bidx = pb.reg(), m0 = pb.reg(), n0 = pb.reg(), mt = pb.reg(), nt = pb.reg(), kt = pb.reg(), k_left = pb.reg();
+    const Reg a_src = pb.reg(), b_src = pb.reg(), kslot = pb.reg();  // kslot: the K step's operand slot, 0 / 1
+    const Reg r_n0 = pb.reg(), r_n1 = pb.reg(), r_n2 = pb.reg(), ds1 = pb.reg(), ss1 = pb.reg(), ds2 = pb.reg(), ss2 = pb.reg();
+    const Reg l0 = pb.reg(), l1 = pb.reg(), l2 = pb.reg();
+    pb.li(kslot, 0);
+    const Label tile = pb.label();
+    pb.bind(tile);
+    // Tile t: batch element bidx, rows m0 .. +mt, columns n0 .. +nt.
+    pb.li(tmp, m_tiles * n_tiles);
+    pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index});
+    pb.emit(Opcode::REMU, {m0.index, t.index, tmp.index});
+    pb.li(tmp, n_tiles);
+    pb.emit(Opcode::REMU, {n0.index, m0.index, tmp.index});
+    pb.emit(Opcode::DIVU, {m0.index, m0.index, tmp.index});
+    pb.muli(m0, m0, tm), pb.muli(n0, n0, tn);
+    pb.li(tmp, m), pb.sub(mt, tmp, m0), pb.li(tmp, tm), pb.min(mt, mt, tmp);
+    pb.li(tmp, n), pb.sub(nt, tmp, n0), pb.li(tmp, tn), pb.min(nt, nt, tmp);
+    // Global address of element (row, col) of a matrix for this tile's batch element.
+    const auto address = [&](Reg out, uint16_t symbol, const Matrix& mx, Reg row, Reg col) {
+      pb.emit(Opcode::LA, {out.index, symbol});
+      const std::pair<Reg, int64_t> terms[] = {{bidx, mx.batch_stride}, {row, mx.row_stride}, {col, mx.col_stride}};
+      for (const auto& [index, stride] : terms) {
+        if (stride == 0 || index.index == 0) continue;
+        pb.li(tmp, stride * mx.esize);
+        pb.mul(tmp, tmp, index);
+        pb.add(out, out, tmp);
+      }
+      if (mx.offset) pb.addi(out, out, mx.offset * mx.esize);
+    };
+    const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
+      pb.emit(opcode, {int64_t(channel), dst.index, src.index, r_n0.index, r_n1.index, r_n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+    };
+    // A tile (rows x cols of the matrix) dense in local memory; transposed operands lie as stored.
+    const auto load_shape = [&](const Matrix& mx, Reg rows, Reg cols) {
+      pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
+      if (mx.col_stride == 1) {
+        pb.muli(r_n0, cols, mx.esize), pb.mov(r_n1, rows), pb.muli(ds1, cols, mx.esize), pb.li(ss1, mx.row_stride * mx.esize);
+      } else if (mx.transposed()) {  // stored cols x rows
+        pb.muli(r_n0, rows, mx.esize), pb.mov(r_n1, cols), pb.muli(ds1, rows, mx.esize), pb.li(ss1, mx.col_stride * mx.esize);
+      } else {  // an element at a time along each row
+        pb.li(r_n0, mx.esize), pb.mov(r_n1, cols), pb.li(ds1, mx.esize), pb.li(ss1, mx.col_stride * mx.esize);
+        pb.mov(r_n2, rows), pb.muli(ds2, cols, mx.esize), pb.li(ss2, mx.row_stride * mx.esize);
+      }
+    };
+    const Reg zero_col = kZero;
+    address(a_src, a_sym, am, m0, zero_col);
+    address(b_src, b_sym, bm, zero_col, n0);
+
+    // The bias tile, once per output tile, on the A channel.
+    if (has_bias) {
+      pb.emit(Opcode::WAIT, {engine_of(ch_a), BIAS_FREE});
+      const Reg bias_src = l2;
+      pb.emit(Opcode::LA, {bias_src.index, bias_sym});
+      if (bias.offset) pb.addi(bias_src, bias_src, bias.offset * bias.esize);
+      if (bias.row_stride) pb.li(tmp, bias.row_stride * bias.esize), pb.mul(tmp, tmp, m0), pb.add(bias_src, bias_src, tmp);
+      if (bias.col_stride) pb.li(tmp, bias.col_stride * bias.esize), pb.mul(tmp, tmp, n0), pb.add(bias_src, bias_src, tmp);
+      pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
+      switch (bias_mode) {
+        case BiasMode::Row: pb.muli(r_n0, nt, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
+        case BiasMode::Col: pb.li(r_n0, bias.esize), pb.mov(r_n1, mt), pb.li(ds1, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
+        case BiasMode::Full: pb.muli(r_n0, nt, bias.esize), pb.mov(r_n1, mt), pb.muli(ds1, nt, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
+        default: pb.li(r_n0, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
+      }
+      pb.li(l0, braw0), pb.li(tmp, bias_raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
+      dma(Opcode::DMA_LD, ch_a, l0, bias_src);
+      pb.emit(Opcode::SIGNAL, {engine_of(ch_a), BIAS_FULL});
+    }
+
+    // The K loop.
+    pb.li(k_left, k);
+    pb.emit(Opcode::WAIT, {kTc, ACC_FREE});
+    const Label k_loop = pb.label(), k_first = pb.label(), k_issued = pb.label();
+    pb.bind(k_loop);
+    pb.li(tmp, tk), pb.min(kt, k_left, tmp);
+    // A: mt x kt at a_src (slot kslot).
+    pb.emit(Opcode::WAIT, {engine_of(ch_a), A_FREE});
+    load_shape(am, mt, kt);
+    pb.li(l0, a_bytes), pb.mul(l0, l0, kslot), pb.addi(l0, l0, a0);
+    dma(Opcode::DMA_LD, ch_a, l0, a_src);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_a), A_FULL});
+    // B: kt x nt at b_src.
+    pb.emit(Opcode::WAIT, {engine_of(ch_b), B_FREE});
+    load_shape(bm, kt, nt);
+    pb.li(l1, b_bytes), pb.mul(l1, l1, kslot), pb.addi(l1, l1, b0);
+    dma(Opcode::DMA_LD, ch_b, l1, b_src);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_b), B_FULL});
+    // tc.mm into this tile's accumulator slot; the first K step overwrites.
+    pb.emit(Opcode::WAIT, {kTc, A_FULL});
+    pb.emit(Opcode::WAIT, {kTc, B_FULL});
+    pb.li(l2, acc_bytes), pb.mul(l2, l2, acc_slot), pb.li(tmp, acc0), pb.add(l2, l2, tmp);
+    const int64_t flags = (am.transposed() ? 2 : 0) | (bm.transposed() ? 4 : 0);
+    pb.li(tmp, k);
+    pb.branch(Opcode::BEQ, {k_left.index, tmp.index}, k_first);
+    pb.emit(Opcode::TC_MM, {dt, flags | 1, l2.index, l0.index, l1.index, mt.index, nt.index, kt.index});
+    pb.branch(Opcode::JMP, {}, k_issued);
+    pb.bind(k_first);
+    pb.emit(Opcode::TC_MM, {dt, flags, l2.index, l0.index, l1.index, mt.index, nt.index, kt.index});
+    pb.bind(k_issued);
+    pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
+    pb.emit(Opcode::SIGNAL, {kTc, B_FREE});
+    pb.emit(Opcode::XORI, {kslot.index, kslot.index, 1});
+    pb.li(tmp, tk * am.col_stride * am.esize), pb.add(a_src, a_src, tmp);
+    pb.li(tmp, tk * bm.row_stride * bm.esize), pb.add(b_src, b_src, tmp);
+    pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
+    pb.branch(Opcode::BLT, {kZero.index, k_left.index}, k_loop);
+    pb.emit(Opcode::SIGNAL, {kTc, ACC_FULL});
+
+    // Epilogue on the vector unit, in f32 in the accumulator: alpha, bias, ops; then round.
+    pb.emit(Opcode::WAIT, {kVec, ACC_FULL});
+    pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
+    if (op.alpha != 1.0) pb.emit(Opcode::V_MUL, {f32, 3, l2.index, l2.index, alpha_at.index, mt.index, nt.index});
+    if (has_bias) {
+      pb.emit(Opcode::WAIT, {kVec, BIAS_FULL});
+      pb.li(l0, braw0), pb.li(tmp, bias_raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
+      pb.li(l1, bf0), pb.li(tmp, bias_f32_bytes), pb.mul(tmp, tmp, slot), pb.add(l1, l1, tmp);
+      const Reg rows = bias_mode == BiasMode::Row || bias_mode == BiasMode::Scalar ? one : mt;
+      const Reg cols = bias_mode == BiasMode::Col || bias_mode == BiasMode::Scalar ? one : nt;
+      if (bias.dtype != DType::F32) pb.emit(Opcode::V_CVT, {f32, int64_t(bias.dtype), l1.index, l0.index, rows.index, cols.index});
+      else pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, rows.index, cols.index});
+      pb.emit(Opcode::SIGNAL, {kVec, BIAS_FREE});
+      if (op.beta != 1.0) pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, beta_at.index, rows.index, cols.index});
+      const int64_t bc = bias_mode == BiasMode::Full ? 0 : bias_mode == BiasMode::Row ? 1 : bias_mode == BiasMode::Col ? 2 : 3;
+      pb.emit(Opcode::V_ADD, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
+    }
+    for (const OpKind step : op.epilogue) pb.emit(unary_opcode(step), {f32, l2.index, l2.index, mt.index, nt.index});
+    pb.li(l0, o_bytes), pb.mul(l0, l0, slot), pb.addi(l0, l0, o0);
+    if (c.dtype == DType::F32) pb.emit(Opcode::V_MOV, {f32, l0.index, l2.index, mt.index, nt.index});
+    else pb.emit(Opcode::V_CVT, {dt, f32, l0.index, l2.index, mt.index, nt.index});
+    pb.emit(Opcode::SIGNAL, {kVec, ACC_FREE});
+    pb.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+
+    // Store.
+    pb.emit(Opcode::WAIT, {engine_of(ch_c), OUT_FULL});
+    address(tmp2, c_sym, cm, m0, n0);
+    pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
+    pb.muli(r_n0, nt, eo), pb.mov(r_n1, mt), pb.li(ds1, cm.row_stride * eo), pb.muli(ss1, nt, eo);
+    dma(Opcode::DMA_ST, ch_c, tmp2, l0);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_c), OUT_FREE});
+
+    pb.emit(Opcode::XORI, {slot.index, slot.index, 1});
+    pb.emit(Opcode::XORI, {acc_slot.index, acc_slot.index, 1});
+    pb.addi(t, t, 1);
+    pb.branch(Opcode::BLT, {t.index, t_end.index}, tile);
+    pb.bind(done);
+    pb.emit(Opcode::HALT, {});
+  }
+
+  Kernel kernel;
+  kernel.program = pb.finish();
+  kernel.cores = cores;
+  std::ostringstream plan;
+  plan << "matmul: " << batch << " x [" << m << " x " << k << "] @ [" << k << " x " << n << "] in " << isa::dtype_name(dtype)
+       << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
+       << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "");
+  if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
+  if (op.beta != 1.0) plan << ", beta " << op.beta;
+  for (const OpKind step : op.epilogue) plan << ", then " << op_name(step);
+  plan << "\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler

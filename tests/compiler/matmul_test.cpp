@@ -1,0 +1,225 @@
+// Matmul compiled for the chip and run through the driver, against a
+// reference in double. Bound: the device multiplies exactly (bf16 and f32
+// products are exact in f32... for f32 inputs the product rounds once) and
+// adds in f32, so |acc - exact| <= K * 2^-24 * sum |a*b| (+ 2^-24 |a*b| per
+// product for f32 inputs); alpha, the bias and the epilogue act on that in
+// f32 (each within 1e-6 relative, the epilogue's slope at most 1.13), and
+// the output rounds once (half an ulp of its dtype).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/program.h"
+#include "npusim/isa/dtype.h"
+#include "npusim/sim/config_loader.h"
+#include "simulator_link.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+
+double load(DType dtype, const uint8_t* p) {
+  if (dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return isa::bf16_to_f32(h);
+}
+void store(DType dtype, double v, uint8_t* p) {
+  if (dtype == DType::F32) {
+    const float f = float(v);
+    std::memcpy(p, &f, 4);
+  } else {
+    const uint16_t h = isa::f32_to_bf16(float(v));
+    std::memcpy(p, &h, 2);
+  }
+}
+double activation(OpKind kind, double x) {
+  switch (kind) {
+    case OpKind::RELU: return x > 0 ? x : 0;
+    case OpKind::GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case OpKind::SILU: return x / (1 + std::exp(-x));
+    case OpKind::TANH: return std::tanh(x);
+    default: throw std::logic_error("activation not in these tests");
+  }
+}
+
+TensorDesc contiguous(DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
+// A [rows x cols] view of a contiguous [cols x rows] tensor: its transpose.
+TensorDesc transposed(DType dtype, int64_t rows, int64_t cols) {
+  TensorDesc t = contiguous(dtype, {rows, cols});
+  t.strides = {1, rows};
+  return t;
+}
+
+class Matmul : public ::testing::TestWithParam<std::string> {
+ protected:
+  Matmul() : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
+
+  // Element (batch b, i, j) of a matrix operand's view (batch dims flattened, broadcast by size).
+  static int64_t offset_of(const TensorDesc& t, const std::vector<int64_t>& out_batch, int64_t i, int64_t j) {
+    int64_t off = t.storage_offset;
+    const size_t r = t.shape.size();
+    if (r >= 1) off += (t.shape[r - 1] == 1 ? 0 : j) * t.strides[r - 1];
+    if (r >= 2) off += (t.shape[r - 2] == 1 ? 0 : i) * t.strides[r - 2];
+    for (size_t d = 0; d + 2 < r; ++d) {
+      const size_t od = out_batch.size() - (r - 2) + d;
+      off += (t.shape[d] == 1 ? 0 : out_batch[od]) * t.strides[d];
+    }
+    return off;
+  }
+
+  void check(OpDesc op, uint32_t seed = 1) {
+    SCOPED_TRACE(op.key());
+    const std::shared_ptr<const Kernel> kernel = compiler_.compile(op);
+    SCOPED_TRACE(kernel->plan);
+    const Program program = Program::load(device_, kernel->program);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> values(-1, 1);
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<Buffer> buffers;
+    for (const TensorDesc& t : op.inputs) {
+      const size_t e = isa::dtype_size_bytes(t.dtype);
+      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
+      for (size_t i = 0; i < bytes.size() / e; ++i) store(t.dtype, values(rng), &bytes[i * e]);
+      storage.push_back(bytes);
+      buffers.push_back(device_->allocate(bytes.size()));
+      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
+    }
+    const TensorDesc& out = op.output;
+    const size_t oe = isa::dtype_size_bytes(out.dtype);
+    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(out.storage_extent(), 1)) * oe));
+    std::vector<Binding> bindings;
+    for (size_t k = 0; k < op.inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
+    bindings.push_back({"out", &buffers.back()});
+    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
+    std::vector<uint8_t> result(buffers.back().size());
+    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
+
+    const TensorDesc &a = op.inputs[0], &b = op.inputs[1];
+    const int64_t m = out.shape[out.shape.size() - 2], n = out.shape.back(), k = a.shape.back();
+    std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2), index(batch.size(), 0);
+    int64_t batches = 1;
+    for (const int64_t d : batch) batches *= d;
+    int mismatches = 0;
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double exact = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double product = load(a.dtype, &storage[0][size_t(offset_of(a, index, i, p)) * isa::dtype_size_bytes(a.dtype)]) *
+                                   load(b.dtype, &storage[1][size_t(offset_of(b, index, p, j)) * isa::dtype_size_bytes(b.dtype)]);
+            exact += product;
+            magnitude += std::fabs(product);
+          }
+          const double gamma = double(k + (a.dtype == DType::F32 ? 1 : 0)) * std::ldexp(1.0, -24) * magnitude;
+          double value = op.alpha * exact, bias = 0;
+          if (op.inputs.size() == 3) {
+            const TensorDesc& t = op.inputs[2];
+            bias = op.beta * load(t.dtype, &storage[2][size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
+            value += bias;
+          }
+          double bound = std::fabs(op.alpha) * gamma + 1e-6 * (std::fabs(op.alpha * exact) + std::fabs(bias));
+          for (const OpKind e : op.epilogue) value = activation(e, value), bound = 1.13 * bound + 1e-6 * std::fabs(value);
+          const double ulp = std::ldexp(std::fabs(value) + 1e-30, out.dtype == DType::F32 ? -23 : -7);
+          bound += ulp;  // the output rounds once (half an ulp), with room for the f32 steps before it
+          int64_t out_offset = out.storage_offset + i * out.strides[out.shape.size() - 2] + j * out.strides.back();
+          for (size_t d = 0; d < batch.size(); ++d) out_offset += index[d] * out.strides[d];
+          const double got = load(out.dtype, &result[size_t(out_offset) * oe]);
+          if (!(std::fabs(got - value) <= bound) && ++mismatches <= 5)
+            ADD_FAILURE() << "C[" << bi << "][" << i << "][" << j << "] = " << got << ", want " << value << " +- " << bound;
+        }
+      for (size_t d = batch.size(); d-- > 0;) {
+        if (++index[d] < batch[d]) break;
+        index[d] = 0;
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+  OpDesc mm(DType dtype, int64_t m, int64_t n, int64_t k) {
+    return OpDesc{OpKind::MATMUL, {contiguous(dtype, {m, k}), contiguous(dtype, {k, n})}, contiguous(dtype, {m, n})};
+  }
+  DType dtype() const { return GetParam() == "tiny" ? DType::F32 : DType::BF16; }  // base's tensor core takes no f32
+
+  std::shared_ptr<Device> device_;
+  Compiler compiler_;
+};
+
+TEST_P(Matmul, ShapesIncludingOnesPrimesAndNonMultiplesOfTheTiles) {
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {1, 300, 70}, {130, 3, 257}})
+    check(mm(dtype(), m, n, k));
+  check(mm(DType::BF16, 150, 100, 200));
+}
+
+TEST_P(Matmul, LargeEnoughForEveryCoreAndSeveralKSteps) { check(mm(DType::BF16, 256, 384, 1100)); }
+
+TEST_P(Matmul, TransposedAndStridedOperandsAreReadInPlace) {
+  const DType dt = dtype();
+  // linear: x [M, K] @ W^T with W [N, K] contiguous.
+  check(OpDesc{OpKind::MATMUL, {contiguous(dt, {20, 48}), transposed(dt, 48, 36)}, contiguous(dt, {20, 36})});
+  // A transposed.
+  check(OpDesc{OpKind::MATMUL, {transposed(dt, 24, 40), contiguous(dt, {40, 16})}, contiguous(dt, {24, 16})});
+  // A every other column of a wider tensor (element DMA), into rows of a wider output.
+  TensorDesc a = contiguous(dt, {12, 20});
+  a.strides = {41, 2};
+  a.storage_offset = 1;
+  TensorDesc c = contiguous(dt, {12, 9});
+  c.strides = {16, 1};
+  check(OpDesc{OpKind::MATMUL, {a, contiguous(dt, {20, 9})}, c});
+}
+
+TEST_P(Matmul, BatchedAndBroadcastOverTheBatch) {
+  const DType dt = dtype();
+  check(OpDesc{OpKind::MATMUL, {contiguous(dt, {3, 20, 30}), contiguous(dt, {3, 30, 10})}, contiguous(dt, {3, 20, 10})});
+  check(OpDesc{OpKind::MATMUL, {contiguous(dt, {2, 3, 8, 16}), contiguous(dt, {16, 24})}, contiguous(dt, {2, 3, 8, 24})});
+}
+
+TEST_P(Matmul, BiasScalesAndEpiloguesAreFused) {
+  const DType dt = dtype();
+  OpDesc linear{OpKind::MATMUL, {contiguous(dt, {33, 64}), transposed(dt, 64, 40), contiguous(dt, {40})}, contiguous(dt, {33, 40})};
+  linear.epilogue = {OpKind::RELU};
+  check(linear);
+  OpDesc addmm{OpKind::MATMUL, {contiguous(dt, {17, 23}), contiguous(dt, {23, 29}), contiguous(DType::F32, {17, 29})}, contiguous(dt, {17, 29})};
+  addmm.alpha = 0.5, addmm.beta = 2;
+  check(addmm);
+  OpDesc column{OpKind::MATMUL, {contiguous(dt, {18, 10}), contiguous(dt, {10, 12}), contiguous(dt, {18, 1})}, contiguous(dt, {18, 12})};
+  column.epilogue = {OpKind::GELU, OpKind::TANH};
+  check(column);
+  OpDesc scalar{OpKind::MATMUL, {contiguous(dt, {5, 6}), contiguous(dt, {6, 7}), contiguous(dt, {})}, contiguous(dt, {5, 7})};
+  scalar.epilogue = {OpKind::SILU};
+  check(scalar);
+}
+
+TEST_P(Matmul, TheTilesFollowTheChip) {
+  const auto kernel = compiler_.compile(mm(DType::BF16, 512, 512, 512));
+  EXPECT_EQ(kernel->cores, device_->info().num_cores);
+  EXPECT_NE(Compiler::listing(*kernel).find("tc.mm bf16"), std::string::npos);
+  std::printf("%s", kernel->plan.c_str());
+}
+
+TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
+  if (GetParam() == "base") {
+    EXPECT_THROW(compiler_.compile(mm(DType::F32, 4, 4, 4)), UnsupportedOp);  // no f32 on base's tensor core
+  }
+  EXPECT_THROW(compiler_.compile(OpDesc{OpKind::MATMUL, {contiguous(DType::BF16, {4, 5}), contiguous(DType::BF16, {6, 4})},
+                                        contiguous(DType::BF16, {4, 4})}),
+               std::invalid_argument);
+  OpDesc bad = mm(DType::BF16, 4, 4, 4);
+  bad.epilogue = {OpKind::ADD};
+  EXPECT_THROW(compiler_.compile(bad), std::invalid_argument);
+}
+
+std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), preset_name);
+
+}  // namespace
+}  // namespace npu::compiler
