@@ -2,8 +2,8 @@
 //
 // The output's index space is collapsed to at most planes x rows x cols:
 // dimensions of size 1 are dropped and neighbours merged wherever every
-// operand's strides allow, so a contiguous tensor of any rank is one row
-// block and broadcasts stay broadcasts. Each operand then has three element
+// operand's strides allow, so a contiguous tensor of any rank is one run
+// (folded into rows of up to 2048 elements) and broadcasts stay broadcasts. Each operand then has three element
 // strides (sP, sR, sC); 0 is a broadcast, anything else is read with strided
 // DMA (an element at a time when sC != 1), never copied on the host.
 //
@@ -140,6 +140,16 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     shape.insert(shape.begin(), 1);
     for (auto& s : merged) s.insert(s.begin(), 0);
   }
+  // One long run (a contiguous tensor) folds into rows of a power of two, so
+  // that tiles are many rows deep instead of one row long.
+  if (shape[0] == 1 && shape[1] == 1 && shape[2] > 4096) {
+    int64_t width = 2048;
+    while (width >= 64 && shape[2] % width != 0) width /= 2;
+    if (width >= 64) {
+      shape[1] = shape[2] / width, shape[2] = width;
+      for (auto& s : merged) s[1] = s[2] * width;
+    }
+  }
   const int64_t planes = shape[0], rows = shape[1], cols = shape[2];
   if (merged[0][2] == 0 && cols > 1) throw std::invalid_argument("the output overlaps itself (a broadcast stride)");
 
@@ -179,6 +189,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     if (tr >= std::min<int64_t>(rows, 8) || tc == 1) break;
   }
   if (tr < 1) throw UnsupportedOp("elementwise tile does not fit the scratchpad");
+  // Every core gets work when there are rows enough: no tile deeper than a core's share.
+  if (planes * ((cols + tc - 1) / tc) < config.num_cores) tr = std::min(tr, std::max<int64_t>(1, (rows + config.num_cores - 1) / config.num_cores));
   int64_t slot_bytes = 0;
   for (Operand& o : operands) {
     o.tile_bytes = o.mode == Bcast::Full || o.materialize ? tr * tc * o.esize

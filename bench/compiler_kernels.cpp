@@ -1,0 +1,111 @@
+// Compiled kernels on the simulated chip, in timing-only mode: GEMM
+// utilization (achieved MACs per cycle over the chip's peak) and elementwise
+// bandwidth (bytes moved per cycle over the DRAM peak), from the cycles
+// between two events around each launch.
+//
+// Targets (issue: compiler): GEMM on base, bf16, 512^3, 1024^3 and
+// 4096 x 4096 x 1024: at least 85% for the largest. The roofline each
+// shape is held to is printed with it: on `base` (65,536 MACs/cycle, DRAM
+// 128 B/cycle) a GEMM needs 512 MACs per DRAM byte to be compute-bound.
+//
+// Usage: build/bin/npu-bench-compiler [--config base]
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/program.h"
+#include "npusim/sim/config_loader.h"
+#include "npusim/sim/systemc_main.h"
+#include "simulator_link.h"
+
+namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+using npu::compiler::TensorDesc;
+
+struct Run {
+  uint64_t cycles;
+  double host_seconds;
+  std::string plan;
+};
+
+Run run(npu::Device& device, const std::shared_ptr<npu::Device>& shared, npu::compiler::Compiler& compiler, const OpDesc& op) {
+  const auto kernel = compiler.compile(op);
+  const npu::Program program = npu::Program::load(shared, kernel->program);
+  std::vector<npu::Buffer> buffers;
+  std::vector<npu::Binding> bindings;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    buffers.push_back(device.allocate(uint64_t(op.inputs[i].storage_extent()) * npu::isa::dtype_size_bytes(op.inputs[i].dtype)));
+  buffers.push_back(device.allocate(uint64_t(op.output.storage_extent()) * npu::isa::dtype_size_bytes(op.output.dtype)));
+  for (size_t i = 0; i < op.inputs.size(); ++i) bindings.push_back({"in" + std::to_string(i), &buffers[i]});
+  bindings.push_back({"out", &buffers.back()});
+  npu::Queue queue = device.queue(0);
+  const auto start = std::chrono::steady_clock::now();
+  const npu::Event before = queue.record_event();
+  queue.launch(program, bindings, kernel->core_mask());
+  const npu::Event after = queue.record_event();
+  after.fence().wait(std::chrono::seconds(100));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {npu::Event::elapsed_cycles(before, after), seconds, kernel->plan};
+}
+
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+  std::string config = "base";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) config = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: npu-bench-compiler [--config PRESET|FILE]\n");
+      return arg == "--help" || arg == "-h" ? 0 : 2;
+    }
+  }
+  try {
+    const npu::sim::ChipConfig chip = npu::sim::load_chip_config(config);
+    npu::SimulatorLinkOptions link;
+    link.config = config;
+    link.functional = false;  // timing only: the same cycles, no arithmetic
+    const auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
+    npu::compiler::Compiler compiler(chip);
+    const double peak_macs = double(chip.num_cores) * chip.core.tensor_core.rows * chip.core.tensor_core.cols;
+    const double dram_bytes_per_cycle = double(chip.dram.channels) * chip.dram.bytes_per_cycle_per_channel;
+    std::printf("config %s: %u cores, peak %.0f MACs/cycle, DRAM %.0f B/cycle\n\n", config.c_str(), chip.num_cores, peak_macs,
+                dram_bytes_per_cycle);
+    const int64_t shapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 4096, 1024}};
+    for (const auto& s : shapes) {
+      const int64_t m = s[0], n = s[1], k = s[2];
+      const OpDesc op(OpKind::MATMUL,
+                      {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
+                      TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
+      const Run r = run(*device, device, compiler, op);
+      const double macs = double(m) * n * k;
+      // The DRAM bound: every byte of A, B and C moved once at the DRAM peak.
+      const double min_bytes = double(m * k + k * n + m * n) * 2;
+      const double roofline = std::min(1.0, (macs / peak_macs > 0 ? (macs / peak_macs) / std::max(macs / peak_macs, min_bytes / dram_bytes_per_cycle) : 1));
+      std::printf("GEMM %lldx%lldx%lld bf16: %llu cycles, %.1f%% of peak MACs/cycle (roofline with A, B, C read/written once: %.1f%%); host %.2f s\n  %s",
+                  (long long)m, (long long)n, (long long)k, (unsigned long long)r.cycles, 100.0 * macs / (double(r.cycles) * peak_macs),
+                  100.0 * roofline, r.host_seconds, r.plan.c_str());
+    }
+    {
+      const int64_t rows = 4096, cols = 4096;
+      const OpDesc op(OpKind::ADD,
+                      {TensorDesc::contiguous(npu::isa::DType::BF16, {rows, cols}), TensorDesc::contiguous(npu::isa::DType::BF16, {rows, cols})},
+                      TensorDesc::contiguous(npu::isa::DType::BF16, {rows, cols}));
+      const Run r = run(*device, device, compiler, op);
+      const double bytes = double(rows) * cols * 2 * 3;
+      std::printf("add %lldx%lld bf16: %llu cycles, %.1f B/cycle = %.1f%% of the DRAM peak; host %.2f s\n  %s", (long long)rows, (long long)cols,
+                  (unsigned long long)r.cycles, bytes / double(r.cycles), 100.0 * bytes / double(r.cycles) / dram_bytes_per_cycle, r.host_seconds,
+                  r.plan.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "npu-bench-compiler: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+NPUSIM_SYSTEMC_MAIN
