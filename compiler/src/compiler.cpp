@@ -2,6 +2,7 @@
 
 #include "elementwise.h"
 #include "matmul.h"
+#include "rowwise.h"
 #include "npusim/isa/printer.h"
 
 namespace npu::compiler {
@@ -19,7 +20,9 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
       return it->second;
     }
   }
-  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL ? lower_matmul(op, config_) : lower_elementwise(op, config_));
+  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL ? lower_matmul(op, config_)
+                                               : is_row_op(op.kind)        ? lower_row_op(op, config_)
+                                                                           : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.misses;
   cache_.emplace(key, kernel);

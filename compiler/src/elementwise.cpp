@@ -43,7 +43,7 @@ OpTraits traits(OpKind kind) {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
   case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK};
 #include "ops.def"
-    case OpKind::MATMUL: break;
+    default: break;  // not elementwise
   }
   return {Opcode::Invalid, false, false};
 }
@@ -220,16 +220,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::HALT, {});
   } else {
     // This core's tiles [t, t_end).
-    const Reg t = b.reg(), t_end = b.reg(), core = b.reg(), ncores = b.reg(), total = b.reg();
-    b.emit(Opcode::CSRR, {core.index, 0});
-    b.emit(Opcode::CSRR, {ncores.index, 1});
-    b.li(total, tiles);
-    b.mul(t, core, total);
-    b.emit(Opcode::DIVU, {t.index, t.index, ncores.index});
-    b.addi(t_end, core, 1);
-    b.mul(t_end, t_end, total);
-    b.emit(Opcode::DIVU, {t_end.index, t_end.index, ncores.index});
-    b.release(core), b.release(ncores), b.release(total);
+    const Reg t = b.reg(), t_end = b.reg();
+    b.split_over_cores(tiles, t, t_end);
     b.branch(Opcode::BGE, {t.index, t_end.index}, done);
     std::vector<Reg> base;
     for (const Operand& o : operands) {

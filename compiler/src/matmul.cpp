@@ -179,18 +179,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     for (int i = 0; i < 2; ++i)
       for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
     const Reg t = pb.reg(), t_end = pb.reg(), tmp = pb.reg(), tmp2 = pb.reg();
-    {
-      const Reg core = pb.reg(), ncores = pb.reg();
-      pb.emit(Opcode::CSRR, {core.index, 0});
-      pb.emit(Opcode::CSRR, {ncores.index, 1});
-      pb.li(tmp, tiles);
-      pb.mul(t, core, tmp);
-      pb.emit(Opcode::DIVU, {t.index, t.index, ncores.index});
-      pb.addi(t_end, core, 1);
-      pb.mul(t_end, t_end, tmp);
-      pb.emit(Opcode::DIVU, {t_end.index, t_end.index, ncores.index});
-      pb.release(core), pb.release(ncores);
-    }
+    pb.split_over_cores(tiles, t, t_end);
     pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
     const Reg one = pb.reg();
     pb.li(one, 1);

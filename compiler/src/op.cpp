@@ -15,6 +15,7 @@ struct OpInfo {
 const OpInfo kOps[] = {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) {NAME, ARITY},
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) {NAME, MAX_INPUTS},
+#define NPU_ROW_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
 #include "ops.def"
 };
 
@@ -62,7 +63,15 @@ bool find_op(const std::string& name, OpKind* kind) {
 
 const char* op_name(OpKind kind) { return kOps[static_cast<size_t>(kind)].name; }
 unsigned op_arity(OpKind kind) { return kOps[static_cast<size_t>(kind)].arity; }
-bool is_elementwise(OpKind kind) { return kind != OpKind::MATMUL; }
+bool is_row_op(OpKind kind) {
+  switch (kind) {
+#define NPU_ROW_OP(ID, NAME, MAX_INPUTS) case OpKind::ID:
+#include "ops.def"
+    return true;
+    default: return false;
+  }
+}
+bool is_elementwise(OpKind kind) { return kind != OpKind::MATMUL && !is_row_op(kind); }
 
 std::string OpDesc::key() const {
   std::string key = op_name(kind);
@@ -73,6 +82,11 @@ std::string OpDesc::key() const {
     std::snprintf(scales, sizeof scales, " alpha %.17g beta %.17g", alpha, beta);
     key += scales;
     for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
+  }
+  if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
+    char eps[40];
+    std::snprintf(eps, sizeof eps, " epsilon %.17g", epsilon);
+    key += eps;
   }
   return key;
 }

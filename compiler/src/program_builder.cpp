@@ -85,6 +85,19 @@ void ProgramBuilder::li(Reg rd, int64_t value) {
   emit(isa::Opcode::LIH, {rd.index, static_cast<int64_t>(static_cast<uint64_t>(value) >> 32)});
 }
 
+void ProgramBuilder::split_over_cores(int64_t total, Reg first, Reg end) {
+  const Reg core = reg(), ncores = reg(), count = reg();
+  emit(isa::Opcode::CSRR, {core.index, 0});
+  emit(isa::Opcode::CSRR, {ncores.index, 1});
+  li(count, total);
+  mul(first, core, count);
+  emit(isa::Opcode::DIVU, {first.index, first.index, ncores.index});
+  addi(end, core, 1);
+  mul(end, end, count);
+  emit(isa::Opcode::DIVU, {end.index, end.index, ncores.index});
+  release(core), release(ncores), release(count);
+}
+
 isa::Program ProgramBuilder::finish() {
   for (const Fixup& fixup : fixups_) {
     const int64_t target = label_targets_.at(fixup.label);

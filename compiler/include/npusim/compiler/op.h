@@ -30,6 +30,7 @@ struct TensorDesc {
 enum class OpKind : uint8_t {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) ID,
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) ID,
+#define NPU_ROW_OP(ID, NAME, MAX_INPUTS) ID,
 #include "ops.def"
 };
 
@@ -38,6 +39,7 @@ bool find_op(const std::string& name, OpKind* kind);
 const char* op_name(OpKind kind);
 unsigned op_arity(OpKind kind);  // the most inputs it takes
 bool is_elementwise(OpKind kind);
+bool is_row_op(OpKind kind);
 
 struct OpDesc {
   OpDesc() = default;
@@ -51,6 +53,8 @@ struct OpDesc {
   double alpha = 1.0;
   double beta = 1.0;
   std::vector<OpKind> epilogue;  // unary elementwise ops, in order
+  // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
+  double epsilon = 1e-5;
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;

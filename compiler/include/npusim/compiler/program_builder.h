@@ -56,6 +56,10 @@ class ProgramBuilder {
   void min(Reg rd, Reg a, Reg b) { emit(isa::Opcode::MIN, {rd.index, a.index, b.index}); }
   void mov(Reg rd, Reg a) { emit(isa::Opcode::MOV, {rd.index, a.index}); }
 
+  // This core's share of `total` work items: [first, end) = [c*T/P, (c+1)*T/P)
+  // for core id c of P (so shares differ by at most one).
+  void split_over_cores(int64_t total, Reg first, Reg end);
+
   size_t instructions() const { return words_.size(); }
   // The program: labels resolved, validated (isa::validate_program).
   isa::Program finish();

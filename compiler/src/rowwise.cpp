@@ -1,0 +1,279 @@
+// Ops along the last dim, a whole row at a time: softmax, log_softmax,
+// layer_norm, rms_norm, and sum / mean / amax / amin over the last dim.
+//
+// x [..., L] is viewed as rows x L (its leading dims must merge into one row
+// stride; L may be strided). Tiles of tr whole rows, sized so that two slots
+// fit the scratchpad, are split over the cores; dma ch0 loads, the vector
+// unit computes in f32 (converting the tile first when x is not f32, with
+// per-row statistics in rows x 1 columns), dma ch2 stores: the pipeline of
+// the elementwise kernels. The norms' weight and bias are loaded and
+// converted to f32 once per core. A row that does not fit the scratchpad is
+// an UnsupportedOp (it needs a multi-pass kernel, not written yet).
+#include "rowwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+using isa::Opcode;
+
+int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
+
+// rows x L view of a tensor whose last dim is L: (row stride, column stride), or false.
+bool row_view(const TensorDesc& t, int64_t* row_stride, int64_t* col_stride) {
+  if (t.shape.empty()) return false;
+  *col_stride = t.shape.back() == 1 ? 1 : t.strides.back();
+  *row_stride = 0;
+  int64_t expected = -1;  // stride the next-outer dim must have to merge
+  for (size_t d = t.shape.size() - 1; d-- > 0;) {
+    if (t.shape[d] == 1) continue;
+    if (expected < 0) *row_stride = t.strides[d];
+    else if (t.strides[d] != expected) return false;
+    expected = t.strides[d] * t.shape[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
+  const std::string name = op_name(op.kind);
+  if (op.inputs.empty() || op.inputs.size() > op_arity(op.kind)) throw std::invalid_argument(name + ": wrong number of inputs");
+  const TensorDesc& x = op.inputs[0];
+  const TensorDesc& out = op.output;
+  if (!isa::dtype_is_float(x.dtype)) throw UnsupportedOp(name + " on " + std::string(isa::dtype_name(x.dtype)) + ": floats only");
+  if (out.dtype != x.dtype) throw std::invalid_argument(name + ": the output has the input's dtype");
+  if (x.shape.empty()) throw UnsupportedOp(name + " of a 0-dim tensor");
+  for (const int64_t s : x.strides)
+    if (s < 0) throw UnsupportedOp("negative strides");
+  const bool reduction = op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::AMAX || op.kind == OpKind::AMIN;
+  const int64_t length = x.shape.back(), rows = length == 0 ? 0 : x.numel() / length;
+  int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
+  if (!row_view(x, &x_row, &x_col)) throw UnsupportedOp(name + ": the input's leading dims do not merge into rows");
+  if (reduction) {
+    if (out.numel() != rows) throw std::invalid_argument(name + ": the output has one element per row");
+    if (out.strides != TensorDesc::contiguous(out.dtype, out.shape).strides) throw UnsupportedOp(name + " into a non-contiguous output");
+    o_row = 1;
+  } else {
+    if (out.shape != x.shape) throw std::invalid_argument(name + ": the output has the input's shape");
+    if (!row_view(out, &o_row, &o_col)) throw UnsupportedOp(name + ": the output's leading dims do not merge into rows");
+  }
+  const bool norm = op.kind == OpKind::LAYER_NORM || op.kind == OpKind::RMS_NORM;
+  const bool has_weight = norm && op.inputs.size() >= 2, has_bias = op.kind == OpKind::LAYER_NORM && op.inputs.size() == 3;
+  for (size_t i = 1; i < op.inputs.size(); ++i) {
+    const TensorDesc& p = op.inputs[i];
+    if (p.shape != std::vector<int64_t>{length} || (length > 1 && p.strides[0] != 1))
+      throw UnsupportedOp(name + ": weight and bias are contiguous [L]");
+    if (!isa::dtype_is_float(p.dtype)) throw std::invalid_argument(name + ": weight and bias are float");
+  }
+
+  const int64_t e = isa::dtype_size_bytes(x.dtype), eo = e;
+  const bool convert = x.dtype != DType::F32;
+  const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm;
+  // Per slot, per row: the raw tile (when converting), the f32 work tile, a scratch tile, two statistics, the output.
+  const int64_t per_row = (convert ? length * e : 0) + length * 4 + (needs_scratch ? length * 4 : 0) + 8 + (reduction ? eo : length * eo);
+  int64_t params = 128;  // 1/L and epsilon
+  for (size_t i = 1; i < op.inputs.size(); ++i) params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
+  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 6 * 64;
+  int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
+  if (rows > 0 && tr < 1)
+    throw UnsupportedOp(name + ": a row of " + std::to_string(length) + " elements does not fit the scratchpad (needs a multi-pass kernel)");
+  tr = std::min(tr, std::max<int64_t>(1, (rows + config.num_cores - 1) / config.num_cores));
+  const int64_t tiles = rows == 0 ? 0 : (rows + tr - 1) / tr;
+  const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
+  const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
+
+  // Local layout: slot buffers, then the parameters.
+  const int64_t raw_bytes = convert ? align64(tr * length * e) : 0, work_bytes = align64(tr * length * 4);
+  const int64_t scratch_bytes = needs_scratch ? align64(tr * length * 4) : 0, stat_bytes = align64(tr * 4);
+  const int64_t out_bytes = align64(tr * (reduction ? 1 : length) * eo);
+  const int64_t raw0 = 0, work0 = raw0 + raw_bytes, scratch0 = work0 + work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
+  const int64_t out0 = stat1 + stat_bytes, slot_bytes = out0 + out_bytes;
+  const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64;
+  int64_t param_at = eps_at + 64;
+  std::vector<int64_t> param_f32, param_raw;
+  for (size_t i = 1; i < op.inputs.size(); ++i) {
+    param_f32.push_back(param_at), param_at += align64(length * 4);
+    param_raw.push_back(param_at), param_at += align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
+  }
+
+  ProgramBuilder b(name + " (generated)");
+  const uint16_t out_sym = b.output("out", out.dtype, {uint64_t(std::max<int64_t>(out.storage_extent(), 1))});
+  std::vector<uint16_t> in_syms;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    in_syms.push_back(b.input("in" + std::to_string(i), op.inputs[i].dtype, {uint64_t(std::max<int64_t>(op.inputs[i].storage_extent(), 1))}));
+  enum : int64_t { IN_FULL, IN_FREE, OUT_FULL, OUT_FREE, PARAMS_FULL };
+  const int64_t kCtl = 0, kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
+  const int64_t f32 = int64_t(DType::F32), dt = int64_t(x.dtype);
+  constexpr int64_t kFull = 0, kRow = 1, kCol = 2, kScalar = 3, kAxis1 = 1;
+
+  const Label done = b.label();
+  if (tiles == 0) {
+    b.emit(Opcode::HALT, {});
+    b.bind(done);
+  } else {
+    const Reg t = b.reg(), t_end = b.reg();
+    b.split_over_cores(tiles, t, t_end);
+    b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+    const Reg tmp = b.reg(), one = b.reg(), len = b.reg(), addr = b.reg(), a0 = b.reg(), a1 = b.reg(), a2 = b.reg(), a3 = b.reg();
+    const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
+    const Reg slot = b.reg(), row0 = b.reg(), mt = b.reg(), inv_at = b.reg(), eps_reg = b.reg();
+    b.li(one, 1), b.li(len, length), b.li(inv_at, inv_length_at), b.li(eps_reg, eps_at);
+    const auto fill_f32 = [&](Reg at, float value) {
+      uint32_t bits;
+      std::memcpy(&bits, &value, 4);
+      b.li(tmp, bits);
+      b.emit(Opcode::V_FILL, {f32, at.index, tmp.index, one.index, one.index});
+    };
+    fill_f32(inv_at, 1.0f / float(length));
+    fill_f32(eps_reg, float(op.epsilon));
+    const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
+      b.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+    };
+    // rows x L of a view with element strides (row, col) into a dense local tile (or back).
+    const auto shape_rows = [&](Reg count, int64_t row_stride, int64_t col_stride, int64_t esize) {
+      b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+      if (col_stride == 1 || length == 1) {
+        b.li(n0, length * esize), b.mov(n1, count), b.li(ds1, length * esize), b.li(ss1, row_stride * esize);
+      } else {
+        b.li(n0, esize), b.li(n1, length), b.li(ds1, esize), b.li(ss1, col_stride * esize);
+        b.mov(n2, count), b.li(ds2, length * esize), b.li(ss2, row_stride * esize);
+      }
+    };
+    // Weight and bias: once per core, converted to f32.
+    if (op.inputs.size() > 1) {
+      for (size_t i = 1; i < op.inputs.size(); ++i) {
+        const int64_t pe = isa::dtype_size_bytes(op.inputs[i].dtype);
+        b.emit(Opcode::LA, {addr.index, in_syms[i]});
+        if (op.inputs[i].storage_offset) b.addi(addr, addr, op.inputs[i].storage_offset * pe);
+        b.li(a0, param_raw[i - 1]);
+        b.li(n0, length * pe), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
+        dma(Opcode::DMA_LD, 0, a0, addr);
+      }
+      b.emit(Opcode::SIGNAL, {kDma0, PARAMS_FULL});
+      b.emit(Opcode::WAIT, {kVec, PARAMS_FULL});
+      for (size_t i = 1; i < op.inputs.size(); ++i) {
+        b.li(a0, param_raw[i - 1]), b.li(a1, param_f32[i - 1]);
+        if (op.inputs[i].dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, a1.index, a0.index, one.index, len.index});
+        else b.emit(Opcode::V_CVT, {f32, int64_t(op.inputs[i].dtype), a1.index, a0.index, one.index, len.index});
+      }
+    }
+    for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kCtl, IN_FREE}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE});
+    b.li(slot, 0);
+    const Label loop = b.label();
+    b.bind(loop);
+    b.li(tmp, tr), b.mul(row0, t, tmp);
+    b.li(mt, rows), b.sub(mt, mt, row0), b.min(mt, mt, tmp);
+
+    // Load the rows.
+    b.emit(Opcode::WAIT, {kDma0, IN_FREE});
+    b.emit(Opcode::LA, {addr.index, in_syms[0]});
+    b.li(tmp, x_row * e), b.mul(tmp, tmp, row0), b.add(addr, addr, tmp);
+    if (x.storage_offset) b.addi(addr, addr, x.storage_offset * e);
+    shape_rows(mt, x_row, x_col, e);
+    b.addi(a0, slot, convert ? raw0 : work0);
+    dma(Opcode::DMA_LD, 0, a0, addr);
+    b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
+
+    // Compute in f32: w (work), s (scratch), c0 / c1 (rows x 1 statistics).
+    b.emit(Opcode::WAIT, {kVec, IN_FULL});
+    b.emit(Opcode::WAIT, {kVec, OUT_FREE});
+    const Reg w = a0, s = a1, c0 = a2, c1 = a3;
+    b.addi(w, slot, work0), b.addi(s, slot, scratch0), b.addi(c0, slot, stat0), b.addi(c1, slot, stat1);
+    if (convert) {
+      b.addi(tmp, slot, raw0);
+      b.emit(Opcode::V_CVT, {f32, dt, w.index, tmp.index, mt.index, len.index});
+    }
+    const auto v2 = [&](Opcode opcode, int64_t bc, Reg dst, Reg a, Reg bb, Reg r, Reg c) {
+      b.emit(opcode, {f32, bc, dst.index, a.index, bb.index, r.index, c.index});
+    };
+    const auto v1 = [&](Opcode opcode, Reg dst, Reg src, Reg r, Reg c) { b.emit(opcode, {f32, dst.index, src.index, r.index, c.index}); };
+    const auto reduce = [&](Opcode opcode, Reg dst, Reg src) { b.emit(opcode, {f32, kAxis1, dst.index, src.index, mt.index, len.index}); };
+    Reg result = w;  // rows x L, or rows x 1 for the reductions
+    switch (op.kind) {
+      case OpKind::SOFTMAX:
+        reduce(Opcode::V_RMAX, c0, w);
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v1(Opcode::V_EXP, w, w, mt, len);
+        reduce(Opcode::V_RSUM, c0, w);
+        v2(Opcode::V_DIV, kCol, w, w, c0, mt, len);
+        break;
+      case OpKind::LOG_SOFTMAX:
+        reduce(Opcode::V_RMAX, c0, w);
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v1(Opcode::V_EXP, s, w, mt, len);
+        reduce(Opcode::V_RSUM, c0, s);
+        v1(Opcode::V_LOG, c0, c0, mt, one);
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        break;
+      case OpKind::LAYER_NORM:
+      case OpKind::RMS_NORM:
+        if (op.kind == OpKind::LAYER_NORM) {
+          reduce(Opcode::V_RSUM, c0, w);
+          v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);
+          v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);  // centred
+        }
+        v2(Opcode::V_MUL, kFull, s, w, w, mt, len);
+        reduce(Opcode::V_RSUM, c1, s);
+        v2(Opcode::V_MUL, kScalar, c1, c1, inv_at, mt, one);  // variance (mean square)
+        v2(Opcode::V_ADD, kScalar, c1, c1, eps_reg, mt, one);
+        v1(Opcode::V_RSQRT, c1, c1, mt, one);
+        v2(Opcode::V_MUL, kCol, w, w, c1, mt, len);
+        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
+        if (has_bias) b.li(tmp, param_f32[1]), v2(Opcode::V_ADD, kRow, w, w, tmp, mt, len);
+        break;
+      case OpKind::SUM: reduce(Opcode::V_RSUM, c0, w), result = c0; break;
+      case OpKind::MEAN: reduce(Opcode::V_RSUM, c0, w), v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one), result = c0; break;
+      case OpKind::AMAX: reduce(Opcode::V_RMAX, c0, w), result = c0; break;
+      case OpKind::AMIN: reduce(Opcode::V_RMIN, c0, w), result = c0; break;
+      default: throw std::logic_error("not a row op");
+    }
+    const Reg cols = reduction ? one : len;
+    b.addi(addr, slot, out0);
+    if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
+    else b.emit(Opcode::V_CVT, {dt, f32, addr.index, result.index, mt.index, cols.index});
+    b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
+    b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+
+    // Store.
+    b.emit(Opcode::WAIT, {kStore, OUT_FULL});
+    const Reg local = c0;
+    b.addi(local, slot, out0);
+    b.emit(Opcode::LA, {addr.index, out_sym});
+    b.li(tmp, o_row * eo), b.mul(tmp, tmp, row0), b.add(addr, addr, tmp);
+    if (out.storage_offset) b.addi(addr, addr, out.storage_offset * eo);
+    if (reduction) {
+      b.muli(n0, mt, eo), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
+    } else {
+      shape_rows(mt, o_row, o_col, eo);
+      b.mov(tmp, ds1), b.mov(ds1, ss1), b.mov(ss1, tmp);  // the store's destination is the strided side
+      b.mov(tmp, ds2), b.mov(ds2, ss2), b.mov(ss2, tmp);
+    }
+    dma(Opcode::DMA_ST, store_channel, addr, local);
+    b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+
+    b.emit(Opcode::XORI, {slot.index, slot.index, slot_bytes});
+    b.addi(t, t, 1);
+    b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
+    b.bind(done);
+    b.emit(Opcode::HALT, {});
+  }
+
+  Kernel kernel;
+  kernel.program = b.finish();
+  kernel.cores = cores;
+  std::ostringstream plan;
+  plan << name << ": " << x.to_string() << " as " << rows << " rows of " << length << "; tiles of " << tr << " rows, " << tiles
+       << " tiles over " << cores << " cores; " << 2 * slot_bytes << " bytes of scratchpad (two slots), computed in f32\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler

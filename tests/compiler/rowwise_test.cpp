@@ -1,0 +1,187 @@
+// Row ops (softmax, log_softmax, layer_norm, rms_norm, last-dim sum / mean /
+// amax / amin) compiled for the chip and run through the driver, against a
+// reference in double, on tiny and base. Bounds: the device works in f32
+// and sums a row of L terms in order, so a sum is within L * 2^-24 * sum|x|
+// and every derived value within (L + 8) * 2^-24 relative to the
+// magnitudes it is made of (plus 1e-6 absolute for the transcendentals);
+// bf16 outputs add half a bf16 ulp (rtol 2^-8). amax and amin are exact.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/program.h"
+#include "npusim/isa/dtype.h"
+#include "npusim/sim/config_loader.h"
+#include "simulator_link.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+
+double load(DType dtype, const uint8_t* p) {
+  if (dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return isa::bf16_to_f32(h);
+}
+void store(DType dtype, double v, uint8_t* p) {
+  if (dtype == DType::F32) {
+    const float f = float(v);
+    std::memcpy(p, &f, 4);
+  } else {
+    const uint16_t h = isa::f32_to_bf16(float(v));
+    std::memcpy(p, &h, 2);
+  }
+}
+
+class RowOps : public ::testing::TestWithParam<std::string> {
+ protected:
+  RowOps() : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
+
+  void check(const OpDesc& op, uint32_t seed = 1) {
+    SCOPED_TRACE(op.key());
+    const auto kernel = compiler_.compile(op);
+    SCOPED_TRACE(kernel->plan);
+    const Program program = Program::load(device_, kernel->program);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> values(-3, 3);
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<Buffer> buffers;
+    for (const TensorDesc& t : op.inputs) {
+      const size_t e = isa::dtype_size_bytes(t.dtype);
+      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
+      for (size_t i = 0; i < bytes.size() / e; ++i) store(t.dtype, values(rng) + (storage.empty() ? 0.0 : 1.0), &bytes[i * e]);
+      storage.push_back(bytes);
+      buffers.push_back(device_->allocate(bytes.size()));
+      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
+    }
+    const TensorDesc& out = op.output;
+    const size_t oe = isa::dtype_size_bytes(out.dtype);
+    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(out.storage_extent(), 1)) * oe));
+    std::vector<Binding> bindings;
+    for (size_t k = 0; k < op.inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
+    bindings.push_back({"out", &buffers.back()});
+    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
+    std::vector<uint8_t> result(buffers.back().size());
+    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
+
+    const TensorDesc& x = op.inputs[0];
+    const int64_t length = x.shape.back(), rows = x.numel() / length;
+    const size_t xe = isa::dtype_size_bytes(x.dtype);
+    const double u = std::ldexp(1.0, -24) * double(length + 8);
+    const double out_rtol = out.dtype == DType::BF16 ? std::ldexp(1.0, -8) : 0;
+    // Element (r, j) of a [..., L] view: r indexes the leading dims in order.
+    const auto offset = [](const TensorDesc& t, int64_t r, int64_t j) {
+      int64_t off = t.storage_offset + j * t.strides.back();
+      for (size_t d = t.shape.size() - 1; d-- > 0;) {
+        off += (r % t.shape[d]) * t.strides[d];
+        r /= t.shape[d];
+      }
+      return off;
+    };
+    int mismatches = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(static_cast<size_t>(length));
+      double sum = 0, abs_sum = 0, max = -INFINITY, min = INFINITY;
+      for (int64_t j = 0; j < length; ++j) {
+        v[size_t(j)] = load(x.dtype, &storage[0][size_t(offset(x, r, j)) * xe]);
+        sum += v[size_t(j)], abs_sum += std::fabs(v[size_t(j)]);
+        max = std::max(max, v[size_t(j)]), min = std::min(min, v[size_t(j)]);
+      }
+      const auto expect = [&](int64_t index, double want, double bound) {
+        const double got = load(out.dtype, &result[size_t(index) * oe]);
+        bound += out_rtol * std::fabs(want);
+        if (!(std::fabs(got - want) <= bound) && ++mismatches <= 5)
+          ADD_FAILURE() << "row " << r << " element " << index << ": got " << got << ", want " << want << " +- " << bound;
+      };
+      switch (op.kind) {
+        case OpKind::SUM: expect(r, sum, u * abs_sum); break;
+        case OpKind::MEAN: expect(r, sum / double(length), u * abs_sum / double(length) + 1e-7 * std::fabs(sum / double(length))); break;
+        case OpKind::AMAX: expect(r, max, 0); break;
+        case OpKind::AMIN: expect(r, min, 0); break;
+        case OpKind::SOFTMAX:
+        case OpKind::LOG_SOFTMAX: {
+          double z = 0;
+          for (const double a : v) z += std::exp(a - max);
+          for (int64_t j = 0; j < length; ++j) {
+            const double y = op.kind == OpKind::SOFTMAX ? std::exp(v[size_t(j)] - max) / z : v[size_t(j)] - max - std::log(z);
+            expect(offset(out, r, j), y, 4 * u * std::fabs(y) + 1e-6 + (op.kind == OpKind::LOG_SOFTMAX ? 4 * u * (std::fabs(max) + 1) : 0));
+          }
+          break;
+        }
+        default: {  // layer_norm, rms_norm
+          const double mean = op.kind == OpKind::LAYER_NORM ? sum / double(length) : 0;
+          double var = 0;
+          for (const double a : v) var += (a - mean) * (a - mean);
+          var /= double(length);
+          const double rstd = 1 / std::sqrt(var + op.epsilon);
+          for (int64_t j = 0; j < length; ++j) {
+            double y = (v[size_t(j)] - mean) * rstd, scale = 1;
+            if (op.inputs.size() >= 2) scale = load(op.inputs[1].dtype, &storage[1][size_t(j) * isa::dtype_size_bytes(op.inputs[1].dtype)]);
+            y *= scale;
+            if (op.inputs.size() == 3) y += load(op.inputs[2].dtype, &storage[2][size_t(j) * isa::dtype_size_bytes(op.inputs[2].dtype)]);
+            expect(offset(out, r, j), y, 8 * u * (std::fabs(y) + std::fabs(scale) * (std::fabs(v[size_t(j)] - mean) + std::fabs(mean)) * rstd) + 1e-6);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+  static TensorDesc t(DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
+
+  std::shared_ptr<Device> device_;
+  Compiler compiler_;
+};
+
+TEST_P(RowOps, SoftmaxAndLogSoftmax) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{1, 1}, {7, 13}, {33, 1000}, {4, 5, 67}, {1000}})
+    for (const OpKind kind : {OpKind::SOFTMAX, OpKind::LOG_SOFTMAX}) check(OpDesc(kind, {t(DType::F32, shape)}, t(DType::F32, shape)));
+  check(OpDesc(OpKind::SOFTMAX, {t(DType::BF16, {64, 300})}, t(DType::BF16, {64, 300})));
+}
+
+TEST_P(RowOps, SoftmaxOverAStridedLastDim) {
+  TensorDesc x = t(DType::F32, {40, 24});
+  x.strides = {1, 40};  // the transpose of a contiguous [24, 40]
+  check(OpDesc(OpKind::SOFTMAX, {x}, t(DType::F32, {40, 24})));
+}
+
+TEST_P(RowOps, LayerNormAndRmsNorm) {
+  OpDesc plain(OpKind::LAYER_NORM, {t(DType::F32, {9, 77})}, t(DType::F32, {9, 77}));
+  check(plain);
+  OpDesc affine(OpKind::LAYER_NORM, {t(DType::F32, {3, 11, 64}), t(DType::F32, {64}), t(DType::F32, {64})}, t(DType::F32, {3, 11, 64}));
+  affine.epsilon = 1e-6;
+  check(affine);
+  check(OpDesc(OpKind::LAYER_NORM, {t(DType::BF16, {50, 128}), t(DType::BF16, {128}), t(DType::BF16, {128})}, t(DType::BF16, {50, 128})));
+  check(OpDesc(OpKind::RMS_NORM, {t(DType::F32, {21, 96}), t(DType::F32, {96})}, t(DType::F32, {21, 96})));
+}
+
+TEST_P(RowOps, LastDimReductions) {
+  for (const OpKind kind : {OpKind::SUM, OpKind::MEAN, OpKind::AMAX, OpKind::AMIN}) {
+    check(OpDesc(kind, {t(DType::F32, {37, 53})}, t(DType::F32, {37})));
+    check(OpDesc(kind, {t(DType::F32, {2, 6, 129})}, t(DType::F32, {2, 6, 1})));  // keepdim
+  }
+  check(OpDesc(OpKind::SUM, {t(DType::BF16, {16, 200})}, t(DType::BF16, {16})));
+}
+
+TEST_P(RowOps, WhatItCannotDoIsSaidSo) {
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::I32, {4, 4})}, t(DType::I32, {4, 4}))), UnsupportedOp);
+  const int64_t huge = 1 << 22;  // a row bigger than any scratchpad
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::F32, {2, huge})}, t(DType::F32, {2, huge}))), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SUM, {t(DType::F32, {4, 4})}, t(DType::F32, {3}))), std::invalid_argument);
+}
+
+std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), preset_name);
+
+}  // namespace
+}  // namespace npu::compiler
