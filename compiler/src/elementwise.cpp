@@ -36,16 +36,17 @@ struct OpTraits {
   Opcode opcode;
   bool bool_result;
   bool integer_ok;
+  bool any_result;
 };
 
 OpTraits traits(OpKind kind) {
   switch (kind) {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
-  case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK};
+  case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK, std::string_view(#RESULT) == "Any"};
 #include "ops.def"
     default: break;  // not elementwise
   }
-  return {Opcode::Invalid, false, false};
+  return {Opcode::Invalid, false, false, false};
 }
 
 // Broadcast mode of the second operand, the `bcast` operand values of isa.def.
@@ -92,7 +93,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   const isa::DType dtype = op.inputs[0].dtype;
   for (const TensorDesc& input : op.inputs)
     if (input.dtype != dtype) throw std::invalid_argument(std::string(op_name(op.kind)) + ": inputs of different dtypes (cast first)");
-  if (out.dtype != (op_traits.bool_result ? isa::DType::U8 : dtype))
+  if (!op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : dtype))
     throw std::invalid_argument(std::string(op_name(op.kind)) + ": output dtype must be " +
                                 std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : dtype)));
   if (!op_traits.integer_ok && !isa::dtype_is_float(dtype))
@@ -319,7 +320,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       b.emit(Opcode::V_MUL, {dt, static_cast<int64_t>(a.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
     }
     b.addi(o_local, slot, operands[0].local);
-    if (arity == 1) {
+    if (op.kind == OpKind::CAST) {
+      if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, o_local.index, a_local.index, mt.index, nt.index});
+      else b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, a_local.index, mt.index, nt.index});
+    } else if (arity == 1) {
       b.emit(op_traits.opcode, {dt, o_local.index, a_local.index, mt.index, nt.index});
     } else {
       b.addi(b_local, slot, operands[2].local);

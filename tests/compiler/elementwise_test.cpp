@@ -67,6 +67,7 @@ double reference(OpKind kind, DType dtype, double a, double b) {
     case OpKind::SIN: return std::sin(x);
     case OpKind::COS: return std::cos(x);
     case OpKind::COPY: return a;
+    case OpKind::CAST: return a;  // store() rounds to the output's dtype
     case OpKind::ADD: return fl ? double(x + y) : a + b;
     case OpKind::SUB: return fl ? double(x - y) : a - b;
     case OpKind::MUL: return fl ? double(x * y) : a * b;
@@ -87,7 +88,7 @@ double reference(OpKind kind, DType dtype, double a, double b) {
 
 bool exact_op(OpKind kind) {
   switch (kind) {
-    case OpKind::NEG: case OpKind::ABS: case OpKind::RELU: case OpKind::COPY: case OpKind::ADD: case OpKind::SUB: case OpKind::MUL:
+    case OpKind::NEG: case OpKind::ABS: case OpKind::RELU: case OpKind::COPY: case OpKind::CAST: case OpKind::ADD: case OpKind::SUB: case OpKind::MUL:
     case OpKind::DIV: case OpKind::MAXIMUM: case OpKind::MINIMUM: case OpKind::EQ: case OpKind::NE: case OpKind::LT: case OpKind::LE:
     case OpKind::GT: case OpKind::GE:
       return true;
@@ -197,6 +198,12 @@ TEST_P(Elementwise, BinaryOpsAndBroadcasts) {
   check(OpKind::MUL, {t(DType::F32, {3, 1, 4}), t(DType::F32, {2, 4})}, t(DType::F32, {3, 2, 4}));  // both broadcast
   check(OpKind::ADD, {t(DType::BF16, {33, 65}), t(DType::BF16, {65})}, t(DType::BF16, {33, 65}));
   check(OpKind::MUL, {t(DType::I32, {10, 12}), t(DType::I32, {10, 1})}, t(DType::I32, {10, 12}));
+}
+
+TEST_P(Elementwise, CastsRoundToNearestEven) {
+  check(OpKind::CAST, {t(DType::F32, {45, 67})}, t(DType::BF16, {45, 67}));
+  check(OpKind::CAST, {t(DType::BF16, {45, 67})}, t(DType::F32, {45, 67}));
+  check(OpKind::CAST, {t(DType::I32, {10, 10})}, t(DType::F32, {10, 10}));
 }
 
 TEST_P(Elementwise, ComparisonsGiveBooleans) {
