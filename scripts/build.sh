@@ -13,6 +13,11 @@ case "${1:-default}" in
   default)
     BUILD_DIR=build
     ARGS=()
+    # The PyTorch bridge builds against the .venv's torch (scripts/setup.sh installs it).
+    if [[ -x "$ROOT/.venv/bin/python" ]]; then
+      TORCH_CMAKE="$("$ROOT/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
+      [[ -n "$TORCH_CMAKE" ]] && ARGS=("-DCMAKE_PREFIX_PATH=$TORCH_CMAKE" "-DPython3_EXECUTABLE=$ROOT/.venv/bin/python")
+    fi
     ;;
   sanitize)
     BUILD_DIR=build-sanitize

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # README command 1: set up, build, and run the main demo.
-# Until a PyTorch model runs on the simulated chip, the demo is the toolchain and the chip end to end:
-# assemble the multi-core double-buffered GEMM, show what the program contains, prove that its
-# disassembly reassembles to the same bytes, run it on the simulated 4-core chip with a trace, run
-# every example, and show how a mistake in the source and a device fault are reported.
+# First a PyTorch model (an MLP and an attention head, bf16) on the simulated chip through the npu
+# device, with a trace of the chip and the driver; then two GEMMs from two command queues through the
+# driver; then the toolchain and the chip end to end: assemble the multi-core double-buffered GEMM,
+# show what the program contains, prove that its disassembly reassembles to the same bytes, run it on
+# the simulated 4-core chip with a trace, run every example, and show how a mistake in the source and a
+# device fault are reported.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -16,18 +18,27 @@ OUT="$ROOT/out/demo"
 mkdir -p "$OUT"
 
 echo
-echo "== 1. Assemble examples/gemm.s =="
+echo "== 1. A PyTorch model on the simulated chip (the npu device), with its trace =="
+.venv/bin/python examples/torch/mlp.py --config base --trace "$OUT/torch_mlp.pftrace"
+
+echo
+echo "== 2. Through the driver: two GEMMs at once from two command queues on disjoint cores =="
+"$BIN/npu-as" examples/gemm.s -o "$OUT/gemm_queues.npubin"
+"$BIN/npu-example-gemm-queues" "$OUT/gemm_queues.npubin" --trace "$OUT/gemm_queues.pftrace"
+
+echo
+echo "== 3. Assemble examples/gemm.s =="
 "$BIN/npu-as" examples/gemm.s -o "$OUT/gemm.npubin"
 echo "wrote $OUT/gemm.npubin ($(stat -c %s "$OUT/gemm.npubin") bytes)"
 
 echo
-echo "== 2. What the program contains (npu-objdump, first 60 lines) =="
+echo "== 4. What the program contains (npu-objdump, first 60 lines) =="
 "$BIN/npu-objdump" "$OUT/gemm.npubin" > "$OUT/gemm.listing.txt"
 head -n 60 "$OUT/gemm.listing.txt"
 echo "... full listing: $OUT/gemm.listing.txt"
 
 echo
-echo "== 3. Disassemble to plain assembly and reassemble =="
+echo "== 5. Disassemble to plain assembly and reassemble =="
 "$BIN/npu-objdump" --asm "$OUT/gemm.npubin" > "$OUT/gemm.roundtrip.s"
 "$BIN/npu-as" "$OUT/gemm.roundtrip.s" -o "$OUT/gemm.roundtrip.npubin"
 if cmp -s "$OUT/gemm.npubin" "$OUT/gemm.roundtrip.npubin"; then
@@ -38,13 +49,13 @@ else
 fi
 
 echo
-echo "== 4. Run it on the simulated base chip (4 cores, 128x128 arrays), with a trace =="
+echo "== 6. Run it on the simulated base chip (4 cores, 128x128 arrays), with a trace =="
 "$BIN/npu-sim" --config base "$OUT/gemm.npubin" --trace "$OUT/gemm.pftrace" --stats "$OUT/gemm.stats.json"
 echo "trace: $OUT/gemm.pftrace (open it in https://ui.perfetto.dev)"
 echo "statistics: $OUT/gemm.stats.json"
 
 echo
-echo "== 5. Every example on the base chip =="
+echo "== 7. Every example on the base chip =="
 for source in examples/*.s; do
   name="$(basename "$source" .s)"
   "$BIN/npu-as" "$source" -o "$OUT/$name.npubin"
@@ -54,12 +65,7 @@ for source in examples/*.s; do
 done
 
 echo
-echo "== 6. Through the driver: two GEMMs at once from two command queues on disjoint cores =="
-"$BIN/npu-as" examples/gemm.s -o "$OUT/gemm_queues.npubin"
-"$BIN/npu-example-gemm-queues" "$OUT/gemm_queues.npubin" --trace "$OUT/gemm_queues.pftrace"
-
-echo
-echo "== 7. A mistake in the source is reported with its position (expected to fail) =="
+echo "== 8. A mistake in the source is reported with its position (expected to fail) =="
 cat > "$OUT/mistake.s" <<'ASM'
 .input x, f32, 64
 .code 0
@@ -74,7 +80,7 @@ if "$BIN/npu-as" "$OUT/mistake.s" -o "$OUT/mistake.npubin"; then
 fi
 
 echo
-echo "== 8. A program that reads outside device memory faults the chip (expected to fail) =="
+echo "== 9. A program that reads outside device memory faults the chip (expected to fail) =="
 cat > "$OUT/fault.s" <<'ASM'
 .code 0
     li r1, 1

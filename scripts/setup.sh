@@ -43,4 +43,10 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$WANT" ]]; then
   "$VENV/bin/python" -m pip install -q "${PYTHON_PACKAGES[@]}"
   echo "$WANT" > "$STAMP"
 fi
+# The npusim package (torch_bridge/python), editable: its extension module
+# npusim._C is built into it by scripts/build.sh.
+if ! "$VENV/bin/python" -m pip show -q npusim > /dev/null 2>&1; then
+  echo "setup: installing the npusim package (editable)"
+  "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps -e "$ROOT/torch_bridge/python"
+fi
 echo "setup: ok"

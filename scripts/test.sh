@@ -20,7 +20,7 @@ bash scripts/build.sh sanitize
 (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)")
 
 if [[ -d tests/python ]]; then
-  echo "== Python tests =="
+  echo "== Python tests (the npu PyTorch device) =="
   .venv/bin/python -m pytest -q tests/python
 fi
 echo "== all tests passed =="

@@ -1,0 +1,144 @@
+"""The "npu" PyTorch device end to end: tensors on the simulated chip, ops
+through the compiler and the driver, checked against the CPU.
+
+Tolerances: f32 elementwise arithmetic is exact (one IEEE operation per
+element on both sides); transcendentals and softmax within
+torch.testing.assert_close's f32 defaults; bf16 matmul within bf16's
+defaults (rtol 1.6e-2, atol 1e-5) scaled by sqrt(K) for the summation, since
+the chip accumulates in f32 in a different order than the CPU.
+"""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import npusim
+
+NPU = torch.device("npu")
+
+
+def test_the_device_is_registered():
+    assert torch.npu.is_available() and torch.npu.device_count() == 1
+    x = torch.ones(3).npu()
+    assert x.device == torch.device("npu:0") and x.is_npu
+    assert torch.npu.current_device() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.uint8, torch.bool])
+def test_copies_round_trip_every_dtype(dtype):
+    x = (torch.randn(37, 29) * 100).to(dtype)
+    assert torch.equal(x.to(NPU).cpu(), x)
+
+
+def test_views_and_non_contiguous_copies():
+    x = torch.randn(12, 20)
+    xn = x.to(NPU)
+    assert torch.equal(xn.t().cpu(), x.t())                 # a strided view read back
+    assert torch.equal(xn[2:9, 3:17:2].cpu(), x[2:9, 3:17:2])
+    assert torch.equal(xn.view(4, 60).cpu(), x.view(4, 60))
+    y = torch.zeros(20, 12).to(NPU)
+    y.copy_(xn.t())                                          # device to device, strided source
+    assert torch.equal(y.cpu(), x.t())
+    z = torch.empty(20, 12, device=NPU)
+    z.copy_(x.t())                                           # host to device, strided source
+    assert torch.equal(z.cpu(), x.t())
+    assert xn[3, 4].item() == x[3, 4].item()
+
+
+def test_elementwise_ops_match_the_cpu():
+    a, b = torch.randn(33, 70), torch.randn(70)
+    an, bn = a.to(NPU), b.to(NPU)
+    for op in (torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum):
+        assert torch.equal(op(an, bn).cpu(), op(a, b)), op
+    assert torch.equal((an * 2.5 + 1).cpu(), a * 2.5 + 1)   # Python scalars
+    assert torch.equal((an > bn).cpu(), a > b)
+    assert torch.equal(torch.relu(an).cpu(), torch.relu(a))
+    for op in (torch.exp, torch.tanh, torch.sigmoid, F.silu, F.gelu):
+        torch.testing.assert_close(op(an).cpu(), op(a), msg=str(op))
+    torch.testing.assert_close(F.gelu(an, approximate="tanh").cpu(), F.gelu(a, approximate="tanh"))
+    c = torch.randn(16, 16, dtype=torch.bfloat16)
+    torch.testing.assert_close((c.to(NPU) + c.to(NPU)).cpu(), c + c)
+
+
+def bf16_close(actual, expected, k):
+    torch.testing.assert_close(actual.float(), expected.float(), rtol=1.6e-2 * math.sqrt(k), atol=1e-5 * k)
+
+
+def test_matmul_family_in_bf16():
+    a, b = torch.randn(50, 64, dtype=torch.bfloat16), torch.randn(64, 40, dtype=torch.bfloat16)
+    bf16_close((a.to(NPU) @ b.to(NPU)).cpu(), (a.float() @ b.float()).bfloat16(), 64)
+    w, bias = torch.randn(40, 64, dtype=torch.bfloat16), torch.randn(40, dtype=torch.bfloat16)
+    bf16_close(F.linear(a.to(NPU), w.to(NPU), bias.to(NPU)).cpu(), F.linear(a.float(), w.float(), bias.float()).bfloat16(), 64)
+    x, y = torch.randn(3, 20, 30, dtype=torch.bfloat16), torch.randn(3, 30, 10, dtype=torch.bfloat16)
+    bf16_close(torch.bmm(x.to(NPU), y.to(NPU)).cpu(), torch.bmm(x.float(), y.float()).bfloat16(), 30)
+
+
+def test_softmax_and_reductions():
+    x = torch.randn(24, 300)
+    xn = x.to(NPU)
+    torch.testing.assert_close(torch.softmax(xn, -1).cpu(), torch.softmax(x, -1))
+    torch.testing.assert_close(torch.log_softmax(xn, -1).cpu(), torch.log_softmax(x, -1))
+    torch.testing.assert_close(xn.sum(-1).cpu(), x.sum(-1), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(xn.mean(-1, keepdim=True).cpu(), x.mean(-1, keepdim=True))
+    assert torch.equal(xn.amax(-1).cpu(), x.amax(-1))
+    torch.testing.assert_close(xn.sum().cpu(), x.sum(), rtol=1e-5, atol=1e-3)
+
+
+def test_a_small_mlp_runs_on_the_chip():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 10)).to(torch.bfloat16)
+    x = torch.randn(32, 64, dtype=torch.bfloat16)
+    expected = model.float()(x.float())
+    before = npusim.kernel_stats().get("matmul", 0)
+    actual = model.to(torch.bfloat16).to(NPU)(x.to(NPU)).cpu()
+    assert npusim.kernel_stats()["matmul"] == before + 2  # both Linear layers on the tensor core
+    torch.testing.assert_close(actual.float(), expected, rtol=0.05, atol=0.05)
+
+
+def test_ops_without_a_kernel_fall_back_to_the_cpu_and_are_counted():
+    x = torch.randn(10, 10)
+    result = torch.cumsum(x.to(NPU), 0)
+    assert result.device.type == "npu"
+    torch.testing.assert_close(result.cpu(), torch.cumsum(x, 0))
+    assert any(op.startswith("aten::cumsum") for op in npusim.fallback_stats())
+    f32 = torch.randn(8, 8)
+    if npusim._C.num_cores() == 4:  # base: the tensor core takes no f32, so f32 matmul is a CPU fallback
+        torch.testing.assert_close((f32.to(NPU) @ f32.to(NPU)).cpu(), f32 @ f32)
+        assert npusim.fallback_stats()["aten::mm"] >= 1
+
+
+def test_memory_statistics_are_exact():
+    torch.npu.synchronize()
+    before = torch.npu.memory_allocated()
+    x = torch.empty(1000, 1000, device=NPU)  # 4,000,000 bytes: a multiple of the 64-byte granule
+    assert torch.npu.memory_allocated() == before + 4_000_000
+    del x
+    assert torch.npu.memory_allocated() == before
+
+
+def test_out_of_device_memory_is_torch_out_of_memory():
+    with pytest.raises(torch.OutOfMemoryError, match="out of device memory: requested"):
+        torch.empty(1 << 40, dtype=torch.uint8, device=NPU)
+    assert torch.ones(4, device="cpu").to(NPU).sum().item() == 4  # the device keeps working
+
+
+def run_python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+
+
+def test_autoload_and_its_switch():
+    ok = run_python("import torch; print(torch.ones(2).to('npu').cpu().tolist())")
+    assert ok.returncode == 0 and "[1.0, 1.0]" in ok.stdout, ok.stderr
+    off = run_python("import torch; torch.ones(2).to('npu')", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert off.returncode != 0
+
+
+def test_strict_mode_names_the_op_and_init_picks_the_config():
+    strict = run_python("import torch, npusim; torch.cumsum(torch.ones(3).to('npu'), 0)", NPUSIM_STRICT="1")
+    assert strict.returncode != 0 and "aten::cumsum" in strict.stderr
+    tiny = run_python("import npusim, torch; npusim.init('tiny'); torch.ones(1).to('npu'); print(npusim._C.num_cores())")
+    assert tiny.returncode == 0 and tiny.stdout.strip() == "1", tiny.stderr

@@ -1,0 +1,372 @@
+// ATen ops on the "npu" device: the minimum set (tensors, views, copies,
+// scalars, fill), kernels through the compiler for the ops it supports, and
+// a boxed CPU fallback, counted per op, for everything else.
+#include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/Functions.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "npusim/compiler/compiler.h"
+#include "runtime.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+using npu::compiler::UnsupportedOp;
+
+constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+
+bool on_npu(const at::Tensor& t) { return t.device().type() == kNpu; }
+
+// ---- tensors and views --------------------------------------------------------
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                               std::optional<at::Device> device, std::optional<bool> pin_memory, std::optional<at::MemoryFormat> format) {
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(size, c10::GetAllocator(kNpu), keys, c10::dtype_or_default(dtype), format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                         std::optional<at::Device>, std::optional<bool>) {
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kNpu), keys, c10::dtype_or_default(dtype));
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<at::MemoryFormat>) {
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, std::nullopt, /*resize_storage=*/false);
+  const size_t needed = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(), self.storage_offset());
+  if (needed > self.storage().nbytes()) at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t bytes = static_cast<int64_t>(source.nbytes());
+  const int64_t numel = bytes / static_cast<int64_t>(self.dtype().itemsize());
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  self.unsafeGetTensorImpl()->set_sizes_contiguous({numel});
+  self.unsafeGetTensorImpl()->set_storage_offset(0);
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  self.unsafeGetTensorImpl()->set_storage_offset(offset);
+  self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride);
+  return self;
+}
+
+// ---- copies -------------------------------------------------------------------
+
+// A contiguous device copy of a device tensor (the compiled copy kernel reads any strides).
+at::Tensor contiguous_on_npu(const at::Tensor& t) {
+  if (t.is_contiguous()) return t;
+  at::Tensor out = empty_memory_format(t.sizes(), t.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+  Runtime::get().run(OpDesc(OpKind::COPY, {describe(t)}, describe(out)), {t}, out);
+  return out;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  Runtime& runtime = Runtime::get();
+  const size_t element = self.dtype().itemsize();
+  if (on_npu(self) && !on_npu(dst)) {  // device to host
+    runtime.synchronize();
+    const at::Tensor src = contiguous_on_npu(self);
+    if (src.data_ptr() != self.data_ptr() || !self.is_contiguous()) runtime.synchronize();
+    at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+    if (host.numel() > 0)
+      runtime.device().copy_from_device(Runtime::buffer_of(src), uint64_t(src.storage_offset()) * element, host.data_ptr(), host.nbytes());
+    dst.copy_(host, non_blocking);
+    return dst;
+  }
+  if (!on_npu(self) && on_npu(dst)) {  // host to device
+    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    runtime.synchronize();  // the destination may be in use by queued kernels
+    if (dst.is_contiguous()) {
+      if (host.numel() > 0)
+        runtime.device().copy_to_device(Runtime::buffer_of(dst), uint64_t(dst.storage_offset()) * element, host.data_ptr(), host.nbytes());
+    } else {
+      at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+      runtime.device().copy_to_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
+      runtime.run(OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)), {staged}, dst);
+    }
+    return dst;
+  }
+  // Device to device: the compiled copy or cast (any strides, broadcasting); what the chip cannot convert goes through the host.
+  try {
+    runtime.run(OpDesc(self.scalar_type() == dst.scalar_type() ? OpKind::COPY : OpKind::CAST, {describe(self)}, describe(dst)), {self}, dst);
+    return dst;
+  } catch (const UnsupportedOp&) {
+  } catch (const std::invalid_argument&) {
+  }
+  runtime.note_fallback("aten::_copy_from (device dtype conversion)");
+  copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  resize_(dst, self.sizes(), std::nullopt);
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  const at::Tensor host = copy_from(self, at::empty({}, self.options().device(at::kCPU)), false);
+  return host.item();
+}
+
+// ---- compiled ops -------------------------------------------------------------
+
+// Runs a compiled op, or says why not (the caller then computes on the CPU).
+bool try_run(const OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+  try {
+    Runtime::get().run(op, inputs, out);
+    return true;
+  } catch (const UnsupportedOp&) {
+    return false;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }
+at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype) {
+  return empty_memory_format(size, dtype, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+}
+// The CPU result of `compute`, moved back: for cases the compiler does not cover.
+template <typename F>
+at::Tensor on_cpu(const char* op, F compute) {
+  Runtime::get().note_fallback(op);
+  return compute().to(at::Device(kNpu, 0));
+}
+at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
+
+at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
+  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+  return on_cpu(name, [&] { return reference(cpu(self)); });
+}
+
+// Binary ops with broadcasting. Both operands are brought to their common
+// dtype when one is a Python number or a 0-dim CPU tensor; tensors of two
+// dtypes go to the CPU, which does PyTorch's type promotion.
+at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const at::Tensor& b_in, bool bool_result,
+                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference) {
+  const at::ScalarType common = at::result_type(a_in, b_in);
+  const auto prepare = [&](const at::Tensor& t) { return !on_npu(t) && t.dim() == 0 ? to_npu(t.to(common)) : to_npu(t); };
+  const at::Tensor a = prepare(a_in), b = prepare(b_in);
+  if (a.scalar_type() == common && b.scalar_type() == common) {
+    at::Tensor out = new_npu(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common);
+    if (try_run(OpDesc(kind, {describe(a), describe(b)}, describe(out)), {a, b}, out)) return out;
+  }
+  return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
+}
+
+at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  if (!alpha.equal(1)) return on_cpu("aten::add.Tensor (alpha != 1)", [&] { return at::add(cpu(a), cpu(b), alpha); });
+  return binary(OpKind::ADD, "aten::add.Tensor", a, b, false, [](auto& x, auto& y) { return at::add(x, y); });
+}
+at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  if (!alpha.equal(1)) return on_cpu("aten::sub.Tensor (alpha != 1)", [&] { return at::sub(cpu(a), cpu(b), alpha); });
+  return binary(OpKind::SUB, "aten::sub.Tensor", a, b, false, [](auto& x, auto& y) { return at::sub(x, y); });
+}
+at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
+  return binary(OpKind::MUL, "aten::mul.Tensor", a, b, false, [](auto& x, auto& y) { return at::mul(x, y); });
+}
+at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
+  if (!at::isFloatingType(at::result_type(a, b))) return on_cpu("aten::div.Tensor (integers)", [&] { return at::div(cpu(a), cpu(b)); });
+  return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [](auto& x, auto& y) { return at::div(x, y); });
+}
+at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) {
+  return binary(OpKind::MAXIMUM, "aten::maximum", a, b, false, [](auto& x, auto& y) { return at::maximum(x, y); });
+}
+at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) {
+  return binary(OpKind::MINIMUM, "aten::minimum", a, b, false, [](auto& x, auto& y) { return at::minimum(x, y); });
+}
+#define NPUSIM_COMPARISON(NAME, KIND)                                                                                       \
+  at::Tensor NAME(const at::Tensor& a, const at::Tensor& b) {                                                              \
+    return binary(OpKind::KIND, "aten::" #NAME ".Tensor", a, b, true, [](auto& x, auto& y) { return at::NAME(x, y); }); \
+  }
+NPUSIM_COMPARISON(eq, EQ)
+NPUSIM_COMPARISON(ne, NE)
+NPUSIM_COMPARISON(lt, LT)
+NPUSIM_COMPARISON(le, LE)
+NPUSIM_COMPARISON(gt, GT)
+NPUSIM_COMPARISON(ge, GE)
+#undef NPUSIM_COMPARISON
+
+#define NPUSIM_UNARY(NAME, KIND) \
+  at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); }
+NPUSIM_UNARY(neg, NEG)
+NPUSIM_UNARY(abs, ABS)
+NPUSIM_UNARY(exp, EXP)
+NPUSIM_UNARY(log, LOG)
+NPUSIM_UNARY(sqrt, SQRT)
+NPUSIM_UNARY(rsqrt, RSQRT)
+NPUSIM_UNARY(reciprocal, RECIPROCAL)
+NPUSIM_UNARY(tanh, TANH)
+NPUSIM_UNARY(sigmoid, SIGMOID)
+NPUSIM_UNARY(relu, RELU)
+NPUSIM_UNARY(silu, SILU)
+NPUSIM_UNARY(sin, SIN)
+NPUSIM_UNARY(cos, COS)
+#undef NPUSIM_UNARY
+
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh = approximate == "tanh";
+  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  if (try_run(OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)), {self}, out)) return out;
+  return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
+}
+
+// out = beta * bias + alpha * (a @ b)
+at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, double alpha, double beta, const char* name,
+                     const std::function<at::Tensor()>& reference) {
+  std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
+  shape.push_back(b.size(-1));
+  if (a.scalar_type() == b.scalar_type() && (!bias || on_npu(*bias))) {
+    at::Tensor out = new_npu(shape, a.scalar_type());
+    OpDesc op(OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
+    std::vector<at::Tensor> inputs = {a, b};
+    if (bias) op.inputs.push_back(describe(*bias)), inputs.push_back(*bias);
+    op.alpha = alpha, op.beta = beta;
+    if (try_run(op, inputs, out)) return out;
+  }
+  return on_cpu(name, reference);
+}
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op(a, b, nullptr, 1, 1, "aten::mm", [&] { return at::mm(cpu(a), cpu(b)); });
+}
+at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op(a, b, nullptr, 1, 1, "aten::bmm", [&] { return at::bmm(cpu(a), cpu(b)); });
+}
+at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  return matmul_op(a, b, &bias, alpha.toDouble(), beta.toDouble(), "aten::addmm",
+                   [&] { return at::addmm(cpu(bias), cpu(a), cpu(b), beta, alpha); });
+}
+
+at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, const std::function<at::Tensor()>& reference) {
+  if (self.dim() > 0 && at::maybe_wrap_dim(dim, self.dim()) == self.dim() - 1) {
+    at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+    if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+  }
+  return on_cpu(name, reference);
+}
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (half_to_float) return on_cpu("aten::_softmax (half_to_float)", [&] { return at::_softmax(cpu(self), dim, true); });
+  return row_op(OpKind::SOFTMAX, "aten::_softmax", self, dim, [&] { return at::_softmax(cpu(self), dim, false); });
+}
+at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (half_to_float) return on_cpu("aten::_log_softmax (half_to_float)", [&] { return at::_log_softmax(cpu(self), dim, true); });
+  return row_op(OpKind::LOG_SOFTMAX, "aten::_log_softmax", self, dim, [&] { return at::_log_softmax(cpu(self), dim, false); });
+}
+
+at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+                       std::optional<at::ScalarType> dtype, const std::function<at::Tensor()>& reference) {
+  const bool all_dims = !dims.has_value() || dims->empty();
+  if (all_dims && self.dim() >= 1 && self.is_contiguous() && !keepdim && (!dtype || *dtype == self.scalar_type())) {
+    // Every element: a contiguous tensor is one row.
+    const at::Tensor row = self.view({1, self.numel()});
+    at::Tensor out = new_npu({}, self.scalar_type());
+    if (try_run(OpDesc(kind, {describe(row)}, describe(out)), {row}, out)) return out;
+  }
+  const bool last_only = self.dim() > 0 && dims.has_value() && dims->size() == 1 && at::maybe_wrap_dim((*dims)[0], self.dim()) == self.dim() - 1;
+  if (last_only && (!dtype || *dtype == self.scalar_type())) {
+    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 1);
+    if (keepdim) shape.push_back(1);
+    at::Tensor out = new_npu(shape, self.scalar_type());
+    if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+  }
+  return on_cpu(name, reference);
+}
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+  return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
+}
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+  return reduce_last(OpKind::MEAN, "aten::mean.dim", self, dims, keepdim, dtype, [&] { return at::mean(cpu(self), dims, keepdim, dtype); });
+}
+at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  return reduce_last(OpKind::AMAX, "aten::amax", self, dims, keepdim, std::nullopt, [&] { return at::amax(cpu(self), dims, keepdim); });
+}
+at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return at::amin(cpu(self), dims, keepdim); });
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  // Computed on the host and copied in: exact for every dtype.
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU)).fill_(value);
+  copy_from(host, self, false);
+  return self;
+}
+at::Tensor& zero(at::Tensor& self) { return fill_scalar(self, 0); }
+
+// ---- the fallback -------------------------------------------------------------
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  Runtime::get().note_fallback(op.schema().operator_name().name + (op.schema().overload_name().empty() ? "" : "." + op.schema().overload_name()));
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("zero_", zero);
+  m.impl("add.Tensor", add);
+  m.impl("sub.Tensor", sub);
+  m.impl("mul.Tensor", mul);
+  m.impl("div.Tensor", div);
+  m.impl("maximum", maximum);
+  m.impl("minimum", minimum);
+  m.impl("eq.Tensor", eq);
+  m.impl("ne.Tensor", ne);
+  m.impl("lt.Tensor", lt);
+  m.impl("le.Tensor", le);
+  m.impl("gt.Tensor", gt);
+  m.impl("ge.Tensor", ge);
+  m.impl("neg", neg);
+  m.impl("abs", abs);
+  m.impl("exp", exp);
+  m.impl("log", log);
+  m.impl("sqrt", sqrt);
+  m.impl("rsqrt", rsqrt);
+  m.impl("reciprocal", reciprocal);
+  m.impl("tanh", tanh);
+  m.impl("sigmoid", sigmoid);
+  m.impl("relu", relu);
+  m.impl("silu", silu);
+  m.impl("sin", sin);
+  m.impl("cos", cos);
+  m.impl("gelu", gelu);
+  m.impl("mm", mm);
+  m.impl("bmm", bmm);
+  m.impl("addmm", addmm);
+  m.impl("_softmax", softmax);
+  m.impl("_log_softmax", log_softmax);
+  m.impl("sum.dim_IntList", sum_dim);
+  m.impl("mean.dim", mean_dim);
+  m.impl("amax", amax);
+  m.impl("amin", amin);
+}
+
+}  // namespace npusim

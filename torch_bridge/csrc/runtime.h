@@ -1,0 +1,69 @@
+// The bridge's runtime: one simulated device per process (driver + compiler),
+// opened on first use with the config chosen by npusim.init() or NPUSIM_CONFIG.
+// Kernels are launched on queue 0 without waiting; whatever reads device
+// memory from the host waits for the queue first, and a device fault
+// surfaces there as a RuntimeError with the decoded fault.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/program.h"
+
+namespace npusim {
+
+// Device addresses are handed to PyTorch as pointers this far up, so that no
+// device tensor has a null data pointer (device address 0 is valid).
+inline constexpr uintptr_t kPointerBase = uintptr_t{1} << 48;
+
+class Runtime {
+ public:
+  static Runtime& get();
+  // Before the first use only; false if the device is already open.
+  static bool configure(const std::string& config, const std::string& trace_path);
+  static bool started();
+
+  npu::Device& device() { return *device_; }
+  const std::shared_ptr<npu::Device>& shared_device() { return device_; }
+
+  // The device address of a tensor's storage (what kernels bind to).
+  static const npu::Buffer& buffer_of(const at::Tensor& tensor);
+
+  // Compiles (or takes from the cache) and launches `op`; returns without
+  // waiting. Throws npu::compiler::UnsupportedOp for what the compiler cannot do.
+  void run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output);
+  // Waits for every launched kernel; a device error becomes a c10::Error.
+  void synchronize();
+
+  // Writes the trace recorded so far (when a trace file was chosen).
+  void write_trace();
+
+  // The CPU fallback's bookkeeping: a count per op, one warning per op,
+  // NPUSIM_STRICT=1 makes it an error.
+  void note_fallback(const std::string& op);
+  std::map<std::string, uint64_t> fallback_stats();
+  std::map<std::string, uint64_t> kernel_stats();
+
+ private:
+  Runtime();
+  std::shared_ptr<npu::Device> device_;
+  std::unique_ptr<npu::compiler::Compiler> compiler_;
+  std::mutex mutex_;
+  std::map<const npu::compiler::Kernel*, npu::Program> programs_;
+  std::map<std::string, uint64_t> fallbacks_;
+  std::map<std::string, uint64_t> kernels_;
+};
+
+// The compiler's view of a tensor (dtype, sizes, strides, offset); throws
+// UnsupportedOp for a dtype the chip does not have.
+npu::compiler::TensorDesc describe(const at::Tensor& tensor);
+
+}  // namespace npusim

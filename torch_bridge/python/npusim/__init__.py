@@ -1,0 +1,136 @@
+"""npusim: the simulated NPU as a PyTorch device, "npu".
+
+    import torch, npusim            # or just `import torch`: the torch.backends entry point loads npusim
+    x = torch.randn(4, 8).to("npu")
+    y = torch.relu(x @ x.T).cpu()
+
+The chip config is chosen before first use with npusim.init(config=...) or the
+NPUSIM_CONFIG environment variable (tiny, base, large or a .pbtxt file; base by
+default). Ops the compiler has kernels for run on the simulated chip; the
+others run on the CPU through PyTorch's CPU fallback, are counted
+(npusim.fallback_stats()) and warned about once each; NPUSIM_STRICT=1 makes a
+fallback an error that names the op.
+"""
+
+
+def _autoload() -> None:
+    """The torch.backends entry point: importing npusim registers the device.
+    Defined before `import torch`, which may itself load this entry point."""
+
+
+import atexit  # noqa: E402
+
+import torch  # noqa: E402
+
+from . import _C  # noqa: E402
+
+__all__ = ["init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
+
+_DEVICE = "npu"
+
+
+def init(config: str = "base", trace: str = "") -> None:
+    """Chooses the chip config, and a trace file (.pftrace or .json) of the chip and the
+    driver written at exit and by write_trace(), before the device is first used."""
+    if not _C.init(config, trace):
+        raise RuntimeError("npusim.init: the npu device is already in use; call init before the first npu tensor")
+
+
+def write_trace() -> None:
+    """Writes the trace chosen with init(trace=...) or NPUSIM_TRACE, up to now."""
+    _C.write_trace()
+
+
+def is_initialized() -> bool:
+    return _C.is_initialized()
+
+
+def synchronize() -> None:
+    """Waits for every kernel launched on the device; raises RuntimeError for a device fault."""
+    _C.synchronize()
+
+
+def fallback_stats() -> dict:
+    """Calls per op that ran on the CPU because the npu has no kernel for them (yet)."""
+    return dict(_C.fallback_stats())
+
+
+def kernel_stats() -> dict:
+    """Kernels launched on the simulated chip, per op."""
+    return dict(_C.kernel_stats())
+
+
+def memory_stats() -> dict:
+    return dict(_C.memory_stats())
+
+
+def report() -> str:
+    """What npu-smi prints, for this process's device: memory, status, counters."""
+    return _C.report()
+
+
+class _DeviceModule:
+    """torch.npu: the device module PyTorch expects of a backend."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def current_device() -> int:
+        return 0
+
+    @staticmethod
+    def set_device(device) -> None:
+        index = torch.device(device).index if not isinstance(device, int) else device
+        if index not in (None, 0):
+            raise ValueError("npu: there is one device, npu:0")
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return _C.is_initialized()
+
+    @staticmethod
+    def _is_in_bad_fork() -> bool:
+        return False
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        _C.synchronize()
+
+    @staticmethod
+    def memory_allocated(device=None) -> int:
+        return int(_C.memory_stats()["allocated_bytes"]) if _C.is_initialized() else 0
+
+    @staticmethod
+    def max_memory_allocated(device=None) -> int:
+        return int(_C.memory_stats()["peak_allocated_bytes"]) if _C.is_initialized() else 0
+
+    @staticmethod
+    def get_amp_supported_dtype():
+        return [torch.bfloat16, torch.float16]
+
+    @staticmethod
+    def manual_seed_all(seed: int) -> None:
+        """There is no device generator yet: random ops run on the CPU (fallback), whose
+        generator torch.manual_seed seeds, so there is nothing more to seed here."""
+
+    manual_seed = manual_seed_all
+
+
+def _register() -> None:
+    if getattr(torch, _DEVICE, None) is not None:
+        return
+    torch.utils.rename_privateuse1_backend(_DEVICE)
+    torch._register_device_module(_DEVICE, _DeviceModule())
+    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+
+
+_register()
+# The device lives until the process ends; its trace is written on the way out.
+atexit.register(_C.write_trace)
+
