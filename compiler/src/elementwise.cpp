@@ -301,7 +301,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       const Operand& o = operands[k];
       global_address(k);
       b.addi(local, slot, o.materialize ? o.aux_local : o.local);
-      dma_shape(o, o.materialize ? o.mode : o.mode);
+      dma_shape(o, o.mode);  // a materialized operand loads its column or scalar here
       dma(Opcode::DMA_LD, 0, local, addr);
     }
     b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});

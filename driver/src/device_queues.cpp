@@ -100,7 +100,7 @@ uint64_t Device::completed(QueueState& queue) {
   uint64_t value = 0;
   link_->read_memory(fences_address_ + kFenceStrideBytes * queue.index, &value, sizeof value);
   const std::lock_guard<std::mutex> lock(queue.mutex);
-  queue.completed = std::max(queue.completed, value);
+  queue.completed = std::max(queue.completed.load(), value);
   while (!queue.pending.empty() && queue.pending.front().value <= queue.completed) {
     for (const uint64_t registration : queue.pending.front().host_registrations) link_->unregister_host_memory(registration);
     queue.pending.pop_front();

@@ -54,7 +54,7 @@ uint64_t submit(QueueState& queue, QueueSubmission submission) {
     queue.head = link.read_register(sim::queue_register(queue.index, sim::QueueRegister::HEAD));
     if (free_bytes() >= bytes) break;
     // The oldest incomplete submission frees its packets when it completes.
-    const uint64_t oldest = std::min(queue.completed + 1, queue.submitted);
+    const uint64_t oldest = std::min(queue.completed.load() + 1, queue.submitted);
     lock.unlock();
     device->wait_for_fence(queue, oldest, kDefaultWaitTimeout, "ring space on queue " + std::to_string(queue.index));
     lock.lock();

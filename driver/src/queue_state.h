@@ -1,6 +1,7 @@
 // What the driver keeps per command queue (shared by Queue, Fence, Event handles).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -40,7 +41,9 @@ struct QueueState {
   uint64_t completed_at_reset = 0;
   uint64_t abandoned_up_to = 0;
   std::string abandon_reason;
-  uint64_t completed = 0;  // the last completion counter read
+  // The last completion counter read; written under mutex, read without it
+  // by the fault decoder (which launches could still be on a core).
+  std::atomic<uint64_t> completed{0};
 
   std::shared_ptr<Device> lock_device() const {
     auto d = device.lock();
