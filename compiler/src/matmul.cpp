@@ -146,6 +146,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         if (score > best) best = score, tm = TM, tn = TN, tk = TK;
       }
   if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");
+  // Enough tiles for every core: split the larger output tile side while there are fewer tiles than cores.
+  const auto tile_count = [&] { return batch * ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
+  while (tile_count() < int64_t{config.num_cores} && std::max(tm, tn) > 16) {
+    if (tm >= tn) tm = (tm + 1) / 2;
+    else tn = (tn + 1) / 2;
+  }
   const int64_t m_tiles = (m + tm - 1) / tm, n_tiles = (n + tn - 1) / tn, tiles = batch * m_tiles * n_tiles;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned channels = config.core.dma.channels;
