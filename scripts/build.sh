@@ -14,9 +14,10 @@ case "${1:-default}" in
     BUILD_DIR=build
     ARGS=()
     # The PyTorch bridge builds against the .venv's torch (scripts/setup.sh installs it).
+    # (Without autoloading npusim itself, whose extension this build makes.)
     if [[ -x "$ROOT/.venv/bin/python" ]]; then
-      TORCH_CMAKE="$("$ROOT/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
-      [[ -n "$TORCH_CMAKE" ]] && ARGS=("-DCMAKE_PREFIX_PATH=$TORCH_CMAKE" "-DPython3_EXECUTABLE=$ROOT/.venv/bin/python")
+      TORCH_CMAKE="$(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$ROOT/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+      ARGS=("-DCMAKE_PREFIX_PATH=$TORCH_CMAKE" "-DPython3_EXECUTABLE=$ROOT/.venv/bin/python" -DNPUSIM_REQUIRE_TORCH=ON)
     fi
     ;;
   sanitize)

@@ -19,10 +19,15 @@ def _autoload() -> None:
 
 
 import atexit  # noqa: E402
+import warnings  # noqa: E402
 
 import torch  # noqa: E402
 
-from . import _C  # noqa: E402
+try:
+    from . import _C  # noqa: E402
+except ImportError as _error:  # not built yet (scripts/build.sh builds it): torch must still import
+    _C = None
+    warnings.warn(f"npusim: the npu device is unavailable, its extension is not built ({_error}); run scripts/build.sh")
 
 __all__ = ["init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
 
@@ -130,7 +135,8 @@ def _register() -> None:
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
 
 
-_register()
-# The device lives until the process ends; its trace is written on the way out.
-atexit.register(_C.write_trace)
+if _C is not None:
+    _register()
+    # The device lives until the process ends; its trace is written on the way out.
+    atexit.register(_C.write_trace)
 
