@@ -13,38 +13,14 @@
 #include <functional>
 #include <random>
 
-#include "npusim/compiler/compiler.h"
-#include "npusim/driver/device.h"
-#include "npusim/driver/errors.h"
-#include "npusim/driver/program.h"
-#include "npusim/isa/dtype.h"
-#include "npusim/sim/config_loader.h"
-#include "simulator_link.h"
+#include "kernel_runner.h"
 
 namespace npu::compiler {
 namespace {
 
 using isa::DType;
-
-// Values of an element as double, and back (rounding to the dtype).
-double load(DType dtype, const uint8_t* p) {
-  switch (dtype) {
-    case DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return isa::bf16_to_f32(h); }
-    case DType::I32: { int32_t i; std::memcpy(&i, p, 4); return i; }
-    case DType::U8: return *p;
-    default: throw std::logic_error("dtype not in these tests");
-  }
-}
-void store(DType dtype, double v, uint8_t* p) {
-  switch (dtype) {
-    case DType::F32: { const float f = float(v); std::memcpy(p, &f, 4); return; }
-    case DType::BF16: { const uint16_t h = isa::f32_to_bf16(float(v)); std::memcpy(p, &h, 2); return; }
-    case DType::I32: { const int32_t i = int32_t(v); std::memcpy(p, &i, 4); return; }
-    case DType::U8: *p = uint8_t(v); return;
-    default: throw std::logic_error("dtype not in these tests");
-  }
-}
+using testing::load;
+using testing::store;
 
 // The reference, elementwise, in float (what the hardware rounds to) or integers.
 double reference(OpKind kind, DType dtype, double a, double b) {
@@ -97,41 +73,22 @@ bool exact_op(OpKind kind) {
   }
 }
 
-class Elementwise : public ::testing::TestWithParam<std::string> {
+class Elementwise : public testing::KernelTest {
  protected:
-  Elementwise()
-      : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
-
   // Runs `op` on the chip with random inputs and checks every output element.
   void check(OpKind kind, std::vector<TensorDesc> inputs, TensorDesc output, uint32_t seed = 1) {
     OpDesc op{kind, inputs, output};
     SCOPED_TRACE(op.key());
-    const std::shared_ptr<const Kernel> kernel = compiler_.compile(op);
-    const Program program = Program::load(device_, kernel->program);
     std::mt19937 rng(seed);
-    std::vector<std::vector<uint8_t>> storage;
-    std::vector<Buffer> buffers;
-    std::vector<Binding> bindings;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      const TensorDesc& t = inputs[k];
-      const size_t e = isa::dtype_size_bytes(t.dtype);
-      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
-      std::uniform_real_distribution<double> values(-3, 3);
-      for (size_t i = 0; i < bytes.size() / e; ++i) {
-        const double v = isa::dtype_is_float(t.dtype) ? values(rng) : double(int(rng() % 200) - 100);
-        store(t.dtype, t.dtype == DType::I32 || kind != OpKind::POW ? v : std::round(v * 2) / 2, &bytes[i * e]);
-      }
-      storage.push_back(bytes);
-      buffers.push_back(device_->allocate(bytes.size()));
-      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
-    }
+    std::uniform_real_distribution<double> values(-3, 3);
+    const testing::KernelRun run = KernelTest::run(op, [&](size_t k, size_t) {
+      const double v = isa::dtype_is_float(inputs[k].dtype) ? values(rng) : double(int(rng() % 200) - 100);
+      return inputs[k].dtype == DType::I32 || kind != OpKind::POW ? v : std::round(v * 2) / 2;  // pow: bases and exponents in halves
+    });
+    const std::shared_ptr<const Kernel>& kernel = run.kernel;
+    const std::vector<std::vector<uint8_t>>& storage = run.inputs;
+    const std::vector<uint8_t>& result = run.output;
     const size_t oe = isa::dtype_size_bytes(output.dtype);
-    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(output.storage_extent(), 1)) * oe));
-    for (size_t k = 0; k < inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
-    bindings.push_back({"out", &buffers.back()});
-    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
-    std::vector<uint8_t> result(buffers.back().size());
-    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
 
     // Walk the output's index space.
     const size_t rank = output.shape.size();
@@ -168,10 +125,6 @@ class Elementwise : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(mismatches, 0) << kernel->plan;
   }
 
-  static TensorDesc t(DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
-
-  std::shared_ptr<Device> device_;
-  Compiler compiler_;
 };
 
 TEST_P(Elementwise, EveryUnaryOpOnF32) {
@@ -247,8 +200,7 @@ TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::BF16, {4})}, t(DType::F32, {4})}), std::invalid_argument);
 }
 
-std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-INSTANTIATE_TEST_SUITE_P(Presets, Elementwise, ::testing::Values("tiny", "base"), preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, Elementwise, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler

@@ -11,37 +11,14 @@
 #include <cstring>
 #include <random>
 
-#include "npusim/compiler/compiler.h"
-#include "npusim/driver/device.h"
-#include "npusim/driver/program.h"
-#include "npusim/isa/dtype.h"
-#include "npusim/sim/config_loader.h"
-#include "simulator_link.h"
+#include "kernel_runner.h"
 
 namespace npu::compiler {
 namespace {
 
 using isa::DType;
+using testing::load;
 
-double load(DType dtype, const uint8_t* p) {
-  if (dtype == DType::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return isa::bf16_to_f32(h);
-}
-void store(DType dtype, double v, uint8_t* p) {
-  if (dtype == DType::F32) {
-    const float f = float(v);
-    std::memcpy(p, &f, 4);
-  } else {
-    const uint16_t h = isa::f32_to_bf16(float(v));
-    std::memcpy(p, &h, 2);
-  }
-}
 double activation(OpKind kind, double x) {
   switch (kind) {
     case OpKind::RELU: return x > 0 ? x : 0;
@@ -60,10 +37,8 @@ TensorDesc transposed(DType dtype, int64_t rows, int64_t cols) {
   return t;
 }
 
-class Matmul : public ::testing::TestWithParam<std::string> {
+class Matmul : public testing::KernelTest {
  protected:
-  Matmul() : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
-
   // Element (batch b, i, j) of a matrix operand's view (batch dims flattened, broadcast by size).
   static int64_t offset_of(const TensorDesc& t, const std::vector<int64_t>& out_batch, int64_t i, int64_t j) {
     int64_t off = t.storage_offset;
@@ -79,31 +54,14 @@ class Matmul : public ::testing::TestWithParam<std::string> {
 
   void check(OpDesc op, uint32_t seed = 1) {
     SCOPED_TRACE(op.key());
-    const std::shared_ptr<const Kernel> kernel = compiler_.compile(op);
-    SCOPED_TRACE(kernel->plan);
-    const Program program = Program::load(device_, kernel->program);
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> values(-1, 1);
-    std::vector<std::vector<uint8_t>> storage;
-    std::vector<Buffer> buffers;
-    for (const TensorDesc& t : op.inputs) {
-      const size_t e = isa::dtype_size_bytes(t.dtype);
-      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
-      for (size_t i = 0; i < bytes.size() / e; ++i) store(t.dtype, values(rng), &bytes[i * e]);
-      storage.push_back(bytes);
-      buffers.push_back(device_->allocate(bytes.size()));
-      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
-    }
+    const testing::KernelRun run = KernelTest::run(op, [&](size_t, size_t) { return values(rng); });
+    SCOPED_TRACE(run.kernel->plan);
+    const std::vector<std::vector<uint8_t>>& storage = run.inputs;
+    const std::vector<uint8_t>& result = run.output;
     const TensorDesc& out = op.output;
     const size_t oe = isa::dtype_size_bytes(out.dtype);
-    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(out.storage_extent(), 1)) * oe));
-    std::vector<Binding> bindings;
-    for (size_t k = 0; k < op.inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
-    bindings.push_back({"out", &buffers.back()});
-    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
-    std::vector<uint8_t> result(buffers.back().size());
-    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
-
     const TensorDesc &a = op.inputs[0], &b = op.inputs[1];
     const int64_t m = out.shape[out.shape.size() - 2], n = out.shape.back(), k = a.shape.back();
     std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2), index(batch.size(), 0);
@@ -149,9 +107,6 @@ class Matmul : public ::testing::TestWithParam<std::string> {
     return OpDesc{OpKind::MATMUL, {contiguous(dtype, {m, k}), contiguous(dtype, {k, n})}, contiguous(dtype, {m, n})};
   }
   DType dtype() const { return GetParam() == "tiny" ? DType::F32 : DType::BF16; }  // base's tensor core takes no f32
-
-  std::shared_ptr<Device> device_;
-  Compiler compiler_;
 };
 
 TEST_P(Matmul, ShapesIncludingOnesPrimesAndNonMultiplesOfTheTiles) {
@@ -218,8 +173,7 @@ TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile(bad), std::invalid_argument);
 }
 
-std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler

@@ -11,69 +11,27 @@
 #include <cstring>
 #include <random>
 
-#include "npusim/compiler/compiler.h"
-#include "npusim/driver/device.h"
-#include "npusim/driver/program.h"
-#include "npusim/isa/dtype.h"
-#include "npusim/sim/config_loader.h"
-#include "simulator_link.h"
+#include "kernel_runner.h"
 
 namespace npu::compiler {
 namespace {
 
 using isa::DType;
+using testing::load;
 
-double load(DType dtype, const uint8_t* p) {
-  if (dtype == DType::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return isa::bf16_to_f32(h);
-}
-void store(DType dtype, double v, uint8_t* p) {
-  if (dtype == DType::F32) {
-    const float f = float(v);
-    std::memcpy(p, &f, 4);
-  } else {
-    const uint16_t h = isa::f32_to_bf16(float(v));
-    std::memcpy(p, &h, 2);
-  }
-}
-
-class RowOps : public ::testing::TestWithParam<std::string> {
+class RowOps : public testing::KernelTest {
  protected:
-  RowOps() : device_(Device::open(std::make_unique<SimulatorLink>(GetParam()))), compiler_(sim::load_chip_config(GetParam())) {}
-
   void check(const OpDesc& op, uint32_t seed = 1) {
     SCOPED_TRACE(op.key());
-    const auto kernel = compiler_.compile(op);
-    SCOPED_TRACE(kernel->plan);
-    const Program program = Program::load(device_, kernel->program);
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> values(-3, 3);
-    std::vector<std::vector<uint8_t>> storage;
-    std::vector<Buffer> buffers;
-    for (const TensorDesc& t : op.inputs) {
-      const size_t e = isa::dtype_size_bytes(t.dtype);
-      std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
-      for (size_t i = 0; i < bytes.size() / e; ++i) store(t.dtype, values(rng) + (storage.empty() ? 0.0 : 1.0), &bytes[i * e]);
-      storage.push_back(bytes);
-      buffers.push_back(device_->allocate(bytes.size()));
-      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
-    }
+    // x in [-3, 3]; weights and biases in [-2, 4] (away from 0 on average)
+    const testing::KernelRun run = KernelTest::run(op, [&](size_t k, size_t) { return values(rng) + (k == 0 ? 0.0 : 1.0); });
+    SCOPED_TRACE(run.kernel->plan);
+    const std::vector<std::vector<uint8_t>>& storage = run.inputs;
+    const std::vector<uint8_t>& result = run.output;
     const TensorDesc& out = op.output;
     const size_t oe = isa::dtype_size_bytes(out.dtype);
-    buffers.push_back(device_->allocate(size_t(std::max<int64_t>(out.storage_extent(), 1)) * oe));
-    std::vector<Binding> bindings;
-    for (size_t k = 0; k < op.inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
-    bindings.push_back({"out", &buffers.back()});
-    device_->queue(0).launch(program, bindings, kernel->core_mask()).wait(std::chrono::seconds(10));
-    std::vector<uint8_t> result(buffers.back().size());
-    device_->copy_from_device(buffers.back(), 0, result.data(), result.size());
-
     const TensorDesc& x = op.inputs[0];
     const int64_t length = x.shape.back(), rows = x.numel() / length;
     const size_t xe = isa::dtype_size_bytes(x.dtype);
@@ -137,10 +95,6 @@ class RowOps : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(mismatches, 0);
   }
 
-  static TensorDesc t(DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
-
-  std::shared_ptr<Device> device_;
-  Compiler compiler_;
 };
 
 TEST_P(RowOps, SoftmaxAndLogSoftmax) {
@@ -180,8 +134,7 @@ TEST_P(RowOps, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SUM, {t(DType::F32, {4, 4})}, t(DType::F32, {3}))), std::invalid_argument);
 }
 
-std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler
