@@ -142,3 +142,31 @@ def test_strict_mode_names_the_op_and_init_picks_the_config():
     assert strict.returncode != 0 and "aten::cumsum" in strict.stderr
     tiny = run_python("import npusim, torch; npusim.init('tiny'); torch.ones(1).to('npu'); print(npusim._C.num_cores())")
     assert tiny.returncode == 0 and tiny.stdout.strip() == "1", tiny.stderr
+
+
+@pytest.mark.parametrize("optimizer", [torch.optim.SGD, torch.optim.Adam])
+def test_a_small_mlp_trains_like_on_the_cpu(optimizer):
+    """20 training steps of an f32 MLP (on base the f32 matmuls and the backward
+    kernels take the CPU fallback; relu, log_softmax and copies run on the chip)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+
+    def train(m, device):
+        opt = optimizer(m.parameters(), lr=0.01)
+        xs, ys = x.to(device), y.to(device)
+        losses = []
+        for _ in range(20):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(xs), ys)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    import copy
+
+    cpu_losses = train(copy.deepcopy(model), "cpu")
+    npu_losses = train(copy.deepcopy(model).to(NPU), NPU)
+    assert npu_losses[-1] < npu_losses[0]
+    torch.testing.assert_close(torch.tensor(npu_losses), torch.tensor(cpu_losses), rtol=1e-5, atol=1e-5)
