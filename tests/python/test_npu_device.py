@@ -62,6 +62,15 @@ def test_elementwise_ops_match_the_cpu():
     torch.testing.assert_close(F.gelu(an, approximate="tanh").cpu(), F.gelu(a, approximate="tanh"))
     c = torch.randn(16, 16, dtype=torch.bfloat16)
     torch.testing.assert_close((c.to(NPU) + c.to(NPU)).cpu(), c + c)
+    # In place and out=, with alpha (the optimizers' updates): on the chip, no fallback.
+    before = dict(npusim.fallback_stats())
+    an.add_(bn, alpha=-0.5)
+    a.add_(b, alpha=-0.5)
+    assert torch.equal(an.cpu(), a)
+    out = torch.empty(33, 70, device=NPU)
+    torch.mul(an, bn, out=out)
+    assert torch.equal(out.cpu(), a * b)
+    assert npusim.fallback_stats() == before
 
 
 def bf16_close(actual, expected, k):

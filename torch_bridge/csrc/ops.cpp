@@ -169,16 +169,18 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
 }
 
-at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  if (!alpha.equal(1)) return on_cpu("aten::add.Tensor (alpha != 1)", [&] { return at::add(cpu(a), cpu(b), alpha); });
-  return binary(OpKind::ADD, "aten::add.Tensor", a, b, false, [](auto& x, auto& y) { return at::add(x, y); });
-}
-at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  if (!alpha.equal(1)) return on_cpu("aten::sub.Tensor (alpha != 1)", [&] { return at::sub(cpu(a), cpu(b), alpha); });
-  return binary(OpKind::SUB, "aten::sub.Tensor", a, b, false, [](auto& x, auto& y) { return at::sub(x, y); });
-}
 at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
   return binary(OpKind::MUL, "aten::mul.Tensor", a, b, false, [](auto& x, auto& y) { return at::mul(x, y); });
+}
+// b * alpha (two kernels when alpha != 1: the chip's add has no scale).
+at::Tensor scaled(const at::Tensor& b, const at::Scalar& alpha) {
+  return alpha.equal(1) ? b : npusim::mul(b, at::scalar_tensor(alpha, b.options().device(at::kCPU)));
+}
+at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return binary(OpKind::ADD, "aten::add.Tensor", a, scaled(b, alpha), false, [](auto& x, auto& y) { return at::add(x, y); });
+}
+at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return binary(OpKind::SUB, "aten::sub.Tensor", a, scaled(b, alpha), false, [](auto& x, auto& y) { return at::sub(x, y); });
 }
 at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
   if (!at::isFloatingType(at::result_type(a, b))) return on_cpu("aten::div.Tensor (integers)", [&] { return at::div(cpu(a), cpu(b)); });
@@ -299,6 +301,18 @@ at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
   return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return at::amin(cpu(self), dims, keepdim); });
 }
 
+// out= variants (which in-place ops such as add_ and the optimizers' updates
+// reach): the functional result, copied into `out` on the device.
+at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
+  at::native::resize_output(out, result.sizes());
+  copy_from(result, out, false);
+  return out;
+}
+at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::add(a, b, alpha), out); }
+at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::sub(a, b, alpha), out); }
+at::Tensor& mul_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mul(a, b), out); }
+at::Tensor& div_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::div(a, b), out); }
+
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   // Computed on the host and copied in: exact for every dtype.
   at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU)).fill_(value);
@@ -333,6 +347,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("zero_", zero);
   m.impl("add.Tensor", add);
+  m.impl("add.out", add_out);
+  m.impl("sub.out", sub_out);
+  m.impl("mul.out", mul_out);
+  m.impl("div.out", div_out);
   m.impl("sub.Tensor", sub);
   m.impl("mul.Tensor", mul);
   m.impl("div.Tensor", div);
