@@ -254,10 +254,14 @@ at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& 
                    [&] { return at::addmm(cpu(bias), cpu(a), cpu(b), beta, alpha); });
 }
 
+// Row ops work along the last dim; another dim is moved there as a view (the
+// kernel reads it strided), for the input and the output alike.
 at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, const std::function<at::Tensor()>& reference) {
-  if (self.dim() > 0 && at::maybe_wrap_dim(dim, self.dim()) == self.dim() - 1) {
+  if (self.dim() > 0) {
+    const int64_t d = at::maybe_wrap_dim(dim, self.dim());
     at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-    if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+    const at::Tensor x = self.movedim(d, -1), y = out.movedim(d, -1);
+    if (try_run(OpDesc(kind, {describe(x)}, describe(y)), {x}, y)) return out;
   }
   return on_cpu(name, reference);
 }
@@ -279,12 +283,15 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     at::Tensor out = new_npu({}, self.scalar_type());
     if (try_run(OpDesc(kind, {describe(row)}, describe(out)), {row}, out)) return out;
   }
-  const bool last_only = self.dim() > 0 && dims.has_value() && dims->size() == 1 && at::maybe_wrap_dim((*dims)[0], self.dim()) == self.dim() - 1;
-  if (last_only && (!dtype || *dtype == self.scalar_type())) {
-    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 1);
-    if (keepdim) shape.push_back(1);
+  // One dim: moved last as a view; the result's elements are then in the order of the other dims.
+  if (self.dim() > 0 && dims.has_value() && dims->size() == 1 && (!dtype || *dtype == self.scalar_type())) {
+    const int64_t d = at::maybe_wrap_dim((*dims)[0], self.dim());
+    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+    if (keepdim) shape[size_t(d)] = 1;
+    else shape.erase(shape.begin() + d);
     at::Tensor out = new_npu(shape, self.scalar_type());
-    if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+    const at::Tensor x = self.movedim(d, -1);
+    if (try_run(OpDesc(kind, {describe(x)}, describe(out)), {x}, out)) return out;
   }
   return on_cpu(name, reference);
 }
