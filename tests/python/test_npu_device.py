@@ -215,3 +215,26 @@ def test_a_trace_of_the_chip_and_the_driver_is_written(tmp_path):
     # Perfetto protobuf: the track names are stored as plain strings.
     for name in (b"host (driver)", b"command processor", b"queue 0 submissions", b"core 0", b"vector unit"):
         assert name in data, name
+
+
+def test_streams_are_command_queues_and_events_time_them():
+    s1, s2 = torch.Stream(device="npu"), torch.Stream(device="npu")
+    assert len({0, s1.stream_id, s2.stream_id}) == 3  # the default stream is queue 0
+    a = torch.randn(128, 128, dtype=torch.bfloat16)
+    an = a.to(NPU)
+    default = torch.accelerator.current_stream()
+    try:
+        torch.accelerator.set_stream(s1)
+        start, done = torch.Event(device="npu", enable_timing=True), torch.Event(device="npu", enable_timing=True)
+        start.record(s1)
+        product = an @ an
+        done.record(s1)
+        torch.accelerator.set_stream(s2)
+        s2.wait_event(done)  # queue 2 waits on the device for queue 1's product
+        shifted = product + 1
+    finally:
+        torch.accelerator.set_stream(default)
+    torch.npu.synchronize()
+    assert done.query() and s1.query() and s2.query()
+    assert start.elapsed_time(done) > 0  # device time, in milliseconds
+    bf16_close(shifted.cpu(), ((a.float() @ a.float()).bfloat16().float() + 1).bfloat16(), 128)

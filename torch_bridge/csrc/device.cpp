@@ -67,7 +67,25 @@ class NpuAllocator final : public c10::DeviceAllocator {
 NpuAllocator g_allocator;
 REGISTER_ALLOCATOR(kNpu, &g_allocator);
 
-// One device, index 0, with its default stream (queue 0).
+c10::Stream stream_of_queue(unsigned queue) { return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, 0), c10::StreamId(queue)); }
+unsigned queue_of(const c10::Stream& stream) { return static_cast<unsigned>(stream.id()); }
+
+// A torch Event: a driver Event (a TIMESTAMP on the queue) once recorded.
+struct NpuEvent {
+  npu::Event event;
+  bool recorded = false;
+};
+
+template <typename F>
+auto driver_call(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const npu::Error& e) {
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+}
+
+// One device, index 0; its streams are the command queues (docs/torch.md).
 struct NpuGuard final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kNpu; }
   c10::Device exchangeDevice(c10::Device device) const override {
@@ -77,13 +95,50 @@ struct NpuGuard final : public c10::impl::DeviceGuardImplInterface {
   c10::Device getDevice() const override { return c10::Device(kNpu, 0); }
   void setDevice(c10::Device device) const override { TORCH_CHECK(device.index() <= 0, "npu: there is one device (npu:0)"); }
   void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kNpu, 0)); }
-  c10::Stream getDefaultStream(c10::Device) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kNpu, 0)); }
-  c10::Stream exchangeStream(c10::Stream) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kNpu, 0)); }
+  c10::Stream getStream(c10::Device) const noexcept override { return stream_of_queue(Runtime::current_queue()); }
+  c10::Stream getDefaultStream(c10::Device) const override { return stream_of_queue(0); }
+  c10::Stream getNewStream(c10::Device, int) const override { return stream_of_queue(Runtime::get().new_stream_queue()); }
+  c10::Stream getStreamFromGlobalPool(c10::Device, bool) const override { return stream_of_queue(Runtime::get().new_stream_queue()); }
+  c10::Stream exchangeStream(c10::Stream stream) const noexcept override {
+    const c10::Stream previous = stream_of_queue(Runtime::current_queue());
+    Runtime::set_current_queue(queue_of(stream));
+    return previous;
+  }
   c10::DeviceIndex deviceCount() const noexcept override { return 1; }
-  bool queryStream(const c10::Stream&) const override { return false; }
-  void synchronizeStream(const c10::Stream&) const override { Runtime::get().synchronize(); }
+  bool queryStream(const c10::Stream& stream) const override {
+    return driver_call([&] { return Runtime::get().device().queue(queue_of(stream)).last_fence().query(); });
+  }
+  void synchronizeStream(const c10::Stream& stream) const override {
+    driver_call([&] { Runtime::get().device().queue(queue_of(stream)).synchronize(std::chrono::seconds(600)); });
+  }
   void synchronizeDevice(const c10::DeviceIndex) const override { Runtime::get().synchronize(); }
+
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex, const c10::EventFlag) const override {
+    if (*event == nullptr) *event = new NpuEvent();
+    auto* e = static_cast<NpuEvent*>(*event);
+    e->event = driver_call([&] { return Runtime::get().device().queue(queue_of(stream)).record_event(); });
+    e->recorded = true;
+  }
+  void block(void* event, const c10::Stream& stream) const override {
+    const auto* e = static_cast<NpuEvent*>(event);
+    if (e == nullptr || !e->recorded) return;
+    driver_call([&] { Runtime::get().device().queue(queue_of(stream)).wait_for(e->event.fence()); });
+  }
+  bool queryEvent(void* event) const override {
+    const auto* e = static_cast<NpuEvent*>(event);
+    return e == nullptr || !e->recorded || driver_call([&] { return e->event.fence().query(); });
+  }
+  void synchronizeEvent(void* event) const override {
+    const auto* e = static_cast<NpuEvent*>(event);
+    if (e != nullptr && e->recorded) driver_call([&] { e->event.fence().wait(std::chrono::seconds(600)); });
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    const auto *a = static_cast<NpuEvent*>(start), *b = static_cast<NpuEvent*>(end);
+    TORCH_CHECK(a && b && a->recorded && b->recorded, "npu: elapsed_time needs two recorded events");
+    // Device time, in milliseconds.
+    return driver_call([&] { return std::chrono::duration<double, std::milli>(npu::Event::elapsed(a->event, b->event)).count(); });
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override { delete static_cast<NpuEvent*>(event); }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, NpuGuard);

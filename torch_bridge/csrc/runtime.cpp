@@ -94,7 +94,7 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   for (size_t i = 0; i < inputs.size(); ++i) bindings.push_back({"in" + std::to_string(i), &buffer_of(inputs[i])});
   bindings.push_back({"out", &buffer_of(output)});
   try {
-    device_->queue(0).launch(it->second, bindings, kernel->core_mask());
+    device_->queue(current_queue()).launch(it->second, bindings, kernel->core_mask());
   } catch (const npu::Error& e) {
     TORCH_CHECK(false, "npusim: ", e.what());
   }
@@ -107,6 +107,21 @@ void Runtime::synchronize() {
   } catch (const npu::Error& e) {
     TORCH_CHECK(false, "npusim: ", e.what());
   }
+}
+
+namespace {
+thread_local unsigned t_current_queue = 0;
+}
+
+unsigned Runtime::current_queue() { return t_current_queue; }
+void Runtime::set_current_queue(unsigned queue) { t_current_queue = queue; }
+
+unsigned Runtime::new_stream_queue() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const unsigned queues = device_->info().num_queues;
+  if (queues <= 1) return 0;
+  next_stream_ = next_stream_ % (queues - 1) + 1;  // 1, 2, .., queues-1, 1, ..
+  return next_stream_;
 }
 
 void Runtime::write_trace() {

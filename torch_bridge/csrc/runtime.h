@@ -43,6 +43,12 @@ class Runtime {
   // Waits for every launched kernel; a device error becomes a c10::Error.
   void synchronize();
 
+  // Streams are the device's command queues: queue 0 is the default stream;
+  // new streams take queues 1.. in turn. The current stream is per thread.
+  static unsigned current_queue();
+  static void set_current_queue(unsigned queue);
+  unsigned new_stream_queue();
+
   // Writes the trace recorded so far (when a trace file was chosen).
   void write_trace();
 
@@ -60,6 +66,7 @@ class Runtime {
   std::map<const npu::compiler::Kernel*, npu::Program> programs_;
   std::map<std::string, uint64_t> fallbacks_;
   std::map<std::string, uint64_t> kernels_;
+  unsigned next_stream_ = 0;
 };
 
 // The compiler's view of a tensor (dtype, sizes, strides, offset); throws
