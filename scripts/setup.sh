@@ -29,7 +29,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-PYTHON_PACKAGES=(torch==2.13.0 pytest numpy)
+# expecttest: torch.testing._internal (PyTorch's OpInfo samples, tests/python/test_opinfo.py) imports it.
+PYTHON_PACKAGES=(torch==2.13.0 pytest numpy expecttest)
 VENV="$ROOT/.venv"
 STAMP="$VENV/.npusim-setup-stamp"
 WANT="${PYTHON_PACKAGES[*]}"

@@ -176,8 +176,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
 
   // Tiles: two slots of every operand's tile must fit in the scratchpad.
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
-  int64_t tc = std::min<int64_t>(cols, 2048), tr = 0;
-  for (;; tc = std::max<int64_t>(1, tc / 2)) {
+  // (An empty output still gets a program: it halts at once.)
+  const bool empty = planes * rows * cols == 0;
+  int64_t tc = std::max<int64_t>(1, std::min<int64_t>(cols, 2048)), tr = empty ? 1 : 0;
+  for (; !empty; tc = std::max<int64_t>(1, tc / 2)) {
     int64_t per_row = 0, fixed = 0;  // bytes of one slot per tile row, and independent of rows
     for (const Operand& o : operands) {
       if (o.materialize) per_row += tc * o.esize + o.esize, fixed += 64 + 64;
@@ -203,7 +205,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     slot_bytes += align64(o.tile_bytes);
     if (o.materialize) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
   }
-  const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;
+  const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;  // 0 when empty
   const int64_t tiles = planes * row_tiles * col_tiles;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);

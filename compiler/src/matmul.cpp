@@ -125,6 +125,16 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     if ((bias_mode == BiasMode::Row || bias_mode == BiasMode::Full) && bias.col_stride != 1) throw UnsupportedOp("a bias with strided columns");
   }
 
+  if (batch * m * n == 0) {  // an empty output: a program that halts at once
+    ProgramBuilder empty("matmul (generated, empty output)");
+    empty.output("out", c.dtype, {1});
+    for (size_t i = 0; i < op.inputs.size(); ++i) empty.input("in" + std::to_string(i), op.inputs[i].dtype, {1});
+    empty.emit(Opcode::HALT, {});
+    Kernel kernel;
+    kernel.program = empty.finish();
+    kernel.plan = "matmul: empty output, nothing to compute\n";
+    return kernel;
+  }
   // Tile sizes: the fewest bytes loaded per MAC whose double buffers fit.
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);

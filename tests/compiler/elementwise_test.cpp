@@ -191,6 +191,14 @@ TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {
   EXPECT_NE(listing.find("v.add f32, full"), std::string::npos) << listing;
 }
 
+TEST_P(Elementwise, EmptyTensorsGiveProgramsThatHalt) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{0}, {1, 0, 3}, {3, 0}, {0, 5}}) {
+    const auto kernel = compiler_.compile({OpKind::COS, {t(DType::F32, shape)}, t(DType::F32, shape)});
+    EXPECT_EQ(kernel->program.code.at(0).words.size(), 1u);  // halt
+    check(OpKind::ADD, {t(DType::F32, shape), t(DType::F32, shape)}, t(DType::F32, shape));
+  }
+}
+
 TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
   TensorDesc four = t(DType::F32, {2, 3, 4, 5});
   four.strides = {1000, 100, 10, 1};  // four dimensions that do not merge

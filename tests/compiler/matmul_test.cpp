@@ -161,6 +161,13 @@ TEST_P(Matmul, TheTilesFollowTheChip) {
   std::printf("%s", kernel->plan.c_str());
 }
 
+TEST_P(Matmul, AnEmptyOutputGivesAProgramThatHalts) {
+  for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {4, 0}, {0, 0}}) {
+    const auto kernel = compiler_.compile(mm(DType::BF16, m, n, 8));
+    EXPECT_EQ(kernel->program.code.at(0).words.size(), 1u);
+  }
+}
+
 TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
   if (GetParam() == "base") {
     EXPECT_THROW(compiler_.compile(mm(DType::F32, 4, 4, 4)), UnsupportedOp);  // no f32 on base's tensor core

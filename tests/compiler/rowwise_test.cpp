@@ -127,6 +127,13 @@ TEST_P(RowOps, LastDimReductions) {
   check(OpDesc(OpKind::SUM, {t(DType::BF16, {16, 200})}, t(DType::BF16, {16})));
 }
 
+TEST_P(RowOps, EmptyInputsGiveProgramsThatHalt) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{0, 5}, {3, 0}, {0}}) {
+    const auto kernel = compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::F32, shape)}, t(DType::F32, shape)));
+    EXPECT_EQ(kernel->program.code.at(0).words.size(), 1u);
+  }
+}
+
 TEST_P(RowOps, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::I32, {4, 4})}, t(DType::I32, {4, 4}))), UnsupportedOp);
   const int64_t huge = 1 << 22;  // a row bigger than any scratchpad

@@ -64,6 +64,18 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
   return self;
 }
 
+// Runs a compiled op, or says why not (the caller then computes on the CPU).
+bool try_run(const OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+  try {
+    Runtime::get().run(op, inputs, out);
+    return true;
+  } catch (const UnsupportedOp&) {
+    return false;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 // ---- copies -------------------------------------------------------------------
 
 // A contiguous device copy of a device tensor (the compiled copy kernel reads any strides).
@@ -74,12 +86,31 @@ at::Tensor contiguous_on_npu(const at::Tensor& t) {
   return out;
 }
 
+// A host copy of a device tensor's whole storage, viewed with the tensor's
+// sizes, strides and offset: for views the copy kernel cannot read (more
+// than three dimensions that do not merge).
+at::Tensor strided_via_storage(const at::Tensor& t) {
+  Runtime& runtime = Runtime::get();
+  runtime.note_fallback("aten::_copy_from (a view the copy kernel cannot read)");
+  runtime.synchronize();
+  const int64_t elements = int64_t(t.storage().nbytes() / t.dtype().itemsize());
+  at::Tensor storage = at::empty({elements}, t.options().device(at::kCPU));
+  if (elements > 0) runtime.device().copy_from_device(Runtime::buffer_of(t), 0, storage.data_ptr(), storage.nbytes());
+  return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   Runtime& runtime = Runtime::get();
   const size_t element = self.dtype().itemsize();
   if (on_npu(self) && !on_npu(dst)) {  // device to host
     runtime.synchronize();
-    const at::Tensor src = contiguous_on_npu(self);
+    at::Tensor src;
+    try {
+      src = contiguous_on_npu(self);
+    } catch (const UnsupportedOp&) {
+      dst.copy_(strided_via_storage(self), non_blocking);
+      return dst;
+    }
     if (src.data_ptr() != self.data_ptr() || !self.is_contiguous()) runtime.synchronize();
     at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
     if (host.numel() > 0)
@@ -96,7 +127,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     } else {
       at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
       runtime.device().copy_to_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
-      runtime.run(OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)), {staged}, dst);
+      if (!try_run(OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)), {staged}, dst)) {
+        // Through the whole storage: read it, write the view on the host, write it back.
+        at::Tensor view = strided_via_storage(dst);
+        view.copy_(host);
+        runtime.device().copy_to_device(Runtime::buffer_of(dst), 0, view.storage().data_ptr().get(), dst.storage().nbytes());
+      }
     }
     return dst;
   }
@@ -123,18 +159,6 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 }
 
 // ---- compiled ops -------------------------------------------------------------
-
-// Runs a compiled op, or says why not (the caller then computes on the CPU).
-bool try_run(const OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
-  try {
-    Runtime::get().run(op, inputs, out);
-    return true;
-  } catch (const UnsupportedOp&) {
-    return false;
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
-}
 
 at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }
 at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype) {

@@ -86,7 +86,8 @@ npu::compiler::TensorDesc describe(const at::Tensor& tensor) {
 }
 
 void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output) {
-  const std::shared_ptr<const npu::compiler::Kernel> kernel = compiler_->compile(op);
+  const std::shared_ptr<const npu::compiler::Kernel> kernel = compiler_->compile(op);  // also checks the op
+  if (output.numel() == 0) return;  // nothing to compute, nothing to launch
   const std::lock_guard<std::mutex> lock(mutex_);
   auto it = programs_.find(kernel.get());
   if (it == programs_.end()) it = programs_.emplace(kernel.get(), npu::Program::load(device_, kernel->program)).first;

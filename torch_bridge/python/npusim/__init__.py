@@ -126,6 +126,19 @@ class _DeviceModule:
 
     manual_seed = manual_seed_all
 
+    # The same reasoning: the npu's random state is the CPU generator's.
+    @staticmethod
+    def get_rng_state(device=None):
+        return torch.get_rng_state()
+
+    @staticmethod
+    def set_rng_state(state, device=None) -> None:
+        torch.set_rng_state(state)
+
+    @staticmethod
+    def initial_seed() -> int:
+        return torch.initial_seed()
+
 
 def _register() -> None:
     if getattr(torch, _DEVICE, None) is not None:
