@@ -65,8 +65,21 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const DType dtype = a.dtype;
   if (b.dtype != dtype || c.dtype != dtype) throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first)");
   const auto& accepted = config.core.tensor_core.input_dtypes;
-  if (dtype == DType::I8 || dtype == DType::I32 || dtype == DType::U8 || std::find(accepted.begin(), accepted.end(), dtype) == accepted.end())
+  const auto takes = [&](DType d) { return std::find(accepted.begin(), accepted.end(), d) != accepted.end(); };
+  // f32 on a tensor core without f32: the operands' bf16 parts, multiplied pairwise.
+  const bool split = dtype == DType::F32 && !takes(DType::F32) && takes(DType::BF16);
+  if (dtype == DType::I8 || dtype == DType::I32 || dtype == DType::U8 || (!split && !takes(dtype)))
     throw UnsupportedOp("matmul on " + std::string(isa::dtype_name(dtype)) + ": this chip's tensor core does not take it");
+  const int64_t parts = !split                                                    ? 1
+                        : op.f32_precision == F32MatmulPrecision::Highest ? 3
+                        : op.f32_precision == F32MatmulPrecision::High    ? 2
+                                                                          : 1;
+  // The products of parts i and j with i + j < parts (the rest are below f32's
+  // resolution), smallest first so that they accumulate before the large one.
+  std::vector<std::pair<int64_t, int64_t>> products;
+  for (int64_t order = parts - 1; order >= 0; --order)
+    for (int64_t i = 0; i <= order; ++i) products.push_back({i, order - i});
+  const DType tc_dtype = split ? DType::BF16 : dtype;
   for (const OpKind step : op.epilogue) unary_opcode(step);  // throws for a non-unary op
 
   // Batch: the output's leading dims, flattened (they must merge), A and B broadcast over them.
@@ -147,7 +160,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
         const int64_t TM = std::min(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
         const int64_t bias_bytes = has_bias ? 2 * align64(TM * TN * (bias.esize + 4)) : 0;
-        const int64_t local = 2 * (align64(TM * TK * e) + align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128;  // + alpha and beta
+        // Split f32: two slots of bf16 parts of each operand, and one f32 tile for the residual.
+        const int64_t split_bytes = !split ? 0
+                                           : 2 * parts * (align64(TM * TK * 2) + align64(TK * TN * 2)) +
+                                                 (parts > 1 ? std::max(align64(TM * TK * 4), align64(TK * TN * 4)) : 0);
+        const int64_t local =
+            2 * (align64(TM * TK * e) + align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128 + split_bytes;  // + alpha and beta
         if (local > scratchpad || 2 * align64(TM * TN * 4) > accumulator) continue;
         // Bytes per MAC, and a preference for tiles that fill the array.
         const double intensity = double(TM) * TN * TK / double(TM * TK + TK * TN);
@@ -172,6 +190,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t bias_raw_bytes = has_bias ? align64(tm * tn * bias.esize) : 0, bias_f32_bytes = has_bias ? align64(tm * tn * 4) : 0;
   const int64_t a0 = 0, b0 = 2 * a_bytes, o0 = b0 + 2 * b_bytes, braw0 = o0 + 2 * o_bytes, bf0 = braw0 + 2 * bias_raw_bytes;
   const int64_t consts = bf0 + 2 * bias_f32_bytes;  // f32 alpha, beta
+  // Split f32: part p of slot s of A at ap0 + (s * parts + p) * ap_bytes, of B likewise; the residual's scratch at residual0.
+  const int64_t ap_bytes = align64(tm * tk * 2), bp_bytes = align64(tk * tn * 2);
+  const int64_t ap0 = consts + 128, bp0 = ap0 + 2 * parts * ap_bytes, residual0 = bp0 + 2 * parts * bp_bytes;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase), acc_bytes = align64(tm * tn * 4);
 
   ProgramBuilder pb("matmul (generated)");
@@ -180,10 +201,11 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const uint16_t b_sym = pb.input("in1", b.dtype, {uint64_t(std::max<int64_t>(b.storage_extent(), 1))});
   const uint16_t bias_sym = has_bias ? pb.input("in2", op.inputs[2].dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
 
-  enum : int64_t { A_FULL, A_FREE, B_FULL, B_FREE, ACC_FULL, ACC_FREE, OUT_FULL, OUT_FREE, BIAS_FULL, BIAS_FREE };
+  enum : int64_t { A_FULL, A_FREE, B_FULL, B_FREE, ACC_FULL, ACC_FREE, OUT_FULL, OUT_FREE, BIAS_FULL, BIAS_FREE, PARTS_FULL, PARTS_FREE };
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
   const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
-  const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32);
+  const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32), bf16 = static_cast<int64_t>(DType::BF16);
+  const int64_t tc_dt = static_cast<int64_t>(tc_dtype);
 
   const Label done = pb.label();
   if (tiles == 0 || k == 0) {
@@ -193,7 +215,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   } else {
     // Ring tokens, and the f32 constants.
     for (int i = 0; i < 2; ++i)
-      for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+      for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE, PARTS_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
     const Reg t = pb.reg(), t_end = pb.reg(), tmp = pb.reg(), tmp2 = pb.reg();
     pb.split_over_cores(tiles, t, t_end);
     pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
@@ -297,20 +319,63 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.li(l1, b_bytes), pb.mul(l1, l1, kslot), pb.addi(l1, l1, b0);
     dma(Opcode::DMA_LD, ch_b, l1, b_src);
     pb.emit(Opcode::SIGNAL, {engine_of(ch_b), B_FULL});
+    if (split) {
+      // The vector unit splits both f32 tiles into bf16 parts: part = bf16(r), r -= f32(part),
+      // with r the loaded tile itself (free once split).
+      pb.emit(Opcode::WAIT, {kVec, A_FULL});
+      pb.emit(Opcode::WAIT, {kVec, B_FULL});
+      pb.emit(Opcode::WAIT, {kVec, PARTS_FREE});
+      const auto split_tile = [&](Reg raw, int64_t parts0, int64_t part_bytes, Reg rows, Reg cols) {
+        pb.li(r_n1, parts * part_bytes), pb.mul(r_n1, r_n1, kslot), pb.addi(r_n1, r_n1, parts0);
+        pb.li(ds1, residual0);
+        for (int64_t p = 0; p < parts; ++p) {
+          pb.emit(Opcode::V_CVT, {bf16, f32, r_n1.index, raw.index, rows.index, cols.index});
+          if (p + 1 == parts) break;
+          pb.emit(Opcode::V_CVT, {f32, bf16, ds1.index, r_n1.index, rows.index, cols.index});
+          pb.emit(Opcode::V_SUB, {f32, 0, raw.index, raw.index, ds1.index, rows.index, cols.index});
+          pb.addi(r_n1, r_n1, part_bytes);
+        }
+      };
+      split_tile(l0, ap0, ap_bytes, mt, kt);
+      split_tile(l1, bp0, bp_bytes, kt, nt);
+      pb.emit(Opcode::SIGNAL, {kVec, A_FREE});
+      pb.emit(Opcode::SIGNAL, {kVec, B_FREE});
+      pb.emit(Opcode::SIGNAL, {kVec, PARTS_FULL});
+    }
     // tc.mm into this tile's accumulator slot; the first K step overwrites.
-    pb.emit(Opcode::WAIT, {kTc, A_FULL});
-    pb.emit(Opcode::WAIT, {kTc, B_FULL});
+    if (split) {
+      pb.emit(Opcode::WAIT, {kTc, PARTS_FULL});
+    } else {
+      pb.emit(Opcode::WAIT, {kTc, A_FULL});
+      pb.emit(Opcode::WAIT, {kTc, B_FULL});
+    }
     pb.li(l2, acc_bytes), pb.mul(l2, l2, acc_slot), pb.li(tmp, acc0), pb.add(l2, l2, tmp);
     const int64_t flags = (am.transposed() ? 2 : 0) | (bm.transposed() ? 4 : 0);
+    // The operands of product p: the loaded tiles, or parts i and j of them.
+    const auto operands = [&](size_t p) -> std::pair<Reg, Reg> {
+      if (!split) return {l0, l1};
+      pb.li(r_n0, parts * ap_bytes), pb.mul(r_n0, r_n0, kslot), pb.addi(r_n0, r_n0, ap0 + products[p].first * ap_bytes);
+      pb.li(r_n1, parts * bp_bytes), pb.mul(r_n1, r_n1, kslot), pb.addi(r_n1, r_n1, bp0 + products[p].second * bp_bytes);
+      return {r_n0, r_n1};
+    };
+    const auto [a0_op, b0_op] = operands(0);
     pb.li(tmp, k);
     pb.branch(Opcode::BEQ, {k_left.index, tmp.index}, k_first);
-    pb.emit(Opcode::TC_MM, {dt, flags | 1, l2.index, l0.index, l1.index, mt.index, nt.index, kt.index});
+    pb.emit(Opcode::TC_MM, {tc_dt, flags | 1, l2.index, a0_op.index, b0_op.index, mt.index, nt.index, kt.index});
     pb.branch(Opcode::JMP, {}, k_issued);
     pb.bind(k_first);
-    pb.emit(Opcode::TC_MM, {dt, flags, l2.index, l0.index, l1.index, mt.index, nt.index, kt.index});
+    pb.emit(Opcode::TC_MM, {tc_dt, flags, l2.index, a0_op.index, b0_op.index, mt.index, nt.index, kt.index});
     pb.bind(k_issued);
-    pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
-    pb.emit(Opcode::SIGNAL, {kTc, B_FREE});
+    for (size_t p = 1; p < products.size(); ++p) {
+      const auto [ap, bp] = operands(p);
+      pb.emit(Opcode::TC_MM, {tc_dt, flags | 1, l2.index, ap.index, bp.index, mt.index, nt.index, kt.index});
+    }
+    if (split) {
+      pb.emit(Opcode::SIGNAL, {kTc, PARTS_FREE});
+    } else {
+      pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
+      pb.emit(Opcode::SIGNAL, {kTc, B_FREE});
+    }
     pb.emit(Opcode::XORI, {kslot.index, kslot.index, 1});
     pb.li(tmp, tk * am.col_stride * am.esize), pb.add(a_src, a_src, tmp);
     pb.li(tmp, tk * bm.row_stride * bm.esize), pb.add(b_src, b_src, tmp);
@@ -363,6 +428,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.cores = cores;
   std::ostringstream plan;
   plan << "matmul: " << batch << " x [" << m << " x " << k << "] @ [" << k << " x " << n << "] in " << isa::dtype_name(dtype)
+       << (split ? " as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) + " tensor-core products per step)" : std::string())
        << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
        << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "");
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;

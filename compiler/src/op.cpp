@@ -82,6 +82,7 @@ std::string OpDesc::key() const {
     std::snprintf(scales, sizeof scales, " alpha %.17g beta %.17g", alpha, beta);
     key += scales;
     for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
+    key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
   }
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
     char eps[40];

@@ -125,10 +125,27 @@ def test_ops_without_a_kernel_fall_back_to_the_cpu_and_are_counted():
     assert result.device.type == "npu"
     torch.testing.assert_close(result.cpu(), torch.cumsum(x, 0))
     assert any(op.startswith("aten::cumsum") for op in npusim.fallback_stats())
-    f32 = torch.randn(8, 8)
-    if npusim._C.num_cores() == 4:  # base: the tensor core takes no f32, so f32 matmul is a CPU fallback
-        torch.testing.assert_close((f32.to(NPU) @ f32.to(NPU)).cpu(), f32 @ f32)
-        assert npusim.fallback_stats()["aten::mm"] >= 1
+
+
+@pytest.mark.parametrize("precision, max_relative_error", [("highest", 2e-6), ("high", 6e-5), ("medium", 2e-2)])
+def test_f32_matmul_follows_the_float32_matmul_precision(precision, max_relative_error):
+    """base's tensor core takes no f32: f32 products are bf16 parts of the operands
+    (6, 3 or 1 products), as torch.set_float32_matmul_precision asks."""
+    torch.manual_seed(1)
+    a, b = torch.randn(33, 200), torch.randn(200, 17)
+    exact = a.double() @ b.double()
+    before_kernels, before_fallbacks = npusim.kernel_stats().get("matmul", 0), dict(npusim.fallback_stats())
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        got = (a.to(NPU) @ b.to(NPU)).cpu().double()
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    assert npusim.kernel_stats()["matmul"] == before_kernels + 1 and npusim.fallback_stats() == before_fallbacks
+    error = ((got - exact).abs().max() / exact.abs().max()).item()
+    assert error <= max_relative_error
+    if precision == "medium":
+        assert error > 1e-4  # really bf16 inputs: the precision setting reached the chip
 
 
 def test_memory_statistics_are_exact():

@@ -1,6 +1,7 @@
 // ATen ops on the "npu" device: the minimum set (tensors, views, copies,
 // scalars, fill), kernels through the compiler for the ops it supports, and
 // a boxed CPU fallback, counted per op, for everything else.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
@@ -12,6 +13,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <functional>
 
 #include "npusim/compiler/compiler.h"
 #include "runtime.h"
@@ -65,15 +67,20 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
 }
 
 // Runs a compiled op, or says why not (the caller then computes on the CPU).
-bool try_run(const OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+// The op is described inside: a tensor of a dtype the chip lacks is a reason too.
+// Why the last try_run on this thread did not run (for the fallback's warning).
+thread_local std::string t_unsupported_reason;
+
+bool try_run(const std::function<OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
   try {
-    Runtime::get().run(op, inputs, out);
+    Runtime::get().run(make_op(), inputs, out);
     return true;
-  } catch (const UnsupportedOp&) {
-    return false;
-  } catch (const std::invalid_argument&) {
-    return false;
+  } catch (const UnsupportedOp& e) {
+    t_unsupported_reason = e.what();
+  } catch (const std::invalid_argument& e) {
+    t_unsupported_reason = e.what();
   }
+  return false;
 }
 
 // ---- copies -------------------------------------------------------------------
@@ -127,7 +134,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     } else {
       at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
       runtime.device().copy_to_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
-      if (!try_run(OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)), {staged}, dst)) {
+      if (!try_run([&] { return OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)); }, {staged}, dst)) {
         // Through the whole storage: read it, write the view on the host, write it back.
         at::Tensor view = strided_via_storage(dst);
         view.copy_(host);
@@ -167,14 +174,15 @@ at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype) {
 // The CPU result of `compute`, moved back: for cases the compiler does not cover.
 template <typename F>
 at::Tensor on_cpu(const char* op, F compute) {
-  Runtime::get().note_fallback(op);
+  Runtime::get().note_fallback(op, t_unsupported_reason);
+  t_unsupported_reason.clear();
   return compute().to(at::Device(kNpu, 0));
 }
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
 at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
   at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-  if (try_run(OpDesc(kind, {describe(self)}, describe(out)), {self}, out)) return out;
+  if (try_run([&] { return OpDesc(kind, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu(name, [&] { return reference(cpu(self)); });
 }
 
@@ -188,7 +196,7 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common);
-    if (try_run(OpDesc(kind, {describe(a), describe(b)}, describe(out)), {a, b}, out)) return out;
+    if (try_run([&] { return OpDesc(kind, {describe(a), describe(b)}, describe(out)); }, {a, b}, out)) return out;
   }
   return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
 }
@@ -248,8 +256,17 @@ NPUSIM_UNARY(cos, COS)
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const bool tanh = approximate == "tanh";
   at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-  if (try_run(OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)), {self}, out)) return out;
+  if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
+}
+
+// torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
+npu::compiler::F32MatmulPrecision f32_matmul_precision() {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::MEDIUM: return npu::compiler::F32MatmulPrecision::Medium;
+    case at::Float32MatmulPrecision::HIGH: return npu::compiler::F32MatmulPrecision::High;
+    default: return npu::compiler::F32MatmulPrecision::Highest;
+  }
 }
 
 // out = beta * bias + alpha * (a @ b)
@@ -259,11 +276,16 @@ at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor*
   shape.push_back(b.size(-1));
   if (a.scalar_type() == b.scalar_type() && (!bias || on_npu(*bias))) {
     at::Tensor out = new_npu(shape, a.scalar_type());
-    OpDesc op(OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
     std::vector<at::Tensor> inputs = {a, b};
-    if (bias) op.inputs.push_back(describe(*bias)), inputs.push_back(*bias);
-    op.alpha = alpha, op.beta = beta;
-    if (try_run(op, inputs, out)) return out;
+    if (bias) inputs.push_back(*bias);
+    const auto make_op = [&] {
+      OpDesc op(OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
+      if (bias) op.inputs.push_back(describe(*bias));
+      op.alpha = alpha, op.beta = beta;
+      op.f32_precision = f32_matmul_precision();
+      return op;
+    };
+    if (try_run(make_op, inputs, out)) return out;
   }
   return on_cpu(name, reference);
 }
@@ -285,7 +307,7 @@ at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t
     const int64_t d = at::maybe_wrap_dim(dim, self.dim());
     at::Tensor out = new_npu(self.sizes(), self.scalar_type());
     const at::Tensor x = self.movedim(d, -1), y = out.movedim(d, -1);
-    if (try_run(OpDesc(kind, {describe(x)}, describe(y)), {x}, y)) return out;
+    if (try_run([&] { return OpDesc(kind, {describe(x)}, describe(y)); }, {x}, y)) return out;
   }
   return on_cpu(name, reference);
 }
@@ -305,7 +327,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     // Every element: a contiguous tensor is one row.
     const at::Tensor row = self.view({1, self.numel()});
     at::Tensor out = new_npu({}, self.scalar_type());
-    if (try_run(OpDesc(kind, {describe(row)}, describe(out)), {row}, out)) return out;
+    if (try_run([&] { return OpDesc(kind, {describe(row)}, describe(out)); }, {row}, out)) return out;
   }
   // One dim: moved last as a view; the result's elements are then in the order of the other dims.
   if (self.dim() > 0 && dims.has_value() && dims->size() == 1 && (!dtype || *dtype == self.scalar_type())) {
@@ -315,7 +337,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     else shape.erase(shape.begin() + d);
     at::Tensor out = new_npu(shape, self.scalar_type());
     const at::Tensor x = self.movedim(d, -1);
-    if (try_run(OpDesc(kind, {describe(x)}, describe(out)), {x}, out)) return out;
+    if (try_run([&] { return OpDesc(kind, {describe(x)}, describe(out)); }, {x}, out)) return out;
   }
   return on_cpu(name, reference);
 }

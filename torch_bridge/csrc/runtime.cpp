@@ -136,7 +136,7 @@ void Runtime::write_trace() {
   }
 }
 
-void Runtime::note_fallback(const std::string& op) {
+void Runtime::note_fallback(const std::string& op, const std::string& reason) {
   bool first;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -144,7 +144,9 @@ void Runtime::note_fallback(const std::string& op) {
   }
   const char* strict = std::getenv("NPUSIM_STRICT");
   TORCH_CHECK(!(strict && std::string(strict) == "1"), "npusim: ", op, " has no npu kernel (NPUSIM_STRICT=1 forbids the CPU fallback)");
-  if (first) TORCH_WARN("npusim: ", op, " runs on the CPU (no npu kernel yet); npusim.fallback_stats() counts these");
+  if (first)
+    TORCH_WARN("npusim: ", op, " runs on the CPU (", reason.empty() ? std::string("no npu kernel yet") : reason,
+               "); npusim.fallback_stats() counts these");
 }
 
 std::map<std::string, uint64_t> Runtime::fallback_stats() {

@@ -54,7 +54,8 @@ class Runtime {
 
   // The CPU fallback's bookkeeping: a count per op, one warning per op,
   // NPUSIM_STRICT=1 makes it an error.
-  void note_fallback(const std::string& op);
+  // `reason`, when known, says why the compiler declined (in the warning only).
+  void note_fallback(const std::string& op, const std::string& reason = "");
   std::map<std::string, uint64_t> fallback_stats();
   std::map<std::string, uint64_t> kernel_stats();
 

@@ -41,6 +41,16 @@ unsigned op_arity(OpKind kind);  // the most inputs it takes
 bool is_elementwise(OpKind kind);
 bool is_row_op(OpKind kind);
 
+// How an f32 matmul runs on a tensor core that does not take f32: its
+// operands are split into bf16 parts (x = hi + mid + lo) and the products of
+// the parts that matter are accumulated in f32, the way
+// torch.set_float32_matmul_precision describes it.
+enum class F32MatmulPrecision : uint8_t {
+  Highest,  // 3 parts, 6 products: about f32's own precision
+  High,     // 2 parts, 3 products: about 16 significant bits
+  Medium,   // 1 part, 1 product: bf16 inputs
+};
+
 struct OpDesc {
   OpDesc() = default;
   OpDesc(OpKind op_kind, std::vector<TensorDesc> op_inputs, TensorDesc op_output)
@@ -53,6 +63,7 @@ struct OpDesc {
   double alpha = 1.0;
   double beta = 1.0;
   std::vector<OpKind> epilogue;  // unary elementwise ops, in order
+  F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
   double epsilon = 1e-5;
 
