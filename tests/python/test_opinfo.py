@@ -17,7 +17,7 @@ import collections
 import pytest
 import torch
 
-pytest.importorskip("expecttest")  # torch.testing._internal needs it (scripts/setup.sh installs it)
+import expecttest  # noqa: E402,F401  (torch.testing._internal needs it; scripts/setup.sh installs it)
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
 import npusim  # noqa: E402,F401
@@ -56,6 +56,14 @@ def to_npu(value):
     return value
 
 
+def to_cpu(value):
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_cpu(v) for v in value)
+    return value
+
+
 def test_the_supported_ops_are_derived_from_the_registrations():
     names = {op.name for op in SUPPORTED}
     for expected in ("add", "mul", "mm", "bmm", "addmm", "sum", "amax", "view", "as_strided"):
@@ -76,7 +84,7 @@ def test_every_sample_matches_the_cpu(op):
             if op.name in UNDEFINED_VALUES:
                 assert actual.shape == expected.shape and actual.dtype == expected.dtype and actual.stride() == expected.stride(), where
             else:
-                actual = actual.cpu() if isinstance(actual, torch.Tensor) else actual
+                actual = to_cpu(actual)
                 tolerance = {} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1e-2}
                 torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{where}: {m}", **tolerance)
             counts[str(dtype).replace("torch.", "")] += 1

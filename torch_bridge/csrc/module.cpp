@@ -1,6 +1,7 @@
 // npusim._C: the Python face of the bridge (npusim/__init__.py wraps it).
 #include <torch/csrc/utils/pybind.h>
 
+#include "npusim/firmware/counters.h"
 #include "runtime.h"
 
 // libsystemc.so refers to sc_main; Python owns main.
@@ -28,6 +29,29 @@ PYBIND11_MODULE(_C, m) {
   m.def("report", [] { return npusim::Runtime::get().device().report(); });
   m.def("write_trace", [] {
     if (npusim::Runtime::started()) npusim::Runtime::get().write_trace();
+  });
+  // The device's counters now (after everything launched so far): chip-wide, and summed over the cores.
+  m.def("device_counters", [] {
+    npusim::Runtime& runtime = npusim::Runtime::get();
+    runtime.synchronize();
+    npu::Device& device = runtime.device();
+    std::vector<uint64_t> words;
+    device.queue(device.info().num_queues - 1).snapshot_counters(&words);
+    const npu::firmware::CounterSnapshot snapshot = npu::firmware::decode_counter_snapshot(words.data(), words.size());
+    std::map<std::string, uint64_t> counters = {{"cycle", snapshot.cycle},
+                                                {"dram_read_bytes", snapshot.dram_read_bytes},
+                                                {"dram_write_bytes", snapshot.dram_write_bytes},
+                                                {"instructions", 0},
+                                                {"macs", 0},
+                                                {"tensor_busy_cycles", 0},
+                                                {"vector_busy_cycles", 0},
+                                                {"dma_busy_cycles", 0}};
+    for (const npu::firmware::CoreCounters& core : snapshot.cores) {
+      counters["instructions"] += core.instructions, counters["macs"] += core.macs;
+      counters["tensor_busy_cycles"] += core.tensor_busy_cycles, counters["vector_busy_cycles"] += core.vector_busy_cycles;
+      counters["dma_busy_cycles"] += core.dma_busy_cycles;
+    }
+    return counters;
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
 }

@@ -1,10 +1,10 @@
 // ATen ops on the "npu" device: the minimum set (tensors, views, copies,
 // scalars, fill), kernels through the compiler for the ops it supports, and
 // a boxed CPU fallback, counted per op, for everything else.
-#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -16,6 +16,8 @@
 #include <functional>
 
 #include "npusim/compiler/compiler.h"
+#include "custom_ops.h"
+#include "kernel_launch.h"
 #include "runtime.h"
 
 namespace npusim {
@@ -25,9 +27,6 @@ using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
 using npu::compiler::UnsupportedOp;
 
-constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
-
-bool on_npu(const at::Tensor& t) { return t.device().type() == kNpu; }
 
 // ---- tensors and views --------------------------------------------------------
 
@@ -64,23 +63,6 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
   self.unsafeGetTensorImpl()->set_storage_offset(offset);
   self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride);
   return self;
-}
-
-// Runs a compiled op, or says why not (the caller then computes on the CPU).
-// The op is described inside: a tensor of a dtype the chip lacks is a reason too.
-// Why the last try_run on this thread did not run (for the fallback's warning).
-thread_local std::string t_unsupported_reason;
-
-bool try_run(const std::function<OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
-  try {
-    Runtime::get().run(make_op(), inputs, out);
-    return true;
-  } catch (const UnsupportedOp& e) {
-    t_unsupported_reason = e.what();
-  } catch (const std::invalid_argument& e) {
-    t_unsupported_reason = e.what();
-  }
-  return false;
 }
 
 // ---- copies -------------------------------------------------------------------
@@ -167,15 +149,10 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 
 // ---- compiled ops -------------------------------------------------------------
 
-at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }
-at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype) {
-  return empty_memory_format(size, dtype, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
-}
 // The CPU result of `compute`, moved back: for cases the compiler does not cover.
 template <typename F>
 at::Tensor on_cpu(const char* op, F compute) {
-  Runtime::get().note_fallback(op, t_unsupported_reason);
-  t_unsupported_reason.clear();
+  note_cpu_fallback(op);
   return compute().to(at::Device(kNpu, 0));
 }
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
@@ -258,15 +235,6 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   at::Tensor out = new_npu(self.sizes(), self.scalar_type());
   if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
-}
-
-// torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
-npu::compiler::F32MatmulPrecision f32_matmul_precision() {
-  switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::MEDIUM: return npu::compiler::F32MatmulPrecision::Medium;
-    case at::Float32MatmulPrecision::HIGH: return npu::compiler::F32MatmulPrecision::High;
-    default: return npu::compiler::F32MatmulPrecision::Highest;
-  }
 }
 
 // out = beta * bias + alpha * (a @ b)
@@ -354,6 +322,49 @@ at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
   return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return at::amin(cpu(self), dims, keepdim); });
 }
 
+// Layer norm over the last dim: the output in one kernel; mean and rstd
+// (which autograd saves for the backward) from the row kernels, in f32. The rest
+// (several normalized dims, integer dtypes) goes to the CPU.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tensor& x, c10::IntArrayRef shape,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias, double eps) {
+  if (shape.size() != 1 || !at::isFloatingType(x.scalar_type()) || x.dim() < 1) {
+    note_cpu_fallback("aten::native_layer_norm");
+    auto [out, mean, rstd] = at::native_layer_norm(cpu(x), shape, weight ? std::optional<at::Tensor>(cpu(*weight)) : std::nullopt,
+                                                   bias ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, eps);
+    return {to_npu(out), to_npu(mean), to_npu(rstd)};
+  }
+  const at::Tensor out = layer_norm_npu(x, weight, bias, eps);
+  const at::Tensor xf = x.to(at::kFloat);
+  const at::Tensor mean = xf.mean(-1, true);
+  const at::Tensor centered = xf - mean;
+  const at::Tensor rstd = at::rsqrt((centered * centered).mean(-1, true) + eps);
+  return {out, mean.to(x.scalar_type()), rstd.to(x.scalar_type())};  // in x's dtype, as the CPU gives them
+}
+
+// Its backward from the same kernels: with x^ = (x - mean) * rstd and g = grad * weight,
+// grad_x = rstd * (g - mean(g) - x^ * mean(g * x^)); grad_weight and grad_bias sum over the rows.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef shape,
+                                                                          const at::Tensor& mean, const at::Tensor& rstd,
+                                                                          const std::optional<at::Tensor>& weight,
+                                                                          const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
+  if (shape.size() != 1 || !at::isFloatingType(x.scalar_type())) {
+    note_cpu_fallback("aten::native_layer_norm_backward");
+    auto [gx, gw, gb] = at::native_layer_norm_backward(cpu(grad), cpu(x), shape, cpu(mean), cpu(rstd),
+                                                       weight ? std::optional<at::Tensor>(cpu(*weight)) : std::nullopt,
+                                                       bias ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, mask);
+    return {gx.defined() ? to_npu(gx) : gx, gw.defined() ? to_npu(gw) : gw, gb.defined() ? to_npu(gb) : gb};
+  }
+  const at::Tensor gf = grad.to(at::kFloat), normalized = (x.to(at::kFloat) - mean) * rstd;
+  const at::Tensor g = weight && weight->defined() ? gf * weight->to(at::kFloat) : gf;
+  at::Tensor grad_x, grad_weight, grad_bias;
+  if (mask[0]) grad_x = (rstd * (g - g.mean(-1, true) - normalized * (g * normalized).mean(-1, true))).to(x.scalar_type());
+  const at::Tensor rows = gf.reshape({-1, x.size(-1)});
+  if (mask[1] && weight && weight->defined()) grad_weight = (rows * normalized.reshape(rows.sizes())).sum(0).to(weight->scalar_type());
+  if (mask[2] && bias && bias->defined()) grad_bias = rows.sum(0).to(bias->scalar_type());
+  return {grad_x, grad_weight, grad_bias};
+}
+
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device.
 at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
@@ -438,6 +449,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mean.dim", mean_dim);
   m.impl("amax", amax);
   m.impl("amin", amin);
+  m.impl("native_layer_norm", native_layer_norm);
+  m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }
 
 }  // namespace npusim

@@ -29,7 +29,7 @@ except ImportError as _error:  # not built yet (scripts/build.sh builds it): tor
     _C = None
     warnings.warn(f"npusim: the npu device is unavailable, its extension is not built ({_error}); run scripts/build.sh")
 
-__all__ = ["init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
+__all__ = ["explain", "init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
 
 _DEVICE = "npu"
 
@@ -103,9 +103,8 @@ class _DeviceModule:
     def _is_in_bad_fork() -> bool:
         return False
 
-    @staticmethod
-    def synchronize(device=None) -> None:
-        _C.synchronize()
+    # torch.accelerator's: the guard's synchronizeDevice, and a function Dynamo traces into the graph.
+    synchronize = staticmethod(torch.accelerator.synchronize)
 
     @staticmethod
     def memory_allocated(device=None) -> int:
@@ -150,6 +149,11 @@ def _register() -> None:
 
 if _C is not None:
     _register()
+    from . import custom_ops  # noqa: E402,F401  (fake kernels and autograd of torch.ops.npusim.*)
+    from . import backend as _backend  # noqa: E402  (torch.compile(..., backend="npu"))
+
+    _backend.register()
+    from .explain import explain  # noqa: E402
     # The device lives until the process ends; its trace is written on the way out.
     atexit.register(_C.write_trace)
 

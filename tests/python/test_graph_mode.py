@@ -1,0 +1,192 @@
+"""Graph mode: the npusim:: custom ops, torch.compile(backend="npu") for
+inference and training, dynamic shapes, npusim.explain, and a reduced GPT-2.
+
+Tolerances: f32 results follow torch.set_float32_matmul_precision("highest")
+(f32 products as six bf16-part products, about f32's own precision), so f32
+comparisons use rtol 1e-5 / atol 1e-5 on O(1) values, summed gradients 1e-4.
+"""
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import npusim
+from npusim import backend
+from npusim.custom_ops import gemm, layer_norm
+
+NPU = "npu"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_and_fresh():
+    warnings.simplefilter("ignore")
+    backend.clear_reports()
+    torch._dynamo.reset()
+    yield
+
+
+def _gemm_samples(device):
+    torch.manual_seed(0)
+    a = torch.randn(3, 5, 7, device=device, requires_grad=True)
+    b = torch.randn(7, 4, device=device, requires_grad=True)
+    bias = torch.randn(4, device=device, requires_grad=True)
+    return [(a, b, bias, 0.5, 2.0, ["gelu_tanh", "relu"]), (a, b, None, 1.0, 1.0, []), (a, b, bias, 1.0, 1.0, ["silu"]),
+            (a[0], b, bias, 1.0, 1.0, ["sigmoid", "tanh"])]
+
+
+def _layer_norm_samples(device):
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, 32, device=device, requires_grad=True)
+    w = torch.randn(32, device=device, requires_grad=True)
+    b = torch.randn(32, device=device, requires_grad=True)
+    return [(x, w, b, 1e-5), (x, None, None, 1e-6), (x, w, None, 1e-5)]
+
+
+# PyTorch's autograd-registration check runs on CPU/CUDA/XPU only; on the npu the
+# other checks run (register_autograd is device-independent, checked on the CPU).
+_NPU_CHECKS = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+@pytest.mark.parametrize("device", ["cpu", NPU])
+def test_custom_ops_pass_opcheck(device):
+    checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
+    for args in _gemm_samples(device):
+        torch.library.opcheck(torch.ops.npusim.gemm.default, args, **checks)
+    for args in _layer_norm_samples(device):
+        torch.library.opcheck(torch.ops.npusim.layer_norm.default, args, **checks)
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_custom_ops_on_the_chip_match_their_cpu_kernels(dtype, tol):
+    torch.manual_seed(2)
+    a, b, bias = torch.randn(9, 33, dtype=dtype), torch.randn(33, 17, dtype=dtype), torch.randn(17)
+    kernels = npusim.kernel_stats().get("matmul", 0)
+    got = gemm(a.to(NPU), b.to(NPU), bias.to(NPU), alpha=0.5, epilogue=["gelu"]).cpu()
+    assert npusim.kernel_stats()["matmul"] == kernels + 1  # the epilogue is in the same kernel
+    torch.testing.assert_close(got.float(), gemm(a, b, bias, alpha=0.5, epilogue=["gelu"]).float(), rtol=tol, atol=tol)
+    x, w = torch.randn(5, 40, dtype=dtype), torch.randn(40, dtype=dtype)
+    torch.testing.assert_close(layer_norm(x.to(NPU), w.to(NPU)).cpu().float(), F.layer_norm(x.float(), (40,), w.float()),
+                               rtol=tol, atol=tol)
+    with pytest.raises(RuntimeError, match="epilogue 'softplus'"):
+        gemm(a.to(NPU), b.to(NPU), epilogue=["softplus"])
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width=32):
+        super().__init__()
+        self.up = torch.nn.Linear(16, width)
+        self.norm = torch.nn.LayerNorm(width)
+        self.down = torch.nn.Linear(width, 8)
+
+    def forward(self, x):
+        h = F.gelu(self.up(x), approximate="tanh")
+        return torch.relu(self.down(self.norm(h)))
+
+
+def _pair(cls=Block):
+    torch.manual_seed(0)
+    cpu = cls()
+    npu = cls()
+    npu.load_state_dict(cpu.state_dict())
+    return cpu, npu.to(NPU)
+
+
+def test_inference_graph_is_fused_runs_on_the_chip_and_matches_the_cpu():
+    cpu, npu = _pair()
+    x = torch.randn(2, 5, 16)
+    before = dict(npusim.fallback_stats())
+    with torch.no_grad():
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(x.to(NPU)).cpu()
+        torch.testing.assert_close(got, cpu(x), rtol=1e-5, atol=1e-5)
+    assert npusim.fallback_stats() == before
+    (report,) = backend.reports()
+    assert report.kind == "inference"
+    assert sorted(report.fused) == ["addmm + gelu_tanh -> npusim::gemm", "addmm + relu -> npusim::gemm",
+                                    "native_layer_norm -> npusim::layer_norm"]
+    # What is left: the two gemms, the layer norm and views (no separate activation, no mean/rstd).
+    assert set(report.ops) <= {"npusim::gemm", "npusim::layer_norm", "aten::view", "aten::permute", "aten::t"}
+
+
+def test_training_graphs_match_cpu_gradients_and_steps():
+    cpu, npu = _pair()
+    compiled = torch.compile(npu, backend=NPU)
+    opt_cpu = torch.optim.SGD(cpu.parameters(), lr=0.1)
+    opt_npu = torch.optim.SGD(npu.parameters(), lr=0.1)
+    torch.manual_seed(3)
+    for _ in range(3):
+        x, target = torch.randn(6, 16), torch.randn(6, 8)
+        for model, opt, inp, tgt in ((cpu, opt_cpu, x, target), (compiled, opt_npu, x.to(NPU), target.to(NPU))):
+            opt.zero_grad()
+            loss = ((model(inp) - tgt) ** 2).mean()
+            loss.backward()
+            opt.step()
+    for (name, p_cpu), p_npu in zip(cpu.named_parameters(), npu.parameters()):
+        torch.testing.assert_close(p_npu.cpu(), p_cpu, rtol=1e-4, atol=1e-4, msg=name)
+    kinds = [r.kind for r in backend.reports()]
+    assert kinds == ["forward", "backward"]  # compiled once, for all three steps
+
+
+def test_a_marked_dynamic_dim_does_not_recompile_per_size():
+    cpu, npu = _pair()
+    compiled = torch.compile(npu, backend=NPU)
+    with torch.no_grad():
+        for rows in (4, 7, 9, 12):
+            x = torch.randn(rows, 16)
+            x_npu = x.to(NPU)
+            torch._dynamo.mark_dynamic(x_npu, 0)
+            torch.testing.assert_close(compiled(x_npu).cpu(), cpu(x), rtol=1e-5, atol=1e-5)
+    assert len(backend.reports()) == 1
+
+
+def test_device_calls_do_not_break_the_graph():
+    def step(x):
+        y = torch.relu(x) * 2
+        torch.npu.synchronize()
+        return y + 1
+
+    x = torch.randn(8, device=NPU)
+    got = torch.compile(step, backend=NPU, fullgraph=True)(x)  # fullgraph: a graph break would raise
+    torch.testing.assert_close(got.cpu(), torch.relu(x.cpu()) * 2 + 1)
+
+
+def test_explain_reports_fusion_partitions_fallbacks_and_the_savings():
+    _, npu = _pair(lambda: torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(approximate="tanh"),
+                                               torch.nn.LayerNorm(256), torch.nn.Linear(256, 64), torch.nn.ReLU()))
+    with torch.no_grad():
+        e = npusim.explain(npu, torch.randn(32, 64, device=NPU))
+    assert e.graph_breaks == 0 and len(e.graphs) == 1 and e.fallbacks == {}
+    assert e.graphs[0].partitions == [("npu", e.graphs[0].nodes, [])]
+    assert len(e.graphs[0].fused) == 3
+    assert e.compiled["kernels"] == 3 and e.eager["kernels"] > 3
+    assert e.compiled["dram_bytes"] < e.eager["dram_bytes"] and e.compiled["cycles"] < e.eager["cycles"]
+    assert "graph 0 (inference)" in str(e)
+
+    def with_a_fallback(x):
+        return torch.cumsum(torch.relu(x), 0) * 2
+
+    with torch.no_grad():
+        e = npusim.explain(with_a_fallback, torch.randn(8, 4, device=NPU))
+    assert [where for where, _, _ in e.graphs[0].partitions] == ["npu", "cpu", "npu"]
+    assert e.graphs[0].partitions[1][2] == ["aten::cumsum.out"]
+    assert e.fallbacks == {"aten::cumsum.out": 1}
+
+
+def test_gpt2_compiles_whole_and_matches_the_cpu():
+    import transformers  # installed by scripts/setup.sh
+    transformers.utils.logging.set_verbosity_error()
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=64, bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    cpu = transformers.GPT2LMHeadModel(config).eval()
+    npu = transformers.GPT2LMHeadModel(config).eval()
+    npu.load_state_dict(cpu.state_dict())
+    npu = npu.to(NPU)
+    tokens = torch.randint(0, 128, (2, 12))
+    with torch.no_grad():
+        expected = cpu(tokens, use_cache=False).logits
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(tokens.to(NPU), use_cache=False).logits.cpu()
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    (report,) = backend.reports()
+    assert report.fused.count("native_layer_norm -> npusim::layer_norm") == 2 * 2 + 1
+    assert report.ops.get("npusim::gemm", 0) + report.ops.get("aten::addmm", 0) >= 2 * 4  # every projection on the tensor core

@@ -1,0 +1,124 @@
+// The npusim:: custom ops: the fused kernels that the torch.compile backend
+// lowers to, also callable from eager code (torch.ops.npusim.*).
+//   gemm(a, b, bias, alpha, beta, epilogue)  epilogue(alpha * a @ b + beta * bias), one kernel
+//   layer_norm(x, weight, bias, eps)         over the last dim, one kernel
+// Each has a kernel for the npu (through the compiler) and one for the CPU
+// (the same arithmetic from ATen ops, in f32, rounded once at the end). Fake
+// kernels and autograd are registered in Python (npusim/custom_ops.py).
+#include <ATen/ExpandUtils.h>
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include "custom_ops.h"
+#include "kernel_launch.h"
+#include "runtime.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+
+// The activations a gemm epilogue can apply (their derivatives are in custom_ops.py).
+OpKind epilogue_kind(const std::string& name) {
+  static const char* const kAllowed[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
+  OpKind kind{};
+  for (const char* allowed : kAllowed)
+    if (name == allowed && npu::compiler::find_op(name, &kind)) return kind;
+  TORCH_CHECK(false, "npusim::gemm: epilogue '", name, "' is not one of relu, gelu, gelu_tanh, silu, tanh, sigmoid");
+}
+
+at::Tensor activation(const std::string& name, const at::Tensor& z) {
+  if (name == "relu") return at::relu(z);
+  if (name == "gelu") return at::gelu(z);
+  if (name == "gelu_tanh") return at::gelu(z, "tanh");
+  if (name == "silu") return at::silu(z);
+  if (name == "tanh") return at::tanh(z);
+  return at::sigmoid(z);
+}
+
+std::vector<int64_t> gemm_shape(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dim() >= 2 && b.dim() >= 2, "npusim::gemm: a is [..., M, K] and b [..., K, N]");
+  TORCH_CHECK(a.size(-1) == b.size(-2), "npusim::gemm: a is [..., M, K] and b [..., K, N]; K differs (", a.size(-1), " and ", b.size(-2),
+              ")");
+  std::vector<int64_t> shape = at::infer_size(a.sizes().slice(0, size_t(a.dim() - 2)), b.sizes().slice(0, size_t(b.dim() - 2)));
+  shape.push_back(a.size(-2));
+  shape.push_back(b.size(-1));
+  return shape;
+}
+
+at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
+                    c10::ArrayRef<c10::string_view> epilogue) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
+  gemm_shape(a, b);
+  at::Tensor z = at::matmul(a.to(at::kFloat), b.to(at::kFloat));
+  if (alpha != 1.0) z = at::mul(z, alpha);
+  if (bias) z = at::add(z, bias->to(at::kFloat), beta);
+  for (const c10::string_view name : epilogue) epilogue_kind(std::string(name)), z = activation(std::string(name), z);
+  return z.to(a.scalar_type());
+}
+
+at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
+                    c10::ArrayRef<c10::string_view> epilogue) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
+  std::vector<OpKind> steps;
+  for (const c10::string_view name : epilogue) steps.push_back(epilogue_kind(std::string(name)));
+  at::Tensor out = new_npu(gemm_shape(a, b), a.scalar_type());
+  std::vector<at::Tensor> inputs = {to_npu(a), to_npu(b)};
+  if (bias) inputs.push_back(to_npu(*bias));
+  const auto make_op = [&] {
+    OpDesc op(OpKind::MATMUL, {describe(inputs[0]), describe(inputs[1])}, describe(out));
+    if (bias) op.inputs.push_back(describe(inputs[2]));
+    op.alpha = alpha, op.beta = beta, op.epilogue = steps, op.f32_precision = f32_matmul_precision();
+    return op;
+  };
+  if (try_run(make_op, inputs, out)) return out;
+  note_cpu_fallback("npusim::gemm");
+  return gemm_cpu(a.cpu(), b.cpu(), bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, alpha, beta, epilogue).to(out.device());
+}
+
+at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
+  const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(x.scalar_type());
+}
+
+}  // namespace
+
+at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
+  at::Tensor out = new_npu(x.sizes(), x.scalar_type());
+  std::vector<at::Tensor> inputs = {x};
+  // The kernel's bias comes after a weight: no weight is a weight of ones.
+  if (weight || bias) inputs.push_back(weight ? to_npu(*weight) : to_npu(at::ones({x.size(-1)}, x.options().device(at::kCPU))));
+  if (bias) inputs.push_back(to_npu(*bias));
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : inputs) described.push_back(describe(t));
+    OpDesc op(OpKind::LAYER_NORM, described, describe(out));
+    op.epsilon = eps;
+    return op;
+  };
+  if (try_run(make_op, inputs, out)) return out;
+  note_cpu_fallback("npusim::layer_norm");
+  return layer_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
+                        bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, eps)
+      .to(out.device());
+}
+
+TORCH_LIBRARY(npusim, m) {
+  m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue) -> Tensor");
+  m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(npusim, CPU, m) {
+  m.impl("gemm", gemm_cpu);
+  m.impl("layer_norm", layer_norm_cpu);
+}
+
+TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) {
+  m.impl("gemm", gemm_npu);
+  m.impl("layer_norm", layer_norm_npu);
+}
+
+}  // namespace npusim

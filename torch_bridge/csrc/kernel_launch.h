@@ -1,0 +1,31 @@
+// What the ATen kernels and the custom ops share: launching a compiled op
+// when the compiler takes it, and saying why when it does not.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
+
+#include "npusim/compiler/op.h"
+
+namespace npusim {
+
+inline constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+inline bool on_npu(const at::Tensor& t) { return t.device().type() == kNpu; }
+
+// A new contiguous tensor on the npu.
+at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype);
+at::Tensor to_npu(const at::Tensor& t);
+
+// Runs a compiled op, or returns false and remembers why (the caller then
+// computes on the CPU and calls note_cpu_fallback). The op is described
+// inside: a tensor of a dtype the chip lacks is a reason too.
+bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out);
+// Counts a CPU fallback of `op`, with the reason the last try_run gave.
+void note_cpu_fallback(const char* op);
+
+// torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
+npu::compiler::F32MatmulPrecision f32_matmul_precision();
+
+}  // namespace npusim

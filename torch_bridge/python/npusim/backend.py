@@ -1,0 +1,138 @@
+"""torch.compile(model, backend="npu"): Dynamo's graphs, through aot_autograd
+(forward and backward graphs), decomposed to core ATen, fused
+(npusim.lowering), then run on the simulated chip.
+
+    model = torch.compile(model.to("npu"), backend="npu")
+
+What runs where: each node of the final graph is an ATen op or an npusim::
+custom op on npu tensors. Those with an npu kernel run on the chip; the rest
+go through the CPU fallback, which counts them (npusim.fallback_stats();
+npusim.explain names them per graph). The decomposition table is core
+ATen's, minus the ops the chip runs whole (so silu stays silu), plus
+native_layer_norm -> npusim::layer_norm.
+
+Not done yet (see docs/torch.md): static memory planning (intermediates stay
+in device memory, allocated per op by the caching allocator, none kept in
+SRAM across kernels), fusing elementwise chains into one kernel, and a flash
+attention kernel (attention runs as its decomposition: bmm, softmax, bmm).
+"""
+
+from typing import List
+
+import torch
+import torch._decomp
+from torch._dynamo.backends.common import aot_autograd
+
+from . import lowering
+
+__all__ = ["npu_backend", "reports", "clear_reports"]
+
+aten = torch.ops.aten
+
+# Every graph the backend has lowered in this process, in order (npusim.explain reads these).
+_reports: List[lowering.GraphReport] = []
+
+
+def reports() -> List[lowering.GraphReport]:
+    return list(_reports)
+
+
+def clear_reports() -> None:
+    _reports.clear()
+
+
+def _native_layer_norm(x, normalized_shape, weight, bias, eps):
+    """native_layer_norm with its output from the one-kernel npusim::layer_norm.
+    Its mean and rstd (computed in f32, returned in x's dtype as the npu's eager
+    kernel and the CPU return them) are only used by backward graphs;
+    inference graphs drop them as dead code."""
+    if len(normalized_shape) != 1 or not x.dtype.is_floating_point:
+        return torch._decomp.decomposition_table[aten.native_layer_norm.default](x, normalized_shape, weight, bias, eps)
+    xf = x.float()
+    mean = xf.mean(-1, keepdim=True)
+    centered = xf - mean
+    rstd = torch.rsqrt((centered * centered).mean(-1, keepdim=True) + eps)
+    return torch.ops.npusim.layer_norm(x, weight, bias, eps), mean.to(x.dtype), rstd.to(x.dtype)
+
+
+def decompositions() -> dict:
+    """Core ATen's decompositions, except for the ops the chip runs whole."""
+    table = {}
+    for op, fn in torch._decomp.core_aten_decompositions().items():
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
+                continue
+        except (AttributeError, RuntimeError):
+            pass
+        table[op] = fn
+    table[aten.native_layer_norm.default] = _native_layer_norm
+    return table
+
+
+def _compiler(kind: str):
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs):
+        _reports.append(lowering.lower(gm, kind))
+        return gm  # runs node by node: each op launches its kernel on the chip (or falls back, counted)
+
+    return compile_graph
+
+
+def npu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The Dynamo backend "npu"."""
+    inference = not torch.is_grad_enabled()
+    backend = aot_autograd(
+        fw_compiler=_compiler("inference" if inference else "forward"),
+        bw_compiler=_compiler("backward"),
+        inference_compiler=_compiler("inference"),
+        decompositions=decompositions(),
+    )
+    return backend(gm, example_inputs, **kwargs)
+
+
+def register() -> None:
+    from torch._dynamo import register_backend
+    from torch._dynamo.backends.registry import _COMPILER_FNS
+
+    if "npu" not in _COMPILER_FNS:
+        register_backend(name="npu")(npu_backend)
+    _register_device_interface()
+
+
+def _register_device_interface() -> None:
+    """What Dynamo asks of a device (so torch.npu.synchronize and friends trace without graph breaks)."""
+    from torch._dynamo import device_interface as di
+
+    class NpuInterface(di.DeviceInterface):
+        @staticmethod
+        def is_available() -> bool:
+            return True
+
+        @staticmethod
+        def device_count() -> int:
+            return torch.npu.device_count()
+
+        @staticmethod
+        def current_device() -> int:
+            return 0
+
+        @staticmethod
+        def set_device(device) -> None:
+            torch.npu.set_device(device)
+
+        @staticmethod
+        def synchronize(device=None) -> None:
+            torch.npu.synchronize()
+
+        @staticmethod
+        def get_compute_capability(device=None) -> str:
+            return ""
+
+        @classmethod
+        def is_bf16_supported(cls, including_emulation: bool = False) -> bool:
+            return True
+
+        @classmethod
+        def is_dtype_supported(cls, dtype, including_emulation: bool = False) -> bool:
+            return dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int8, torch.uint8, torch.bool)
+
+    di.register_interface_for_device("npu", NpuInterface)

@@ -1,0 +1,136 @@
+"""The npusim:: custom ops' Python half: fake kernels (shapes for torch.compile
+and torch.export), autograd, and friendly wrappers.
+
+The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custom_ops.cpp:
+    torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue)   epilogue(alpha * a @ b + beta * bias), one kernel
+    torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
+Both compute in f32 and round once to the inputs' dtype.
+"""
+
+from typing import Optional, Sequence
+
+import torch
+
+__all__ = ["gemm", "layer_norm", "EPILOGUES"]
+
+# The activations a gemm can apply after its product (and bias), in f32.
+EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 1.0,
+         epilogue: Sequence[str] = ()) -> torch.Tensor:
+    """epilogue(alpha * a @ b + beta * bias) in one kernel; a [..., M, K], b [..., K, N], bias broadcast to [..., M, N]."""
+    return torch.ops.npusim.gemm(a, b, bias, float(alpha), float(beta), list(epilogue))
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+               eps: float = 1e-5) -> torch.Tensor:
+    """torch.nn.functional.layer_norm over the last dim, in one kernel."""
+    return torch.ops.npusim.layer_norm(x, weight, bias, float(eps))
+
+
+# ---- fake kernels ------------------------------------------------------------------
+
+
+@torch.library.register_fake("npusim::gemm")
+def _gemm_fake(a, b, bias, alpha, beta, epilogue):
+    torch._check(a.dim() >= 2 and b.dim() >= 2, lambda: "npusim::gemm: a is [..., M, K] and b [..., K, N]")
+    torch._check(a.shape[-1] == b.shape[-2], lambda: "npusim::gemm: K differs")
+    torch._check(a.dtype == b.dtype, lambda: "npusim::gemm: a and b have one dtype")
+    for name in epilogue:
+        torch._check(name in EPILOGUES, lambda: f"npusim::gemm: epilogue '{name}' is not one of {', '.join(EPILOGUES)}")
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return a.new_empty((*batch, a.shape[-2], b.shape[-1]))
+
+
+@torch.library.register_fake("npusim::layer_norm")
+def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
+    torch._check(x.dim() >= 1, lambda: "npusim::layer_norm: x has at least one dim")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+# ---- autograd ----------------------------------------------------------------------
+
+
+def _activation(name: str, z: torch.Tensor) -> torch.Tensor:
+    if name == "gelu_tanh":
+        return torch.nn.functional.gelu(z, approximate="tanh")
+    return getattr(torch.nn.functional, name)(z) if name != "tanh" and name != "sigmoid" else getattr(torch, name)(z)
+
+
+def _activation_backward(name: str, grad: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """The gradient through activation `name` at its input z."""
+    aten = torch.ops.aten
+    if name == "relu":
+        return aten.threshold_backward(grad, z, 0)
+    if name in ("gelu", "gelu_tanh"):
+        return aten.gelu_backward(grad, z, approximate="tanh" if name == "gelu_tanh" else "none")
+    if name == "silu":
+        return aten.silu_backward(grad, z)
+    if name == "tanh":
+        return aten.tanh_backward(grad, torch.tanh(z))
+    return aten.sigmoid_backward(grad, torch.sigmoid(z))
+
+
+def _sum_to(t: torch.Tensor, shape) -> torch.Tensor:
+    """t summed over the dims that broadcasting added or expanded to reach t's shape from `shape`."""
+    lead = t.dim() - len(shape)
+    if lead > 0:
+        t = t.sum(dim=tuple(range(lead)))
+    dims = tuple(i for i, size in enumerate(shape) if size == 1 and t.shape[i] != 1)
+    return t.sum(dim=dims, keepdim=True) if dims else t
+
+
+def _gemm_setup_context(ctx, inputs, output):
+    a, b, bias, alpha, beta, epilogue = inputs
+    ctx.alpha, ctx.beta, ctx.epilogue = alpha, beta, list(epilogue)
+    ctx.bias_shape = None if bias is None else bias.shape
+    ctx.save_for_backward(a, b, bias)
+
+
+def _gemm_backward(ctx, grad):
+    a, b, bias = ctx.saved_tensors
+    g = grad
+    if ctx.epilogue:
+        # The activations' inputs, recomputed: the forward kept only its output.
+        z = torch.ops.npusim.gemm(a, b, bias, ctx.alpha, ctx.beta, [])
+        inputs = [z]
+        for name in ctx.epilogue[:-1]:
+            inputs.append(_activation(name, inputs[-1]))
+        for name, z_in in reversed(list(zip(ctx.epilogue, inputs))):
+            g = _activation_backward(name, g, z_in)
+    grad_a = grad_b = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_a = _sum_to(torch.ops.npusim.gemm(g, b.mT, None, ctx.alpha, 1.0, []), a.shape)
+    if ctx.needs_input_grad[1]:
+        grad_b = _sum_to(torch.ops.npusim.gemm(a.mT, g, None, ctx.alpha, 1.0, []), b.shape)
+    if bias is not None and ctx.needs_input_grad[2]:
+        grad_bias = _sum_to(g * ctx.beta if ctx.beta != 1.0 else g, ctx.bias_shape).to(bias.dtype)
+    return grad_a, grad_b, grad_bias, None, None, None
+
+
+torch.library.register_autograd("npusim::gemm", _gemm_backward, setup_context=_gemm_setup_context)
+
+
+def _layer_norm_setup_context(ctx, inputs, output):
+    x, weight, bias, eps = inputs
+    ctx.eps = eps
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight)
+
+
+def _layer_norm_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    rstd = torch.rsqrt((centered * centered).mean(-1, keepdim=True) + ctx.eps)
+    normalized = centered * rstd
+    g = grad * weight if weight is not None else grad
+    grad_x = rstd * (g - g.mean(-1, keepdim=True) - normalized * (g * normalized).mean(-1, keepdim=True))
+    rows = grad.reshape(-1, grad.shape[-1])
+    grad_weight = (rows * normalized.reshape(rows.shape)).sum(0) if weight is not None and ctx.needs_input_grad[1] else None
+    grad_bias = rows.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return grad_x, grad_weight, grad_bias, None
+
+
+torch.library.register_autograd("npusim::layer_norm", _layer_norm_backward, setup_context=_layer_norm_setup_context)
