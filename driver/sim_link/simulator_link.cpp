@@ -17,7 +17,7 @@ namespace npu {
 SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(options.trace_path) {
   sim::ChipConfig chip;
   try {
-    chip = sim::load_chip_config(options.config);
+    chip = options.config_text.empty() ? sim::load_chip_config(options.config) : sim::parse_chip_config(options.config_text, options.config);
   } catch (const sim::ConfigError& e) {
     throw Error(e.what());
   }

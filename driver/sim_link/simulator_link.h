@@ -32,6 +32,7 @@ namespace npu {
 
 struct SimulatorLinkOptions {
   std::string config = "base";  // preset (tiny, base, large) or .pbtxt file
+  std::string config_text;      // when set: the config itself (protobuf text format), and `config` only names it in messages
   bool functional = true;       // false: timing only (results are not computed)
   // Record the chip and the driver's host activity, and write the trace here
   // (.pftrace: Perfetto protobuf, .json: Chrome JSON) when the link closes
@@ -44,7 +45,7 @@ class SimulatorLink : public DeviceLink {
   // Builds the chip; npu::Error with the config's own message if it is not
   // valid. One per process (SystemC elaborates once).
   explicit SimulatorLink(const SimulatorLinkOptions& options);
-  explicit SimulatorLink(const std::string& config) : SimulatorLink(SimulatorLinkOptions{config, true, ""}) {}
+  explicit SimulatorLink(const std::string& config) : SimulatorLink(SimulatorLinkOptions{config, "", true, ""}) {}
   ~SimulatorLink() override;
 
   uint32_t read_register(uint32_t offset) override;

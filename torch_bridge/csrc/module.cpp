@@ -1,7 +1,9 @@
 // npusim._C: the Python face of the bridge (npusim/__init__.py wraps it).
 #include <torch/csrc/utils/pybind.h>
 
+#include "npusim/deploy/package.h"
 #include "npusim/firmware/counters.h"
+#include "npusim/sim/config_loader.h"
 #include "runtime.h"
 
 // libsystemc.so refers to sc_main; Python owns main.
@@ -52,6 +54,59 @@ PYBIND11_MODULE(_C, m) {
       counters["dma_busy_cycles"] += core.dma_busy_cycles;
     }
     return counters;
+  });
+  m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
+    npusim::Runtime::get().begin_capture(inputs, names, source);
+  });
+  m.def("end_capture", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
+    return npusim::Runtime::get().end_capture(outputs, names, path);
+  });
+  m.def("abort_capture", [] { npusim::Runtime::get().abort_capture(); });
+  // Runs a package on this process's device (what npu-run does in a process of its own).
+  m.def("run_package", [](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
+    npusim::Runtime& runtime = npusim::Runtime::get();  // the runner waits for earlier work itself
+    std::vector<std::vector<uint8_t>> data;
+    for (const pybind11::bytes& b : inputs) {
+      const std::string s = b;
+      data.emplace_back(s.begin(), s.end());
+    }
+    npu::deploy::PackageRunner::Result result;
+    try {
+      const npu::deploy::Package package = npu::deploy::Package::read(path);
+      TORCH_CHECK(package.config_text() == npu::sim::dump_chip_config(npu::sim::load_chip_config(runtime.config_name())),
+                  "npusim: ", path, " was compiled for chip config '", package.config_name(), "', this process's device is '",
+                  runtime.config_name(), "'");
+      result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(data);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "npusim: ", e.what());
+    }
+    std::vector<pybind11::bytes> outputs;
+    for (const auto& o : result.outputs) outputs.emplace_back(reinterpret_cast<const char*>(o.data()), o.size());
+    return std::make_pair(outputs, result.cycles);
+  });
+  // A package's signature: {"inputs": [(name, dtype, shape)], "outputs": [...], "summary": text}.
+  m.def("package_info", [](const std::string& path) {
+    npu::deploy::Package package;
+    try {
+      package = npu::deploy::Package::read(path);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "npusim: ", e.what());
+    }
+    const auto specs = [](const std::vector<npu::deploy::TensorSpec>& list) {
+      pybind11::list out;
+      for (const auto& t : list) out.append(pybind11::make_tuple(t.name, std::string(npu::isa::dtype_name(t.dtype)), t.shape));
+      return out;
+    };
+    pybind11::dict info;
+    info["inputs"] = specs(package.inputs());
+    info["outputs"] = specs(package.outputs());
+    info["summary"] = package.summary();
+    info["config"] = package.config_name();
+    info["launches"] = package.launches();
+    info["buffers"] = package.buffer_count();
+    info["logical_buffers"] = package.logical_buffer_count();
+    info["planned_bytes"] = package.planned_bytes();
+    return info;
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
 }

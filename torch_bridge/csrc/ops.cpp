@@ -84,7 +84,7 @@ at::Tensor strided_via_storage(const at::Tensor& t) {
   runtime.synchronize();
   const int64_t elements = int64_t(t.storage().nbytes() / t.dtype().itemsize());
   at::Tensor storage = at::empty({elements}, t.options().device(at::kCPU));
-  if (elements > 0) runtime.device().copy_from_device(Runtime::buffer_of(t), 0, storage.data_ptr(), storage.nbytes());
+  if (elements > 0) runtime.read_device(Runtime::buffer_of(t), 0, storage.data_ptr(), storage.nbytes());
   return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
@@ -103,7 +103,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     if (src.data_ptr() != self.data_ptr() || !self.is_contiguous()) runtime.synchronize();
     at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
     if (host.numel() > 0)
-      runtime.device().copy_from_device(Runtime::buffer_of(src), uint64_t(src.storage_offset()) * element, host.data_ptr(), host.nbytes());
+      runtime.read_device(Runtime::buffer_of(src), uint64_t(src.storage_offset()) * element, host.data_ptr(), host.nbytes());
     dst.copy_(host, non_blocking);
     return dst;
   }
@@ -112,15 +112,15 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     runtime.synchronize();  // the destination may be in use by queued kernels
     if (dst.is_contiguous()) {
       if (host.numel() > 0)
-        runtime.device().copy_to_device(Runtime::buffer_of(dst), uint64_t(dst.storage_offset()) * element, host.data_ptr(), host.nbytes());
+        runtime.write_device(Runtime::buffer_of(dst), uint64_t(dst.storage_offset()) * element, host.data_ptr(), host.nbytes());
     } else {
       at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
-      runtime.device().copy_to_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
+      runtime.write_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
       if (!try_run([&] { return OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)); }, {staged}, dst)) {
         // Through the whole storage: read it, write the view on the host, write it back.
         at::Tensor view = strided_via_storage(dst);
         view.copy_(host);
-        runtime.device().copy_to_device(Runtime::buffer_of(dst), 0, view.storage().data_ptr().get(), dst.storage().nbytes());
+        runtime.write_device(Runtime::buffer_of(dst), 0, view.storage().data_ptr().get(), dst.storage().nbytes());
       }
     }
     return dst;

@@ -56,6 +56,7 @@ Runtime::Runtime() {
     options.trace_path = trace;
     device_ = npu::Device::open(std::make_unique<npu::SimulatorLink>(options));
     compiler_ = std::make_unique<npu::compiler::Compiler>(npu::sim::load_chip_config(config));
+    config_name_ = config;
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "npusim: cannot open the simulated device (config '", config, "'): ", e.what());
   }
@@ -94,6 +95,11 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   std::vector<npu::Binding> bindings;
   for (size_t i = 0; i < inputs.size(); ++i) bindings.push_back({"in" + std::to_string(i), &buffer_of(inputs[i])});
   bindings.push_back({"out", &buffer_of(output)});
+  if (capture_) {
+    std::vector<std::pair<std::string, uint32_t>> recorded;
+    for (const npu::Binding& b : bindings) recorded.emplace_back(b.symbol, capture_buffer(*b.buffer, b.symbol != "out"));
+    capture_->launch(capture_->program(kernel.get(), kernel->program), recorded, kernel->core_mask(), npu::compiler::op_name(op.kind));
+  }
   try {
     device_->queue(current_queue()).launch(it->second, bindings, kernel->core_mask());
   } catch (const npu::Error& e) {
@@ -141,6 +147,7 @@ void Runtime::note_fallback(const std::string& op, const std::string& reason) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     first = fallbacks_[op]++ == 0;
+    if (capture_) capture_problems_.push_back(op + " ran on the CPU (" + (reason.empty() ? "no npu kernel" : reason) + ")");
   }
   const char* strict = std::getenv("NPUSIM_STRICT");
   TORCH_CHECK(!(strict && std::string(strict) == "1"), "npusim: ", op, " has no npu kernel (NPUSIM_STRICT=1 forbids the CPU fallback)");
@@ -157,6 +164,120 @@ std::map<std::string, uint64_t> Runtime::fallback_stats() {
 std::map<std::string, uint64_t> Runtime::kernel_stats() {
   const std::lock_guard<std::mutex> lock(mutex_);
   return kernels_;
+}
+
+// ---- host copies and capture ---------------------------------------------------
+
+void Runtime::write_device(const npu::Buffer& buffer, uint64_t offset, const void* data, uint64_t bytes) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (capture_) {
+      const auto* begin = static_cast<const uint8_t*>(data);
+      capture_->upload(capture_buffer(buffer, false), offset, std::vector<uint8_t>(begin, begin + bytes));
+    }
+  }
+  try {
+    device_->copy_to_device(buffer, offset, data, bytes);
+  } catch (const npu::Error& e) {
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+}
+
+void Runtime::read_device(const npu::Buffer& buffer, uint64_t offset, void* data, uint64_t bytes) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (capture_) capture_problems_.push_back("the host read device memory (.cpu(), .item(), printing, or a CPU fallback's input)");
+  }
+  try {
+    device_->copy_from_device(buffer, offset, data, bytes);
+  } catch (const npu::Error& e) {
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+}
+
+// With mutex_ held (or from the launching thread during a capture).
+uint32_t Runtime::capture_buffer(const npu::Buffer& buffer, bool read) {
+  const uint32_t id = capture_->buffer(buffer.address(), buffer.size());
+  if (read && !capture_->has_contents(id)) {
+    // Data from before the capture (a weight): its contents now. Every kernel
+    // launched before the capture has completed (begin_capture waited), and
+    // none since has written it.
+    std::vector<uint8_t> contents(buffer.size());
+    if (!contents.empty()) device_->copy_from_device(buffer, 0, contents.data(), contents.size());
+    capture_->constant(id, std::move(contents));
+  }
+  return id;
+}
+
+namespace {
+npu::deploy::TensorSpec spec_of(const at::Tensor& t, const std::string& name, uint32_t buffer) {
+  npu::deploy::TensorSpec spec;
+  const npu::compiler::TensorDesc desc = describe(t);
+  spec.name = name;
+  spec.dtype = desc.dtype;
+  spec.shape = desc.shape;
+  spec.strides = desc.strides;
+  spec.storage_offset = desc.storage_offset;
+  spec.buffer = buffer;
+  return spec;
+}
+}  // namespace
+
+void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
+  TORCH_CHECK(inputs.size() == names.size(), "npusim: one name per input");
+  synchronize();  // buffers from before the capture are complete from here on
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!capture_, "npusim: a capture is already in progress");
+  std::string config_text;
+  try {
+    config_text = npu::sim::dump_chip_config(npu::sim::load_chip_config(config_name_));
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+  capture_ = std::make_unique<npu::deploy::PackageBuilder>(source, config_name_, config_text);
+  capture_problems_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: capture inputs are npu tensors");
+    try {
+      capture_->input(spec_of(inputs[i], names[i], capture_->buffer(buffer_of(inputs[i]).address(), buffer_of(inputs[i]).size())));
+    } catch (const npu::compiler::UnsupportedOp& e) {
+      capture_.reset();
+      TORCH_CHECK(false, "npusim: input ", names[i], ": ", e.what());
+    }
+  }
+}
+
+std::string Runtime::end_capture(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
+  TORCH_CHECK(outputs.size() == names.size(), "npusim: one name per output");
+  synchronize();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(capture_, "npusim: no capture in progress");
+  if (!capture_problems_.empty()) {
+    std::string reasons;
+    for (size_t i = 0; i < capture_problems_.size() && i < 10; ++i) reasons += "\n  " + capture_problems_[i];
+    if (capture_problems_.size() > 10) reasons += "\n  ... and " + std::to_string(capture_problems_.size() - 10) + " more";
+    capture_.reset();
+    TORCH_CHECK(false, "npusim: the run cannot be replayed without Python:", reasons);
+  }
+  try {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      TORCH_CHECK(outputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: output ", names[i], " is not an npu tensor");
+      capture_->output(spec_of(outputs[i], names[i], capture_buffer(buffer_of(outputs[i]), true)));
+    }
+    npu::deploy::Package package = capture_->finish();
+    capture_.reset();
+    package.write(path);
+    return package.summary();
+  } catch (const std::exception& e) {
+    capture_.reset();
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+}
+
+void Runtime::abort_capture() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  capture_.reset();
+  capture_problems_.clear();
 }
 
 }  // namespace npusim

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "npusim/compiler/compiler.h"
+#include "npusim/deploy/package.h"
 #include "npusim/driver/device.h"
 #include "npusim/driver/program.h"
 
@@ -49,6 +50,22 @@ class Runtime {
   static void set_current_queue(unsigned queue);
   unsigned new_stream_queue();
 
+  // Every copy between host and device memory goes through these (so that a
+  // capture sees it): synchronous, like Device::copy_to/from_device.
+  void write_device(const npu::Buffer& buffer, uint64_t offset, const void* data, uint64_t bytes);
+  void read_device(const npu::Buffer& buffer, uint64_t offset, void* data, uint64_t bytes);
+
+  // Recording a run into a deployment package (npusim.export): between
+  // begin_capture and end_capture every launch and host write is recorded,
+  // with the contents of every buffer read before the run writes it (the
+  // weights). A host read of device memory or a CPU fallback cannot be
+  // replayed without Python: end_capture then throws, naming them.
+  void begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source);
+  // Writes the package; returns its summary.
+  std::string end_capture(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path);
+  void abort_capture();
+  const std::string& config_name() const { return config_name_; }
+
   // Writes the trace recorded so far (when a trace file was chosen).
   void write_trace();
 
@@ -63,6 +80,11 @@ class Runtime {
   Runtime();
   std::shared_ptr<npu::Device> device_;
   std::unique_ptr<npu::compiler::Compiler> compiler_;
+  std::string config_name_;
+  // The capture in progress (null when none), and why it cannot be replayed.
+  std::unique_ptr<npu::deploy::PackageBuilder> capture_;
+  std::vector<std::string> capture_problems_;
+  uint32_t capture_buffer(const npu::Buffer& buffer, bool read);
   std::mutex mutex_;
   std::map<const npu::compiler::Kernel*, npu::Program> programs_;
   std::map<std::string, uint64_t> fallbacks_;

@@ -154,6 +154,7 @@ if _C is not None:
 
     _backend.register()
     from .explain import explain  # noqa: E402
+    from . import export  # noqa: E402,F401  (npusim.export.compile / run: packages for npu-run)
     # The device lives until the process ends; its trace is written on the way out.
     atexit.register(_C.write_trace)
 

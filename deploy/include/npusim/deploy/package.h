@@ -1,0 +1,143 @@
+// Deployment packages: a model compiled for the chip (device programs, weights,
+// memory plan, input/output signature, the launch sequence), written once and
+// run through the driver alone (npu-run), with no Python.
+//
+// A package is made by recording a run (PackageBuilder: the torch bridge
+// records what a model launches) and run by PackageRunner, which npu-run and
+// the Python package (npusim.export.run) share, so both give the same
+// results and the same cycles. The file format is deploy/package.proto.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "npusim/isa/dtype.h"
+#include "npusim/isa/program.h"
+
+namespace npu {
+class Device;
+}
+
+namespace npu::deploy {
+
+namespace proto {
+class Package;
+}
+
+// A file that is not a valid package, or a package that does not fit the call.
+class PackageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A tensor of the signature: a view (in elements) of one of the package's buffers.
+struct TensorSpec {
+  std::string name;
+  isa::DType dtype = isa::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t storage_offset = 0;
+  uint32_t buffer = 0;
+
+  int64_t numel() const;
+  uint64_t bytes() const { return uint64_t(numel()) * isa::dtype_size_bytes(dtype); }  // contiguous
+  std::string to_string() const;  // "x: bf16[2,16]"
+};
+
+class Package {
+ public:
+  Package();
+  explicit Package(proto::Package package);
+  Package(const Package&);
+  Package& operator=(const Package&);
+  Package(Package&&) noexcept;
+  Package& operator=(Package&&) noexcept;
+  ~Package();
+
+  static Package read(const std::string& path);  // PackageError
+  void write(const std::string& path) const;     // PackageError
+
+  std::string config_name() const;
+  std::string config_text() const;
+  std::vector<TensorSpec> inputs() const;
+  std::vector<TensorSpec> outputs() const;
+  size_t programs() const;
+  size_t launches() const;
+  uint64_t planned_bytes() const;  // the memory plan: every buffer, weights included
+  size_t buffer_count() const;       // buffers of the memory plan
+  size_t logical_buffer_count() const;   // buffers of the recording, before planning
+  std::string summary() const;     // what npu-run --info prints
+
+  const proto::Package& raw() const { return *package_; }
+
+ private:
+  std::unique_ptr<proto::Package> package_;
+};
+
+// Records a run, step by step, and turns it into a package with a static
+// memory plan: buffers whose lifetimes (first to last step that touches
+// them) do not overlap share one device buffer.
+class PackageBuilder {
+ public:
+  PackageBuilder(std::string source, std::string config_name, std::string config_text);
+  ~PackageBuilder();
+
+  // The id of a buffer of the recording, known by an identity of the
+  // recorder's choosing (the torch bridge uses device addresses).
+  uint32_t buffer(uint64_t identity, uint64_t size_bytes);
+  // Whether a step has written the buffer, or it is an input or a constant:
+  // a buffer read before that holds data from before the recording (a weight),
+  // which the recorder must give with constant().
+  bool has_contents(uint32_t buffer) const;
+
+  void input(TensorSpec spec);
+  void output(TensorSpec spec);
+  void constant(uint32_t buffer, std::vector<uint8_t> data);
+  uint32_t program(const void* identity, const isa::Program& program);
+  // `bindings`: (symbol, buffer); the symbol "out" is written, the others read.
+  void launch(uint32_t program, const std::vector<std::pair<std::string, uint32_t>>& bindings, uint64_t core_mask, const std::string& op);
+  void upload(uint32_t buffer, uint64_t offset_bytes, std::vector<uint8_t> data);
+
+  Package finish();
+
+ private:
+  struct Logical {
+    uint64_t size_bytes = 0;
+    int64_t first_step = -1, last_step = -1;  // -1: untouched
+    bool pinned = false;                      // input, output or constant: lives through the whole run
+    bool written = false;
+  };
+  void touch(uint32_t buffer);
+
+  std::unique_ptr<proto::Package> package_;
+  std::vector<Logical> buffers_;
+  std::map<uint64_t, uint32_t> by_identity_;
+  std::map<const void*, uint32_t> programs_;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> constants_;
+};
+
+// Runs a package on a device: loads its programs, allocates its memory plan
+// and writes its weights once; then run() as often as wanted.
+class PackageRunner {
+ public:
+  PackageRunner(std::shared_ptr<Device> device, const Package& package);
+  ~PackageRunner();
+
+  struct Result {
+    std::vector<std::vector<uint8_t>> outputs;  // contiguous, in the signature's order
+    uint64_t cycles = 0;                        // device cycles from the first input copy to the last step's end
+  };
+  // `inputs`: contiguous bytes of each input, in the signature's order (PackageError for a wrong count or size).
+  Result run(const std::vector<std::vector<uint8_t>>& inputs);
+
+ private:
+  struct Loaded;
+  std::unique_ptr<Loaded> loaded_;
+};
+
+}  // namespace npu::deploy

@@ -1,0 +1,315 @@
+// Package files, and the builder that records a run and plans its memory.
+#include <fstream>
+#include <sstream>
+#include <algorithm>
+
+#include "npusim/deploy/package.h"
+#include "package.pb.h"
+
+namespace npu::deploy {
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+
+TensorSpec from_proto(const proto::TensorSpec& p) {
+  TensorSpec spec;
+  spec.name = p.name();
+  const auto dtype = isa::dtype_from_name(p.dtype());
+  if (!dtype) throw PackageError("package: tensor '" + p.name() + "' has an unknown dtype '" + p.dtype() + "'");
+  spec.dtype = *dtype;
+  spec.shape.assign(p.shape().begin(), p.shape().end());
+  spec.strides.assign(p.strides().begin(), p.strides().end());
+  if (spec.shape.size() != spec.strides.size()) throw PackageError("package: tensor '" + p.name() + "' has as many strides as dims");
+  spec.storage_offset = p.storage_offset();
+  spec.buffer = p.buffer();
+  return spec;
+}
+
+void to_proto(const TensorSpec& spec, proto::TensorSpec* p) {
+  p->set_name(spec.name);
+  p->set_dtype(std::string(isa::dtype_name(spec.dtype)));
+  for (const int64_t d : spec.shape) p->add_shape(d);
+  for (const int64_t s : spec.strides) p->add_strides(s);
+  p->set_storage_offset(spec.storage_offset);
+  p->set_buffer(spec.buffer);
+}
+
+// Everything a runner relies on, checked once: indices in range, views inside their buffers.
+void validate(const proto::Package& p) {
+  if (p.format_version() != kFormatVersion)
+    throw PackageError("package: format version " + std::to_string(p.format_version()) + ", this build reads " + std::to_string(kFormatVersion));
+  const auto check_buffer = [&](uint32_t b, const std::string& what) {
+    if (b >= uint32_t(p.buffers_size())) throw PackageError("package: " + what + " names buffer " + std::to_string(b) + ", which does not exist");
+  };
+  for (const auto* list : {&p.inputs(), &p.outputs()})
+    for (const proto::TensorSpec& t : *list) {
+      const TensorSpec spec = from_proto(t);
+      check_buffer(spec.buffer, "tensor '" + spec.name + "'");
+      int64_t extent = spec.numel() == 0 ? 0 : spec.storage_offset + 1;
+      for (size_t d = 0; d < spec.shape.size(); ++d) {
+        if (spec.shape[d] < 0 || spec.strides[d] < 0) throw PackageError("package: tensor '" + spec.name + "' has a negative size or stride");
+        if (spec.shape[d] > 0) extent += (spec.shape[d] - 1) * spec.strides[d];
+      }
+      if (uint64_t(extent) * isa::dtype_size_bytes(spec.dtype) > p.buffers(int(spec.buffer)).size_bytes())
+        throw PackageError("package: tensor '" + spec.name + "' reaches past its buffer");
+    }
+  for (const proto::Constant& c : p.constants()) {
+    check_buffer(c.buffer(), "a constant");
+    if (c.data().size() > p.buffers(int(c.buffer())).size_bytes()) throw PackageError("package: a constant is larger than its buffer");
+  }
+  for (const proto::Step& s : p.steps()) {
+    if (s.has_launch()) {
+      if (s.launch().program() >= uint32_t(p.programs_size())) throw PackageError("package: a launch names a program that does not exist");
+      for (const proto::Binding& b : s.launch().bindings()) check_buffer(b.buffer(), "a launch of " + s.launch().op());
+    } else if (s.has_upload()) {
+      check_buffer(s.upload().buffer(), "an upload");
+      if (s.upload().offset_bytes() + s.upload().data().size() > p.buffers(int(s.upload().buffer())).size_bytes())
+        throw PackageError("package: an upload reaches past its buffer");
+    } else {
+      throw PackageError("package: a step that is neither a launch nor an upload");
+    }
+  }
+}
+
+}  // namespace
+
+int64_t TensorSpec::numel() const {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorSpec::to_string() const {
+  std::string text = name + ": " + std::string(isa::dtype_name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Package::Package() : package_(std::make_unique<proto::Package>()) {}
+Package::Package(proto::Package package) : package_(std::make_unique<proto::Package>(std::move(package))) {}
+Package::Package(const Package& other) : package_(std::make_unique<proto::Package>(*other.package_)) {}
+Package& Package::operator=(const Package& other) {
+  *package_ = *other.package_;
+  return *this;
+}
+Package::Package(Package&&) noexcept = default;
+Package& Package::operator=(Package&&) noexcept = default;
+Package::~Package() = default;
+
+Package Package::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw PackageError(path + ": cannot open");
+  proto::Package p;
+  if (!p.ParseFromIstream(&in)) throw PackageError(path + ": not a package (the protobuf does not parse)");
+  try {
+    validate(p);
+  } catch (const PackageError& e) {
+    throw PackageError(path + ": " + e.what());
+  }
+  return Package(std::move(p));
+}
+
+void Package::write(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !package_->SerializeToOstream(&out) || !out.flush()) throw PackageError(path + ": cannot write");
+}
+
+std::string Package::config_name() const { return package_->config_name(); }
+std::string Package::config_text() const { return package_->config_text(); }
+size_t Package::programs() const { return size_t(package_->programs_size()); }
+
+std::vector<TensorSpec> Package::inputs() const {
+  std::vector<TensorSpec> specs;
+  for (const proto::TensorSpec& t : package_->inputs()) specs.push_back(from_proto(t));
+  return specs;
+}
+
+std::vector<TensorSpec> Package::outputs() const {
+  std::vector<TensorSpec> specs;
+  for (const proto::TensorSpec& t : package_->outputs()) specs.push_back(from_proto(t));
+  return specs;
+}
+
+size_t Package::launches() const {
+  return size_t(std::count_if(package_->steps().begin(), package_->steps().end(), [](const proto::Step& s) { return s.has_launch(); }));
+}
+
+size_t Package::buffer_count() const { return size_t(package_->buffers_size()); }
+size_t Package::logical_buffer_count() const { return size_t(package_->logical_buffers()); }
+
+uint64_t Package::planned_bytes() const {
+  uint64_t bytes = 0;
+  for (const proto::Buffer& b : package_->buffers()) bytes += b.size_bytes();
+  return bytes;
+}
+
+std::string Package::summary() const {
+  std::ostringstream out;
+  const proto::Package& p = *package_;
+  out << "package from " << (p.source().empty() ? "(unknown)" : p.source()) << ", for chip config '" << p.config_name() << "'\n";
+  for (const TensorSpec& t : inputs()) out << "  input  " << t.to_string() << "\n";
+  for (const TensorSpec& t : outputs()) out << "  output " << t.to_string() << "\n";
+  uint64_t constant_bytes = 0;
+  for (const proto::Constant& c : p.constants()) constant_bytes += c.data().size();
+  out << "  " << launches() << " kernel launches of " << programs() << " programs, " << (p.steps_size() - int(launches())) << " uploads\n";
+  out << "  memory plan: " << p.buffers_size() << " buffers, " << planned_bytes() << " bytes (" << p.logical_buffers() << " buffers, "
+      << p.logical_bytes() << " bytes before planning); weights " << p.constants_size() << " buffers, " << constant_bytes << " bytes\n";
+  return out.str();
+}
+
+// ---- the builder ------------------------------------------------------------------
+
+PackageBuilder::PackageBuilder(std::string source, std::string config_name, std::string config_text)
+    : package_(std::make_unique<proto::Package>()) {
+  package_->set_format_version(kFormatVersion);
+  package_->set_source(std::move(source));
+  package_->set_config_name(std::move(config_name));
+  package_->set_config_text(std::move(config_text));
+}
+
+PackageBuilder::~PackageBuilder() = default;
+
+uint32_t PackageBuilder::buffer(uint64_t identity, uint64_t size_bytes) {
+  const auto it = by_identity_.find(identity);
+  if (it != by_identity_.end()) {
+    // The recorder's allocator may hand the same identity out again once it is free: one buffer, the larger size.
+    buffers_[it->second].size_bytes = std::max(buffers_[it->second].size_bytes, size_bytes);
+    return it->second;
+  }
+  const uint32_t id = uint32_t(buffers_.size());
+  buffers_.push_back({size_bytes, -1, -1, false, false});
+  by_identity_.emplace(identity, id);
+  return id;
+}
+
+bool PackageBuilder::has_contents(uint32_t buffer) const { return buffers_.at(buffer).written || buffers_.at(buffer).pinned; }
+
+void PackageBuilder::touch(uint32_t buffer) {
+  Logical& b = buffers_.at(buffer);
+  const int64_t step = package_->steps_size();
+  if (b.first_step < 0) b.first_step = step;
+  b.last_step = step;
+}
+
+void PackageBuilder::input(TensorSpec spec) {
+  buffers_.at(spec.buffer).pinned = true;
+  to_proto(spec, package_->add_inputs());
+}
+
+void PackageBuilder::output(TensorSpec spec) {
+  buffers_.at(spec.buffer).pinned = true;
+  to_proto(spec, package_->add_outputs());
+}
+
+void PackageBuilder::constant(uint32_t buffer, std::vector<uint8_t> data) {
+  buffers_.at(buffer).pinned = true;
+  constants_.emplace_back(buffer, std::move(data));
+}
+
+uint32_t PackageBuilder::program(const void* identity, const isa::Program& program) {
+  const auto it = programs_.find(identity);
+  if (it != programs_.end()) return it->second;
+  const uint32_t id = uint32_t(package_->programs_size());
+  package_->add_programs(isa::serialize_program(program));
+  programs_.emplace(identity, id);
+  return id;
+}
+
+void PackageBuilder::launch(uint32_t program, const std::vector<std::pair<std::string, uint32_t>>& bindings, uint64_t core_mask,
+                            const std::string& op) {
+  for (const auto& [symbol, buffer] : bindings) {
+    touch(buffer);
+    if (symbol == "out") buffers_.at(buffer).written = true;
+  }
+  proto::Launch* launch = package_->add_steps()->mutable_launch();
+  launch->set_program(program);
+  launch->set_core_mask(core_mask);
+  launch->set_op(op);
+  for (const auto& [symbol, buffer] : bindings) {
+    proto::Binding* b = launch->add_bindings();
+    b->set_symbol(symbol);
+    b->set_buffer(buffer);
+  }
+}
+
+void PackageBuilder::upload(uint32_t buffer, uint64_t offset_bytes, std::vector<uint8_t> data) {
+  touch(buffer);
+  buffers_.at(buffer).written = true;
+  proto::Upload* upload = package_->add_steps()->mutable_upload();
+  upload->set_buffer(buffer);
+  upload->set_offset_bytes(offset_bytes);
+  upload->set_data(data.data(), data.size());
+}
+
+Package PackageBuilder::finish() {
+  // A weight that the run also overwrites (its buffer reused by the recorder's
+  // allocator) is written again at the start of every run, not once at load.
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> loaded_once;
+  google::protobuf::RepeatedPtrField<proto::Step> steps;
+  for (auto& [buffer, data] : constants_) {
+    if (!buffers_[buffer].written) {
+      loaded_once.emplace_back(buffer, std::move(data));
+      continue;
+    }
+    proto::Upload* upload = steps.Add()->mutable_upload();
+    upload->set_buffer(buffer);
+    upload->set_data(data.data(), data.size());
+  }
+  if (!steps.empty()) {
+    for (proto::Step& step : *package_->mutable_steps()) *steps.Add() = std::move(step);
+    package_->mutable_steps()->Swap(&steps);
+  }
+  constants_ = std::move(loaded_once);
+  // The memory plan: in order of first use, each buffer takes the first
+  // planned buffer that is free by then (growing it if it is too small), or a
+  // new one. Pinned buffers (inputs, outputs, weights) keep one of their own.
+  std::vector<uint32_t> order;
+  uint64_t logical_bytes = 0;
+  for (uint32_t b = 0; b < buffers_.size(); ++b) {
+    if (buffers_[b].first_step < 0 && !buffers_[b].pinned) continue;  // never used
+    order.push_back(b);
+    logical_bytes += buffers_[b].size_bytes;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return buffers_[x].first_step < buffers_[y].first_step; });
+  struct Planned {
+    uint64_t size_bytes;
+    int64_t busy_until;  // the last step of its latest tenant; INT64_MAX: pinned
+  };
+  std::vector<Planned> planned;
+  std::vector<uint32_t> home(buffers_.size(), UINT32_MAX);
+  for (const uint32_t b : order) {
+    const Logical& l = buffers_[b];
+    uint32_t chosen = UINT32_MAX;
+    if (!l.pinned)
+      for (uint32_t p = 0; p < planned.size(); ++p)
+        if (planned[p].busy_until < l.first_step && (chosen == UINT32_MAX || planned[p].size_bytes >= l.size_bytes)) {
+          chosen = p;
+          if (planned[p].size_bytes >= l.size_bytes) break;
+        }
+    if (chosen == UINT32_MAX) chosen = uint32_t(planned.size()), planned.push_back({0, -1});
+    planned[chosen].size_bytes = std::max(planned[chosen].size_bytes, l.size_bytes);
+    planned[chosen].busy_until = l.pinned ? INT64_MAX : l.last_step;
+    home[b] = chosen;
+  }
+  proto::Package& p = *package_;
+  for (const Planned& b : planned) p.add_buffers()->set_size_bytes(b.size_bytes);
+  for (auto* list : {p.mutable_inputs(), p.mutable_outputs()})
+    for (proto::TensorSpec& t : *list) t.set_buffer(home.at(t.buffer()));
+  for (proto::Step& s : *p.mutable_steps()) {
+    if (s.has_launch())
+      for (proto::Binding& b : *s.mutable_launch()->mutable_bindings()) b.set_buffer(home.at(b.buffer()));
+    else
+      s.mutable_upload()->set_buffer(home.at(s.upload().buffer()));
+  }
+  for (auto& [buffer, data] : constants_) {
+    proto::Constant* c = p.add_constants();
+    c->set_buffer(home.at(buffer));
+    c->set_data(data.data(), data.size());
+  }
+  p.set_logical_buffers(order.size());
+  p.set_logical_bytes(logical_bytes);
+  validate(p);
+  return Package(std::move(p));
+}
+
+}  // namespace npu::deploy

@@ -1,0 +1,100 @@
+// Running a package through the driver: programs loaded and weights written
+// once, then each run copies the inputs in, replays the steps on queue 0 in
+// their recorded order, and copies the outputs out.
+#include <chrono>
+#include <cstring>
+
+#include "npusim/deploy/package.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/program.h"
+#include "npusim/driver/queue.h"
+#include "package.pb.h"
+
+namespace npu::deploy {
+
+struct PackageRunner::Loaded {
+  std::shared_ptr<Device> device;
+  Package package;
+  std::vector<Program> programs;
+  std::vector<Buffer> buffers;
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+PackageRunner::PackageRunner(std::shared_ptr<Device> device, const Package& package) : loaded_(std::make_unique<Loaded>()) {
+  Loaded& l = *loaded_;
+  l.device = std::move(device);
+  l.package = package;
+  l.inputs = package.inputs();
+  l.outputs = package.outputs();
+  const proto::Package& p = package.raw();
+  for (const std::string& image : p.programs()) l.programs.push_back(Program::load(l.device, isa::parse_program(image)));
+  for (const proto::Buffer& b : p.buffers()) l.buffers.push_back(l.device->allocate(std::max<uint64_t>(b.size_bytes(), 1)));
+  for (const proto::Constant& c : p.constants())
+    if (!c.data().empty()) l.device->copy_to_device(l.buffers[c.buffer()], 0, c.data().data(), c.data().size());
+}
+
+PackageRunner::~PackageRunner() = default;
+
+namespace {
+
+// The elements of a strided view, gathered contiguous (element by element: outputs are small next to the run).
+std::vector<uint8_t> gather(const TensorSpec& spec, const std::vector<uint8_t>& storage) {
+  const size_t esize = isa::dtype_size_bytes(spec.dtype);
+  std::vector<uint8_t> out(spec.bytes());
+  if (out.empty()) return out;
+  std::vector<int64_t> index(spec.shape.size(), 0);
+  for (size_t n = 0; n < out.size() / esize; ++n) {
+    int64_t offset = spec.storage_offset;
+    for (size_t d = 0; d < index.size(); ++d) offset += index[d] * spec.strides[d];
+    std::memcpy(&out[n * esize], &storage[size_t(offset) * esize], esize);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < spec.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PackageRunner::Result PackageRunner::run(const std::vector<std::vector<uint8_t>>& inputs) {
+  Loaded& l = *loaded_;
+  if (inputs.size() != l.inputs.size())
+    throw PackageError("package takes " + std::to_string(l.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].size() != l.inputs[i].bytes())
+      throw PackageError("input " + l.inputs[i].to_string() + " is " + std::to_string(l.inputs[i].bytes()) + " bytes, got " +
+                         std::to_string(inputs[i].size()));
+  Device& device = *l.device;
+  device.synchronize();
+  Queue queue = device.queue(0);
+  const uint64_t start = device.now_cycle();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].empty())
+      queue.copy_to_device(l.buffers[l.inputs[i].buffer], uint64_t(l.inputs[i].storage_offset) * isa::dtype_size_bytes(l.inputs[i].dtype),
+                           inputs[i].data(), inputs[i].size());
+  std::vector<Binding> bindings;
+  for (const proto::Step& step : l.package.raw().steps()) {
+    if (step.has_upload()) {
+      const proto::Upload& u = step.upload();
+      if (!u.data().empty()) queue.copy_to_device(l.buffers[u.buffer()], u.offset_bytes(), u.data().data(), u.data().size());
+      continue;
+    }
+    const proto::Launch& launch = step.launch();
+    bindings.clear();
+    for (const proto::Binding& b : launch.bindings()) bindings.push_back({b.symbol(), &l.buffers[b.buffer()]});
+    queue.launch(l.programs[launch.program()], bindings, launch.core_mask());
+  }
+  queue.synchronize();
+  Result result;
+  result.cycles = device.now_cycle() - start;
+  for (const TensorSpec& spec : l.outputs) {
+    const Buffer& buffer = l.buffers[spec.buffer];
+    std::vector<uint8_t> storage(buffer.size());
+    if (!storage.empty()) device.copy_from_device(buffer, 0, storage.data(), storage.size());
+    result.outputs.push_back(gather(spec, storage));
+  }
+  return result;
+}
+
+}  // namespace npu::deploy

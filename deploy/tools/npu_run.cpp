@@ -1,0 +1,130 @@
+// npu-run: runs a deployment package (npusim.export.compile) on the simulated
+// chip through the driver alone, with no Python.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+
+#include "cli.h"
+#include "npusim/deploy/package.h"
+#include "npusim/driver/device.h"
+#include "npusim/driver/errors.h"
+#include "npusim/sim/systemc_main.h"
+#include "simulator_link.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+// NAME=FILE pairs of --input / --output.
+std::map<std::string, std::string> name_file_pairs(const std::vector<std::string>& values, const char* option) {
+  std::map<std::string, std::string> pairs;
+  for (const std::string& value : values) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+      throw npu::deploy::PackageError(std::string("--") + option + " " + value + ": expected NAME=FILE");
+    pairs[value.substr(0, eq)] = value.substr(eq + 1);
+  }
+  return pairs;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw npu::deploy::PackageError(path + ": cannot open");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size())) || !out.flush())
+    throw npu::deploy::PackageError(path + ": cannot write");
+}
+
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+  po::options_description options(
+      "Usage: npu-run PACKAGE --input NAME=FILE... [--output NAME=FILE...]\n\n"
+      "Runs a deployment package (written by npusim.export.compile) on the simulated chip it was\n"
+      "compiled for, through the driver alone. Inputs and outputs are raw little-endian files of\n"
+      "the tensor's dtype, contiguous (numpy: array.tofile / numpy.fromfile); --info lists them.\n"
+      "Prints the device cycles of the run (inputs copied in, every kernel, up to the last one's end).\n"
+      "Exit status: 0 success, 1 bad package or inputs or a device error, 2 bad usage.\n\nOptions");
+  options.add_options()
+      ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
+      ("info", "print the package's signature, launches and memory plan, and exit")
+      ("input,i", po::value<std::vector<std::string>>()->value_name("NAME=FILE"), "an input's data (every input is needed)")
+      ("output,o", po::value<std::vector<std::string>>()->value_name("NAME=FILE"), "write an output's data")
+      ("runs", po::value<unsigned>()->default_value(1)->value_name("N"), "run N times (cycles of each run are printed)")
+      ("trace", po::value<std::string>()->value_name("FILE"), "write a trace of the chip and the driver (.pftrace or .json)")
+      ("timing-only", "skip the arithmetic (outputs are not computed; cycles are the same)")
+      ("package", po::value<std::string>(), "the package file");
+  po::positional_options_description positional;
+  positional.add("package", 1);
+  po::variables_map vm;
+  int exit_code = 0;
+  if (!npu::cli::parse_command_line("npu-run", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
+  if (const auto code = npu::cli::handle_help_and_version("npu-run", vm, options)) return *code;
+  if (!vm.count("package")) {
+    std::cerr << "npu-run: error: no package file\nTry 'npu-run --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+  try {
+    const npu::deploy::Package package = npu::deploy::Package::read(vm["package"].as<std::string>());
+    if (vm.count("info")) {
+      std::cout << package.summary();
+      return npu::cli::kExitOk;
+    }
+    const auto input_files = name_file_pairs(vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{}, "input");
+    const auto output_files =
+        name_file_pairs(vm.count("output") ? vm["output"].as<std::vector<std::string>>() : std::vector<std::string>{}, "output");
+    std::vector<std::vector<uint8_t>> inputs;
+    for (const npu::deploy::TensorSpec& spec : package.inputs()) {
+      const auto it = input_files.find(spec.name);
+      if (it == input_files.end()) throw npu::deploy::PackageError("no --input for " + spec.to_string() + " (npu-run --info lists the inputs)");
+      inputs.push_back(read_file(it->second));
+    }
+    for (const auto& [name, file] : input_files) {
+      bool known = false;
+      for (const auto& spec : package.inputs()) known |= spec.name == name;
+      if (!known) throw npu::deploy::PackageError("--input " + name + ": the package has no input of that name");
+    }
+    const std::vector<npu::deploy::TensorSpec> outputs = package.outputs();
+    for (const auto& [name, file] : output_files) {
+      bool known = false;
+      for (const auto& spec : outputs) known |= spec.name == name;
+      if (!known) throw npu::deploy::PackageError("--output " + name + ": the package has no output of that name");
+    }
+
+    npu::SimulatorLinkOptions link;
+    link.config = package.config_name();
+    link.config_text = package.config_text();
+    link.functional = !vm.count("timing-only");
+    if (vm.count("trace")) link.trace_path = vm["trace"].as<std::string>();
+    auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
+    npu::deploy::PackageRunner runner(device, package);
+    npu::deploy::PackageRunner::Result result;
+    for (unsigned run = 0; run < std::max(1u, vm["runs"].as<unsigned>()); ++run) {
+      result = runner.run(inputs);
+      const double us = double(device->cycles_to_time(result.cycles).count()) / 1000.0;
+      std::printf("run %u: %llu cycles (%.3f us on the chip)\n", run, static_cast<unsigned long long>(result.cycles), us);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto it = output_files.find(outputs[i].name);
+      if (it != output_files.end()) write_file(it->second, result.outputs[i]);
+    }
+    return npu::cli::kExitOk;
+  } catch (const npu::deploy::PackageError& e) {
+    std::cerr << "npu-run: error: " << e.what() << "\n";
+  } catch (const npu::Error& e) {
+    std::cerr << "npu-run: device error: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "npu-run: error: " << e.what() << "\n";
+  }
+  return npu::cli::kExitBadInput;
+}
+
+NPUSIM_SYSTEMC_MAIN

@@ -1,0 +1,151 @@
+// The package builder (memory plan, weights) and the file format's checks, without a device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "npusim/compiler/compiler.h"
+#include "npusim/deploy/package.h"
+#include "npusim/sim/config_loader.h"
+#include "package.pb.h"
+
+namespace npu::deploy {
+namespace {
+
+using compiler::OpDesc;
+using compiler::OpKind;
+using compiler::TensorDesc;
+
+TensorSpec spec(const std::string& name, uint32_t buffer, std::vector<int64_t> shape) {
+  TensorSpec t;
+  t.name = name;
+  t.shape = shape;
+  t.strides = TensorDesc::contiguous(isa::DType::F32, shape).strides;
+  t.buffer = buffer;
+  return t;
+}
+
+class Builder : public ::testing::Test {
+ protected:
+  Builder() : compiler_(sim::load_chip_config("tiny")), builder_("test", "tiny", sim::dump_chip_config(sim::load_chip_config("tiny"))) {
+    const TensorDesc t = TensorDesc::contiguous(isa::DType::F32, {4, 8});
+    relu_ = compiler_.compile(OpDesc(OpKind::RELU, {t}, t));
+  }
+  uint32_t relu_program() { return builder_.program(relu_.get(), relu_->program); }
+  void relu(uint32_t in, uint32_t out) { builder_.launch(relu_program(), {{"in0", in}, {"out", out}}, 1, "relu"); }
+
+  compiler::Compiler compiler_;
+  std::shared_ptr<const compiler::Kernel> relu_;
+  PackageBuilder builder_;
+};
+
+TEST_F(Builder, IntermediatesWhoseLifetimesDoNotOverlapShareABuffer) {
+  const uint32_t in = builder_.buffer(1000, 128), a = builder_.buffer(2000, 128), b = builder_.buffer(3000, 128);
+  const uint32_t c = builder_.buffer(4000, 64), out = builder_.buffer(5000, 128);
+  builder_.input(spec("x", in, {4, 8}));
+  relu(in, a);   // step 0: a lives 0..1
+  relu(a, b);    // step 1: b lives 1..2
+  relu(b, c);    // step 2: c lives 2..3, after a's end: c takes a's buffer
+  relu(c, out);  // step 3
+  builder_.output(spec("y", out, {4, 8}));
+  const Package package = builder_.finish();
+  EXPECT_EQ(package.raw().logical_buffers(), 5u);
+  ASSERT_EQ(package.raw().buffers_size(), 4);  // in, out, a=c, b
+  const auto& steps = package.raw().steps();
+  const uint32_t a_home = steps[0].launch().bindings(1).buffer(), b_home = steps[1].launch().bindings(1).buffer();
+  EXPECT_NE(a_home, b_home);  // a and b overlap at step 1
+  EXPECT_EQ(steps[2].launch().bindings(1).buffer(), a_home);
+  EXPECT_EQ(steps[3].launch().bindings(0).buffer(), a_home);
+  EXPECT_EQ(package.planned_bytes(), 3 * 128u + 128u);
+  EXPECT_EQ(package.launches(), 4u);
+  EXPECT_EQ(package.programs(), 1u);  // one program, launched four times
+}
+
+TEST_F(Builder, InputsOutputsAndWeightsKeepTheirOwnBuffers) {
+  const uint32_t in = builder_.buffer(1, 128), weight = builder_.buffer(2, 128), a = builder_.buffer(3, 128), out = builder_.buffer(4, 128);
+  builder_.input(spec("x", in, {4, 8}));
+  EXPECT_TRUE(builder_.has_contents(in));
+  EXPECT_FALSE(builder_.has_contents(weight));  // read before any step writes it: the recorder gives its contents
+  builder_.constant(weight, std::vector<uint8_t>(128, 7));
+  EXPECT_TRUE(builder_.has_contents(weight));
+  builder_.launch(relu_program(), {{"in0", in}, {"in1", weight}, {"out", a}}, 1, "add");
+  relu(a, out);
+  builder_.output(spec("y", out, {4, 8}));
+  const Package package = builder_.finish();
+  ASSERT_EQ(package.raw().buffers_size(), 4);
+  ASSERT_EQ(package.raw().constants_size(), 1);
+  EXPECT_EQ(package.raw().constants(0).data(), std::string(128, '\7'));
+}
+
+TEST_F(Builder, AWeightTheRunOverwritesIsWrittenAgainAtEveryRun) {
+  const uint32_t in = builder_.buffer(1, 128), reused = builder_.buffer(2, 128), out = builder_.buffer(3, 128);
+  builder_.input(spec("x", in, {4, 8}));
+  builder_.constant(reused, std::vector<uint8_t>(128, 1));
+  relu(reused, out);
+  relu(in, reused);  // the recorder's allocator gave the weight's address to a later tensor
+  builder_.output(spec("y", out, {4, 8}));
+  const Package package = builder_.finish();
+  EXPECT_EQ(package.raw().constants_size(), 0);
+  ASSERT_EQ(package.raw().steps_size(), 3);
+  ASSERT_TRUE(package.raw().steps(0).has_upload());
+  EXPECT_EQ(package.raw().steps(0).upload().data(), std::string(128, '\1'));
+}
+
+TEST_F(Builder, APackageReadsBackAsWritten) {
+  const uint32_t in = builder_.buffer(1, 128), out = builder_.buffer(2, 128);
+  builder_.input(spec("x", in, {4, 8}));
+  builder_.upload(out, 0, std::vector<uint8_t>(16, 3));
+  relu(in, out);
+  builder_.output(spec("y", out, {4, 8}));
+  const Package written = builder_.finish();
+  const std::string path = ::testing::TempDir() + "roundtrip.npupkg";
+  written.write(path);
+  const Package read = Package::read(path);
+  EXPECT_EQ(read.summary(), written.summary());
+  EXPECT_EQ(read.config_name(), "tiny");
+  ASSERT_EQ(read.inputs().size(), 1u);
+  EXPECT_EQ(read.inputs()[0].to_string(), "x: f32[4,8]");
+  EXPECT_NE(read.summary().find("1 kernel launches of 1 programs, 1 uploads"), std::string::npos) << read.summary();
+}
+
+TEST(PackageFile, WhatIsNotAValidPackageIsSaidSo) {
+  const std::string garbage = ::testing::TempDir() + "garbage.npupkg";
+  std::ofstream(garbage) << "this is not a protobuf \xff\xff\xff";
+  EXPECT_THROW(Package::read(garbage), PackageError);
+  EXPECT_THROW(Package::read(::testing::TempDir() + "does-not-exist.npupkg"), PackageError);
+
+  PackageBuilder small("test", "tiny", "");
+  small.input(spec("x", small.buffer(1, 16), {4, 8}));  // 128 bytes of tensor in a 16-byte buffer
+  try {
+    small.finish();
+    ADD_FAILURE() << "a tensor past its buffer was accepted";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("reaches past its buffer"), std::string::npos) << e.what();
+  }
+
+  PackageBuilder good("test", "tiny", "");
+  good.input(spec("x", good.buffer(1, 128), {4, 8}));
+  proto::Package edited = good.finish().raw();
+  edited.set_format_version(99);
+  const std::string future = ::testing::TempDir() + "future.npupkg";
+  {
+    std::ofstream out(future, std::ios::binary);
+    ASSERT_TRUE(edited.SerializeToOstream(&out));
+  }
+  try {
+    Package::read(future);
+    ADD_FAILURE() << "a package of another format version was accepted";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("format version 99"), std::string::npos) << e.what();
+  }
+  edited.set_format_version(1);
+  edited.mutable_inputs(0)->set_buffer(5);
+  {
+    std::ofstream out(future, std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(edited.SerializeToOstream(&out));
+  }
+  EXPECT_THROW(Package::read(future), PackageError);
+}
+
+}  // namespace
+}  // namespace npu::deploy

@@ -1,0 +1,134 @@
+"""torch.export programs as deployment packages: npusim.export.compile, the
+same package run in Python (npusim.export.run) and by npu-run with no Python,
+and what cannot be packaged.
+
+Tolerances: f32 as in test_graph_mode.py (rtol/atol 1e-5); bf16 2e-2.
+Python and npu-run runs are compared bit for bit and cycle for cycle, each in
+a fresh process (a fresh device: the cycles of a run depend on the device's
+state, such as which DRAM rows are open).
+"""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import npusim
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NPU_RUN = ROOT / "build" / "bin" / "npu-run"
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    warnings.simplefilter("ignore")
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(approximate="tanh"), torch.nn.LayerNorm(128),
+                               torch.nn.Linear(128, 16), torch.nn.ReLU()).eval()
+
+
+def test_an_exported_model_runs_from_its_package_in_python_and_in_npu_run(tmp_path):
+    model, x = mlp(), torch.randn(8, 64)
+    package = tmp_path / "mlp.npupkg"
+    summary = npusim.export.compile(torch.export.export(model, (x,)), package)
+    info = npusim.export.info(package)
+    assert info["launches"] == 3, summary  # gemm+gelu, layer norm, gemm+relu: fused as in graph mode
+    assert [(name, dtype, shape) for name, dtype, shape in info["inputs"]] == [("input", "f32", [8, 64])]
+    outputs, cycles = npusim.export.run(package, x)
+    torch.testing.assert_close(outputs[0], model(x), rtol=1e-5, atol=1e-5)
+    assert cycles > 0
+
+    # The same package, each path in a fresh process: identical bytes and cycles.
+    npusim.export.save_raw(x, tmp_path / "x.bin")
+    python = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, torch, npusim\n"
+         f"x = npusim.export.load_raw({str(tmp_path / 'x.bin')!r}, torch.float32, (8, 64))\n"
+         f"(y,), cycles = npusim.export.run({str(package)!r}, x)\n"
+         f"npusim.export.save_raw(y, {str(tmp_path / 'y_python.bin')!r})\n"
+         "print('cycles', cycles)\n"],
+        capture_output=True, text=True, check=True)
+    native = subprocess.run([str(NPU_RUN), str(package), "--input", f"input={tmp_path / 'x.bin'}", "--output",
+                             f"output0={tmp_path / 'y_native.bin'}"], capture_output=True, text=True, check=True)
+    python_cycles = int(re.search(r"cycles (\d+)", python.stdout).group(1))
+    native_cycles = int(re.search(r"run 0: (\d+) cycles", native.stdout).group(1))
+    assert python_cycles == native_cycles
+    assert (tmp_path / "y_python.bin").read_bytes() == (tmp_path / "y_native.bin").read_bytes()
+    torch.testing.assert_close(npusim.export.load_raw(tmp_path / "y_native.bin", torch.float32, (8, 16)), model(x),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_models_and_several_outputs(tmp_path):
+    class TwoHeads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Linear(32, 48)
+            self.head = torch.nn.Linear(48, 8)
+
+        def forward(self, x):
+            h = torch.nn.functional.silu(self.body(x))
+            return self.head(h), h.t()
+
+    torch.manual_seed(1)
+    model, x = TwoHeads().to(torch.bfloat16).eval(), torch.randn(5, 32, dtype=torch.bfloat16)
+    package = tmp_path / "two.npupkg"
+    npusim.export.compile(torch.export.export(model, (x,)), package)
+    (head, h_t), _ = npusim.export.run(package, x)
+    expected_head, expected_h_t = model.float()(x.float())
+    assert head.dtype == torch.bfloat16 and h_t.shape == (48, 5)
+    torch.testing.assert_close(head.float(), expected_head, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(h_t.float(), expected_h_t, rtol=2e-2, atol=2e-2)
+
+
+def test_intermediates_share_buffers_in_the_memory_plan(tmp_path):
+    class Chain(torch.nn.Module):
+        def forward(self, x):
+            for _ in range(4):
+                x = torch.tanh(torch.exp(-torch.relu(x)))
+            return x
+
+    x = torch.randn(64, 64)
+    package = tmp_path / "chain.npupkg"
+    npusim.export.compile(torch.export.export(Chain(), (x,)), package)
+    info = npusim.export.info(package)
+    assert info["launches"] == 16
+    assert info["buffers"] < info["logical_buffers"]  # 15 intermediates, never more than two alive at once
+    assert info["buffers"] <= 4
+    (y,), _ = npusim.export.run(package, x)
+    torch.testing.assert_close(y, Chain()(x), rtol=1e-5, atol=1e-5)
+
+
+def test_what_needs_python_at_run_time_cannot_be_packaged(tmp_path):
+    class WithAFallback(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(torch.relu(x), 0)
+
+    with pytest.raises(RuntimeError, match=r"cannot be replayed without Python:\s+aten::cumsum"):
+        npusim.export.compile(torch.export.export(WithAFallback(), (torch.randn(4, 4),)), tmp_path / "no.npupkg")
+    assert not (tmp_path / "no.npupkg").exists()
+    # The device is still usable, and the next capture starts clean.
+    npusim.export.compile(torch.export.export(mlp(), (torch.randn(2, 64),)), tmp_path / "yes.npupkg")
+
+
+def test_npu_run_says_what_is_wrong(tmp_path):
+    package = tmp_path / "mlp.npupkg"
+    npusim.export.compile(torch.export.export(mlp(), (torch.randn(2, 64),)), package)
+    missing = subprocess.run([str(NPU_RUN), str(package)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "no --input for input: f32[2,64]" in missing.stderr
+    (tmp_path / "short.bin").write_bytes(b"\0" * 12)
+    short = subprocess.run([str(NPU_RUN), str(package), "-i", f"input={tmp_path / 'short.bin'}"], capture_output=True, text=True)
+    assert short.returncode == 1 and "is 512 bytes, got 12" in short.stderr
+    info = subprocess.run([str(NPU_RUN), str(package), "--info"], capture_output=True, text=True, check=True)
+    assert "3 kernel launches" in info.stdout and "memory plan" in info.stdout
+    (tmp_path / "junk.npupkg").write_bytes(b"junk")
+    junk = subprocess.run([str(NPU_RUN), str(tmp_path / "junk.npupkg"), "--info"], capture_output=True, text=True)
+    assert junk.returncode == 1 and "not a package" in junk.stderr
+    assert os.path.exists(NPU_RUN)

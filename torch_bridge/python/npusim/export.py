@@ -1,0 +1,106 @@
+"""npusim.export: torch.export programs compiled into deployment packages that
+run without Python.
+
+    ep = torch.export.export(model, (x,))
+    npusim.export.compile(ep, "model.npupkg")     # programs, weights, memory plan, signature
+    outputs, cycles = npusim.export.run("model.npupkg", x)
+
+and from a shell, with no Python at all:
+
+    npu-run model.npupkg --input x=x.bin --output output0=y.bin
+
+compile() lowers the program with the backend's passes (core ATen minus what
+the chip runs whole, layer norms and gemm epilogues fused: npusim.backend,
+npusim.lowering), runs it once on the npu and records what it launches: each
+kernel with its buffers, the host data it writes, and the contents of every
+buffer it reads before writing (the weights). The package's memory plan lets
+intermediates whose lifetimes do not overlap share a buffer. A run that
+cannot be replayed without Python (an op that falls back to the CPU, or a
+host read of device memory such as .item()) is refused, with the ops named.
+
+Inputs and outputs are npu dtypes (f32, bf16, f16, i32, i8, u8) and their
+shapes are fixed (those of the example inputs). npu-run reads and writes raw
+contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
+"""
+
+from typing import List, Sequence, Tuple
+
+import torch
+import torch.utils._pytree as pytree
+
+from . import _C, backend, lowering
+
+__all__ = ["compile", "run", "info"]
+
+_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32, "i8": torch.int8,
+           "u8": torch.uint8}
+
+
+def compile(exported_program: "torch.export.ExportedProgram", path: str, *example_inputs: torch.Tensor) -> str:
+    """Writes the package for `exported_program` to `path`; returns its summary.
+    The example inputs (default: the ones it was exported with) fix the shapes."""
+    args = example_inputs or tuple(exported_program.example_inputs[0])
+    if not all(isinstance(a, torch.Tensor) for a in args):
+        raise TypeError("npusim.export.compile: the program's inputs must all be tensors")
+    program = exported_program.run_decompositions(backend.decompositions())
+    module = program.module()
+    lowering.lower(module, "inference")
+    module = module.to("npu")
+    names = [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    if len(names) != len(args):
+        names = [f"input{i}" for i in range(len(args))]
+    inputs = [a.detach().to("npu").contiguous() for a in args]
+    source = f"torch.export of {type(exported_program).__name__} ({len(list(program.graph.nodes))} graph nodes)"
+    with torch.no_grad():
+        _C.begin_capture(inputs, names, source)
+        try:
+            result = module(*inputs)
+        except BaseException:
+            _C.abort_capture()
+            raise
+    outputs, _ = pytree.tree_flatten(result)
+    if not all(isinstance(o, torch.Tensor) for o in outputs):
+        _C.abort_capture()
+        raise TypeError("npusim.export.compile: the program's outputs must all be tensors")
+    return _C.end_capture(outputs, [f"output{i}" for i in range(len(outputs))], str(path))
+
+
+def info(path: str) -> dict:
+    """The package's signature and summary: {"inputs": [(name, dtype, shape)], "outputs": [...], "summary": str, "config": str}."""
+    return dict(_C.package_info(str(path)))
+
+
+def run(path: str, *inputs: torch.Tensor) -> Tuple[List[torch.Tensor], int]:
+    """Runs the package on this process's npu device, the way npu-run does:
+    returns its outputs (CPU tensors) and the device cycles of the run."""
+    signature = info(path)
+    if len(inputs) != len(signature["inputs"]):
+        raise ValueError(f"{path} takes {len(signature['inputs'])} inputs, got {len(inputs)}")
+    data = []
+    for tensor, (name, dtype, shape) in zip(inputs, signature["inputs"]):
+        if tuple(tensor.shape) != tuple(shape) or tensor.dtype != _DTYPES[dtype]:
+            raise ValueError(f"input {name}: expected {dtype}{list(shape)}, got {tensor.dtype}{list(tensor.shape)}")
+        data.append(_bytes_of(tensor))
+    raw, cycles = _C.run_package(str(path), data)
+    outputs = []
+    for blob, (_, dtype, shape) in zip(raw, signature["outputs"]):
+        outputs.append(torch.frombuffer(bytearray(blob), dtype=_DTYPES[dtype]).reshape(shape) if len(blob) else
+                       torch.empty(shape, dtype=_DTYPES[dtype]))
+    return outputs, cycles
+
+
+def _bytes_of(tensor: torch.Tensor) -> bytes:
+    t = tensor.detach().cpu().contiguous()
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+def save_raw(tensor: torch.Tensor, path: str) -> None:
+    """Writes a tensor as npu-run reads it (raw, contiguous, little-endian)."""
+    with open(path, "wb") as f:
+        f.write(_bytes_of(tensor))
+
+
+def load_raw(path: str, dtype: torch.dtype, shape: Sequence[int]) -> torch.Tensor:
+    """Reads what npu-run --output wrote."""
+    with open(path, "rb") as f:
+        return torch.frombuffer(bytearray(f.read()), dtype=dtype).reshape(tuple(shape))
