@@ -12,6 +12,7 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -201,6 +202,13 @@ at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) {
   return binary(OpKind::MINIMUM, "aten::minimum", a, b, false, [](auto& x, auto& y) { return at::minimum(x, y); });
 }
+// x ** exponent, on the chip for floats (v.pow with a broadcast scalar).
+at::Tensor pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
+  return binary(OpKind::POW, "aten::pow.Tensor_Scalar", self, at::scalar_tensor(exponent, at::TensorOptions().device(at::kCPU)), false,
+                [&](auto& x, auto&) { return at::pow(x, exponent); });
+}
+at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
+
 #define NPUSIM_COMPARISON(NAME, KIND)                                                                                       \
   at::Tensor NAME(const at::Tensor& a, const at::Tensor& b) {                                                              \
     return binary(OpKind::KIND, "aten::" #NAME ".Tensor", a, b, true, [](auto& x, auto& y) { return at::NAME(x, y); }); \
@@ -212,6 +220,25 @@ NPUSIM_COMPARISON(le, LE)
 NPUSIM_COMPARISON(gt, GT)
 NPUSIM_COMPARISON(ge, GE)
 #undef NPUSIM_COMPARISON
+// The Scalar overloads: the scalar as a broadcast 0-dim tensor of the common dtype.
+#define NPUSIM_COMPARISON_SCALAR(NAME, KIND)                                                                                    \
+  at::Tensor NAME##_scalar(const at::Tensor& a, const at::Scalar& b) {                                                         \
+    return binary(OpKind::KIND, "aten::" #NAME ".Scalar", a, at::scalar_tensor(b, at::TensorOptions().device(at::kCPU)), true, \
+                  [&](auto& x, auto&) { return at::NAME(x, b); });                                                             \
+  }
+NPUSIM_COMPARISON_SCALAR(eq, EQ)
+NPUSIM_COMPARISON_SCALAR(ne, NE)
+NPUSIM_COMPARISON_SCALAR(lt, LT)
+NPUSIM_COMPARISON_SCALAR(le, LE)
+NPUSIM_COMPARISON_SCALAR(gt, GT)
+NPUSIM_COMPARISON_SCALAR(ge, GE)
+#undef NPUSIM_COMPARISON_SCALAR
+
+// logical_not(x) is x == 0, for every dtype the comparison kernel takes.
+at::Tensor logical_not(const at::Tensor& self) {
+  const at::Tensor zero = at::zeros({}, self.options().device(at::kCPU));  // of self's dtype: no promotion
+  return binary(OpKind::EQ, "aten::logical_not", self, zero, true, [&](auto& x, auto&) { return at::logical_not(x); });
+}
 
 #define NPUSIM_UNARY(NAME, KIND) \
   at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); }
@@ -309,6 +336,32 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
   }
   return on_cpu(name, reference);
 }
+// any over one dim: the maximum of the values as f32 (a cast, a row maximum), compared with 0.
+at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  if (self.dim() == 0 || self.numel() == 0 || self.scalar_type() == at::kLong || self.scalar_type() == at::kDouble)
+    return on_cpu("aten::any.dim", [&] { return at::any(cpu(self), dim, keepdim); });
+  const at::Tensor magnitude = self.scalar_type() == at::kFloat ? at::abs(self) : at::abs(self.to(at::kFloat));
+  return ne_scalar(at::amax(magnitude, {dim}, keepdim), 0);
+}
+
+// any over several dims (none: every element; an empty list: no reduction, x != 0).
+at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+  if (!dims.has_value()) {
+    const at::Tensor flat = self.reshape({-1});
+    at::Tensor result = self.numel() == 0 ? on_cpu("aten::any.dims (empty)", [&] { return at::any(cpu(self)); }) : any_dim(flat, 0, false);
+    if (keepdim) result = result.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
+    return result;
+  }
+  if (dims->empty()) return ne_scalar(self, 0);
+  std::vector<int64_t> order;
+  for (const int64_t d : *dims) order.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1)));
+  std::sort(order.rbegin(), order.rend());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  at::Tensor result = self;
+  for (const int64_t d : order) result = any_dim(result, d, keepdim);
+  return result;
+}
+
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
 }
@@ -365,6 +418,45 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
   return {grad_x, grad_weight, grad_bias};
 }
 
+// cat: each input copied by the copy kernel into its slice of the output (any
+// strides on either side). Inputs of several dtypes go to the CPU, which promotes.
+at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
+  std::vector<at::Tensor> tensors;
+  for (const at::Tensor& t : tensor_list) tensors.push_back(t);
+  // Legacy rule: 1-D empty tensors are skipped whatever their shape.
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor& t : tensors)
+    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  const auto reference = [&] {
+    std::vector<at::Tensor> host;
+    for (const at::Tensor& t : tensors) host.push_back(cpu(t));
+    return at::cat(host, dim);
+  };
+  if (parts.empty()) return on_cpu("aten::cat (only empty inputs)", reference);
+  const at::ScalarType dtype = parts[0].scalar_type();
+  bool same = true;
+  for (const at::Tensor& t : parts) same &= t.scalar_type() == dtype && on_npu(t) && t.dim() == parts[0].dim();
+  if (!same) return on_cpu("aten::cat (mixed dtypes or devices)", reference);
+  const int64_t d = at::maybe_wrap_dim(dim, parts[0].dim());
+  std::vector<int64_t> shape(parts[0].sizes().begin(), parts[0].sizes().end());
+  shape[size_t(d)] = 0;
+  for (const at::Tensor& t : parts) {
+    for (int64_t k = 0; k < t.dim(); ++k)
+      TORCH_CHECK(k == d || t.size(k) == shape[size_t(k)], "torch.cat(): Sizes of tensors must match except in dimension ", d,
+                  ". Expected size ", shape[size_t(k)], " but got size ", t.size(k), " for a tensor in the list.");
+    shape[size_t(d)] += t.size(d);
+  }
+  at::Tensor out = new_npu(shape, dtype);
+  int64_t offset = 0;
+  for (const at::Tensor& t : parts) {
+    const at::Tensor slice = out.narrow(d, offset, t.size(d));
+    offset += t.size(d);
+    if (t.numel() == 0) continue;
+    if (!try_run([&] { return OpDesc(OpKind::COPY, {describe(t)}, describe(slice)); }, {t}, slice)) return on_cpu("aten::cat", reference);
+  }
+  return out;
+}
+
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device.
 at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
@@ -376,6 +468,8 @@ at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& 
 at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::sub(a, b, alpha), out); }
 at::Tensor& mul_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mul(a, b), out); }
 at::Tensor& div_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::div(a, b), out); }
+at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out) { return into(pow_scalar(self, exponent), out); }
+at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   // Computed on the host and copied in: exact for every dtype.
@@ -426,6 +520,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Tensor", le);
   m.impl("gt.Tensor", gt);
   m.impl("ge.Tensor", ge);
+  m.impl("eq.Scalar", eq_scalar);
+  m.impl("ne.Scalar", ne_scalar);
+  m.impl("lt.Scalar", lt_scalar);
+  m.impl("le.Scalar", le_scalar);
+  m.impl("gt.Scalar", gt_scalar);
+  m.impl("ge.Scalar", ge_scalar);
+  m.impl("logical_not", logical_not);
   m.impl("neg", neg);
   m.impl("abs", abs);
   m.impl("exp", exp);
@@ -449,7 +550,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mean.dim", mean_dim);
   m.impl("amax", amax);
   m.impl("amin", amin);
+  m.impl("any.dim", any_dim);
+  m.impl("any.dims", any_dims);
   m.impl("native_layer_norm", native_layer_norm);
+  m.impl("pow.Tensor_Scalar", pow_scalar);
+  m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
+  m.impl("cat", cat);
+  m.impl("cat.out", cat_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }
 

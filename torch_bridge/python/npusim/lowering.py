@@ -7,6 +7,10 @@ Passes, in order:
                         views) become one npusim::gemm with that epilogue: the
                         activation runs on the tile in the accumulator, not as
                         a second kernel reading and writing DRAM.
+  fold_constants        values that depend on no input (attention masks built
+                        from arange, full, comparisons: often in integer and bool
+                        dtypes the chip lacks) are computed once at compile time on
+                        the CPU and become constants of the graph on the device.
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
 Layer norms are fused by the decomposition table itself (npusim.backend).
@@ -15,6 +19,7 @@ What a pass does is recorded in a GraphReport, which npusim.explain prints.
 """
 
 import dataclasses
+import operator
 from typing import Dict, List
 
 import torch
@@ -41,6 +46,7 @@ class GraphReport:
     nodes_before: int = 0
     nodes_after: int = 0
     fused: List[str] = dataclasses.field(default_factory=list)  # one line per fused kernel
+    folded: int = 0  # nodes computed at compile time
     ops: Dict[str, int] = dataclasses.field(default_factory=dict)  # ATen op -> calls in the final graph
 
 
@@ -94,9 +100,68 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append(f"{node.target.__name__.split('.')[0]} + {' + '.join(names)} -> npusim::gemm")
 
 
+# Constants larger than this stay computed at run time (a graph's constants live on the device).
+_FOLD_LIMIT_ELEMENTS = 1 << 20
+
+
+def _foldable(node: torch.fx.Node) -> bool:
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return True
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    schema = node.target._schema
+    return not schema.is_mutable and torch.Tag.nondeterministic_seeded not in node.target.tags
+
+
+def _on_cpu(value):
+    if isinstance(value, torch.device):
+        return torch.device("cpu")
+    return value.cpu() if isinstance(value, torch.Tensor) else value
+
+
+def fold_constants(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    # Backends are called with the tracer's fake tensor mode active: constants must be real.
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        _fold_constants(gm, report)
+
+
+def _fold_constants(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    graph = gm.graph
+    values = {}  # node -> its value, computed on the CPU
+    for node in graph.nodes:
+        if not _foldable(node) or any(d not in values for d in node.all_input_nodes):
+            continue
+        args = torch.fx.node.map_aggregate(torch.fx.node.map_arg(node.args, lambda n: values[n]), _on_cpu)
+        kwargs = torch.fx.node.map_aggregate(torch.fx.node.map_arg(node.kwargs, lambda n: values[n]), _on_cpu)
+        try:
+            values[node] = node.target(*args, **kwargs)
+        except Exception:  # anything the CPU cannot evaluate this way stays in the graph
+            continue
+    # The frontier: folded values used by nodes that are not folded become constants.
+    for node, value in values.items():
+        if all(user in values for user in node.users) or not isinstance(value, torch.Tensor):
+            continue
+        if value.numel() > _FOLD_LIMIT_ELEMENTS:
+            continue
+        fake = node.meta.get("val")
+        device = fake.device if isinstance(fake, torch.Tensor) else torch.device("cpu")
+        name = f"_npusim_constant_{report.kind}_{report.folded}"
+        gm.register_buffer(name, value.to(device))
+        with graph.inserting_before(node):
+            constant = graph.get_attr(name)
+        constant.meta = dict(node.meta)
+        node.replace_all_uses_with(constant)
+        report.folded += 1
+
+
 def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     """Runs the passes on gm in place; returns what they did."""
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
+    fold_constants(gm, report)
     fuse_gemm_epilogues(gm, report)
     gm.graph.eliminate_dead_code()
     gm.graph.lint()
