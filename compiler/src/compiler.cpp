@@ -1,5 +1,6 @@
 #include "npusim/compiler/compiler.h"
 
+#include "attention.h"
 #include "elementwise.h"
 #include "matmul.h"
 #include "rowwise.h"
@@ -20,9 +21,10 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
       return it->second;
     }
   }
-  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL ? lower_matmul(op, config_)
-                                               : is_row_op(op.kind)        ? lower_row_op(op, config_)
-                                                                           : lower_elementwise(op, config_));
+  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL      ? lower_matmul(op, config_)
+                                               : op.kind == OpKind::ATTENTION ? lower_attention(op, config_)
+                                               : is_row_op(op.kind)           ? lower_row_op(op, config_)
+                                                                              : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.misses;
   cache_.emplace(key, kernel);

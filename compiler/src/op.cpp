@@ -16,6 +16,7 @@ const OpInfo kOps[] = {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) {NAME, ARITY},
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) {NAME, MAX_INPUTS},
 #define NPU_ROW_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
+#define NPU_ATTENTION_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #include "ops.def"
 };
 
@@ -71,7 +72,14 @@ bool is_row_op(OpKind kind) {
     default: return false;
   }
 }
-bool is_elementwise(OpKind kind) { return kind != OpKind::MATMUL && !is_row_op(kind); }
+bool is_elementwise(OpKind kind) {
+  switch (kind) {
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) case OpKind::ID:
+#include "ops.def"
+    return true;
+    default: return false;
+  }
+}
 
 std::string OpDesc::key() const {
   std::string key = op_name(kind);
@@ -83,6 +91,11 @@ std::string OpDesc::key() const {
     key += scales;
     for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
     key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
+  }
+  if (kind == OpKind::ATTENTION) {
+    char attributes[64];
+    std::snprintf(attributes, sizeof attributes, " scale %.17g causal %d", scale, is_causal ? 1 : 0);
+    key += attributes;
   }
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
     char eps[40];

@@ -31,6 +31,7 @@ enum class OpKind : uint8_t {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) ID,
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) ID,
 #define NPU_ROW_OP(ID, NAME, MAX_INPUTS) ID,
+#define NPU_ATTENTION_OP(ID, NAME, INPUTS) ID,
 #include "ops.def"
 };
 
@@ -66,6 +67,11 @@ struct OpDesc {
   F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
   double epsilon = 1e-5;
+  // scaled_dot_product_attention: softmax(scale * q @ k^T) @ v. The caller
+  // sets the scale (PyTorch's default is 1 / sqrt(D)); is_causal masks keys
+  // j > query i (the top-left aligned lower triangle, as PyTorch's is_causal).
+  double scale = 1.0;
+  bool is_causal = false;
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;

@@ -1,0 +1,528 @@
+// Fused scaled-dot-product attention, tiled the FlashAttention way:
+//   out[b] = softmax(scale * q[b] @ k[b]^T, causal: key j > query i masked) @ v[b]
+// with q [L, D], k [S, D], v [S, Dv] per batch element (batch and heads
+// flattened as matmul does). The scores and probabilities stay on the core:
+// DRAM sees Q and the output once, and K and V once per query tile.
+//
+// Work items are (batch element, query tile of br rows), dealt to the cores
+// in a zigzag (causal items grow with the query position; dealing them
+// forth and back keeps the cores' shares even). An item loads its Q tile once and
+// walks the key/value tiles of bc rows, keeping per query row the running
+// maximum m and sum l in f32:
+//   S  = Q K^T                      tensor core, f32 in the accumulator (the K tile lies [bc, D]: the tb flag)
+//   S *= scale; S = -inf above the diagonal (causal, only on tiles that cross it)
+//     (a power-of-two scale, 1/sqrt(D) for D = 16, 64, 256, scales the Q tile
+//     instead, once per item: exact in bf16 and f32, so the scores are the same bits)
+//   m' = max(m, rowmax S); P = exp(S - m'); l = l * exp(m - m') + rowsum P
+//   O  = O * exp(m - m') + P V      the vector unit rescales O in the accumulator, tc.mm adds P V
+// P is rounded to the tensor core's input dtype before P V (as FlashAttention
+// does; l sums it unrounded), and at the end out = O / l rounds once. Key
+// tiles wholly above the diagonal are never loaded, and the last one an item
+// sees is cut to the keys it can see.
+//
+// Engines, with two-slot rings between them (the protocol of matmul.cpp):
+//   dma ch0:  Q tile per item, K tiles                          -> tc (Q via the vector unit when it scales it)
+//   dma ch1:  V tiles                                           -> tc
+//   tc:       S_{j+1} = Q K_{j+1}^T, then O += P_j V_j          -> vector (S), <- vector (P)
+//             (the next scores are computed while the vector unit works on these)
+//   vector:   softmax step j, O rescale; at the end O / l       -> dma ch2
+//   dma ch2:  store the output tile
+#include "attention.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+using isa::Opcode;
+
+int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One operand's strides and offset, in elements: [batch, rows, head dim (stride 1)].
+struct Operand {
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;
+  int64_t offset = 0;
+};
+
+// One core's local memory for query tiles of br rows and key tiles of bc rows.
+struct Layout {
+  // Scratchpad addresses: two slots of each ring buffer (x_bytes apart).
+  int64_t q = 0, q_bytes = 0, k = 0, k_bytes = 0, v = 0, v_bytes = 0, p = 0, p_bytes = 0, out = 0, out_bytes = 0;
+  // br x 1 f32 row statistics: the running maximum (two buffers, swapped each
+  // step), the running sum, one step's sum.
+  int64_t max_a = 0, max_b = 0, sum = 0, step_sum = 0;
+  int64_t scale = 0;  // one f32 (scaling the scores) or one element of q's dtype (scaling Q)
+  // Causal only: an all -inf f32 tile; per element (k0 - q0) + i*nt + j (i32);
+  // the mask (u8); per row i * (nt + 1) (i32); the row index i = 0 .. br-1
+  // (i32); nt + 1 (one i32).
+  int64_t neg_inf = 0, index = 0, mask = 0, row_limit = 0, row_index = 0, nt_plus_one = 0;
+  int64_t scratchpad_bytes = 0;
+  // Accumulator offsets (from isa::kAccumulatorBase): two slots of scores, then O.
+  int64_t s = 0, s_bytes = 0, o = 0, accumulator_bytes = 0;
+
+  // P is in the tensor core's input dtype, which is q's.
+  Layout(int64_t br, int64_t bc, int64_t d, int64_t dv, int64_t esize, bool causal) {
+    int64_t at = 0;
+    const auto take = [&at](int64_t bytes) {
+      const int64_t start = at;
+      at += align64(bytes);
+      return start;
+    };
+    q_bytes = align64(br * d * esize), k_bytes = align64(bc * d * esize), v_bytes = align64(bc * dv * esize);
+    p_bytes = align64(br * bc * esize), out_bytes = align64(br * dv * esize);
+    q = take(2 * q_bytes), k = take(2 * k_bytes), v = take(2 * v_bytes), p = take(2 * p_bytes), out = take(2 * out_bytes);
+    max_a = take(br * 4), max_b = take(br * 4), sum = take(br * 4), step_sum = take(br * 4);
+    scale = take(4);
+    if (causal) {
+      neg_inf = take(br * bc * 4), index = take(br * bc * 4), mask = take(br * bc);
+      row_limit = take(br * 4), row_index = take(br * 4), nt_plus_one = take(4);
+    }
+    scratchpad_bytes = at;
+    s_bytes = align64(br * bc * 4);
+    s = 0, o = 2 * s_bytes;
+    accumulator_bytes = o + align64(br * dv * 4);
+  }
+};
+
+// The shape of the problem, for choosing tiles.
+struct Problem {
+  int64_t batch, l, s, d, dv, esize;
+  bool causal, scale_scores;  // scale_scores: a vector pass over every score tile
+};
+
+// Whether multiplying by `scale` only changes exponents: +-2^k, well inside
+// the range where a bf16 or f32 q times it stays normal (f16's range is too
+// narrow: q / 8 is subnormal below 2^-11 and loses bits).
+bool is_power_of_two(double scale) {
+  int exponent = 0;
+  return std::fabs(std::frexp(scale, &exponent)) == 0.5 && exponent > -64 && exponent < 64;
+}
+
+// Estimated cycles of the kernel with these tiles, from the config's costs.
+// Per key step the engines overlap, so a step costs the slowest of: the
+// vector unit's softmax work, the tensor core's two products, the K and V
+// loads at this core's share of DRAM bandwidth, and the control unit's
+// issue of the step's ~80 instructions.
+double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::ChipConfig& config) {
+  const sim::VectorUnitConfig& vu = config.core.vector_unit;
+  const auto vec = [&](Opcode opcode, int64_t elements) {
+    const sim::VectorOpCost& cost = vu.cost(opcode);
+    return double(cost.latency_cycles) + double(ceil_div(elements, vu.lanes) * cost.cycles_per_vector);
+  };
+  const int64_t rows = config.core.tensor_core.rows, cols = config.core.tensor_core.cols;
+  const auto tc = [&](int64_t m, int64_t n, int64_t k) { return double(ceil_div(k, rows) * ceil_div(n, cols) * (m + rows + cols)); };
+  const int64_t tile = br * bc, items = pr.batch * ceil_div(pr.l, br);
+  const int64_t active = std::min<int64_t>(config.num_cores, items);
+  const double dram_share = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel / double(active);
+  double vector = vec(Opcode::V_RMAX, tile) + vec(Opcode::V_SUB, tile) + vec(Opcode::V_EXP, tile) + vec(Opcode::V_RSUM, tile) +
+                  vec(Opcode::V_CVT, tile) + vec(Opcode::V_MAX, br) + vec(Opcode::V_SUB, br) + vec(Opcode::V_EXP, br) +
+                  vec(Opcode::V_MUL, br) + vec(Opcode::V_ADD, br) + vec(Opcode::V_MUL, br * pr.dv);
+  if (pr.scale_scores) vector += vec(Opcode::V_MUL, tile);
+  const double tensor = tc(br, bc, pr.d) + tc(br, pr.dv, bc);
+  const double loads = double(bc * (pr.d + pr.dv) * pr.esize) / dram_share + 2.0 * config.core.dma.descriptor_cycles;
+  const double control = 80.0 * config.core.control.issue_cycles;
+  const double step = std::max({vector, tensor, loads, control});
+  // Causal items see half the keys on average.
+  const int64_t steps = ceil_div(pr.causal ? std::min(pr.s, (pr.l + br) / 2) : pr.s, bc);
+  const double item = double(steps) * step + vec(Opcode::V_DIV, br * pr.dv) + vec(Opcode::V_CVT, br * pr.dv) +
+                      double(br * (pr.d + pr.dv) * pr.esize) / dram_share;
+  return double(ceil_div(items, config.num_cores)) * item;
+}
+
+}  // namespace
+
+Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
+  if (op.inputs.size() != 3) throw std::invalid_argument("attention takes q, k and v");
+  const TensorDesc &q = op.inputs[0], &k = op.inputs[1], &v = op.inputs[2], &out = op.output;
+  for (const TensorDesc* t : {&q, &k, &v, &out}) {
+    if (t->shape.size() < 2) throw std::invalid_argument("attention operands have at least 2 dims");
+    for (const int64_t s : t->strides)
+      if (s < 0) throw UnsupportedOp("attention with negative strides");
+  }
+  const auto dim = [](const TensorDesc& t, size_t from_end) { return t.shape[t.shape.size() - from_end]; };
+  const int64_t seq_q = dim(q, 2), d = dim(q, 1), seq_k = dim(k, 2), dv = dim(v, 1);
+  if (dim(k, 1) != d) throw std::invalid_argument("attention: q is [.., L, D] and k [.., S, D]: D differs");
+  if (dim(v, 2) != seq_k) throw std::invalid_argument("attention: k is [.., S, D] and v [.., S, Dv]: S differs");
+  if (dim(out, 2) != seq_q || dim(out, 1) != dv) throw std::invalid_argument("attention: the output is not [.., L, Dv]");
+  const DType dtype = q.dtype;
+  if (k.dtype != dtype || v.dtype != dtype || out.dtype != dtype)
+    throw std::invalid_argument("attention: q, k, v and the output have one dtype (cast first)");
+  const auto& accepted = config.core.tensor_core.input_dtypes;
+  if (!isa::dtype_is_float(dtype)) throw UnsupportedOp("attention on " + std::string(isa::dtype_name(dtype)) + ": floats only");
+  if (std::find(accepted.begin(), accepted.end(), dtype) == accepted.end())
+    throw UnsupportedOp("attention in " + std::string(isa::dtype_name(dtype)) +
+                        ": this chip's tensor core does not take it (cast to bf16, or run matmul, softmax, matmul: "
+                        "matmul splits f32 into bf16 parts)");
+  // The DMA copies whole rows of the head dim; other layouts would need element DMA.
+  for (const TensorDesc* t : {&q, &k, &v, &out})
+    if (t->shape.back() > 1 && t->strides.back() != 1) throw UnsupportedOp("attention with a strided last dim (head dim)");
+
+  // Batch: the output's leading dims, flattened (they must merge), q, k and v broadcast over them.
+  const size_t batch_rank = out.shape.size() - 2;
+  const TensorDesc* const operands[] = {&q, &k, &v, &out};
+  std::vector<std::pair<int64_t, std::array<int64_t, 4>>> dims;  // (size, strides of q, k, v, out)
+  for (size_t i = 0; i < batch_rank; ++i) {
+    if (out.shape[i] == 1) continue;
+    std::array<int64_t, 4> s{};
+    for (size_t n = 0; n < 4; ++n) {
+      const TensorDesc& t = *operands[n];
+      const int64_t at = int64_t(i) - int64_t(batch_rank) + int64_t(t.shape.size()) - 2;  // the same batch dim in t
+      if (at < 0 || t.shape[size_t(at)] == 1) continue;                                  // broadcast: stride 0
+      if (t.shape[size_t(at)] != out.shape[i]) throw std::invalid_argument("attention: batch dims do not broadcast");
+      s[n] = t.strides[size_t(at)];
+    }
+    bool merges = !dims.empty();
+    for (size_t n = 0; n < 4 && merges; ++n) merges = dims.back().second[n] == s[n] * out.shape[i];
+    if (merges) dims.back().first *= out.shape[i], dims.back().second = s;
+    else dims.push_back({out.shape[i], s});
+  }
+  if (dims.size() > 1) throw UnsupportedOp("attention with batch dims that do not merge into one");
+  const int64_t batch = dims.empty() ? 1 : dims[0].first;
+  Operand qo, ko, vo, oo;
+  Operand* const layouts[] = {&qo, &ko, &vo, &oo};
+  for (size_t n = 0; n < 4; ++n) {
+    const TensorDesc& t = *operands[n];
+    layouts[n]->batch_stride = dims.empty() ? 0 : dims[0].second[n];
+    layouts[n]->row_stride = t.strides[t.strides.size() - 2];
+    layouts[n]->offset = t.storage_offset;
+  }
+
+  const auto empty_program = [&](const std::string& why) {
+    ProgramBuilder empty("scaled_dot_product_attention (generated, empty output)");
+    empty.output("out", dtype, {1});
+    for (size_t i = 0; i < 3; ++i) empty.input("in" + std::to_string(i), dtype, {1});
+    empty.emit(Opcode::HALT, {});
+    Kernel kernel;
+    kernel.program = empty.finish();
+    kernel.plan = "scaled_dot_product_attention: " + why + ", nothing to compute\n";
+    return kernel;
+  };
+  if (batch * seq_q * dv == 0) return empty_program("empty output");
+  if (seq_k == 0) throw UnsupportedOp("attention over no keys (S = 0): softmax of an empty row");
+  if (d == 0) throw UnsupportedOp("attention with head dim 0");
+
+  // Tiles: among those whose buffers fit, the ones within 5% of the fewest
+  // estimated cycles, and of those the one that moves the fewest DRAM bytes
+  // (K and V are read once per query tile: the tallest query tiles). The
+  // estimate takes DRAM at its peak; DRAM-heavy tiles lose more than it says
+  // when the cores contend (on base at 2048 x 64, 64 x 512 tiles are
+  // estimated 4% faster than 256 x 128 and run 14% slower, with 3.7x the bytes).
+  const int64_t e = isa::dtype_size_bytes(dtype);
+  const bool causal = op.is_causal, scale_q = op.scale != 1.0 && dtype != DType::F16 && is_power_of_two(op.scale);
+  const bool scale_scores = op.scale != 1.0 && !scale_q;
+  const Problem problem{batch, seq_q, seq_k, d, dv, e, causal, scale_scores};
+  const int64_t scratchpad = int64_t(config.core.scratchpad.size_bytes), accumulator = int64_t(config.core.accumulator.size_bytes);
+  struct Candidate {
+    int64_t br, bc;
+    double cycles;
+  };
+  std::vector<Candidate> fitting;
+  for (const int64_t cr : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
+    for (const int64_t cc : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1}) {
+      const int64_t r = std::min(seq_q, cr), c = std::min(seq_k, cc);
+      const Layout fit(r, c, d, dv, e, causal);
+      if (fit.scratchpad_bytes <= scratchpad && fit.accumulator_bytes <= accumulator) fitting.push_back({r, c, estimate_cycles(problem, r, c, config)});
+    }
+  if (fitting.empty())
+    throw UnsupportedOp("attention with head dims " + std::to_string(d) + " / " + std::to_string(dv) +
+                        ": not even one query row and one key fit this chip's scratchpad and accumulator");
+  double best = fitting[0].cycles;
+  for (const Candidate& c : fitting) best = std::min(best, c.cycles);
+  const Candidate* chosen = nullptr;
+  for (const Candidate& c : fitting)
+    if (c.cycles <= 1.05 * best && (!chosen || c.br > chosen->br || (c.br == chosen->br && c.cycles < chosen->cycles))) chosen = &c;
+  const int64_t br = chosen->br, bc = chosen->bc;
+  const Layout lay(br, bc, d, dv, e, causal);
+  const int64_t q_tiles = ceil_div(seq_q, br), items = batch * q_tiles;
+  const unsigned cores = unsigned(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, items)));
+  const unsigned channels = config.core.dma.channels;
+  const unsigned ch_q = 0, ch_v = std::min(1u, channels - 1), ch_out = std::min(2u, channels - 1);
+
+  ProgramBuilder pb("scaled_dot_product_attention (generated)");
+  const uint16_t out_sym = pb.output("out", dtype, {uint64_t(std::max<int64_t>(out.storage_extent(), 1))});
+  const uint16_t q_sym = pb.input("in0", dtype, {uint64_t(std::max<int64_t>(q.storage_extent(), 1))});
+  const uint16_t k_sym = pb.input("in1", dtype, {uint64_t(std::max<int64_t>(k.storage_extent(), 1))});
+  const uint16_t v_sym = pb.input("in2", dtype, {uint64_t(std::max<int64_t>(v.storage_extent(), 1))});
+
+  enum : int64_t { Q_LOADED, Q_FULL, Q_FREE, K_FULL, K_FREE, V_FULL, V_FREE, S_FULL, S_FREE, P_FULL, PV_DONE, OUT_FULL, OUT_FREE };
+  const int64_t kCtl = 0, kTc = 5, kVec = 6;
+  const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
+  const int64_t dt = int64_t(dtype), f32 = int64_t(DType::F32), i32 = int64_t(DType::I32);
+  constexpr int64_t kFull = 0, kCol = 2, kScalar = 3, kAxis1 = 1, kAcc = 1, kTb = 4;
+  const int64_t acc0 = int64_t(isa::kAccumulatorBase);
+
+  const Label done = pb.label();
+  for (int i = 0; i < 2; ++i)
+    for (const int64_t s : {Q_FREE, K_FREE, V_FREE, S_FREE, OUT_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  // Items are dealt in a zigzag: in round r, core c of P takes item r*P + c
+  // when r is even and r*P + P-1-c when it is odd, so that the cores that
+  // get the lightest causal items (the first query tiles of a batch element)
+  // in one round get the heaviest in the next.
+  const Reg item = pb.reg(), ncores = pb.reg(), round = pb.reg(), mine = pb.reg(), mirror = pb.reg();
+  const Reg tmp = pb.reg(), tmp2 = pb.reg(), one = pb.reg();
+  pb.emit(Opcode::CSRR, {mine.index, 0});
+  pb.emit(Opcode::CSRR, {ncores.index, 1});
+  pb.sub(mirror, ncores, mine), pb.addi(mirror, mirror, -1);
+  pb.li(round, 0), pb.mov(item, mine);
+  pb.li(tmp, items);
+  pb.branch(Opcode::BGE, {item.index, tmp.index}, done);
+  pb.li(one, 1);
+  const Reg l0 = pb.reg(), l1 = pb.reg(), l2 = pb.reg();  // local addresses
+  // Constants, once per core: the scale; the -inf tile and row indices the causal mask selects with.
+  const auto fill = [&](int64_t dtype_code, int64_t at, uint32_t bits, Reg rows, Reg cols) {
+    pb.li(tmp, bits), pb.li(tmp2, at);
+    pb.emit(Opcode::V_FILL, {dtype_code, tmp2.index, tmp.index, rows.index, cols.index});
+  };
+  if (op.scale != 1.0) {  // in f32 for the scores, in q's dtype (exactly: a power of two) for Q
+    const float scale = float(op.scale);
+    uint32_t bits;
+    std::memcpy(&bits, &scale, 4);
+    fill(scale_q ? dt : f32, lay.scale, bits, one, one);
+  }
+  if (causal) {
+    pb.li(l0, br), pb.li(l1, bc);
+    fill(f32, lay.neg_inf, 0xff800000u, l0, l1);  // f32 -inf
+    pb.li(tmp2, lay.row_index);
+    pb.emit(Opcode::V_IOTA, {tmp2.index, kZero.index, l0.index, one.index});
+  }
+
+  const Reg bidx = pb.reg(), q0 = pb.reg(), mt = pb.reg(), k_end = pb.reg(), k0 = pb.reg(), nt = pb.reg();
+  const Reg slot = pb.reg(), islot = pb.reg(), next_k0 = pb.reg(), next_slot = pb.reg();
+  const Reg k_base = pb.reg(), v_base = pb.reg(), m_cur = pb.reg(), m_new = pb.reg();
+  const Reg n0 = pb.reg(), n1 = pb.reg(), ds1 = pb.reg(), ss1 = pb.reg();
+  pb.li(slot, 0), pb.li(islot, 0);  // the K/V/S/P rings' slot (per key step), the Q/out rings' slot (per item)
+  pb.li(m_cur, lay.max_a), pb.li(m_new, lay.max_b);
+
+  const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
+    pb.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, kZero.index, ds1.index, ss1.index, kZero.index,
+                     kZero.index});
+  };
+  // rows x cols elements, `row_stride` apart in DRAM, dense locally (a store swaps the strides).
+  const auto tile_shape = [&](Reg rows, int64_t cols, int64_t row_stride, bool store) {
+    pb.li(n0, cols * e), pb.mov(n1, rows);
+    pb.li(store ? ss1 : ds1, cols * e), pb.li(store ? ds1 : ss1, row_stride * e);
+  };
+  // dst = base + which * slot_bytes (which: a slot register, 0 / 1).
+  const auto slot_address = [&](Reg dst, int64_t base, int64_t slot_bytes, Reg which) {
+    pb.li(dst, slot_bytes), pb.mul(dst, dst, which), pb.addi(dst, dst, base);
+  };
+  // dst = the global address of row `row` of an operand's batch element bidx.
+  const auto row_address = [&](Reg dst, uint16_t symbol, const Operand& o, Reg row) {
+    pb.emit(Opcode::LA, {dst.index, symbol});
+    if (o.offset) pb.li(tmp, o.offset * e), pb.add(dst, dst, tmp);
+    if (o.batch_stride) pb.li(tmp, o.batch_stride * e), pb.mul(tmp, tmp, bidx), pb.add(dst, dst, tmp);
+    if (o.row_stride && row.index != 0) pb.li(tmp, o.row_stride * e), pb.mul(tmp, tmp, row), pb.add(dst, dst, tmp);
+  };
+  // nt = the keys of the tile at key row `first`: up to bc, and none past k_end.
+  const auto tile_keys = [&](Reg dst, Reg first) { pb.li(tmp, bc), pb.sub(dst, k_end, first), pb.min(dst, dst, tmp); };
+
+  // Key step at `first` in ring slot `which`: load K and V, then S = Q K^T.
+  const auto issue_scores = [&](Reg first, Reg which, Reg keys) {
+    tile_keys(keys, first);
+    pb.emit(Opcode::WAIT, {engine_of(ch_q), K_FREE});
+    tile_shape(keys, d, ko.row_stride, false);
+    pb.li(tmp2, ko.row_stride * e), pb.mul(tmp2, tmp2, first), pb.add(tmp2, tmp2, k_base);
+    slot_address(l0, lay.k, lay.k_bytes, which);
+    dma(Opcode::DMA_LD, ch_q, l0, tmp2);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_q), K_FULL});
+    pb.emit(Opcode::WAIT, {engine_of(ch_v), V_FREE});
+    tile_shape(keys, dv, vo.row_stride, false);
+    pb.li(tmp2, vo.row_stride * e), pb.mul(tmp2, tmp2, first), pb.add(tmp2, tmp2, v_base);
+    slot_address(l1, lay.v, lay.v_bytes, which);
+    dma(Opcode::DMA_LD, ch_v, l1, tmp2);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_v), V_FULL});
+    pb.emit(Opcode::WAIT, {kTc, K_FULL});
+    pb.emit(Opcode::WAIT, {kTc, S_FREE});
+    slot_address(l2, acc0 + lay.s, lay.s_bytes, which);
+    slot_address(l1, lay.q, lay.q_bytes, islot);
+    pb.li(tmp2, d);
+    pb.emit(Opcode::TC_MM, {dt, kTb, l2.index, l1.index, l0.index, mt.index, keys.index, tmp2.index});
+    pb.emit(Opcode::SIGNAL, {kTc, K_FREE});
+    pb.emit(Opcode::SIGNAL, {kTc, S_FULL});
+  };
+  const auto v1 = [&](Opcode opcode, Reg dst, Reg src, Reg rows, Reg cols) {
+    pb.emit(opcode, {f32, dst.index, src.index, rows.index, cols.index});
+  };
+  const auto v2 = [&](Opcode opcode, int64_t bc_mode, Reg dst, Reg a, Reg b, Reg rows, Reg cols) {
+    pb.emit(opcode, {f32, bc_mode, dst.index, a.index, b.index, rows.index, cols.index});
+  };
+  const auto to_tc_dtype = [&](Reg dst, Reg src, Reg rows, Reg cols) {  // also to the output dtype: the same
+    if (dtype == DType::F32) v1(Opcode::V_MOV, dst, src, rows, cols);
+    else pb.emit(Opcode::V_CVT, {dt, f32, dst.index, src.index, rows.index, cols.index});
+  };
+
+  // ---- One work item: batch element bidx, query rows q0 .. q0 + mt. ----
+  const Label item_loop = pb.label();
+  pb.bind(item_loop);
+  pb.li(tmp, q_tiles);
+  pb.emit(Opcode::DIVU, {bidx.index, item.index, tmp.index});
+  pb.emit(Opcode::REMU, {q0.index, item.index, tmp.index});
+  pb.muli(q0, q0, br);
+  pb.li(tmp, seq_q), pb.sub(mt, tmp, q0), pb.li(tmp, br), pb.min(mt, mt, tmp);
+  pb.li(k_end, seq_k);
+  if (causal) pb.add(tmp, q0, mt), pb.min(k_end, k_end, tmp);  // query i sees keys j <= i
+  row_address(k_base, k_sym, ko, kZero);
+  row_address(v_base, v_sym, vo, kZero);
+  // Q, once per item.
+  pb.emit(Opcode::WAIT, {engine_of(ch_q), Q_FREE});
+  row_address(tmp2, q_sym, qo, q0);
+  tile_shape(mt, d, qo.row_stride, false);
+  slot_address(l0, lay.q, lay.q_bytes, islot);
+  dma(Opcode::DMA_LD, ch_q, l0, tmp2);
+  if (scale_q) {
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_q), Q_LOADED});
+    pb.emit(Opcode::WAIT, {kVec, Q_LOADED});
+    pb.li(tmp, lay.scale), pb.li(tmp2, d);
+    pb.emit(Opcode::V_MUL, {dt, kScalar, l0.index, l0.index, tmp.index, mt.index, tmp2.index});
+    pb.emit(Opcode::SIGNAL, {kVec, Q_FULL});
+  } else {
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_q), Q_FULL});
+  }
+  pb.emit(Opcode::WAIT, {kTc, Q_FULL});
+  pb.li(k0, 0);
+  issue_scores(k0, slot, nt);
+
+  // ---- Key step: the next step's scores first, then this step's softmax and P V. ----
+  const Label key_loop = pb.label(), no_next = pb.label();
+  pb.bind(key_loop);
+  pb.addi(next_k0, k0, bc);
+  pb.emit(Opcode::XORI, {next_slot.index, slot.index, 1});
+  pb.branch(Opcode::BGE, {next_k0.index, k_end.index}, no_next);
+  issue_scores(next_k0, next_slot, nt);  // nt is this step's again just below
+  pb.bind(no_next);
+  tile_keys(nt, k0);
+
+  pb.emit(Opcode::WAIT, {kVec, S_FULL});
+  const Reg s_at = l2;
+  slot_address(s_at, acc0 + lay.s, lay.s_bytes, slot);
+  if (scale_scores) pb.li(tmp, lay.scale), v2(Opcode::V_MUL, kScalar, s_at, s_at, tmp, mt, nt);
+  if (causal) {
+    // Only a tile with a key after its first query, k0 + nt - 1 > q0, has anything to mask.
+    const Label unmasked = pb.label();
+    pb.add(tmp, k0, nt), pb.addi(tmp, tmp, -1);
+    pb.branch(Opcode::BGE, {q0.index, tmp.index}, unmasked);
+    // Key k0 + j comes after query q0 + i when (k0 - q0) + i*nt + j > i*(nt + 1): one iota
+    // tile against one per-row limit, no division.
+    pb.addi(tmp, nt, 1), pb.li(tmp2, lay.nt_plus_one);
+    pb.emit(Opcode::V_FILL, {i32, tmp2.index, tmp.index, one.index, one.index});
+    pb.li(l0, lay.row_index), pb.li(l1, lay.row_limit);
+    pb.emit(Opcode::V_MUL, {i32, kScalar, l1.index, l0.index, tmp2.index, mt.index, one.index});
+    pb.sub(tmp, k0, q0), pb.li(l0, lay.index);
+    pb.emit(Opcode::V_IOTA, {l0.index, tmp.index, mt.index, nt.index});
+    pb.li(tmp2, lay.mask);
+    pb.emit(Opcode::V_GT, {i32, kCol, tmp2.index, l0.index, l1.index, mt.index, nt.index});
+    pb.li(l0, lay.neg_inf);
+    pb.emit(Opcode::V_SEL, {f32, s_at.index, tmp2.index, l0.index, s_at.index, mt.index, nt.index});
+    pb.bind(unmasked);
+  }
+  const Label later_step = pb.label(), softmax_done = pb.label();
+  const Reg p_at = l1;
+  pb.branch(Opcode::BNE, {k0.index, kZero.index}, later_step);
+  {  // The first key tile: its own statistics, nothing to rescale.
+    pb.emit(Opcode::V_RMAX, {f32, kAxis1, m_cur.index, s_at.index, mt.index, nt.index});
+    v2(Opcode::V_SUB, kCol, s_at, s_at, m_cur, mt, nt);
+    v1(Opcode::V_EXP, s_at, s_at, mt, nt);
+    pb.li(tmp, lay.sum);
+    pb.emit(Opcode::V_RSUM, {f32, kAxis1, tmp.index, s_at.index, mt.index, nt.index});
+    slot_address(p_at, lay.p, lay.p_bytes, slot);
+    to_tc_dtype(p_at, s_at, mt, nt);
+    pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
+    pb.emit(Opcode::SIGNAL, {kVec, P_FULL});
+    pb.branch(Opcode::JMP, {}, softmax_done);
+  }
+  pb.bind(later_step);
+  {  // Later tiles: m' = max(m, rowmax S), alpha = exp(m - m') (into m's buffer), P = exp(S - m').
+    pb.emit(Opcode::V_RMAX, {f32, kAxis1, m_new.index, s_at.index, mt.index, nt.index});
+    v2(Opcode::V_MAX, kFull, m_new, m_new, m_cur, mt, one);
+    v2(Opcode::V_SUB, kFull, m_cur, m_cur, m_new, mt, one);
+    v1(Opcode::V_EXP, m_cur, m_cur, mt, one);
+    v2(Opcode::V_SUB, kCol, s_at, s_at, m_new, mt, nt);
+    v1(Opcode::V_EXP, s_at, s_at, mt, nt);
+    pb.li(l0, lay.step_sum);
+    pb.emit(Opcode::V_RSUM, {f32, kAxis1, l0.index, s_at.index, mt.index, nt.index});
+    pb.li(tmp, lay.sum);
+    v2(Opcode::V_MUL, kFull, tmp, tmp, m_cur, mt, one);
+    v2(Opcode::V_ADD, kFull, tmp, tmp, l0, mt, one);
+    slot_address(p_at, lay.p, lay.p_bytes, slot);
+    to_tc_dtype(p_at, s_at, mt, nt);
+    pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
+    // O *= alpha once the previous P V is in it; then this P V may add to it.
+    pb.emit(Opcode::WAIT, {kVec, PV_DONE});
+    pb.li(l0, acc0 + lay.o), pb.li(tmp2, dv);
+    v2(Opcode::V_MUL, kCol, l0, l0, m_cur, mt, tmp2);
+    pb.emit(Opcode::SIGNAL, {kVec, P_FULL});
+    pb.mov(tmp, m_cur), pb.mov(m_cur, m_new), pb.mov(m_new, tmp);  // m' is the next step's m
+  }
+  pb.bind(softmax_done);
+
+  // O (+)= P V on the tensor core: the first key tile overwrites.
+  pb.emit(Opcode::WAIT, {kTc, V_FULL});
+  pb.emit(Opcode::WAIT, {kTc, P_FULL});
+  pb.li(l0, acc0 + lay.o), pb.li(tmp2, dv);
+  slot_address(l2, lay.v, lay.v_bytes, slot);
+  const Label pv_first = pb.label(), pv_issued = pb.label();
+  pb.branch(Opcode::BEQ, {k0.index, kZero.index}, pv_first);
+  pb.emit(Opcode::TC_MM, {dt, kAcc, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
+  pb.branch(Opcode::JMP, {}, pv_issued);
+  pb.bind(pv_first);
+  pb.emit(Opcode::TC_MM, {dt, 0, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
+  pb.bind(pv_issued);
+  pb.emit(Opcode::SIGNAL, {kTc, V_FREE});
+  pb.emit(Opcode::SIGNAL, {kTc, PV_DONE});
+
+  pb.mov(k0, next_k0), pb.mov(slot, next_slot);
+  pb.branch(Opcode::BLT, {k0.index, k_end.index}, key_loop);
+  pb.emit(Opcode::SIGNAL, {kTc, Q_FREE});
+
+  // ---- The item's output: O / l, rounded once, stored. ----
+  pb.emit(Opcode::WAIT, {kVec, PV_DONE});
+  pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
+  pb.li(l0, acc0 + lay.o), pb.li(tmp, lay.sum), pb.li(tmp2, dv);
+  v2(Opcode::V_DIV, kCol, l0, l0, tmp, mt, tmp2);
+  slot_address(l1, lay.out, lay.out_bytes, islot);
+  to_tc_dtype(l1, l0, mt, tmp2);
+  pb.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+  pb.emit(Opcode::WAIT, {engine_of(ch_out), OUT_FULL});
+  row_address(l2, out_sym, oo, q0);
+  tile_shape(mt, dv, oo.row_stride, true);
+  dma(Opcode::DMA_ST, ch_out, l2, l1);
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_out), OUT_FREE});
+
+  pb.emit(Opcode::XORI, {islot.index, islot.index, 1});
+  pb.add(round, round, ncores);
+  pb.mov(tmp, mine), pb.mov(mine, mirror), pb.mov(mirror, tmp);
+  pb.add(item, round, mine);
+  pb.li(tmp, items);
+  pb.branch(Opcode::BLT, {item.index, tmp.index}, item_loop);
+  pb.bind(done);
+  pb.emit(Opcode::HALT, {});
+
+  Kernel kernel;
+  kernel.program = pb.finish();
+  kernel.cores = cores;
+  std::ostringstream plan;
+  plan << "scaled_dot_product_attention: " << batch << " x softmax(" << op.scale << " * [" << seq_q << " x " << d << "] @ [" << seq_k
+       << " x " << d << "]^T" << (causal ? ", causal" : "") << ") @ [" << seq_k << " x " << dv << "] in " << isa::dtype_name(dtype)
+       << "; flash-attention tiles of " << br << " queries x " << bc << " keys, " << items << " (batch, query tile) items dealt in a zigzag over "
+       << cores << " cores; scores f32 in the accumulator, P rounded to " << isa::dtype_name(dtype)
+       << " before P @ V, O in f32, rounded once"
+       << (scale_q ? "; the scale (a power of two) applied to Q" : scale_scores ? "; the scale applied to the scores" : "")
+       << "; K and V read " << q_tiles << " times; scratchpad " << lay.scratchpad_bytes << " of "
+       << scratchpad << " bytes, accumulator " << lay.accumulator_bytes << " of " << accumulator << "; estimated "
+       << int64_t(chosen->cycles) << " cycles (the fastest tiles: " << int64_t(best) << ")\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler
