@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import npusim
 from npusim import backend
-from npusim.custom_ops import gemm, layer_norm
+from npusim.custom_ops import attention, gemm, layer_norm
 
 NPU = "npu"
 
@@ -56,6 +56,60 @@ def test_custom_ops_pass_opcheck(device):
         torch.library.opcheck(torch.ops.npusim.gemm.default, args, **checks)
     for args in _layer_norm_samples(device):
         torch.library.opcheck(torch.ops.npusim.layer_norm.default, args, **checks)
+
+
+def _attention_samples(device):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 8, device=device, requires_grad=True) for _ in range(3))
+    return [(q, k, v, False, None), (q, k, v, True, 0.3), (q[:, :3], k, v, True, None)]
+
+
+@pytest.mark.parametrize("device", ["cpu", NPU])
+def test_the_attention_op_passes_opcheck(device):
+    checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
+    for args in _attention_samples(device):
+        torch.library.opcheck(torch.ops.npusim.attention.default, args, **checks)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_dot_product_attention_is_one_fused_kernel_in_bf16(causal):
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 37, 16, dtype=torch.bfloat16) for _ in range(3))
+    expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    before = dict(npusim.kernel_stats())
+    got = F.scaled_dot_product_attention(q.to(NPU), k.to(NPU), v.to(NPU), is_causal=causal).cpu()
+    launched = {op: n - before.get(op, 0) for op, n in npusim.kernel_stats().items() if n != before.get(op, 0)}
+    assert launched == {"scaled_dot_product_attention": 1}
+    torch.testing.assert_close(got.float(), expected, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(attention(q.to(NPU), k.to(NPU), v.to(NPU), causal).cpu(), got)
+
+
+def test_scaled_dot_product_attention_in_f32_and_its_gradients_stay_on_the_chip():
+    # base's tensor core takes no f32: the fused kernel declines, and gemm, softmax, gemm run instead.
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, 3, 20, 16, requires_grad=True) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    before = dict(npusim.fallback_stats())
+    qn, kn, vn = (t.detach().to(NPU).requires_grad_() for t in (q, k, v))
+    out_npu = F.scaled_dot_product_attention(qn, kn, vn, is_causal=True)
+    out_npu.backward(grad.to(NPU))
+    assert npusim.fallback_stats() == before
+    torch.testing.assert_close(out_npu.cpu(), out, rtol=1e-5, atol=1e-5)
+    for a, b in ((q, qn), (k, kn), (v, vn)):
+        torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_attention_keeps_the_fused_op():
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q, k, v = (torch.randn(1, 2, 64, 32, dtype=torch.bfloat16) for _ in range(3))
+    with torch.no_grad():
+        got = torch.compile(attend, backend=NPU, fullgraph=True)(q.to(NPU), k.to(NPU), v.to(NPU)).cpu()
+    torch.testing.assert_close(got.float(), attend(q.float(), k.float(), v.float()), rtol=2e-2, atol=2e-2)
+    assert backend.reports()[-1].ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
@@ -190,3 +244,31 @@ def test_gpt2_compiles_whole_and_matches_the_cpu():
     (report,) = backend.reports()
     assert report.fused.count("native_layer_norm -> npusim::layer_norm") == 2 * 2 + 1
     assert report.ops.get("npusim::gemm", 0) + report.ops.get("aten::addmm", 0) >= 2 * 4  # every projection on the tensor core
+
+
+def test_profile_times_every_kernel_by_op_and_layer():
+    cpu, npu = _pair()
+    compiled = torch.compile(npu, backend=NPU)
+    x = torch.randn(4, 16, device=NPU)
+    with torch.no_grad():
+        compiled(x)  # compiled outside the profile
+        with npusim.profile() as prof:
+            compiled(x)
+            torch.cumsum(x, 0)  # a CPU fallback, counted in the profile
+    ops, layers = prof.ops, prof.layers
+    assert set(ops) == {"npusim::gemm", "npusim::layer_norm"} and ops["npusim::gemm"].calls == 2
+    assert set(layers) == {"up", "norm", "down"}
+    assert all(row[3] > 0 for row in prof.kernels)
+    assert sum(row[3] for row in prof.kernels) <= prof.device_cycles
+    assert prof.fallbacks == {"aten::cumsum.out": 1}
+    assert all(0 <= u <= 1 for u in prof.utilization.values()) and prof.utilization["tensor_core"] > 0
+    assert "npusim::gemm" in prof.table()
+
+
+def test_profile_names_eager_layers_given_as_modules():
+    _, npu = _pair()
+    x = torch.randn(4, 16, device=NPU)
+    with torch.no_grad(), npusim.profile(modules=[("up", npu.up), ("down", npu.down)]) as prof:
+        npu(x)
+    assert {"up", "down"} <= set(prof.layers)
+    assert prof.ops["aten::addmm"].calls == 2

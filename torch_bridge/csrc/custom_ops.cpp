@@ -58,6 +58,14 @@ at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optiona
   return z.to(a.scalar_type());
 }
 
+at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
+  const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(x.scalar_type());
+}
+
+}  // namespace
+
 at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
                     c10::ArrayRef<c10::string_view> epilogue) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
@@ -76,14 +84,6 @@ at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optiona
   note_cpu_fallback("npusim::gemm");
   return gemm_cpu(a.cpu(), b.cpu(), bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, alpha, beta, epilogue).to(out.device());
 }
-
-at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
-  const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
-  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(x.scalar_type());
-}
-
-}  // namespace
 
 at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");

@@ -108,5 +108,22 @@ PYBIND11_MODULE(_C, m) {
     info["planned_bytes"] = package.planned_bytes();
     return info;
   });
+  m.def("begin_profile", [] { npusim::Runtime::get().begin_profile(); });
+  m.def("end_profile", [] {
+    pybind11::list rows;
+    for (const auto& k : npusim::Runtime::get().end_profile()) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles));
+    return rows;
+  });
+  m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);
+  // What utilization is measured against.
+  m.def("chip_info", [] {
+    const npu::sim::ChipConfig config = npu::sim::load_chip_config(npusim::Runtime::get().config_name());
+    return std::map<std::string, double>{{"num_cores", config.num_cores},
+                                         {"clock_mhz", config.clock_mhz},
+                                         {"dma_channels", config.core.dma.channels},
+                                         {"tensor_rows", config.core.tensor_core.rows},
+                                         {"tensor_cols", config.core.tensor_core.cols},
+                                         {"dram_bytes_per_cycle", double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel}};
+  });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
 }

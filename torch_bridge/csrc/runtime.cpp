@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -101,7 +102,11 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
     capture_->launch(capture_->program(kernel.get(), kernel->program), recorded, kernel->core_mask(), npu::compiler::op_name(op.kind));
   }
   try {
-    device_->queue(current_queue()).launch(it->second, bindings, kernel->core_mask());
+    npu::Queue queue = device_->queue(current_queue());
+    npu::Event start;
+    if (profiling_) start = queue.record_event();
+    queue.launch(it->second, bindings, kernel->core_mask());
+    if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event()});
   } catch (const npu::Error& e) {
     TORCH_CHECK(false, "npusim: ", e.what());
   }
@@ -118,6 +123,55 @@ void Runtime::synchronize() {
 
 namespace {
 thread_local unsigned t_current_queue = 0;
+}
+
+// ---- profiling --------------------------------------------------------------------
+
+namespace {
+thread_local std::vector<std::string> t_op_stack;  // the ATen ops running on this thread, outermost first
+thread_local std::string t_profile_scope;
+
+std::unique_ptr<at::ObserverContext> on_op_enter(const at::RecordFunction& fn) {
+  t_op_stack.emplace_back(fn.name());
+  return nullptr;
+}
+void on_op_exit(const at::RecordFunction&, at::ObserverContext*) {
+  if (!t_op_stack.empty()) t_op_stack.pop_back();
+}
+}  // namespace
+
+std::string innermost_op() { return t_op_stack.empty() ? std::string("(no op)") : t_op_stack.back(); }
+std::string profile_scope() { return t_profile_scope; }
+void Runtime::set_profile_scope(const std::string& scope) { t_profile_scope = scope; }
+
+void Runtime::begin_profile() {
+  synchronize();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!profiling_, "npusim: a profile is already in progress");
+  profiling_ = true;
+  profiled_.clear();
+  t_op_stack.clear();
+  // The op names, from PyTorch's RecordFunction (the profiler's own hook).
+  op_callback_ = at::addGlobalCallback(at::RecordFunctionCallback(on_op_enter, on_op_exit).scopes({at::RecordScope::FUNCTION}));
+}
+
+std::vector<Runtime::KernelProfile> Runtime::end_profile() {
+  std::vector<ProfiledKernel> kernels;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_CHECK(profiling_, "npusim: no profile in progress");
+    at::removeCallback(op_callback_);
+    profiling_ = false;
+    kernels = std::move(profiled_);
+    profiled_.clear();
+  }
+  std::vector<KernelProfile> result;
+  try {
+    for (const ProfiledKernel& k : kernels) result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end)});
+  } catch (const npu::Error& e) {
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+  return result;
 }
 
 unsigned Runtime::current_queue() { return t_current_queue; }

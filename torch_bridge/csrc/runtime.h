@@ -18,6 +18,7 @@
 #include "npusim/deploy/package.h"
 #include "npusim/driver/device.h"
 #include "npusim/driver/program.h"
+#include "npusim/driver/queue.h"
 
 namespace npusim {
 
@@ -66,6 +67,20 @@ class Runtime {
   void abort_capture();
   const std::string& config_name() const { return config_name_; }
 
+  // Profiling (npusim.profile): while on, every launch is bracketed by device
+  // timestamps, named by the innermost ATen (or npusim::) op running
+  // on the launching thread and by the scope set with set_profile_scope (a
+  // model layer). end_profile returns, per kernel in launch order: scope, op,
+  // the kernel's compiler op, and its device cycles (between a timestamp
+  // before it and one after it on its queue: the launch's cost included).
+  struct KernelProfile {
+    std::string scope, op, kernel;
+    uint64_t cycles;
+  };
+  void begin_profile();
+  std::vector<KernelProfile> end_profile();
+  static void set_profile_scope(const std::string& scope);
+
   // Writes the trace recorded so far (when a trace file was chosen).
   void write_trace();
 
@@ -84,6 +99,14 @@ class Runtime {
   // The capture in progress (null when none), and why it cannot be replayed.
   std::unique_ptr<npu::deploy::PackageBuilder> capture_;
   std::vector<std::string> capture_problems_;
+  // The profile in progress: each kernel's events (a timestamp before it on its queue, and one after).
+  struct ProfiledKernel {
+    std::string scope, op, kernel;
+    npu::Event start, end;
+  };
+  bool profiling_ = false;
+  std::vector<ProfiledKernel> profiled_;
+  uint64_t op_callback_ = 0;
   uint32_t capture_buffer(const npu::Buffer& buffer, bool read);
   std::mutex mutex_;
   std::map<const npu::compiler::Kernel*, npu::Program> programs_;
@@ -91,6 +114,10 @@ class Runtime {
   std::map<std::string, uint64_t> kernels_;
   unsigned next_stream_ = 0;
 };
+
+// The profile's names for a launch from this thread: the innermost ATen op, and the scope.
+std::string innermost_op();
+std::string profile_scope();
 
 // The compiler's view of a tensor (dtype, sizes, strides, offset); throws
 // UnsupportedOp for a dtype the chip does not have.

@@ -29,7 +29,7 @@ except ImportError as _error:  # not built yet (scripts/build.sh builds it): tor
     _C = None
     warnings.warn(f"npusim: the npu device is unavailable, its extension is not built ({_error}); run scripts/build.sh")
 
-__all__ = ["explain", "init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
+__all__ = ["explain", "profile", "init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
 
 _DEVICE = "npu"
 
@@ -155,6 +155,7 @@ if _C is not None:
     _backend.register()
     from .explain import explain  # noqa: E402
     from . import export  # noqa: E402,F401  (npusim.export.compile / run: packages for npu-run)
+    from .profile import profile  # noqa: E402
     # The device lives until the process ends; its trace is written on the way out.
     atexit.register(_C.write_trace)
 

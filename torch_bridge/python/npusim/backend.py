@@ -23,7 +23,7 @@ import torch
 import torch._decomp
 from torch._dynamo.backends.common import aot_autograd
 
-from . import lowering
+from . import _C, lowering, profile
 
 __all__ = ["npu_backend", "reports", "clear_reports"]
 
@@ -69,10 +69,43 @@ def decompositions() -> dict:
     return table
 
 
+def _layer_of(node: torch.fx.Node) -> str:
+    """The module a node came from ("transformer.h.0.attn"), from Dynamo's module stack."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    for prefix in ("L['self'].", "L['self']", "L__self___"):
+        if path.startswith(prefix):
+            path = path[len(prefix):]
+    return path
+
+
+class _LayerNamingInterpreter(torch.fx.Interpreter):
+    """Runs a graph telling the profiler which layer each node belongs to."""
+
+    def run_node(self, n):
+        if n.op == "call_function":
+            _C.set_profile_scope(_layer_of(n))
+        return super().run_node(n)
+
+
 def _compiler(kind: str):
     def compile_graph(gm: torch.fx.GraphModule, example_inputs):
         _reports.append(lowering.lower(gm, kind))
-        return gm  # runs node by node: each op launches its kernel on the chip (or falls back, counted)
+
+        # Node by node, each op launching its kernel on the chip (or falling back, counted);
+        # under npusim.profile, through an interpreter that names each node's layer.
+        def run(*args):
+            if profile.active():
+                try:
+                    return _LayerNamingInterpreter(gm).run(*args)
+                finally:
+                    _C.set_profile_scope("")
+            return gm(*args)
+
+        run._boxed_call = getattr(gm, "_boxed_call", False)
+        return run
 
     return compile_graph
 

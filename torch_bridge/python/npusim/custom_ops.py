@@ -4,14 +4,19 @@ and torch.export), autograd, and friendly wrappers.
 The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custom_ops.cpp:
     torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue)   epilogue(alpha * a @ b + beta * bias), one kernel
     torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
-Both compute in f32 and round once to the inputs' dtype.
+    torch.ops.npusim.attention(q, k, v, is_causal, scale)      softmax(scale q k^T (+ causal mask)) v, the
+                                                                flash-attention kernel (scores never in DRAM)
+All compute in f32 and round once to the inputs' dtype (attention rounds its
+probabilities to the inputs' dtype before multiplying by v, as FlashAttention does).
+torch.nn.functional.scaled_dot_product_attention reaches the same kernel on the
+npu (without a mask or dropout) through PyTorch's overrideable SDPA backend.
 """
 
 from typing import Optional, Sequence
 
 import torch
 
-__all__ = ["gemm", "layer_norm", "EPILOGUES"]
+__all__ = ["gemm", "layer_norm", "attention", "EPILOGUES"]
 
 # The activations a gemm can apply after its product (and bias), in f32.
 EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
@@ -27,6 +32,12 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Opt
                eps: float = 1e-5) -> torch.Tensor:
     """torch.nn.functional.layer_norm over the last dim, in one kernel."""
     return torch.ops.npusim.layer_norm(x, weight, bias, float(eps))
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
+              scale: Optional[float] = None) -> torch.Tensor:
+    """softmax(scale * q @ k^T (+ causal mask)) @ v in one kernel; q [..., L, D], k [..., S, D], v [..., S, Dv]."""
+    return torch.ops.npusim.attention(q, k, v, is_causal, scale)
 
 
 # ---- fake kernels ------------------------------------------------------------------
@@ -47,6 +58,13 @@ def _gemm_fake(a, b, bias, alpha, beta, epilogue):
 def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
     torch._check(x.dim() >= 1, lambda: "npusim::layer_norm: x has at least one dim")
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("npusim::attention")
+def _attention_fake(q, k, v, is_causal, scale):
+    torch._check(q.dim() >= 2 and k.dim() >= 2 and v.dim() >= 2, lambda: "attention: q, k and v have at least 2 dims")
+    torch._check(q.shape[-1] == k.shape[-1] and k.shape[-2] == v.shape[-2], lambda: "attention: q, k, v shapes do not match")
+    return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
 
 # ---- autograd ----------------------------------------------------------------------
@@ -134,3 +152,30 @@ def _layer_norm_backward(ctx, grad):
 
 
 torch.library.register_autograd("npusim::layer_norm", _layer_norm_backward, setup_context=_layer_norm_setup_context)
+
+
+def _attention_setup_context(ctx, inputs, output):
+    q, k, v, is_causal, scale = inputs
+    ctx.is_causal = is_causal
+    ctx.scale = scale if scale is not None else q.shape[-1] ** -0.5
+    ctx.save_for_backward(q, k, v)
+
+
+def _attention_backward(ctx, grad):
+    """From the probabilities, recomputed: P = softmax(S), S = scale q k^T (+ mask);
+    dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q."""
+    q, k, v = ctx.saved_tensors
+    mask = None
+    if ctx.is_causal:  # made on the host, added to the scores as the gemm's bias
+        above = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1)
+        mask = torch.zeros(above.shape).masked_fill(above, float("-inf")).to(q.device)
+    p = torch.softmax(torch.ops.npusim.gemm(q, k.transpose(-2, -1), mask, ctx.scale, 1.0, []), -1)
+    dp = torch.ops.npusim.gemm(grad, v.transpose(-2, -1), None, 1.0, 1.0, [])
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq = torch.ops.npusim.gemm(ds, k, None, ctx.scale, 1.0, []) if ctx.needs_input_grad[0] else None
+    dk = torch.ops.npusim.gemm(ds.transpose(-2, -1), q, None, ctx.scale, 1.0, []) if ctx.needs_input_grad[1] else None
+    dv = torch.ops.npusim.gemm(p.transpose(-2, -1), grad, None, 1.0, 1.0, []) if ctx.needs_input_grad[2] else None
+    return dq, dk, dv, None, None
+
+
+torch.library.register_autograd("npusim::attention", _attention_backward, setup_context=_attention_setup_context)

@@ -89,11 +89,11 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         names = [_activation_name(n) for n in activations]
         with graph.inserting_before(activations[0]):
             fused = graph.call_function(torch.ops.npusim.gemm.default, (a, b, bias, float(alpha), float(beta), names))
-            fused.meta["val"] = node.meta.get("val")
+            fused.meta = dict(node.meta)  # its value and its layer are the matmul's
             result = fused
             for view in views:
                 result = graph.call_function(view.target, (result, *view.args[1:]), dict(view.kwargs))
-                result.meta["val"] = view.meta.get("val")
+                result.meta = dict(view.meta)
         activations[-1].replace_all_uses_with(result)
         for dead in reversed([node, *views, *activations]):
             graph.erase_node(dead)

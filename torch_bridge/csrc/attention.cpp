@@ -1,0 +1,135 @@
+// Scaled-dot-product attention on the npu.
+//
+// torch.nn.functional.scaled_dot_product_attention asks each backend which
+// implementation to use (_fused_sdp_choice): without a mask or dropout the
+// npu answers OVERRIDEABLE, and PyTorch calls
+// _scaled_dot_product_fused_attention_overrideable, which runs the compiler's
+// fused flash-attention kernel (one kernel, the scores never in DRAM), or,
+// where the compiler declines it (f32 on a tensor core without f32), the
+// unfused sequence on the chip: scores by gemm (the causal mask as its bias),
+// softmax, gemm. With a mask or dropout PyTorch's math decomposition runs,
+// op by op. The same forward is the custom op npusim::attention.
+//
+// The forward does not compute the logsumexp that the op returns (a buffer
+// of the right shape, unwritten): the npu's backward recomputes the
+// probabilities from q, k and v, with the unfused ops on the chip.
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+
+#include "custom_ops.h"
+#include "kernel_launch.h"
+#include "runtime.h"
+
+namespace npusim {
+
+namespace {
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+
+double default_scale(const at::Tensor& q, std::optional<double> scale) { return scale ? *scale : 1.0 / std::sqrt(double(q.size(-1))); }
+
+// The causal mask as an additive f32 bias [L, S]: -inf above the diagonal (keys j > query i).
+std::optional<at::Tensor> causal_bias(const at::Tensor& q, const at::Tensor& k, bool is_causal) {
+  if (!is_causal) return std::nullopt;
+  const at::Tensor above = at::ones({q.size(-2), k.size(-2)}, at::kBool).triu(1);
+  return to_npu(at::zeros({q.size(-2), k.size(-2)}, at::kFloat).masked_fill(above, -std::numeric_limits<float>::infinity()));
+}
+
+// P = softmax(scale * q @ k^T + mask), on the chip.
+at::Tensor probabilities(const at::Tensor& q, const at::Tensor& k, bool is_causal, double scale) {
+  const at::Tensor scores = gemm_npu(q, k.transpose(-2, -1), causal_bias(q, k, is_causal), scale, 1.0, {});
+  return at::_softmax(scores, -1, false);
+}
+}  // namespace
+
+at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, double scale) {
+  TORCH_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, "attention: q, k and v have at least 2 dims");
+  std::vector<int64_t> shape(q.sizes().begin(), q.sizes().end());
+  shape.back() = v.size(-1);
+  at::Tensor out = new_npu(shape, q.scalar_type());
+  const auto make_op = [&] {
+    OpDesc op(OpKind::ATTENTION, {describe(q), describe(k), describe(v)}, describe(out));
+    op.scale = scale, op.is_causal = is_causal;
+    return op;
+  };
+  if (try_run(make_op, {q, k, v}, out)) return out;
+  return gemm_npu(probabilities(q, k, is_causal, scale), v, std::nullopt, 1.0, 1.0, {});
+}
+
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,
+                         bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
+  const bool plain = !mask.has_value() && dropout == 0.0 && !enable_gqa && (q.dim() == 3 || q.dim() == 4) &&
+                     at::isFloatingType(q.scalar_type()) && q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
+  return plain ? kOverrideable : kMath;
+}
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor> sdpa_forward(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias, double dropout, bool is_causal,
+    bool return_debug_mask, std::optional<double> scale) {
+  TORCH_CHECK(!bias.has_value() && dropout == 0.0, "npusim: the fused attention takes no mask and no dropout");
+  const at::Tensor out = attention_npu(q, k, v, is_causal, default_scale(q, scale));
+  const int64_t batch = q.dim() == 4 ? q.size(0) : 1, heads = q.size(-3);
+  const at::Tensor logsumexp = new_npu({batch, heads, q.size(-2)}, at::kFloat);  // see the note at the top
+  const at::Tensor seed = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
+  return {out, logsumexp, at::Tensor(), at::Tensor(), c10::SymInt(q.size(-2)), c10::SymInt(k.size(-2)), seed, seed, at::Tensor()};
+}
+
+// The gradients from the probabilities, recomputed: with P = softmax(S), S = scale q k^T (+ mask),
+// dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&, std::array<bool, 4> mask,
+    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, double, bool is_causal,
+    const at::Tensor&, const at::Tensor&, std::optional<double> scale_opt) {
+  const double scale = default_scale(q, scale_opt);
+  const at::Tensor p = probabilities(q, k, is_causal, scale);
+  const at::Tensor dp = gemm_npu(grad_out, v.transpose(-2, -1), std::nullopt, 1.0, 1.0, {});
+  const at::Tensor ds = p * (dp - (dp * p).sum({-1}, true));
+  at::Tensor dq, dk, dv;
+  if (mask[0]) dq = gemm_npu(ds, k, std::nullopt, scale, 1.0, {});
+  if (mask[1]) dk = gemm_npu(ds.transpose(-2, -1), q, std::nullopt, scale, 1.0, {});
+  if (mask[2]) dv = gemm_npu(p.transpose(-2, -1), grad_out, std::nullopt, 1.0, 1.0, {});
+  return {dq, dk, dv, at::Tensor()};
+}
+
+at::Tensor attention_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, std::optional<double> scale) {
+  return at::scaled_dot_product_attention(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat), std::nullopt, 0.0, is_causal, scale)
+      .to(q.scalar_type());
+}
+
+at::Tensor attention_op_npu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, std::optional<double> scale) {
+  return attention_npu(to_npu(q), to_npu(k), to_npu(v), is_causal, default_scale(q, scale));
+}
+
+}  // namespace
+
+}  // namespace npusim
+
+namespace at::native {
+// scaled_dot_product_attention asks this stub, per device type, which implementation to run.
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &npusim::fused_sdp_choice)
+}  // namespace at::native
+
+namespace npusim {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fused_sdp_choice", fused_sdp_choice);
+  m.impl("_scaled_dot_product_fused_attention_overrideable", sdpa_forward);
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", sdpa_backward);
+}
+
+TORCH_LIBRARY_FRAGMENT(npusim, m) {
+  m.def("attention(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("attention", attention_cpu); }
+TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("attention", attention_op_npu); }
+
+}  // namespace npusim

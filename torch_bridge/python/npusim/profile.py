@@ -1,0 +1,126 @@
+"""npusim.profile(): device time per op and per layer, utilization, fallbacks.
+
+    with npusim.profile() as prof:
+        model(x)
+    print(prof.table())
+
+Every kernel launched inside the block is timed on the device (a timestamp
+after it, on its queue) and named by the ATen op (or npusim:: custom op) that
+launched it and by the layer it ran in. Layers are known in graph mode (from
+each FX node's module stack, see npusim.backend) and in eager mode for
+modules given to profile(modules=...) (forward hooks). Utilization comes from
+the chip's counters over the block: tensor-core, vector-unit and DMA busy
+cycles against the cores' cycles, DRAM bytes against the channels' peak.
+"""
+
+import collections
+import contextlib
+import dataclasses
+import threading
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from . import _C
+
+__all__ = ["profile", "Profile", "active"]
+
+_state = threading.local()
+
+
+def active() -> bool:
+    """Whether a profile is recording (the graph-mode backend then names layers)."""
+    return getattr(_state, "active", False)
+
+
+@dataclasses.dataclass
+class OpStats:
+    calls: int = 0
+    cycles: int = 0
+
+
+@dataclasses.dataclass
+class Profile:
+    kernels: List[Tuple[str, str, str, int]] = dataclasses.field(default_factory=list)  # (layer, op, kernel, cycles)
+    fallbacks: Dict[str, int] = dataclasses.field(default_factory=dict)
+    counters: Dict[str, int] = dataclasses.field(default_factory=dict)  # deltas over the block
+    chip: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def _group(self, index: int) -> Dict[str, OpStats]:
+        groups: Dict[str, OpStats] = collections.OrderedDict()
+        for row in self.kernels:
+            stats = groups.setdefault(row[index] or "(no layer)", OpStats())
+            stats.calls += 1
+            stats.cycles += row[3]
+        return groups
+
+    @property
+    def ops(self) -> Dict[str, OpStats]:
+        return self._group(1)
+
+    @property
+    def layers(self) -> Dict[str, OpStats]:
+        return self._group(0)
+
+    @property
+    def device_cycles(self) -> int:
+        return self.counters.get("cycle", 0)
+
+    @property
+    def utilization(self) -> Dict[str, float]:
+        cycles = max(1, self.device_cycles)
+        cores = self.chip.get("num_cores", 1)
+        return {
+            "tensor_core": self.counters.get("tensor_busy_cycles", 0) / (cycles * cores),
+            "vector_unit": self.counters.get("vector_busy_cycles", 0) / (cycles * cores),
+            "dma": self.counters.get("dma_busy_cycles", 0) / (cycles * cores * self.chip.get("dma_channels", 1)),
+            "dram_bandwidth": (self.counters.get("dram_read_bytes", 0) + self.counters.get("dram_write_bytes", 0)) /
+                              (cycles * self.chip.get("dram_bytes_per_cycle", 1)),
+        }
+
+    def microseconds(self, cycles: int) -> float:
+        return cycles / self.chip.get("clock_mhz", 1000.0)
+
+    def table(self, top: int = 15) -> str:
+        lines = [f"device: {self.device_cycles} cycles ({self.microseconds(self.device_cycles):.1f} us), "
+                 f"{len(self.kernels)} kernels, {sum(self.fallbacks.values())} CPU fallbacks"]
+        for title, groups in (("op", self.ops), ("layer", self.layers)):
+            total = max(1, sum(g.cycles for g in groups.values()))
+            lines.append(f"{title:<40} {'calls':>6} {'cycles':>12} {'us':>10} {'share':>7}")
+            ranked = sorted(groups.items(), key=lambda kv: -kv[1].cycles)
+            for name, g in ranked[:top]:
+                lines.append(f"{name[:40]:<40} {g.calls:>6} {g.cycles:>12} {self.microseconds(g.cycles):>10.1f} {100 * g.cycles / total:>6.1f}%")
+            if len(ranked) > top:
+                rest = ranked[top:]
+                lines.append(f"{'(' + str(len(rest)) + ' more)':<40} {sum(g.calls for _, g in rest):>6} {sum(g.cycles for _, g in rest):>12}")
+        lines.append("utilization: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.utilization.items()))
+        if self.fallbacks:
+            lines.append("fallbacks: " + ", ".join(f"{op} x{n}" for op, n in sorted(self.fallbacks.items())))
+        return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def profile(modules: Optional[List[Tuple[str, torch.nn.Module]]] = None):
+    """Profiles the npu work of the block; yields a Profile, filled when the block ends.
+    `modules`: (name, module) pairs whose forward calls name the layer in eager mode."""
+    result = Profile(chip=dict(_C.chip_info()))
+    hooks = []
+    for name, module in modules or []:
+        hooks.append(module.register_forward_pre_hook(lambda m, args, name=name: _C.set_profile_scope(name)))
+        hooks.append(module.register_forward_hook(lambda m, args, out: _C.set_profile_scope("")))
+    fallbacks_before = dict(_C.fallback_stats())
+    counters_before = dict(_C.device_counters())
+    _C.begin_profile()
+    _state.active = True
+    try:
+        yield result
+    finally:
+        _state.active = False
+        for hook in hooks:
+            hook.remove()
+        _C.set_profile_scope("")
+        result.kernels = [tuple(row) for row in _C.end_profile()]
+        counters_after = dict(_C.device_counters())
+        result.counters = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
+        after = dict(_C.fallback_stats())
+        result.fallbacks = {op: n - fallbacks_before.get(op, 0) for op, n in after.items() if n != fallbacks_before.get(op, 0)}
