@@ -227,7 +227,8 @@ def test_explain_reports_fusion_partitions_fallbacks_and_the_savings():
     assert e.fallbacks == {"aten::cumsum.out": 1}
 
 
-def test_gpt2_compiles_whole_and_matches_the_cpu():
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_gpt2_compiles_whole_and_matches_the_cpu(use_cache):
     import transformers  # installed by scripts/setup.sh
     transformers.utils.logging.set_verbosity_error()
     config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=64, bos_token_id=0, eos_token_id=0)
@@ -238,12 +239,15 @@ def test_gpt2_compiles_whole_and_matches_the_cpu():
     npu = npu.to(NPU)
     tokens = torch.randint(0, 128, (2, 12))
     with torch.no_grad():
-        expected = cpu(tokens, use_cache=False).logits
-        got = torch.compile(npu, backend=NPU, fullgraph=True)(tokens.to(NPU), use_cache=False).logits.cpu()
+        expected = cpu(tokens, use_cache=use_cache).logits
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(tokens.to(NPU), use_cache=use_cache).logits.cpu()
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
     (report,) = backend.reports()
     assert report.fused.count("native_layer_norm -> npusim::layer_norm") == 2 * 2 + 1
-    assert report.ops.get("npusim::gemm", 0) + report.ops.get("aten::addmm", 0) >= 2 * 4  # every projection on the tensor core
+    assert report.fused.count("gelu written out (tanh form) -> aten::gelu") == 2  # GPT-2's gelu_new, then into the gemm
+    assert report.ops["npusim::gemm"] == 2  # c_fc with its gelu
+    assert report.ops["aten::addmm"] == 2 * 3  # c_attn, c_proj, mlp.c_proj
+    assert report.folded > 0  # the attention mask, built from aranges, computed at compile time
 
 
 def test_profile_times_every_kernel_by_op_and_layer():

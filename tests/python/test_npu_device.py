@@ -255,3 +255,12 @@ def test_streams_are_command_queues_and_events_time_them():
     assert done.query() and s1.query() and s2.query()
     assert start.elapsed_time(done) > 0  # device time, in milliseconds
     bf16_close(shifted.cpu(), ((a.float() @ a.float()).bfloat16().float() + 1).bfloat16(), 128)
+
+
+def test_elementwise_results_are_laid_out_as_the_cpu_lays_them_out():
+    # Compiled graphs view results with the strides PyTorch gives them: a permuted input gives a permuted result.
+    x = torch.randn(2, 3, 4).permute(2, 0, 1)
+    for op in (lambda t: t * 2, torch.exp, lambda t: t + t, lambda t: F.gelu(t)):
+        expected, got = op(x), op(x.to("npu"))
+        assert got.stride() == expected.stride()
+        torch.testing.assert_close(got.cpu(), expected)

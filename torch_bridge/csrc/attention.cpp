@@ -19,6 +19,7 @@
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -58,8 +59,16 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
     op.scale = scale, op.is_causal = is_causal;
     return op;
   };
-  if (try_run(make_op, {q, k, v}, out)) return out;
-  return gemm_npu(probabilities(q, k, is_causal, scale), v, std::nullopt, 1.0, 1.0, {});
+  at::Tensor result = try_run(make_op, {q, k, v}, out) ? out : gemm_npu(probabilities(q, k, is_causal, scale), v, std::nullopt, 1.0, 1.0, {});
+  // The output laid out in the order of q's strides (PyTorch's SDPA kernels do the same, and compiled graphs view it so).
+  if (!q.is_contiguous()) {
+    at::Tensor laid_out = new_npu_in_order_of(result.sizes(), result.scalar_type(), q);
+    if (laid_out.strides() != result.strides()) {
+      laid_out.copy_(result);
+      return laid_out;
+    }
+  }
+  return result;
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,

@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 
+#include <algorithm>
 #include <string>
 
 #include "npusim/compiler/compiler.h"
@@ -17,6 +18,30 @@ thread_local std::string t_unsupported_reason;
 at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype) {
   const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, c10::GetAllocator(kNpu), keys, dtype, std::nullopt);
+}
+
+at::Tensor new_npu_in_order_of(c10::IntArrayRef size, at::ScalarType dtype, const at::Tensor& like) {
+  std::vector<int64_t> order(size.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return like.stride(x) > like.stride(y); });
+  std::vector<int64_t> strides(size.size());
+  int64_t stride = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    strides[size_t(order[i])] = stride;
+    stride *= std::max<int64_t>(size[size_t(order[i])], 1);
+  }
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, strides, c10::GetAllocator(kNpu), keys, dtype);
+}
+
+at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initializer_list<const at::Tensor*> like) {
+  for (const at::Tensor* t : like) {
+    if (t->sizes() != size || t->is_contiguous()) continue;
+    bool broadcast = false;
+    for (int64_t d = 0; d < t->dim(); ++d) broadcast |= t->stride(d) == 0 && t->size(d) > 1;
+    if (!broadcast) return new_npu_in_order_of(size, dtype, *t);
+  }
+  return new_npu(size, dtype);
 }
 
 at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }

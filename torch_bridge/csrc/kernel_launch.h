@@ -17,6 +17,14 @@ inline bool on_npu(const at::Tensor& t) { return t.device().type() == kNpu; }
 // A new contiguous tensor on the npu.
 at::Tensor new_npu(c10::IntArrayRef size, at::ScalarType dtype);
 at::Tensor to_npu(const at::Tensor& t);
+// A new dense tensor on the npu whose dims are laid out in the order of
+// `like`'s strides (largest first), as ATen lays out elementwise results and
+// attention outputs: a permuted input gives a permuted output. Compiled
+// graphs rely on it: their views are traced with ATen's strides.
+at::Tensor new_npu_in_order_of(c10::IntArrayRef size, at::ScalarType dtype, const at::Tensor& like);
+// The same, after the first of `like` that has this shape and no broadcast
+// dims; contiguous when there is none.
+at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initializer_list<const at::Tensor*> like);
 
 // Runs a compiled op, or returns false and remembers why (the caller then
 // computes on the CPU and calls note_cpu_fallback). The op is described

@@ -159,7 +159,7 @@ at::Tensor on_cpu(const char* op, F compute) {
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
 at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
-  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (try_run([&] { return OpDesc(kind, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu(name, [&] { return reference(cpu(self)); });
 }
@@ -173,7 +173,7 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   const auto prepare = [&](const at::Tensor& t) { return !on_npu(t) && t.dim() == 0 ? to_npu(t.to(common)) : to_npu(t); };
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
   if (a.scalar_type() == common && b.scalar_type() == common) {
-    at::Tensor out = new_npu(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common);
+    at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
     if (try_run([&] { return OpDesc(kind, {describe(a), describe(b)}, describe(out)); }, {a, b}, out)) return out;
   }
   return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
@@ -259,7 +259,7 @@ NPUSIM_UNARY(cos, COS)
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const bool tanh = approximate == "tanh";
-  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
 }

@@ -3,6 +3,12 @@ before they run on the simulated chip.
 
 The graphs come from aot_autograd, decomposed to core ATen (npusim.backend).
 Passes, in order:
+  fold_constants        (below)
+  recognize_gelu        the tanh approximation of GELU written out in elementwise
+                        ops (GPT-2's "gelu_new": 0.5 x (1 + tanh(sqrt(2/pi) (x +
+                        0.044715 x^3)))) becomes aten.gelu(approximate="tanh"): one
+                        vector instruction instead of eight kernels, and a gemm
+                        epilogue when it follows a matmul.
   fuse_gemm_epilogues   mm / addmm / bmm whose only use is an activation (through
                         views) become one npusim::gemm with that epilogue: the
                         activation runs on the tile in the accumulator, not as
@@ -19,6 +25,7 @@ What a pass does is recorded in a GraphReport, which npusim.explain prints.
 """
 
 import dataclasses
+import math
 import operator
 from typing import Dict, List
 
@@ -158,10 +165,30 @@ def _fold_constants(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.folded += 1
 
 
+def _gelu_written_out(x):
+    half = aten.mul.Tensor(x, 0.5)
+    inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3.0), 0.044715)), math.sqrt(2.0 / math.pi))
+    return aten.mul.Tensor(half, aten.add.Tensor(aten.tanh.default(inner), 1.0))
+
+
+def _gelu_tanh(x):
+    return aten.gelu.default(x, approximate="tanh")
+
+
+def recognize_gelu(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    from torch.fx import subgraph_rewriter
+
+    for match in subgraph_rewriter.replace_pattern_with_filters(gm, _gelu_written_out, _gelu_tanh):
+        for node in match.replacements:
+            node.meta = dict(match.anchor.meta)  # the value and the layer of what it replaces
+        report.fused.append("gelu written out (tanh form) -> aten::gelu")
+
+
 def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     """Runs the passes on gm in place; returns what they did."""
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
     fold_constants(gm, report)
+    recognize_gelu(gm, report)
     fuse_gemm_epilogues(gm, report)
     gm.graph.eliminate_dead_code()
     gm.graph.lint()
