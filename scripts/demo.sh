@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # README command 1: set up, build, and run the main demo.
-# First a PyTorch model (an MLP and an attention head, bf16) on the simulated chip through the npu
-# device, with a trace of the chip and the driver; then two GEMMs from two command queues through the
-# driver; then the toolchain and the chip end to end: assemble the multi-core double-buffered GEMM,
-# show what the program contains, prove that its disassembly reassembles to the same bytes, run it on
-# the simulated 4-core chip with a trace, run every example, and show how a mistake in the source and a
-# device fault are reported.
+# First GPT-2 generates tokens through torch.compile on the simulated chip (checked against the CPU,
+# profiled per op and layer, with a Perfetto trace and a text summary); then a model exported with
+# torch.export runs from its deployment package through npu-run, with no Python; then a small model in
+# eager mode; then two GEMMs from two command queues through the driver; then the toolchain and the chip
+# end to end: assemble the multi-core double-buffered GEMM, show what the program contains, prove that its
+# disassembly reassembles to the same bytes, run it on the simulated 4-core chip with a trace, run every
+# example, and show how a mistake in the source and a device fault are reported.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -18,7 +19,32 @@ OUT="$ROOT/out/demo"
 mkdir -p "$OUT"
 
 echo
-echo "== 1. A PyTorch model on the simulated chip (the npu device), with its trace =="
+echo "== 1. GPT-2 generates through torch.compile on the simulated chip =="
+.venv/bin/python examples/torch/gpt2_generate.py --config base --out "$OUT/gpt2"
+
+echo
+echo "== 1b. A model exported with torch.export, run from its package by npu-run (no Python) =="
+.venv/bin/python - "$OUT" <<'PY'
+import sys, warnings, torch, npusim
+out = sys.argv[1]
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(approximate="tanh"), torch.nn.LayerNorm(256),
+                            torch.nn.Linear(256, 64)).eval()
+x = torch.randn(16, 64)
+print(npusim.export.compile(torch.export.export(model, (x,)), f"{out}/mlp.npupkg"), end="")
+npusim.export.save_raw(x, f"{out}/mlp_x.bin")
+npusim.export.save_raw(model(x).detach(), f"{out}/mlp_y_cpu.bin")
+PY
+"$BIN/npu-run" "$OUT/mlp.npupkg" --input "input=$OUT/mlp_x.bin" --output "output0=$OUT/mlp_y.bin"
+.venv/bin/python -c "
+import sys, torch, npusim
+y, ref = (npusim.export.load_raw(f, torch.float32, (16, 64)) for f in sys.argv[1:3])
+print(f'npu-run output against the CPU: max |difference| = {(y - ref).abs().max().item():.2e}')
+" "$OUT/mlp_y.bin" "$OUT/mlp_y_cpu.bin"
+
+echo
+echo "== 1c. A PyTorch model in eager mode (the npu device), with its trace =="
 .venv/bin/python examples/torch/mlp.py --config base --trace "$OUT/torch_mlp.pftrace"
 
 echo

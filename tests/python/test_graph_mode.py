@@ -276,3 +276,18 @@ def test_profile_names_eager_layers_given_as_modules():
         npu(x)
     assert {"up", "down"} <= set(prof.layers)
     assert prof.ops["aten::addmm"].calls == 2
+
+
+def test_the_demo_runs_on_a_small_chip(tmp_path):
+    """README command 1's GPT-2 demo, on the tiny chip with two tokens: it checks itself against the CPU."""
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch" / "gpt2_generate.py"
+    result = subprocess.run([sys.executable, str(script), "--config", "tiny", "--tokens", "2", "--out", str(tmp_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "(the same)" in result.stdout and "utilization:" in result.stdout
+    assert (tmp_path / "gpt2_summary.txt").read_text().startswith("tokens on the npu")
+    assert (tmp_path / "gpt2.pftrace").stat().st_size > 0

@@ -12,7 +12,7 @@ extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { re
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
   m.def("init", &npusim::Runtime::configure, "Chooses the chip config and trace file; False once the device is open.",
-        pybind11::arg("config"), pybind11::arg("trace"));
+        pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false);
   m.def("is_initialized", &npusim::Runtime::started);
   m.def("synchronize", [] { npusim::Runtime::get().synchronize(); });
   m.def("fallback_stats", [] { return npusim::Runtime::get().fallback_stats(); });

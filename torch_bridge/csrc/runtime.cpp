@@ -16,6 +16,7 @@ namespace {
 std::mutex g_config_mutex;
 std::string g_config;
 std::string g_trace;
+bool g_timing_only = false;
 bool g_started = false;
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -25,11 +26,12 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 }  // namespace
 
-bool Runtime::configure(const std::string& config, const std::string& trace_path) {
+bool Runtime::configure(const std::string& config, const std::string& trace_path, bool timing_only) {
   const std::lock_guard<std::mutex> lock(g_config_mutex);
   if (g_started) return false;
   g_config = config;
   g_trace = trace_path;
+  g_timing_only = timing_only;
   return true;
 }
 
@@ -45,16 +47,20 @@ Runtime& Runtime::get() {
 
 Runtime::Runtime() {
   std::string config, trace;
+  bool timing_only = false;
   {
     const std::lock_guard<std::mutex> lock(g_config_mutex);
     g_started = true;
     config = g_config.empty() ? env_or("NPUSIM_CONFIG", "base") : g_config;
     trace = g_trace.empty() ? env_or("NPUSIM_TRACE", "") : g_trace;
+    timing_only = g_timing_only;
   }
   try {
     npu::SimulatorLinkOptions options;
     options.config = config;
     options.trace_path = trace;
+    // Timing only: the chip models time but computes nothing (results are garbage; cycles are the same).
+    options.functional = !(timing_only || env_or("NPUSIM_TIMING_ONLY", "0") == "1");
     device_ = npu::Device::open(std::make_unique<npu::SimulatorLink>(options));
     compiler_ = std::make_unique<npu::compiler::Compiler>(npu::sim::load_chip_config(config));
     config_name_ = config;

@@ -30,7 +30,7 @@ class Runtime {
  public:
   static Runtime& get();
   // Before the first use only; false if the device is already open.
-  static bool configure(const std::string& config, const std::string& trace_path);
+  static bool configure(const std::string& config, const std::string& trace_path, bool timing_only);
   static bool started();
 
   npu::Device& device() { return *device_; }

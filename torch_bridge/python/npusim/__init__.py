@@ -34,10 +34,12 @@ __all__ = ["explain", "profile", "init", "write_trace", "is_initialized", "synch
 _DEVICE = "npu"
 
 
-def init(config: str = "base", trace: str = "") -> None:
+def init(config: str = "base", trace: str = "", timing_only: bool = False) -> None:
     """Chooses the chip config, and a trace file (.pftrace or .json) of the chip and the
-    driver written at exit and by write_trace(), before the device is first used."""
-    if not _C.init(config, trace):
+    driver written at exit and by write_trace(), before the device is first used.
+    timing_only (or NPUSIM_TIMING_ONLY=1): the chip models time but computes nothing;
+    results are meaningless, cycles are those of a functional run."""
+    if not _C.init(config, trace, timing_only):
         raise RuntimeError("npusim.init: the npu device is already in use; call init before the first npu tensor")
 
 

@@ -1,0 +1,113 @@
+"""GPT-2 forward in graph mode on the simulated chip: host wall time to
+simulate it (functional and timing-only), against the host CPU's eager time
+for the same forward measured in the same run; simulated cycles and
+utilization; compile time; and graph mode against eager on the chip (device
+cycles, DRAM bytes, kernels).
+
+    .venv/bin/python bench/gpt2_graph.py [--size 124M|small] [--seq 128] [--dtype f32|bf16] [--config base]
+
+Each mode runs in a process of its own (one simulated device per process;
+the chip computes or only models time from the start). Targets (issue 7):
+functional within 30x the CPU eager time; timing-only under 5 seconds.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+SIZES = {
+    "124M": dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50257, n_positions=1024),
+    "small": dict(n_layer=4, n_head=4, n_embd=256, vocab_size=4096, n_positions=256),
+}
+
+
+def child(args) -> None:
+    """One measurement in this process: prints a JSON line."""
+    import warnings
+
+    import torch
+
+    import npusim
+
+    npusim.init(args.config, timing_only=args.mode == "timing-only")
+    warnings.filterwarnings("ignore")
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**SIZES[args.size], bos_token_id=0, eos_token_id=0)).eval().to(dtype)
+    tokens = torch.randint(0, model.config.vocab_size, (1, args.seq))
+    result = {"mode": args.mode}
+    with torch.no_grad():
+        start = time.perf_counter()
+        reference = model(tokens, use_cache=False).logits
+        result["cpu_eager_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        reference = model(tokens, use_cache=False).logits  # the second, warm
+        result["cpu_eager_s"] = min(result["cpu_eager_s"], time.perf_counter() - start)
+        model = model.to("npu")
+        npu_tokens = tokens.to("npu")
+        if args.mode == "eager":
+            model(npu_tokens, use_cache=False)  # programs compiled, memory allocated
+            run = lambda: model(npu_tokens, use_cache=False).logits  # noqa: E731
+        else:
+            compiled = torch.compile(model, backend="npu", fullgraph=True)
+            start = time.perf_counter()
+            compiled(npu_tokens, use_cache=False)
+            npusim.synchronize()
+            result["compile_and_first_run_s"] = time.perf_counter() - start
+            run = lambda: compiled(npu_tokens, use_cache=False).logits  # noqa: E731
+        with npusim.profile() as prof:
+            start = time.perf_counter()
+            logits = run().cpu()
+            result["npu_s"] = time.perf_counter() - start
+    result["device_cycles"] = prof.device_cycles
+    result["kernel_cycles"] = sum(row[3] for row in prof.kernels)
+    result["kernels"] = len(prof.kernels)
+    result["dram_bytes"] = prof.counters["dram_read_bytes"] + prof.counters["dram_write_bytes"]
+    result["utilization"] = prof.utilization
+    result["fallbacks"] = sum(prof.fallbacks.values())
+    if args.mode != "timing-only":
+        result["max_abs_error"] = (logits.float() - reference.float()).abs().max().item()
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="124M")
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--config", default="base")
+    parser.add_argument("--mode", choices=["functional", "timing-only", "eager"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.mode:
+        child(args)
+        return
+    print(f"GPT-2 {args.size}, batch 1, sequence {args.seq}, {args.dtype}, chip config '{args.config}'")
+    results = {}
+    for mode in ("functional", "timing-only", "eager"):
+        command = [sys.executable, __file__, "--size", args.size, "--seq", str(args.seq), "--dtype", args.dtype, "--config",
+                   args.config, "--mode", mode]
+        output = subprocess.run(command, capture_output=True, text=True)
+        if output.returncode != 0:
+            print(output.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"{mode}: failed")
+        results[mode] = json.loads(output.stdout.strip().splitlines()[-1])
+    f, t, e = results["functional"], results["timing-only"], results["eager"]
+    cpu = f["cpu_eager_s"]
+    print(f"CPU eager forward (host, same run): {cpu * 1000:.1f} ms")
+    print(f"functional, graph mode: {f['npu_s']:.2f} s to simulate = {f['npu_s'] / cpu:.0f}x the CPU (target <= 30x); "
+          f"max |logits - cpu| = {f['max_abs_error']:.2e}; compile + first run {f['compile_and_first_run_s']:.1f} s")
+    print(f"timing-only, graph mode: {t['npu_s']:.2f} s to simulate (target < 5 s); cycles {t['device_cycles']} "
+          f"(functional: {f['device_cycles']})")
+    print(f"simulated: {f['device_cycles']} device cycles ({f['kernels']} kernels, {f['kernel_cycles']} cycles in kernels), "
+          f"{f['fallbacks']} CPU fallbacks; utilization " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in f["utilization"].items()))
+    print(f"graph mode against eager on the chip: device cycles {f['device_cycles']} vs {e['device_cycles']} "
+          f"({f['device_cycles'] / e['device_cycles']:.2f}x), DRAM bytes {f['dram_bytes']} vs {e['dram_bytes']} "
+          f"({f['dram_bytes'] / e['dram_bytes']:.2f}x), kernels {f['kernels']} vs {e['kernels']}")
+
+
+if __name__ == "__main__":
+    main()
