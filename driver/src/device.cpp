@@ -67,6 +67,11 @@ AllocatorStats Device::memory_stats() const {
   return allocator_.stats();
 }
 
+void Device::reset_peak_memory_stats() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  allocator_.reset_peak();
+}
+
 void Device::check_range(const Buffer& buffer, uint64_t offset, uint64_t bytes) {
   if (!buffer) throw std::invalid_argument("copy with an empty Buffer");
   if (offset > buffer.size() || bytes > buffer.size() - offset)

@@ -264,3 +264,34 @@ def test_elementwise_results_are_laid_out_as_the_cpu_lays_them_out():
         expected, got = op(x), op(x.to("npu"))
         assert got.stride() == expected.stride()
         torch.testing.assert_close(got.cpu(), expected)
+
+
+def test_npu_tensors_save_and_load(tmp_path):
+    model = torch.nn.Linear(4, 3).to("npu")
+    x = torch.randn(5, 4).to("npu")
+    torch.save({"x": x, "model": model.state_dict()}, tmp_path / "saved.pt")
+    loaded = torch.load(tmp_path / "saved.pt")
+    assert loaded["x"].device.type == "npu" and torch.equal(loaded["x"].cpu(), x.cpu())
+    assert loaded["model"]["weight"].device.type == "npu"
+    on_cpu = torch.load(tmp_path / "saved.pt", map_location="cpu")
+    assert on_cpu["x"].device.type == "cpu" and torch.equal(on_cpu["x"], x.cpu())
+    restored = torch.nn.Linear(4, 3).to("npu")
+    restored.load_state_dict(loaded["model"])
+    torch.testing.assert_close(restored(x).cpu(), model(x).cpu())
+
+
+def test_the_memory_functions_of_torch_npu():
+    torch.npu.synchronize()
+    free, total = torch.npu.mem_get_info()
+    assert 0 < free <= total
+    before = torch.npu.memory_allocated()
+    assert torch.npu.memory_reserved() == before  # no caching allocator
+    x = torch.empty(1 << 20, dtype=torch.uint8, device="npu")
+    assert torch.npu.memory_stats()["allocated_bytes.all.current"] == before + (1 << 20)
+    assert torch.npu.mem_get_info()[0] <= free - (1 << 20)
+    del x
+    torch.npu.reset_peak_memory_stats()
+    assert torch.npu.max_memory_allocated() == torch.npu.memory_allocated() == before
+    torch.npu.empty_cache()
+    with torch.npu.device(0):
+        assert torch.npu.current_device() == 0

@@ -28,6 +28,11 @@ PYBIND11_MODULE(_C, m) {
                                          {"total_frees", double(s.total_frees)},
                                          {"fragmentation", s.fragmentation}};
   });
+  m.def("reset_peak_memory_stats", [] { npusim::Runtime::get().device().reset_peak_memory_stats(); });
+  m.def("memory_total_bytes", [] {
+    const npu::DeviceInfo& info = npusim::Runtime::get().device().info();
+    return info.memory_bytes - info.reserved_bytes;
+  });
   m.def("report", [] { return npusim::Runtime::get().device().report(); });
   m.def("write_trace", [] {
     if (npusim::Runtime::started()) npusim::Runtime::get().write_trace();

@@ -117,6 +117,52 @@ class _DeviceModule:
         return int(_C.memory_stats()["peak_allocated_bytes"]) if _C.is_initialized() else 0
 
     @staticmethod
+    def memory_reserved(device=None) -> int:
+        """The same as memory_allocated: there is no caching allocator, freed memory returns to the driver."""
+        return _DeviceModule.memory_allocated(device)
+
+    @staticmethod
+    def max_memory_reserved(device=None) -> int:
+        return _DeviceModule.max_memory_allocated(device)
+
+    @staticmethod
+    def memory_stats(device=None) -> dict:
+        """The driver allocator's statistics, under torch.cuda.memory_stats' names where they exist."""
+        s = _C.memory_stats()
+        return {"allocated_bytes.all.current": int(s["allocated_bytes"]), "allocated_bytes.all.peak": int(s["peak_allocated_bytes"]),
+                "reserved_bytes.all.current": int(s["allocated_bytes"]), "reserved_bytes.all.peak": int(s["peak_allocated_bytes"]),
+                "allocation.all.current": int(s["allocations"]), "allocation.all.allocated": int(s["total_allocations"]),
+                "allocation.all.freed": int(s["total_frees"]), "free_bytes": int(s["free_bytes"]),
+                "largest_free_bytes": int(s["largest_free_bytes"]), "fragmentation": s["fragmentation"]}
+
+    @staticmethod
+    def reset_peak_memory_stats(device=None) -> None:
+        _C.reset_peak_memory_stats()
+
+    @staticmethod
+    def empty_cache() -> None:
+        """Nothing to do: freed memory returns to the driver at once (no caching allocator)."""
+
+    @staticmethod
+    def mem_get_info(device=None):
+        """(free, total) bytes of device memory that tensors can use."""
+        return int(_C.memory_stats()["free_bytes"]), int(_C.memory_total_bytes())
+
+    class device:
+        """`with torch.npu.device(0):` (there is one device, npu:0)."""
+
+        def __init__(self, device):
+            index = torch.device(device).index if not isinstance(device, int) else device
+            if index not in (None, -1, 0):
+                raise ValueError("npu: there is one device, npu:0")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    @staticmethod
     def get_amp_supported_dtype():
         return [torch.bfloat16, torch.float16]
 

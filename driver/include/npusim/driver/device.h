@@ -78,6 +78,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // npu::OutOfMemoryError when no block fits (the message gives the sizes).
   Buffer allocate(uint64_t bytes, uint64_t alignment = 256);
   AllocatorStats memory_stats() const;
+  void reset_peak_memory_stats();  // the peak restarts from what is in use now
 
   // Blocking copies through the host link; std::out_of_range outside the buffer.
   void copy_to_device(const Buffer& buffer, uint64_t offset, const void* data, uint64_t bytes);
