@@ -278,6 +278,29 @@ def test_profile_names_eager_layers_given_as_modules():
     assert prof.ops["aten::addmm"].calls == 2
 
 
+def test_bert_compiles_whole_and_matches_the_cpu():
+    import transformers  # installed by scripts/setup.sh
+
+    transformers.utils.logging.set_verbosity_error()
+    config = transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                                     vocab_size=200, max_position_embeddings=64)
+    torch.manual_seed(0)
+    cpu = transformers.BertModel(config, add_pooling_layer=False).eval()
+    npu = transformers.BertModel(config, add_pooling_layer=False).eval()
+    npu.load_state_dict(cpu.state_dict())
+    npu = npu.to(NPU)
+    tokens = torch.randint(0, 200, (2, 10))
+    before = dict(npusim.fallback_stats())
+    with torch.no_grad():
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(tokens.to(NPU)).last_hidden_state.cpu()
+        expected = cpu(tokens).last_hidden_state
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    (report,) = backend.reports()
+    assert report.fused.count("addmm + gelu -> npusim::gemm") == 2 and report.fused.count("native_layer_norm -> npusim::layer_norm") == 5
+    fallbacks = {op: n - before.get(op, 0) for op, n in npusim.fallback_stats().items() if n != before.get(op, 0)}
+    assert set(fallbacks) <= {"aten::index_select", "aten::gather.out"}  # the embeddings: no gather kernel yet
+
+
 def test_the_demo_runs_on_a_small_chip(tmp_path):
     """README command 1's GPT-2 demo, on the tiny chip with two tokens: it checks itself against the CPU."""
     import pathlib

@@ -295,3 +295,17 @@ def test_the_memory_functions_of_torch_npu():
     torch.npu.empty_cache()
     with torch.npu.device(0):
         assert torch.npu.current_device() == 0
+
+
+def test_copies_of_any_view_and_of_int64_stay_on_the_chip():
+    # More than three dims that do not merge: a copy per slice of the first dim. int64 and f64,
+    # which the chip has no dtype for, are copied as pairs of 32-bit words.
+    before = dict(npusim.fallback_stats())
+    q = torch.randn(2, 3, 4, 5, 6).permute(0, 3, 1, 4, 2)
+    assert torch.equal(q.to("npu").contiguous().cpu(), q.contiguous())
+    assert torch.equal(q.to("npu").cpu(), q)
+    big = torch.arange(24, dtype=torch.long).reshape(2, 3, 4) * (1 << 40)
+    assert torch.equal(big.to("npu").transpose(0, 2).contiguous().cpu(), big.transpose(0, 2).contiguous())
+    wide = torch.randn(5, 3, dtype=torch.float64)
+    assert torch.equal(wide.to("npu").t().contiguous().cpu(), wide.t().contiguous())
+    assert npusim.fallback_stats() == before

@@ -54,12 +54,21 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   std::vector<int64_t> shape(q.sizes().begin(), q.sizes().end());
   shape.back() = v.size(-1);
   at::Tensor out = new_npu(shape, q.scalar_type());
-  const auto make_op = [&] {
-    OpDesc op(OpKind::ATTENTION, {describe(q), describe(k), describe(v)}, describe(out));
-    op.scale = scale, op.is_causal = is_causal;
-    return op;
+  const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
+    const auto make_op = [&] {
+      OpDesc op(OpKind::ATTENTION, {describe(q_in), describe(k_in), describe(v_in)}, describe(out));
+      op.scale = scale, op.is_causal = is_causal;
+      return op;
+    };
+    return try_run(make_op, {q_in, k_in, v_in}, out);
   };
-  at::Tensor result = try_run(make_op, {q, k, v}, out) ? out : gemm_npu(probabilities(q, k, is_causal, scale), v, std::nullopt, 1.0, 1.0, {});
+  at::Tensor result = out;
+  if (!fused(q, k, v)) {
+    // Batch and head dims that do not merge (heads interleaved with the sequence) are copied
+    // contiguous on the chip; then the fused kernel, or where it declines, gemm, softmax, gemm.
+    const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+    if (!fused(qc, kc, vc)) result = gemm_npu(probabilities(qc, kc, is_causal, scale), vc, std::nullopt, 1.0, 1.0, {});
+  }
   // The output laid out in the order of q's strides (PyTorch's SDPA kernels do the same, and compiled graphs view it so).
   if (!q.is_contiguous()) {
     at::Tensor laid_out = new_npu_in_order_of(result.sizes(), result.scalar_type(), q);

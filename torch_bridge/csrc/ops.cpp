@@ -69,10 +69,38 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
 // ---- copies -------------------------------------------------------------------
 
 // A contiguous device copy of a device tensor (the compiled copy kernel reads any strides).
+// dst = src (converted to dst's dtype) by the copy or cast kernel, any strides. The
+// kernel reads at most three dims that do not merge; more are copied a slice of the
+// first dim at a time (up to kMaxSlices kernels). False if the chip cannot do it.
+// An 8-byte element type the chip has no dtype for (int64, f64) as pairs of i32 words: for copies, which move bits.
+npu::compiler::TensorDesc describe_as_words(const at::Tensor& t) {
+  npu::compiler::TensorDesc desc;
+  desc.dtype = npu::isa::DType::I32;
+  for (int64_t d = 0; d < t.dim(); ++d) desc.shape.push_back(t.size(d)), desc.strides.push_back(2 * t.stride(d));
+  desc.shape.push_back(2), desc.strides.push_back(1);
+  desc.storage_offset = 2 * t.storage_offset();
+  return desc;
+}
+
+bool copy_on_chip(const at::Tensor& src, const at::Tensor& dst) {
+  constexpr int64_t kMaxSlices = 256;
+  const OpKind kind = src.scalar_type() == dst.scalar_type() ? OpKind::COPY : OpKind::CAST;
+  if (kind == OpKind::COPY && src.dtype().itemsize() == 8) {
+    if (try_run([&] { return OpDesc(kind, {describe_as_words(src)}, describe_as_words(dst)); }, {src}, dst)) return true;
+  } else if (try_run([&] { return OpDesc(kind, {describe(src)}, describe(dst)); }, {src}, dst)) {
+    return true;
+  }
+  if (src.dim() <= 1 || src.dim() != dst.dim() || src.size(0) != dst.size(0) || src.size(0) > kMaxSlices) return false;
+  for (int64_t i = 0; i < src.size(0); ++i)
+    if (!copy_on_chip(src.select(0, i), dst.select(0, i))) return false;
+  return true;
+}
+
+// A contiguous device copy of a device tensor.
 at::Tensor contiguous_on_npu(const at::Tensor& t) {
   if (t.is_contiguous()) return t;
   at::Tensor out = empty_memory_format(t.sizes(), t.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
-  Runtime::get().run(OpDesc(OpKind::COPY, {describe(t)}, describe(out)), {t}, out);
+  if (!copy_on_chip(t, out)) throw UnsupportedOp("a view the copy kernel cannot read");
   return out;
 }
 
@@ -117,7 +145,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     } else {
       at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
       runtime.write_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
-      if (!try_run([&] { return OpDesc(OpKind::COPY, {describe(staged)}, describe(dst)); }, {staged}, dst)) {
+      if (!copy_on_chip(staged, dst)) {
         // Through the whole storage: read it, write the view on the host, write it back.
         at::Tensor view = strided_via_storage(dst);
         view.copy_(host);
@@ -126,14 +154,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     }
     return dst;
   }
-  // Device to device: the compiled copy or cast (any strides, broadcasting); what the chip cannot convert goes through the host.
-  try {
-    runtime.run(OpDesc(self.scalar_type() == dst.scalar_type() ? OpKind::COPY : OpKind::CAST, {describe(self)}, describe(dst)), {self}, dst);
-    return dst;
-  } catch (const UnsupportedOp&) {
-  } catch (const std::invalid_argument&) {
-  }
-  runtime.note_fallback("aten::_copy_from (device dtype conversion)");
+  // Device to device: the compiled copy or cast (any strides, broadcasting); what the chip cannot do goes through the host.
+  if (copy_on_chip(self, dst)) return dst;
+  note_cpu_fallback(self.scalar_type() == dst.scalar_type() ? "aten::_copy_from (device to device)" : "aten::_copy_from (device dtype conversion)");
   copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
   return dst;
 }
