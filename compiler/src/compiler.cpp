@@ -2,8 +2,10 @@
 
 #include "attention.h"
 #include "elementwise.h"
+#include "gather.h"
 #include "matmul.h"
 #include "rowwise.h"
+#include "select.h"
 #include "npusim/isa/printer.h"
 
 namespace npu::compiler {
@@ -23,6 +25,8 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
   }
   auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL      ? lower_matmul(op, config_)
                                                : op.kind == OpKind::ATTENTION ? lower_attention(op, config_)
+                                               : op.kind == OpKind::WHERE     ? lower_where(op, config_)
+                                               : op.kind == OpKind::EMBEDDING ? lower_embedding(op, config_)
                                                : is_row_op(op.kind)           ? lower_row_op(op, config_)
                                                                               : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -78,6 +78,60 @@ std::string mode_name(const Operand& o) {
 
 }  // namespace
 
+std::vector<int64_t> broadcast_strides(const std::string& op, const TensorDesc& input, const std::vector<int64_t>& shape) {
+  const size_t rank = shape.size();
+  if (input.shape.size() > rank || input.strides.size() != input.shape.size())
+    throw std::invalid_argument(op + ": input " + input.to_string() + " does not broadcast to the output");
+  std::vector<int64_t> s(rank, 0);
+  for (size_t i = 0; i < input.shape.size(); ++i) {
+    const size_t d = rank - input.shape.size() + i;
+    if (input.shape[i] == shape[d]) s[d] = input.shape[i] == 1 ? 0 : input.strides[i];
+    else if (input.shape[i] != 1) throw std::invalid_argument(op + ": input " + input.to_string() + " does not broadcast to the output");
+  }
+  return s;
+}
+
+IndexSpace collapse_index_space(const std::string& op, const std::vector<int64_t>& dims, const std::vector<std::vector<int64_t>>& strides) {
+  for (const auto& s : strides)
+    for (const int64_t v : s)
+      if (v < 0) throw UnsupportedOp(op + ": negative strides");
+
+  // Drop size-1 dims, merge neighbours every operand allows.
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> merged(strides.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    bool mergeable = !shape.empty();
+    for (size_t k = 0; k < strides.size() && mergeable; ++k) mergeable = merged[k].back() == strides[k][d] * dims[d];
+    if (mergeable) {
+      shape.back() *= dims[d];
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
+    } else {
+      shape.push_back(dims[d]);
+      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
+    }
+  }
+  if (shape.size() > 3) throw UnsupportedOp(op + ": " + std::to_string(shape.size()) + " dimensions that do not merge (at most 3)");
+  while (shape.size() < 3) {
+    shape.insert(shape.begin(), 1);
+    for (auto& s : merged) s.insert(s.begin(), 0);
+  }
+  // One long run (a contiguous tensor) folds into rows of a power of two, so
+  // that tiles are many rows deep instead of one row long.
+  if (shape[0] == 1 && shape[1] == 1 && shape[2] > 4096) {
+    int64_t width = 2048;
+    while (width >= 64 && shape[2] % width != 0) width /= 2;
+    if (width >= 64) {
+      shape[1] = shape[2] / width, shape[2] = width;
+      for (auto& s : merged) s[1] = s[2] * width;
+    }
+  }
+  IndexSpace space;
+  space.shape = {shape[0], shape[1], shape[2]};
+  for (const auto& s : merged) space.strides.push_back({s[0], s[1], s[2]});
+  return space;
+}
+
 isa::Opcode unary_opcode(OpKind kind) {
   if (!is_elementwise(kind) || op_arity(kind) != 1) throw std::invalid_argument(std::string(op_name(kind)) + " is not a unary op");
   return traits(kind).opcode;
@@ -99,58 +153,14 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   if (!op_traits.integer_ok && !isa::dtype_is_float(dtype))
     throw UnsupportedOp(std::string(op_name(op.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": floats only");
   if (out.strides.size() != out.shape.size()) throw std::invalid_argument("output strides do not match its shape");
-  const size_t rank = out.shape.size();
 
   // Every operand's strides over the output's dimensions (0 where it broadcasts).
   std::vector<std::vector<int64_t>> strides;  // [operand][dim]; operand 0 is the output
   strides.push_back(out.strides);
-  for (const TensorDesc& input : op.inputs) {
-    if (input.shape.size() > rank || input.strides.size() != input.shape.size())
-      throw std::invalid_argument(std::string(op_name(op.kind)) + ": input " + input.to_string() + " does not broadcast to the output");
-    std::vector<int64_t> s(rank, 0);
-    for (size_t i = 0; i < input.shape.size(); ++i) {
-      const size_t d = rank - input.shape.size() + i;
-      if (input.shape[i] == out.shape[d]) s[d] = input.shape[i] == 1 ? 0 : input.strides[i];
-      else if (input.shape[i] != 1)
-        throw std::invalid_argument(std::string(op_name(op.kind)) + ": input " + input.to_string() + " does not broadcast to the output");
-    }
-    strides.push_back(std::move(s));
-  }
-  for (const auto& s : strides)
-    for (const int64_t v : s)
-      if (v < 0) throw UnsupportedOp("negative strides");
-
-  // Collapse: drop size-1 dims, merge neighbours every operand allows.
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> merged(strides.size());
-  for (size_t d = 0; d < rank; ++d) {
-    if (out.shape[d] == 1) continue;
-    bool mergeable = !shape.empty();
-    for (size_t k = 0; k < strides.size() && mergeable; ++k) mergeable = merged[k].back() == strides[k][d] * out.shape[d];
-    if (mergeable) {
-      shape.back() *= out.shape[d];
-      for (size_t k = 0; k < strides.size(); ++k) merged[k].back() = strides[k][d];
-    } else {
-      shape.push_back(out.shape[d]);
-      for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
-    }
-  }
-  if (shape.size() > 3)
-    throw UnsupportedOp(std::string(op_name(op.kind)) + ": " + std::to_string(shape.size()) + " dimensions that do not merge (at most 3)");
-  while (shape.size() < 3) {
-    shape.insert(shape.begin(), 1);
-    for (auto& s : merged) s.insert(s.begin(), 0);
-  }
-  // One long run (a contiguous tensor) folds into rows of a power of two, so
-  // that tiles are many rows deep instead of one row long.
-  if (shape[0] == 1 && shape[1] == 1 && shape[2] > 4096) {
-    int64_t width = 2048;
-    while (width >= 64 && shape[2] % width != 0) width /= 2;
-    if (width >= 64) {
-      shape[1] = shape[2] / width, shape[2] = width;
-      for (auto& s : merged) s[1] = s[2] * width;
-    }
-  }
+  for (const TensorDesc& input : op.inputs) strides.push_back(broadcast_strides(op_name(op.kind), input, out.shape));
+  const IndexSpace space = collapse_index_space(op_name(op.kind), out.shape, strides);
+  const std::array<int64_t, 3>& shape = space.shape;
+  const std::vector<std::array<int64_t, 3>>& merged = space.strides;
   const int64_t planes = shape[0], rows = shape[1], cols = shape[2];
   if (merged[0][2] == 0 && cols > 1) throw std::invalid_argument("the output overlaps itself (a broadcast stride)");
 
@@ -161,7 +171,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     o.dtype = tensor.dtype;
     o.esize = isa::dtype_size_bytes(tensor.dtype);
     o.offset = tensor.storage_offset;
-    o.stride = {merged[k][0], merged[k][1], merged[k][2]};
+    o.stride = merged[k];
     const bool col_bcast = o.stride[2] == 0 && cols > 1, row_bcast = o.stride[1] == 0 && rows > 1;
     if (k == 2) {  // the second operand: the vector unit broadcasts it
       if (col_bcast && (row_bcast || rows == 1)) o.mode = Bcast::Scalar;

@@ -54,17 +54,26 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
 
   // value(k, i): element i of input k's storage.
   KernelRun run(const OpDesc& op, const std::function<double(size_t input, size_t element)>& value) {
-    KernelRun run;
-    run.kernel = compiler_.compile(op);
-    const Program program = Program::load(device_, run.kernel->program);
-    std::vector<Buffer> buffers;
+    std::vector<std::vector<uint8_t>> storage;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const TensorDesc& t = op.inputs[k];
       const size_t e = isa::dtype_size_bytes(t.dtype);
       std::vector<uint8_t> bytes(size_t(std::max<int64_t>(t.storage_extent(), 1)) * e);
       for (size_t i = 0; i < bytes.size() / e; ++i) store(t.dtype, value(k, i), &bytes[i * e]);
-      buffers.push_back(device_->allocate(bytes.size()));
-      device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
+      storage.push_back(std::move(bytes));
+    }
+    return run_bytes(op, std::move(storage));
+  }
+
+  // The same with each input's storage given as bytes (at least its extent).
+  KernelRun run_bytes(const OpDesc& op, std::vector<std::vector<uint8_t>> storage) {
+    KernelRun run;
+    run.kernel = compiler_.compile(op);
+    const Program program = Program::load(device_, run.kernel->program);
+    std::vector<Buffer> buffers;
+    for (std::vector<uint8_t>& bytes : storage) {
+      buffers.push_back(device_->allocate(std::max<size_t>(bytes.size(), 1)));
+      if (!bytes.empty()) device_->copy_to_device(buffers.back(), 0, bytes.data(), bytes.size());
       run.inputs.push_back(std::move(bytes));
     }
     buffers.push_back(device_->allocate(size_t(std::max<int64_t>(op.output.storage_extent(), 1)) * isa::dtype_size_bytes(op.output.dtype)));

@@ -32,6 +32,8 @@ enum class OpKind : uint8_t {
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) ID,
 #define NPU_ROW_OP(ID, NAME, MAX_INPUTS) ID,
 #define NPU_ATTENTION_OP(ID, NAME, INPUTS) ID,
+#define NPU_SELECT_OP(ID, NAME, INPUTS) ID,
+#define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
 #include "ops.def"
 };
 

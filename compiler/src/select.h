@@ -1,0 +1,10 @@
+// Lowering of where(cond, a, b) (compiler/ops.def) to a vector-unit program.
+#pragma once
+
+#include "npusim/compiler/compiler.h"
+
+namespace npu::compiler {
+
+Kernel lower_where(const OpDesc& op, const sim::ChipConfig& config);
+
+}  // namespace npu::compiler
