@@ -72,6 +72,18 @@ void Device::synchronize(std::chrono::nanoseconds timeout) {
   service_interrupts();  // a fault or a stopped queue surfaces even when nothing was pending
 }
 
+void Device::drain(std::chrono::nanoseconds timeout) {
+  for (unsigned q = 0; q < queues_.size(); ++q) {
+    try {
+      queue(q).synchronize(timeout);
+    } catch (const AbandonedError&) {
+      // Dropped by a reset whose cause was raised when it happened: nothing left to wait for.
+    }
+  }
+  const std::lock_guard<std::recursive_mutex> driving(wait_mutex_);
+  service_interrupts();
+}
+
 uint64_t Device::now_cycle() {
   const uint64_t low = link_->read_register(reg(sim::Register::CYCLE_LO));  // latches CYCLE_HI
   return low | uint64_t{link_->read_register(reg(sim::Register::CYCLE_HI))} << 32;

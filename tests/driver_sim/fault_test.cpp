@@ -166,6 +166,21 @@ TEST(DeviceFaultsAbandon, WorkQueuedOnOtherQueues) {
   expect_device_works(*device);
 }
 
+// After a fault has been thrown, synchronize still reports the abandoned work
+// (each queue's last submission), and drain treats it as done.
+TEST(DeviceFaultsAbandon, DrainCountsAbandonedWorkAsDone) {
+  const auto device = open_device("base");
+  const Program bad = Program::load(device, testing::assemble(".code 0\n    li r1, 5\n    divu r2, r1, r0\n    halt\n"));
+  Buffer buffer = device->allocate(64);
+  device->queue(0).launch(bad, {}, 0x1);
+  device->queue(0).fill(buffer, 0, 64, 1);  // queued behind the fault
+  EXPECT_THROW(device->drain(), DeviceError);  // the fault itself, once
+  EXPECT_THROW(device->synchronize(), AbandonedError);
+  EXPECT_NO_THROW(device->drain());
+  expect_device_works(*device);
+  EXPECT_NO_THROW(device->synchronize());  // new work replaced the abandoned as each queue's last
+}
+
 // A malformed packet (written behind the driver's back) stops its queue:
 // QueueError with the code, and the device comes back after the reset.
 TEST(QueueErrors, AMalformedPacketStopsTheQueueWithItsCode) {

@@ -309,3 +309,23 @@ def test_copies_of_any_view_and_of_int64_stay_on_the_chip():
     wide = torch.randn(5, 3, dtype=torch.float64)
     assert torch.equal(wide.to("npu").t().contiguous().cpu(), wide.t().contiguous())
     assert npusim.fallback_stats() == before
+
+
+def test_where_and_embeddings_run_on_the_chip():
+    before = dict(npusim.fallback_stats())
+    x = torch.randn(4, 5)
+    mask = x > 0
+    assert torch.equal(torch.where(mask.to("npu"), x.to("npu"), float("-inf")).cpu(), torch.where(mask, x, float("-inf")))
+    assert torch.equal(torch.where(mask[:1].to("npu"), 0.0, x.to("npu")).cpu(), torch.where(mask[:1], 0.0, x))
+    table, ids = torch.randn(50, 8), torch.randint(0, 50, (3, 4))
+    assert torch.equal(F.embedding(ids.to("npu"), table.to("npu")).cpu(), F.embedding(ids, table))
+    positions, picks = torch.arange(10).unsqueeze(0) * 7, torch.tensor([[3, 1, 4, 1, 5, 9]])
+    assert torch.equal(positions.to("npu").gather(1, picks.to("npu")).cpu(), positions.gather(1, picks))
+    assert npusim.fallback_stats() == before
+
+
+def test_an_index_outside_the_table_faults_the_device_which_keeps_working():
+    table = torch.randn(5, 4).to("npu")
+    with pytest.raises(RuntimeError, match="v.gather"):
+        F.embedding(torch.tensor([1, 5]).to("npu"), table).cpu()
+    torch.testing.assert_close((table * 2).cpu(), table.cpu() * 2)

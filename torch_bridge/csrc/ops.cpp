@@ -181,9 +181,29 @@ at::Tensor on_cpu(const char* op, F compute) {
 }
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
+// An elementwise kernel (inputs broadcast to out). The kernels read at most three dims that do not
+// merge; more run a slice of the first dim at a time (up to 256 kernels). False if the chip cannot.
+bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : inputs) described.push_back(describe(t));
+    return OpDesc(kind, described, describe(out));
+  };
+  if (try_run(make_op, inputs, out)) return true;
+  if (out.dim() <= 3 || out.size(0) > 256) return false;
+  std::vector<at::Tensor> expanded;
+  for (const at::Tensor& t : inputs) expanded.push_back(t.expand(out.sizes()));
+  for (int64_t i = 0; i < out.size(0); ++i) {
+    std::vector<at::Tensor> slices;
+    for (const at::Tensor& t : expanded) slices.push_back(t.select(0, i));
+    if (!run_elementwise(kind, slices, out.select(0, i))) return false;
+  }
+  return true;
+}
+
 at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
-  if (try_run([&] { return OpDesc(kind, {describe(self)}, describe(out)); }, {self}, out)) return out;
+  if (run_elementwise(kind, {self}, out)) return out;
   return on_cpu(name, [&] { return reference(cpu(self)); });
 }
 
@@ -197,7 +217,7 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
-    if (try_run([&] { return OpDesc(kind, {describe(a), describe(b)}, describe(out)); }, {a, b}, out)) return out;
+    if (run_elementwise(kind, {a, b}, out)) return out;
   }
   return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
 }
@@ -475,9 +495,61 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
     const at::Tensor slice = out.narrow(d, offset, t.size(d));
     offset += t.size(d);
     if (t.numel() == 0) continue;
-    if (!try_run([&] { return OpDesc(OpKind::COPY, {describe(t)}, describe(slice)); }, {t}, slice)) return on_cpu("aten::cat", reference);
+    if (!copy_on_chip(t, slice)) return on_cpu("aten::cat", reference);
   }
   return out;
+}
+
+// where(cond, a, b): the select kernel, every operand broadcast; a Python number or a 0-dim CPU
+// tensor is moved to the device as a 0-dim tensor (the kernel expands it once per core).
+at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tensor& b_in) {
+  const at::ScalarType common = at::result_type(a_in, b_in);
+  const auto prepare = [&](const at::Tensor& t) { return to_npu(t.scalar_type() == common ? t : t.to(common)); };
+  const at::Tensor a = prepare(a_in), b = prepare(b_in), c = to_npu(cond.scalar_type() == at::kBool ? cond : cond.to(at::kBool));
+  const std::vector<int64_t> shape = at::infer_size(at::infer_size(c.sizes(), a.sizes()), b.sizes());
+  at::Tensor out = new_npu_like(shape, common, {&a, &b});
+  if (run_elementwise(OpKind::WHERE, {c, a, b}, out)) return out;
+  return on_cpu("aten::where.self", [&] { return at::where(cpu(cond), cpu(a_in), cpu(b_in)); });
+}
+
+// The chip's view of an index tensor: i32 as it is; int64 as its low 32-bit words (little-endian),
+// which are the values for indices in [0, 2^31) (an index outside the table faults the launch).
+npu::compiler::TensorDesc describe_index(const at::Tensor& index) {
+  if (index.scalar_type() != at::kLong) return describe(index);
+  npu::compiler::TensorDesc desc;
+  desc.dtype = npu::isa::DType::I32;
+  for (int64_t d = 0; d < index.dim(); ++d) desc.shape.push_back(index.size(d)), desc.strides.push_back(2 * index.stride(d));
+  desc.storage_offset = 2 * index.storage_offset();
+  return desc;
+}
+
+// index_select along dim 0 (what embedding does): rows gathered from the table in DRAM.
+at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (d == 0 && self.dim() >= 1 && on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt)) {
+    std::vector<int64_t> shape = {index.numel()};
+    shape.insert(shape.end(), self.sizes().begin() + 1, self.sizes().end());
+    at::Tensor out = new_npu(shape, self.scalar_type());
+    const at::Tensor flat = index.reshape({-1});
+    // int64 and f64 tables (position and token-type buffers) move as pairs of 32-bit words.
+    const bool words = self.dtype().itemsize() == 8;
+    const auto make_op = [&] {
+      return OpDesc(OpKind::EMBEDDING, {words ? describe_as_words(self) : describe(self), describe_index(flat)},
+                    words ? describe_as_words(out) : describe(out));
+    };
+    if (try_run(make_op, {self, flat}, out)) return out;
+  }
+  return on_cpu("aten::index_select", [&] { return at::index_select(cpu(self), dim, cpu(index)); });
+}
+
+// gather along the last dim of a single row (a 1-D tensor, or [1, N] with a [1, M] index): index_select.
+at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const bool one_row = (self.dim() == 1 && index.dim() == 1) ||
+                       (self.dim() == 2 && index.dim() == 2 && d == 1 && self.size(0) == 1 && index.size(0) == 1);
+  const bool integer_index = index.scalar_type() == at::kLong || index.scalar_type() == at::kInt;
+  if (one_row && integer_index && self.numel() > 0) return npusim::index_select(self.reshape({-1}), 0, index.reshape({-1})).reshape(index.sizes());
+  return on_cpu("aten::gather", [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); });
 }
 
 // out= variants (which in-place ops such as add_ and the optimizers' updates
@@ -579,6 +651,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Scalar", pow_scalar);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
   m.impl("cat", cat);
+  m.impl("where.self", where);
+  m.impl("index_select", index_select);
+  m.impl("gather", gather);
   m.impl("cat.out", cat_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }

@@ -91,6 +91,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // Blocks until every queue has completed what was submitted to it; throws
   // as a fence wait does for a fault or a stopped queue, pending or not.
   void synchronize(std::chrono::nanoseconds timeout = kDefaultWaitTimeout);
+  // The same, except that work abandoned by an earlier reset counts as done
+  // (its cause, a fault, a queue error or a timeout, was thrown when it was
+  // found): for callers that wait for "everything so far", such as a
+  // framework's device synchronize, and must keep working after a fault.
+  void drain(std::chrono::nanoseconds timeout = kDefaultWaitTimeout);
 
   // The device's cycle counter, read through its registers.
   uint64_t now_cycle();
