@@ -182,12 +182,21 @@ def test_strict_mode_names_the_op_and_init_picks_the_config():
 
 
 @pytest.mark.parametrize("optimizer", [torch.optim.SGD, torch.optim.Adam])
-def test_a_small_mlp_trains_like_on_the_cpu(optimizer):
-    """20 training steps of an f32 MLP (on base the f32 matmuls and the backward
-    kernels take the CPU fallback; relu, log_softmax and copies run on the chip)."""
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_a_small_model_trains_like_on_the_cpu(optimizer, kind):
+    """20 training steps of an f32 MLP and of a small CNN. The matmuls (f32 as
+    bf16 parts on base), relu, log_softmax, the optimizers' updates and copies
+    run on the chip; convolutions and the backward kernels without an npu
+    kernel (threshold_backward, nll_loss) take the CPU fallback."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    if kind == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        x = torch.randn(64, 16)
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                    torch.nn.Linear(4 * 6 * 6, 4))
+        x = torch.randn(16, 1, 6, 6)
+    y = torch.randint(0, 4, (x.shape[0],))
 
     def train(m, device):
         opt = optimizer(m.parameters(), lr=0.01)

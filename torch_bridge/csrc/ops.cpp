@@ -552,6 +552,30 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
   return on_cpu("aten::gather", [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); });
 }
 
+// Convolutions: no npu kernel yet. PyTorch routes other backends' convolutions to the
+// *_overrideable ops, whose default throws, so the boxed CPU fallback never sees them: they
+// take the CPU here explicitly, counted like every fallback.
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
+  return on_cpu("aten::convolution", [&] {
+    return at::convolution(cpu(input), cpu(weight), bias && bias->defined() ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, stride,
+                           padding, dilation, transposed, output_padding, groups);
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                                                                    bool transposed, c10::IntArrayRef output_padding, int64_t groups,
+                                                                    std::array<bool, 3> mask) {
+  note_cpu_fallback("aten::convolution_backward");
+  // The bias, when asked for, is a vector of the output's channels.
+  const std::vector<int64_t> bias_sizes = {transposed ? weight.size(1) * groups : weight.size(0)};
+  auto [gi, gw, gb] = at::convolution_backward(cpu(grad), cpu(input), cpu(weight), at::IntArrayRef(bias_sizes), stride, padding, dilation,
+                                               transposed, output_padding, groups, mask);
+  const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
+  return {back(gi), back(gw), back(gb)};
+}
+
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device.
 at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
@@ -654,6 +678,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("where.self", where);
   m.impl("index_select", index_select);
   m.impl("gather", gather);
+  m.impl("convolution_overrideable", convolution);
+  m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("cat.out", cat_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }
