@@ -280,6 +280,35 @@ def test_profile_names_eager_layers_given_as_modules():
     assert prof.ops["aten::addmm"].calls == 2
 
 
+def test_a_gpt2_training_step_in_graph_mode_gives_the_cpu_gradients():
+    import transformers  # installed by scripts/setup.sh
+
+    transformers.utils.logging.set_verbosity_error()
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=128, n_positions=64, bos_token_id=0, eos_token_id=0,
+                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(0)
+    cpu = transformers.GPT2LMHeadModel(config).train()
+    npu = transformers.GPT2LMHeadModel(config).train()
+    npu.load_state_dict(cpu.state_dict())
+    npu = npu.to(NPU)
+    assert npu.lm_head.weight is npu.transformer.wte.weight  # still tied on the npu
+
+    def lm_loss(model, tokens):
+        logits = model(tokens, use_cache=False).logits
+        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+
+    tokens = torch.randint(0, 128, (2, 12))
+    expected = lm_loss(cpu, tokens)
+    expected.backward()
+    got = torch.compile(lambda t: lm_loss(npu, t), backend=NPU, fullgraph=True)(tokens.to(NPU))
+    got.backward()
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+    for (name, p_cpu), p_npu in zip(cpu.named_parameters(), npu.parameters()):
+        scale = p_cpu.grad.abs().max().item() + 1e-12
+        assert (p_npu.grad.cpu() - p_cpu.grad).abs().max().item() <= 1e-4 * scale, name
+    assert [r.kind for r in backend.reports()] == ["forward", "backward"]
+
+
 def test_bert_compiles_whole_and_matches_the_cpu():
     import transformers  # installed by scripts/setup.sh
 

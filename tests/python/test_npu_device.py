@@ -338,3 +338,23 @@ def test_an_index_outside_the_table_faults_the_device_which_keeps_working():
     with pytest.raises(RuntimeError, match="v.gather"):
         F.embedding(torch.tensor([1, 5]).to("npu"), table).cpu()
     torch.testing.assert_close((table * 2).cpu(), table.cpu() * 2)
+
+
+def test_tied_weights_stay_tied_when_a_module_moves():
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = torch.nn.Embedding(10, 4)
+            self.head = torch.nn.Linear(4, 10, bias=False)
+            self.head.weight = self.embedding.weight
+
+    for move in (lambda m: m.to("npu"), lambda m: m.npu(), lambda m: m.to("npu").cpu()):
+        model = move(Tied())
+        assert model.head.weight is model.embedding.weight
+
+
+def test_mixing_devices_is_an_error_not_a_crash():
+    weight, x = torch.randn(3, 4).to("npu"), torch.randn(2, 4)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        F.linear(x, weight)
+    torch.testing.assert_close(F.linear(x.to("npu"), weight).cpu(), F.linear(x, weight.cpu()))

@@ -207,13 +207,18 @@ at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tens
   return on_cpu(name, [&] { return reference(cpu(self)); });
 }
 
-// Binary ops with broadcasting. Both operands are brought to their common
-// dtype when one is a Python number or a 0-dim CPU tensor; tensors of two
-// dtypes go to the CPU, which does PyTorch's type promotion.
+// Binary ops with broadcasting, after PyTorch's type promotion: a Python
+// number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
+// dtype, and a device tensor of another dtype is cast on the chip first.
 at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const at::Tensor& b_in, bool bool_result,
                   const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference) {
   const at::ScalarType common = at::result_type(a_in, b_in);
-  const auto prepare = [&](const at::Tensor& t) { return !on_npu(t) && t.dim() == 0 ? to_npu(t.to(common)) : to_npu(t); };
+  const auto chip_dtype = [](at::ScalarType t) { return t != at::kLong && t != at::kDouble && !at::isComplexType(t); };
+  const auto prepare = [&](const at::Tensor& t) {
+    if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
+    if (on_npu(t) && t.scalar_type() != common && chip_dtype(t.scalar_type()) && chip_dtype(common)) return t.to(common);
+    return to_npu(t);
+  };
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
@@ -576,6 +581,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
   return {back(gi), back(gw), back(gb)};
 }
 
+// Whether `from`'s data may replace `self`'s in place (param.data = ...). PyTorch's own
+// answer lists its backends only, so Module.to("npu") would make new Parameters and
+// untie tied weights (GPT-2's lm_head and embedding); dense CPU and npu tensors are compatible.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto dense = [](const at::Tensor& t) { return t.layout() == at::kStrided && (t.device().is_cpu() || on_npu(t)); };
+  return dense(self) && dense(from);
+}
+
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device.
 at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
@@ -678,6 +691,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("where.self", where);
   m.impl("index_select", index_select);
   m.impl("gather", gather);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("convolution_overrideable", convolution);
   m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("cat.out", cat_out);

@@ -70,6 +70,8 @@ Runtime::Runtime() {
 }
 
 const npu::Buffer& Runtime::buffer_of(const at::Tensor& tensor) {
+  TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected all tensors to be on the same device, but found a tensor on ", tensor.device(), " where npu tensors are needed");
   auto* buffer = static_cast<npu::Buffer*>(tensor.storage().data_ptr().get_context());
   TORCH_CHECK(buffer != nullptr, "npusim: tensor has no device storage");
   return *buffer;

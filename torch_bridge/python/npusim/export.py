@@ -23,6 +23,7 @@ shapes are fixed (those of the example inputs). npu-run reads and writes raw
 contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
 """
 
+import copy
 from typing import List, Sequence, Tuple
 
 import torch
@@ -43,7 +44,7 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise TypeError("npusim.export.compile: the program's inputs must all be tensors")
     program = exported_program.run_decompositions(backend.decompositions())
-    module = program.module()
+    module = copy.deepcopy(program.module())  # its parameters may be the caller's model's: moved to the npu, not those
     lowering.lower(module, "inference")
     module = module.to("npu")
     names = [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
