@@ -39,7 +39,7 @@ SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(
 SimulatorLink::~SimulatorLink() {
   if (trace_) {
     try {
-      call([this](sim::Simulator&) { write_trace_now(); });
+      call([this](sim::Simulator&) { write_trace_now(""); });
     } catch (...) {
       // A destructor cannot report it; write_trace() can, for callers who care.
     }
@@ -203,15 +203,17 @@ void SimulatorLink::trace_end(const std::string& track) {
   });
 }
 
-void SimulatorLink::write_trace_now() {
+void SimulatorLink::write_trace_now(const std::string& path) {
   if (!trace_) return;
   simulator_->flush_trace_counters();
-  trace::write_trace(*trace_, trace_path_);
+  trace::write_trace(*trace_, path.empty() ? trace_path_ : path);
 }
 
-void SimulatorLink::write_trace() {
+bool SimulatorLink::tracing() const { return trace_ != nullptr; }
+
+void SimulatorLink::write_trace(const std::string& path) {
   try {
-    call([this](sim::Simulator&) { write_trace_now(); });
+    call([this, path](sim::Simulator&) { write_trace_now(path); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

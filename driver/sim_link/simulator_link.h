@@ -59,7 +59,9 @@ class SimulatorLink : public DeviceLink {
   void trace_end(const std::string& track) override;
 
   // Writes the trace recorded so far (npu::Error if it cannot); a no-op without one.
-  void write_trace();
+  // To `path` instead of the trace file chosen at construction, when given.
+  void write_trace(const std::string& path = "");
+  bool tracing() const;  // whether a trace is being recorded
 
   // Runs `task` on the simulation thread after every earlier call and returns
   // when it has run; exceptions thrown by it (or by an earlier posted write)
@@ -75,7 +77,7 @@ class SimulatorLink : public DeviceLink {
   void run(const sim::ChipConfig& config, bool functional);
   void post(std::function<void(sim::Simulator&)> task);
   uint64_t host_track(const std::string& name);  // on the simulation thread
-  void write_trace_now();                         // on the simulation thread
+  void write_trace_now(const std::string& path);  // on the simulation thread
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -344,3 +344,23 @@ def test_the_demo_runs_on_a_small_chip(tmp_path):
     assert "(the same)" in result.stdout and "utilization:" in result.stdout
     assert (tmp_path / "gpt2_summary.txt").read_text().startswith("tokens on the npu")
     assert (tmp_path / "gpt2.pftrace").stat().st_size > 0
+
+
+def test_profile_writes_the_trace_it_was_asked_for(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import torch, npusim\n"
+            f"npusim.init(trace={str(tmp_path / 'whole.json')!r})\n"
+            "x = torch.randn(64, 64).to('npu')\n"
+            f"with npusim.profile({str(tmp_path / 'block.pftrace')!r}) as prof:\n"
+            "    torch.relu(x @ x).cpu()\n"
+            "print(len(prof.kernels))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "2"
+    assert b"vector unit" in (tmp_path / "block.pftrace").read_bytes()
+    # This process records no trace: asking for one says how to get it.
+    with pytest.raises(RuntimeError, match=r"npusim.init\(trace=...\)"):
+        with npusim.profile(tmp_path / "none.pftrace"):
+            pass

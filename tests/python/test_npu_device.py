@@ -328,6 +328,11 @@ def test_where_and_embeddings_run_on_the_chip():
     assert torch.equal(torch.where(mask[:1].to("npu"), 0.0, x.to("npu")).cpu(), torch.where(mask[:1], 0.0, x))
     table, ids = torch.randn(50, 8), torch.randint(0, 50, (3, 4))
     assert torch.equal(F.embedding(ids.to("npu"), table.to("npu")).cpu(), F.embedding(ids, table))
+    x_grad = x.clone().requires_grad_()
+    torch.relu(x_grad).backward(torch.ones(4, 5))
+    x_npu = x.to("npu").requires_grad_()
+    torch.relu(x_npu).backward(torch.ones(4, 5).to("npu"))  # threshold_backward: a comparison and a select
+    assert torch.equal(x_npu.grad.cpu(), x_grad.grad)
     positions, picks = torch.arange(10).unsqueeze(0) * 7, torch.tensor([[3, 1, 4, 1, 5, 9]])
     assert torch.equal(positions.to("npu").gather(1, picks.to("npu")).cpu(), positions.gather(1, picks))
     assert npusim.fallback_stats() == before

@@ -34,9 +34,12 @@ PYBIND11_MODULE(_C, m) {
     return info.memory_bytes - info.reserved_bytes;
   });
   m.def("report", [] { return npusim::Runtime::get().device().report(); });
-  m.def("write_trace", [] {
-    if (npusim::Runtime::started()) npusim::Runtime::get().write_trace();
-  });
+  m.def(
+      "write_trace",
+      [](const std::string& path) {
+        if (npusim::Runtime::started()) npusim::Runtime::get().write_trace(path);
+      },
+      pybind11::arg("path") = "");
   // The device's counters now (after everything launched so far): chip-wide, and summed over the cores.
   m.def("device_counters", [] {
     npusim::Runtime& runtime = npusim::Runtime::get();

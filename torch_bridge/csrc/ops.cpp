@@ -581,6 +581,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
   return {back(gi), back(gw), back(gb)};
 }
 
+// relu's backward: grad where self > threshold, else 0 (a comparison and a select on the chip).
+at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
+  return npusim::where(gt_scalar(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
+}
+at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out);
+
 // Whether `from`'s data may replace `self`'s in place (param.data = ...). PyTorch's own
 // answer lists its backends only, so Module.to("npu") would make new Parameters and
 // untie tied weights (GPT-2's lm_head and embedding); dense CPU and npu tensors are compatible.
@@ -601,6 +607,9 @@ at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& 
 at::Tensor& mul_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mul(a, b), out); }
 at::Tensor& div_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::div(a, b), out); }
 at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out) { return into(pow_scalar(self, exponent), out); }
+at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out) {
+  return into(npusim::threshold_backward(grad, self, threshold), out);
+}
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
@@ -692,6 +701,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", index_select);
   m.impl("gather", gather);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  m.impl("threshold_backward", threshold_backward);
+  m.impl("threshold_backward.grad_input", threshold_backward_out);
   m.impl("convolution_overrideable", convolution);
   m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("cat.out", cat_out);

@@ -193,11 +193,13 @@ unsigned Runtime::new_stream_queue() {
   return next_stream_;
 }
 
-void Runtime::write_trace() {
+void Runtime::write_trace(const std::string& path) {
   synchronize();
   if (auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link())) {
+    TORCH_CHECK(path.empty() || link->tracing(), "npusim: no trace is being recorded: choose a trace file with npusim.init(trace=...) or ",
+                "NPUSIM_TRACE before the device is first used");
     try {
-      link->write_trace();
+      link->write_trace(path);
     } catch (const npu::Error& e) {
       TORCH_CHECK(false, "npusim: ", e.what());
     }

@@ -82,7 +82,7 @@ class Runtime {
   static void set_profile_scope(const std::string& scope);
 
   // Writes the trace recorded so far (when a trace file was chosen).
-  void write_trace();
+  void write_trace(const std::string& path = "");  // to `path` when given
 
   // The CPU fallback's bookkeeping: a count per op, one warning per op,
   // NPUSIM_STRICT=1 makes it an error.

@@ -100,8 +100,11 @@ class Profile:
 
 
 @contextlib.contextmanager
-def profile(modules: Optional[List[Tuple[str, torch.nn.Module]]] = None):
+def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]] = None):
     """Profiles the npu work of the block; yields a Profile, filled when the block ends.
+    `path` (.pftrace or .json): also write the trace of the chip and the driver there when the
+    block ends (everything recorded since the device opened; tracing is chosen with
+    npusim.init(trace=...) or NPUSIM_TRACE, before first use).
     `modules`: (name, module) pairs whose forward calls name the layer in eager mode."""
     result = Profile(chip=dict(_C.chip_info()))
     hooks = []
@@ -124,3 +127,5 @@ def profile(modules: Optional[List[Tuple[str, torch.nn.Module]]] = None):
         result.counters = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
         after = dict(_C.fallback_stats())
         result.fallbacks = {op: n - fallbacks_before.get(op, 0) for op, n in after.items() if n != fallbacks_before.get(op, 0)}
+        if path:
+            _C.write_trace(str(path))
