@@ -213,14 +213,7 @@ Kernel lower_embedding(const OpDesc& op, const sim::ChipConfig& config) {
 
     // addr = base + (p*sP + i0*sR + j0*sC) * esize
     const auto tile_address = [&](Reg base, const std::array<int64_t, 3>& s, int64_t esize) {
-      b.mov(addr, base);
-      const std::pair<Reg, int64_t> terms[] = {{p, s[0]}, {i0, s[1]}, {j0, s[2]}};
-      for (const auto& [index, stride] : terms) {
-        if (stride == 0) continue;
-        b.li(tmp, stride * esize);
-        b.mul(tmp, tmp, index);
-        b.add(addr, addr, tmp);
-      }
+      b.scaled_address(addr, base, {{p, s[0]}, {i0, s[1]}, {j0, s[2]}}, esize, tmp);
     };
 
     // The indices, dense, on dma ch0 (an element at a time when strided: int64's low words).

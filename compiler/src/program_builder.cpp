@@ -85,6 +85,37 @@ void ProgramBuilder::li(Reg rd, int64_t value) {
   emit(isa::Opcode::LIH, {rd.index, static_cast<int64_t>(static_cast<uint64_t>(value) >> 32)});
 }
 
+void ProgramBuilder::scaled_address(Reg out, Reg base, std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp) {
+  mov(out, base);
+  for (const auto& [index, stride] : terms) {
+    if (stride == 0) continue;
+    li(tmp, stride * esize_bytes);
+    mul(tmp, tmp, index);
+    add(out, out, tmp);
+  }
+}
+
+void ProgramBuilder::tile_origin(Reg t, int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, Reg p, Reg i0, Reg j0, Reg mt,
+                                 Reg nt, Reg tmp) {
+  const int64_t row_tiles = (rows + tile_rows - 1) / tile_rows, col_tiles = (cols + tile_cols - 1) / tile_cols;
+  li(tmp, row_tiles * col_tiles);
+  emit(isa::Opcode::DIVU, {p.index, t.index, tmp.index});
+  emit(isa::Opcode::REMU, {i0.index, t.index, tmp.index});
+  li(tmp, col_tiles);
+  emit(isa::Opcode::REMU, {j0.index, i0.index, tmp.index});
+  emit(isa::Opcode::DIVU, {i0.index, i0.index, tmp.index});
+  muli(i0, i0, tile_rows);
+  muli(j0, j0, tile_cols);
+  li(tmp, rows);
+  sub(mt, tmp, i0);
+  li(tmp, tile_rows);
+  min(mt, mt, tmp);
+  li(tmp, cols);
+  sub(nt, tmp, j0);
+  li(tmp, tile_cols);
+  min(nt, nt, tmp);
+}
+
 void ProgramBuilder::split_over_cores(int64_t total, Reg first, Reg end) {
   const Reg core = reg(), ncores = reg(), count = reg();
   emit(isa::Opcode::CSRR, {core.index, 0});

@@ -261,34 +261,12 @@ Kernel lower_where(const OpDesc& op, const sim::ChipConfig& config) {
     const Label loop = b.label();
     b.bind(loop);
     // Tile t: plane p, rows i0 .. +mt, columns j0 .. +nt.
-    b.li(tmp, row_tiles * col_tiles);
-    b.emit(Opcode::DIVU, {p.index, t.index, tmp.index});
-    b.emit(Opcode::REMU, {i0.index, t.index, tmp.index});
-    b.li(tmp, col_tiles);
-    b.emit(Opcode::REMU, {j0.index, i0.index, tmp.index});
-    b.emit(Opcode::DIVU, {i0.index, i0.index, tmp.index});
-    b.muli(i0, i0, tr);
-    b.muli(j0, j0, tc);
-    b.li(tmp, rows);
-    b.sub(mt, tmp, i0);
-    b.li(tmp, tr);
-    b.min(mt, mt, tmp);
-    b.li(tmp, cols);
-    b.sub(nt, tmp, j0);
-    b.li(tmp, tc);
-    b.min(nt, nt, tmp);
+    b.tile_origin(t, rows, cols, tr, tc, p, i0, j0, mt, nt, tmp);
 
     // addr = base + (p*sP + i0*sR + j0*sC) * esize
     const auto global_address = [&](size_t k) {
       const Operand& o = operands[k];
-      b.mov(addr, base[k]);
-      const std::pair<Reg, int64_t> terms[] = {{p, o.stride[0]}, {i0, o.stride[1]}, {j0, o.stride[2]}};
-      for (const auto& [index, stride] : terms) {
-        if (stride == 0) continue;
-        b.li(tmp, stride * o.esize);
-        b.mul(tmp, tmp, index);
-        b.add(addr, addr, tmp);
-      }
+      b.scaled_address(addr, base[k], {{p, o.stride[0]}, {i0, o.stride[1]}, {j0, o.stride[2]}}, o.esize, tmp);
     };
 
     // Loads, on dma ch0.

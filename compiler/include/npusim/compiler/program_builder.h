@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ class ProgramBuilder {
   // This core's share of `total` work items: [first, end) = [c*T/P, (c+1)*T/P)
   // for core id c of P (so shares differ by at most one).
   void split_over_cores(int64_t total, Reg first, Reg end);
+
+  // out = base + (sum of index * stride) * esize_bytes, skipping zero strides; tmp is scratch.
+  void scaled_address(Reg out, Reg base, std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp);
+  // Tile t of a planes x rows x cols index space cut into tile_rows x tile_cols
+  // tiles, numbered plane-major, then by rows, then by columns: its plane p,
+  // first row i0 and column j0, and its extent mt x nt (clipped at the edges).
+  void tile_origin(Reg t, int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, Reg p, Reg i0, Reg j0, Reg mt, Reg nt, Reg tmp);
 
   size_t instructions() const { return words_.size(); }
   // The program: labels resolved, validated (isa::validate_program).
