@@ -45,8 +45,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One operand's strides and offset, in elements: [batch, rows, head dim (stride 1)].
 struct Operand {

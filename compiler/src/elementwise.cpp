@@ -66,7 +66,6 @@ struct Operand {
   int64_t aux_local = 0;
 };
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 std::string mode_name(const Operand& o) {
   const char* names[] = {"full", "row", "column", "scalar"};

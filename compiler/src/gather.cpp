@@ -43,8 +43,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The scratchpad for tiles of up to `count` indices and rows of td elements.
 struct Layout {

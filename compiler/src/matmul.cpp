@@ -30,7 +30,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 // How a matrix operand lies in memory, in elements.
 struct Matrix {

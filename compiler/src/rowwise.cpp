@@ -24,7 +24,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 // rows x L view of a tensor whose last dim is L: (row stride, column stride), or false.
 bool row_view(const TensorDesc& t, int64_t* row_stride, int64_t* col_stride) {

@@ -34,7 +34,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 // How an input's tile is loaded: whole, or what it is broadcast from.
 enum class Mode { Full, Row, Col, Scalar, Constant };

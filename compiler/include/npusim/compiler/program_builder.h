@@ -26,6 +26,10 @@ struct Label {
   size_t id = 0;
 };
 
+// The kernels lay out their local-memory buffers on 64-byte boundaries.
+inline int64_t align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(std::string name);
