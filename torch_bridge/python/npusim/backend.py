@@ -9,12 +9,12 @@ custom op on npu tensors. Those with an npu kernel run on the chip; the rest
 go through the CPU fallback, which counts them (npusim.fallback_stats();
 npusim.explain names them per graph). The decomposition table is core
 ATen's, minus the ops the chip runs whole (so silu stays silu), plus
-native_layer_norm -> npusim::layer_norm.
+native_layer_norm -> npusim::layer_norm. Attention without a mask stays one
+op (PyTorch's overrideable SDPA backend) and runs as the flash-attention kernel.
 
-Not done yet (see docs/torch.md): static memory planning (intermediates stay
-in device memory, allocated per op by the caching allocator, none kept in
-SRAM across kernels), fusing elementwise chains into one kernel, and a flash
-attention kernel (attention runs as its decomposition: bmm, softmax, bmm).
+Not done yet (see docs/graph.md): static memory planning inside compiled
+graphs (intermediates are allocated per op from the driver's allocator, none
+kept in SRAM across kernels) and fusing elementwise chains into one kernel.
 """
 
 from typing import List
