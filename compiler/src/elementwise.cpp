@@ -136,6 +136,24 @@ isa::Opcode unary_opcode(OpKind kind) {
   return traits(kind).opcode;
 }
 
+void emit_tile_dma_shape(ProgramBuilder& b, const DmaShapeRegs& r, TileRead read, const std::array<int64_t, 3>& stride, int64_t e,
+                         Reg mt, Reg nt) {
+  b.li(r.ds2, 0), b.li(r.ss2, 0), b.li(r.n2, 0);
+  if (read == TileRead::Scalar) {
+    b.li(r.n0, e), b.li(r.n1, 1), b.li(r.ds1, 0), b.li(r.ss1, 0);
+  } else if (read == TileRead::Col) {
+    b.li(r.n0, e), b.mov(r.n1, mt), b.li(r.ds1, e), b.li(r.ss1, stride[1] * e);
+  } else if (read == TileRead::Row) {
+    if (stride[2] == 1) b.muli(r.n0, nt, e), b.li(r.n1, 1), b.li(r.ds1, 0), b.li(r.ss1, 0);
+    else b.li(r.n0, e), b.mov(r.n1, nt), b.li(r.ds1, e), b.li(r.ss1, stride[2] * e);
+  } else if (stride[2] == 1) {
+    b.muli(r.n0, nt, e), b.mov(r.n1, mt), b.muli(r.ds1, nt, e), b.li(r.ss1, stride[1] * e);
+  } else {  // an element at a time along the row, rows as planes
+    b.li(r.n0, e), b.mov(r.n1, nt), b.li(r.ds1, e), b.li(r.ss1, stride[2] * e);
+    b.mov(r.n2, mt), b.muli(r.ds2, nt, e), b.li(r.ss2, stride[1] * e);
+  }
+}
+
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   const OpTraits op_traits = traits(op.kind);
   const unsigned arity = op_arity(op.kind);
@@ -264,21 +282,11 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     };
     // The DMA shape of operand k's tile (full, row, column or scalar).
     const auto dma_shape = [&](const Operand& o, Bcast mode) {
-      b.li(ds2, 0), b.li(ss2, 0), b.li(n2, 0);
-      const int64_t e = o.esize;
-      if (mode == Bcast::Scalar) {
-        b.li(n0, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
-      } else if (mode == Bcast::Col) {
-        b.li(n0, e), b.mov(n1, mt), b.li(ds1, e), b.li(ss1, o.stride[1] * e);
-      } else if (mode == Bcast::Row) {
-        if (o.stride[2] == 1) b.muli(n0, nt, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
-        else b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
-      } else if (o.stride[2] == 1) {
-        b.muli(n0, nt, e), b.mov(n1, mt), b.muli(ds1, nt, e), b.li(ss1, o.stride[1] * e);
-      } else {  // an element at a time along the row, rows as planes
-        b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
-        b.mov(n2, mt), b.muli(ds2, nt, e), b.li(ss2, o.stride[1] * e);
-      }
+      const TileRead read = mode == Bcast::Scalar ? TileRead::Scalar
+                            : mode == Bcast::Col  ? TileRead::Col
+                            : mode == Bcast::Row  ? TileRead::Row
+                                                  : TileRead::Full;
+      emit_tile_dma_shape(b, {n0, n1, n2, ds1, ss1, ds2, ss2}, read, o.stride, o.esize, mt, nt);
     };
     const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
       b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "npusim/compiler/compiler.h"
+#include "npusim/compiler/program_builder.h"
 
 namespace npu::compiler {
 
@@ -30,5 +31,19 @@ std::vector<int64_t> broadcast_strides(const std::string& op, const TensorDesc& 
 // to planes x rows x cols, and one long run folded into rows of a power of
 // two. UnsupportedOp for negative strides or more than 3 dims that do not merge.
 IndexSpace collapse_index_space(const std::string& op, const std::vector<int64_t>& dims, const std::vector<std::vector<int64_t>>& strides);
+
+// How a kernel reads an operand's mt x nt tile: all of it, one row (the operand
+// broadcast over rows), one column (broadcast over columns), or one element.
+enum class TileRead { Full, Row, Col, Scalar };
+// The registers of a DMA's shape operands.
+struct DmaShapeRegs {
+  Reg n0, n1, n2, ds1, ss1, ds2, ss2;
+};
+// Sets `regs` to the DMA shape that reads an operand's mt x nt tile densely
+// into local memory, from its row and column strides (`stride[1]`, `stride[2]`,
+// elements of `esize_bytes`): rows at once when the columns are contiguous,
+// else an element at a time along each row, rows as planes.
+void emit_tile_dma_shape(ProgramBuilder& b, const DmaShapeRegs& regs, TileRead read, const std::array<int64_t, 3>& stride, int64_t esize_bytes,
+                         Reg mt, Reg nt);
 
 }  // namespace npu::compiler

@@ -194,21 +194,11 @@ Kernel lower_where(const OpDesc& op, const sim::ChipConfig& config) {
 
     // The DMA shape of an input's tile (or of its row, column or element).
     const auto dma_shape = [&](const Operand& o, Mode mode) {
-      b.li(ds2, 0), b.li(ss2, 0), b.li(n2, 0);
-      const int64_t e = o.esize;
-      if (mode == Mode::Scalar || mode == Mode::Constant) {
-        b.li(n0, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
-      } else if (mode == Mode::Col) {
-        b.li(n0, e), b.mov(n1, mt), b.li(ds1, e), b.li(ss1, o.stride[1] * e);
-      } else if (mode == Mode::Row) {
-        if (o.stride[2] == 1) b.muli(n0, nt, e), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
-        else b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
-      } else if (o.stride[2] == 1) {
-        b.muli(n0, nt, e), b.mov(n1, mt), b.muli(ds1, nt, e), b.li(ss1, o.stride[1] * e);
-      } else {  // an element at a time along the row, rows as planes
-        b.li(n0, e), b.mov(n1, nt), b.li(ds1, e), b.li(ss1, o.stride[2] * e);
-        b.mov(n2, mt), b.muli(ds2, nt, e), b.li(ss2, o.stride[1] * e);
-      }
+      const TileRead read = mode == Mode::Scalar || mode == Mode::Constant ? TileRead::Scalar
+                            : mode == Mode::Col                           ? TileRead::Col
+                            : mode == Mode::Row                           ? TileRead::Row
+                                                                          : TileRead::Full;
+      emit_tile_dma_shape(b, {n0, n1, n2, ds1, ss1, ds2, ss2}, read, o.stride, o.esize, mt, nt);
     };
     const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
       b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
