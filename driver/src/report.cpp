@@ -61,10 +61,7 @@ std::string Device::report() {
     out += "counters: not read while a fault is latched (the next wait reports it and resets the device)\n";
     return out;
   }
-  // The counters, from the last queue (the one least likely to hold the caller's work).
-  std::vector<uint64_t> words;
-  queue(info_.num_queues - 1).snapshot_counters(&words);
-  const firmware::CounterSnapshot counters = firmware::decode_counter_snapshot(words.data(), words.size());
+  const firmware::CounterSnapshot counters = read_counters();
   std::snprintf(line, sizeof line, "counters at cycle %llu: DRAM %s read, %s written, row hits %llu of %llu accesses\n",
                 static_cast<unsigned long long>(counters.cycle), human_bytes(counters.dram_read_bytes).c_str(),
                 human_bytes(counters.dram_write_bytes).c_str(), static_cast<unsigned long long>(counters.dram_row_hits),
@@ -80,6 +77,13 @@ std::string Device::report() {
     out += line;
   }
   return out;
+}
+
+firmware::CounterSnapshot Device::read_counters() {
+  // From the last queue: the one least likely to hold the caller's work.
+  std::vector<uint64_t> words;
+  queue(info_.num_queues - 1).snapshot_counters(&words);
+  return firmware::decode_counter_snapshot(words.data(), words.size());
 }
 
 }  // namespace npu

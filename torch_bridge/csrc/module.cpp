@@ -2,7 +2,6 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "npusim/deploy/package.h"
-#include "npusim/firmware/counters.h"
 #include "npusim/sim/config_loader.h"
 #include "runtime.h"
 
@@ -44,10 +43,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_counters", [] {
     npusim::Runtime& runtime = npusim::Runtime::get();
     runtime.synchronize();
-    npu::Device& device = runtime.device();
-    std::vector<uint64_t> words;
-    device.queue(device.info().num_queues - 1).snapshot_counters(&words);
-    const npu::firmware::CounterSnapshot snapshot = npu::firmware::decode_counter_snapshot(words.data(), words.size());
+    const npu::firmware::CounterSnapshot snapshot = runtime.device().read_counters();
     std::map<std::string, uint64_t> counters = {{"cycle", snapshot.cycle},
                                                 {"dram_read_bytes", snapshot.dram_read_bytes},
                                                 {"dram_write_bytes", snapshot.dram_write_bytes},

@@ -16,6 +16,7 @@
 #include "npusim/driver/device_link.h"
 #include "npusim/driver/errors.h"
 #include "npusim/driver/queue.h"
+#include "npusim/firmware/counters.h"
 
 namespace npu::isa {
 struct Program;
@@ -113,6 +114,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // packet on the last queue, so it waits for that queue's earlier work).
   // Any process holding a Device can print it.
   std::string report();
+  // The device counters now: a COUNTERS packet on the last queue (so after
+  // that queue's earlier work), decoded.
+  firmware::CounterSnapshot read_counters();
 
   Device(std::unique_ptr<DeviceLink> link, const DeviceInfo& info, const DeviceOptions& options);  // use open()
 
