@@ -3,6 +3,7 @@
 #include "attention.h"
 #include "elementwise.h"
 #include "gather.h"
+#include "im2col.h"
 #include "matmul.h"
 #include "rowwise.h"
 #include "select.h"
@@ -27,6 +28,7 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
                                                : op.kind == OpKind::ATTENTION ? lower_attention(op, config_)
                                                : op.kind == OpKind::WHERE     ? lower_where(op, config_)
                                                : op.kind == OpKind::EMBEDDING ? lower_embedding(op, config_)
+                                               : op.kind == OpKind::IM2COL    ? lower_im2col(op, config_)
                                                : is_row_op(op.kind)           ? lower_row_op(op, config_)
                                                                               : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -19,6 +19,7 @@ const OpInfo kOps[] = {
 #define NPU_ATTENTION_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_SELECT_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_GATHER_OP(ID, NAME, INPUTS) {NAME, INPUTS},
+#define NPU_WINDOW_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #include "ops.def"
 };
 
@@ -97,6 +98,14 @@ std::string OpDesc::key() const {
   if (kind == OpKind::ATTENTION) {
     char attributes[64];
     std::snprintf(attributes, sizeof attributes, " scale %.17g causal %d", scale, is_causal ? 1 : 0);
+    key += attributes;
+  }
+  if (kind == OpKind::IM2COL) {
+    char attributes[160];
+    std::snprintf(attributes, sizeof attributes, " stride %lld %lld padding %lld %lld dilation %lld %lld flip %d pad %.17g",
+                  static_cast<long long>(window.stride[0]), static_cast<long long>(window.stride[1]), static_cast<long long>(window.padding[0]),
+                  static_cast<long long>(window.padding[1]), static_cast<long long>(window.dilation[0]),
+                  static_cast<long long>(window.dilation[1]), window.flip ? 1 : 0, pad_value);
     key += attributes;
   }
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {

@@ -2,6 +2,7 @@
 // strides and dtypes. The op list is compiler/ops.def.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -34,6 +35,7 @@ enum class OpKind : uint8_t {
 #define NPU_ATTENTION_OP(ID, NAME, INPUTS) ID,
 #define NPU_SELECT_OP(ID, NAME, INPUTS) ID,
 #define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
+#define NPU_WINDOW_OP(ID, NAME, INPUTS) ID,
 #include "ops.def"
 };
 
@@ -52,6 +54,14 @@ enum class F32MatmulPrecision : uint8_t {
   Highest,  // 3 parts, 6 products: about f32's own precision
   High,     // 2 parts, 3 products: about 16 significant bits
   Medium,   // 1 part, 1 product: bf16 inputs
+};
+
+// The sliding window of im2col (compiler/ops.def), per spatial dim (rows, cols).
+struct Window {
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> padding{0, 0};  // before the first row / column; negative crops
+  std::array<int64_t, 2> dilation{1, 1};
+  bool flip = false;  // read the kernel rotated by 180 degrees
 };
 
 struct OpDesc {
@@ -74,6 +84,10 @@ struct OpDesc {
   // j > query i (the top-left aligned lower triangle, as PyTorch's is_causal).
   double scale = 1.0;
   bool is_causal = false;
+  // im2col: the window, and the value of positions outside the input (0 for
+  // a convolution, -inf for a max pooling).
+  Window window;
+  double pad_value = 0.0;
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;
