@@ -67,6 +67,28 @@ void note_cpu_fallback(const char* op) {
   Runtime::get().note_fallback(op, reason);
 }
 
+bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out) {
+  std::vector<at::Tensor> inputs = {a, b};
+  if (bias) inputs.push_back(*bias);
+  const auto make_op = [&] {
+    npu::compiler::OpDesc op(npu::compiler::OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
+    if (bias) op.inputs.push_back(describe(*bias));
+    op.f32_precision = f32_matmul_precision();
+    return op;
+  };
+  return try_run(make_op, inputs, out);
+}
+
+bool im2col_into(const at::Tensor& x, const at::Tensor& cols, const npu::compiler::Window& window, double pad_value) {
+  const auto make_op = [&] {
+    npu::compiler::OpDesc op(npu::compiler::OpKind::IM2COL, {describe(x)}, describe(cols));
+    op.window = window;
+    op.pad_value = pad_value;
+    return op;
+  };
+  return try_run(make_op, {x}, cols);
+}
+
 npu::compiler::F32MatmulPrecision f32_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::MEDIUM: return npu::compiler::F32MatmulPrecision::Medium;

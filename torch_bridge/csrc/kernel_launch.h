@@ -33,6 +33,12 @@ bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::v
 // Counts a CPU fallback of `op`, with the reason the last try_run gave.
 void note_cpu_fallback(const char* op);
 
+// out = a @ b (+ bias broadcast to out), into `out` (any view the matmul kernel
+// writes): batch dims broadcast (a stride-0 batch shares one matrix).
+bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out);
+// The windows of x [N, C, H, W] into cols [N, C, KH, KW, OH, OW] (any strides): compiler/ops.def's im2col.
+bool im2col_into(const at::Tensor& x, const at::Tensor& cols, const npu::compiler::Window& window, double pad_value);
+
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
 npu::compiler::F32MatmulPrecision f32_matmul_precision();
 

@@ -557,30 +557,6 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
   return on_cpu("aten::gather", [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); });
 }
 
-// Convolutions: no npu kernel yet. PyTorch routes other backends' convolutions to the
-// *_overrideable ops, whose default throws, so the boxed CPU fallback never sees them: they
-// take the CPU here explicitly, counted like every fallback.
-at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
-                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
-  return on_cpu("aten::convolution", [&] {
-    return at::convolution(cpu(input), cpu(weight), bias && bias->defined() ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, stride,
-                           padding, dilation, transposed, output_padding, groups);
-  });
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
-                                                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                                                                    bool transposed, c10::IntArrayRef output_padding, int64_t groups,
-                                                                    std::array<bool, 3> mask) {
-  note_cpu_fallback("aten::convolution_backward");
-  // The bias, when asked for, is a vector of the output's channels.
-  const std::vector<int64_t> bias_sizes = {transposed ? weight.size(1) * groups : weight.size(0)};
-  auto [gi, gw, gb] = at::convolution_backward(cpu(grad), cpu(input), cpu(weight), at::IntArrayRef(bias_sizes), stride, padding, dilation,
-                                               transposed, output_padding, groups, mask);
-  const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
-  return {back(gi), back(gw), back(gb)};
-}
-
 // relu's backward: grad where self > threshold, else 0 (a comparison and a select on the chip).
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
   return npusim::where(gt_scalar(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
@@ -703,8 +679,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("threshold_backward", threshold_backward);
   m.impl("threshold_backward.grad_input", threshold_backward_out);
-  m.impl("convolution_overrideable", convolution);
-  m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("cat.out", cat_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }

@@ -1,0 +1,218 @@
+// Convolutions on the npu: the compiler's im2col and matmul kernels.
+//
+//   forward       out[n] = W [Cout, C*KH*KW] @ cols[n] [C*KH*KW, OH*OW] (+ bias):
+//                 one matmul over the batch, W shared (a stride-0 batch)
+//   input grad    the rotated kernel over the output gradient: zeros put between
+//                 its elements for strides > 1, im2col with padding
+//                 dilation*(K-1) - padding and Window::flip, then
+//                 W^T [C, Cout*KH*KW] @ cols
+//   weight grad   grad [Cout, N*OH*OW] @ cols^T, im2col writing cols as
+//                 [C*KH*KW, N*OH*OW] (its output strides): one matmul whose
+//                 depth is the batch and the positions
+//   bias grad     sums over the positions, then over the batch
+// Groups take one matmul each. A transposed convolution's forward is a
+// convolution's input gradient, its backward a convolution forward and a
+// weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones and
+// integer dtypes go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <array>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::Window;
+
+// Thrown to give up on the chip part way: the op then runs on the CPU.
+struct OffChip {};
+void require(bool ok) {
+  if (!ok) throw OffChip{};
+}
+
+struct Geometry {
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  Window window() const {
+    Window w;
+    w.stride = stride, w.padding = padding, w.dilation = dilation;
+    return w;
+  }
+  int64_t out_size(int d, int64_t in, int64_t kernel) const {
+    return (in + 2 * padding[size_t(d)] - dilation[size_t(d)] * (kernel - 1) - 1) / stride[size_t(d)] + 1;
+  }
+};
+
+at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+
+// x [N, C, H, W], w [Cout, C/G, KH, KW] -> [N, Cout, OH, OW].
+at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias, const Geometry& g) {
+  const int64_t n = x.size(0), c = x.size(1), cout = w.size(0), kh = w.size(2), kw = w.size(3);
+  const int64_t oh = g.out_size(0, x.size(2), kh), ow = g.out_size(1, x.size(3), kw), positions = oh * ow;
+  const int64_t groups = g.groups, cout_g = cout / groups, depth = (c / groups) * kh * kw;
+  at::Tensor out = new_npu({n, cout, oh, ow}, x.scalar_type());
+  if (out.numel() == 0) return out;
+  at::Tensor cols;  // [N, C*KH*KW, OH*OW]
+  const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};
+  if (pointwise && x.is_contiguous()) {
+    cols = x.view({n, c, positions});
+  } else {
+    at::Tensor windows = new_npu({n, c, kh, kw, oh, ow}, x.scalar_type());
+    require(im2col_into(x, windows, g.window(), 0.0));
+    cols = windows.view({n, c * kh * kw, positions});
+  }
+  const at::Tensor weights = dense(w).view({cout, depth}), out3 = out.view({n, cout, positions});
+  const at::Tensor bias_col = bias ? bias->view({cout, 1}) : at::Tensor();
+  for (int64_t group = 0; group < groups; ++group) {
+    const at::Tensor a = weights.narrow(0, group * cout_g, cout_g).expand({n, cout_g, depth});
+    const at::Tensor bias_part = bias ? bias_col.narrow(0, group * cout_g, cout_g) : at::Tensor();
+    require(gemm_into(a, cols.narrow(1, group * depth, depth), bias ? &bias_part : nullptr, out3.narrow(1, group * cout_g, cout_g)));
+  }
+  return out;
+}
+
+// The gradient of a convolution's input [N, C, H, W] from grad [N, Cout, OH, OW].
+at::Tensor conv_input_grad(const at::Tensor& grad, const at::Tensor& w, int64_t height, int64_t width, const Geometry& g) {
+  const int64_t n = grad.size(0), cout = grad.size(1), oh = grad.size(2), ow = grad.size(3);
+  const int64_t groups = g.groups, cout_g = cout / groups, c_g = w.size(1), c = c_g * groups, kh = w.size(2), kw = w.size(3);
+  at::Tensor out = new_npu({n, c, height, width}, grad.scalar_type());
+  if (out.numel() == 0) return out;
+  at::Tensor spread = grad;
+  if (g.stride != std::array<int64_t, 2>{1, 1}) {
+    spread = at::zeros({n, cout, (oh - 1) * g.stride[0] + 1, (ow - 1) * g.stride[1] + 1}, grad.options());
+    spread.slice(2, 0, std::nullopt, g.stride[0]).slice(3, 0, std::nullopt, g.stride[1]).copy_(grad);
+  }
+  Window rotated;
+  rotated.padding = {g.dilation[0] * (kh - 1) - g.padding[0], g.dilation[1] * (kw - 1) - g.padding[1]};
+  rotated.dilation = g.dilation;
+  rotated.flip = true;
+  at::Tensor windows = new_npu({n, cout, kh, kw, height, width}, grad.scalar_type());
+  require(im2col_into(spread, windows, rotated, 0.0));
+  const int64_t depth = cout_g * kh * kw;
+  const at::Tensor cols = windows.view({n, cout * kh * kw, height * width}), out3 = out.view({n, c, height * width});
+  for (int64_t group = 0; group < groups; ++group) {
+    const at::Tensor transposed = dense(w.narrow(0, group * cout_g, cout_g).permute({1, 0, 2, 3})).view({c_g, depth});
+    require(gemm_into(transposed.expand({n, c_g, depth}), cols.narrow(1, group * depth, depth), nullptr, out3.narrow(1, group * c_g, c_g)));
+  }
+  return out;
+}
+
+// The gradient of a convolution's weight [Cout, C/G, KH, KW] from its input x and grad [N, Cout, OH, OW].
+at::Tensor conv_weight_grad(const at::Tensor& x, const at::Tensor& grad, int64_t kh, int64_t kw, const Geometry& g, at::ScalarType dtype) {
+  const int64_t n = x.size(0), c = x.size(1), cout = grad.size(1), oh = grad.size(2), ow = grad.size(3);
+  const int64_t groups = g.groups, c_g = c / groups, cout_g = cout / groups, depth = c_g * kh * kw, positions = n * oh * ow;
+  at::Tensor out = new_npu({cout, c_g, kh, kw}, dtype);
+  if (out.numel() == 0) return out;
+  if (positions == 0) return out.zero_();
+  at::Tensor windows = new_npu({c, kh, kw, n, oh, ow}, x.scalar_type());
+  require(im2col_into(x, windows.permute({3, 0, 1, 2, 4, 5}), g.window(), 0.0));
+  const at::Tensor cols = windows.view({c * kh * kw, positions});
+  const at::Tensor rows = n == 1 ? dense(grad).view({cout, positions}) : dense(grad.permute({1, 0, 2, 3})).view({cout, positions});
+  const at::Tensor out2 = out.view({cout, depth});
+  for (int64_t group = 0; group < groups; ++group)
+    require(gemm_into(rows.narrow(0, group * cout_g, cout_g), cols.narrow(0, group * depth, depth).t(), nullptr,
+                      out2.narrow(0, group * cout_g, cout_g)));
+  return out;
+}
+
+// Summed in f32 (two row reductions) and rounded once, as the CPU does.
+at::Tensor bias_grad(const at::Tensor& grad) {
+  const at::Tensor g = grad.scalar_type() == at::kFloat ? dense(grad) : grad.to(at::kFloat);
+  return at::sum(at::sum(g.view({grad.size(0), grad.size(1), -1}), {2}), {0}).to(grad.scalar_type());
+}
+
+bool chip_float(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+}
+
+// 1-D and 2-D convolutions of one float dtype on the npu, as 2-D: the geometry and whether it is 1-D.
+bool chip_geometry(const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                   c10::IntArrayRef dilation, int64_t groups, Geometry* g, bool* one_d) {
+  if ((input.dim() != 3 && input.dim() != 4) || weight.dim() != input.dim() || !on_npu(input) || !on_npu(weight)) return false;
+  if (!chip_float(input) || weight.scalar_type() != input.scalar_type()) return false;
+  const size_t dims = size_t(input.dim() - 2);
+  if (stride.size() != dims || padding.size() != dims || dilation.size() != dims || groups < 1) return false;
+  *one_d = dims == 1;
+  for (size_t d = 0; d < dims; ++d) {
+    const size_t at = *one_d ? 1 : d;
+    g->stride[at] = stride[d], g->padding[at] = padding[d], g->dilation[at] = dilation[d];
+  }
+  g->groups = groups;
+  return true;
+}
+
+at::Tensor as_2d(const at::Tensor& t, bool one_d) { return one_d ? t.unsqueeze(2) : t; }
+at::Tensor from_2d(const at::Tensor& t, bool one_d) { return one_d && t.defined() ? t.squeeze(2) : t; }
+
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
+  Geometry g;
+  bool one_d = false;
+  const bool has_bias = bias && bias->defined();
+  if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && (!has_bias || (on_npu(*bias) && chip_float(*bias)))) {
+    try {
+      const at::Tensor x = as_2d(input, one_d), w = as_2d(weight, one_d);
+      at::Tensor out;
+      if (!transposed) {
+        out = conv_forward(x, w, has_bias ? &*bias : nullptr, g);
+      } else {
+        std::array<int64_t, 2> extra{0, 0};
+        for (size_t d = 0; d < output_padding.size(); ++d) extra[one_d ? 1 : d] = output_padding[d];
+        const auto size = [&](int d, int64_t in, int64_t kernel) {
+          return (in - 1) * g.stride[size_t(d)] - 2 * g.padding[size_t(d)] + g.dilation[size_t(d)] * (kernel - 1) + extra[size_t(d)] + 1;
+        };
+        out = conv_input_grad(x, w, size(0, x.size(2), w.size(2)), size(1, x.size(3), w.size(3)), g);
+        if (has_bias) out = at::add(out, bias->view({1, -1, 1, 1}));
+      }
+      return from_2d(out, one_d);
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::convolution");
+  return to_npu(at::convolution(input.cpu(), weight.cpu(), has_bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, stride, padding,
+                                dilation, transposed, output_padding, groups));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                                                                    bool transposed, c10::IntArrayRef output_padding, int64_t groups,
+                                                                    std::array<bool, 3> mask) {
+  Geometry g;
+  bool one_d = false;
+  if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && on_npu(grad) && grad.scalar_type() == input.scalar_type()) {
+    try {
+      const at::Tensor x = as_2d(input, one_d), w = as_2d(weight, one_d), dy = as_2d(grad, one_d);
+      at::Tensor gi, gw, gb;
+      if (!transposed) {
+        if (mask[0]) gi = conv_input_grad(dy, w, x.size(2), x.size(3), g);
+        if (mask[1]) gw = conv_weight_grad(x, dy, w.size(2), w.size(3), g, weight.scalar_type());
+      } else {
+        // y = the input gradient of a convolution with weight w taking y to x.
+        if (mask[0]) gi = conv_forward(dy, w, nullptr, g);
+        if (mask[1]) gw = conv_weight_grad(dy, x, w.size(2), w.size(3), g, weight.scalar_type());
+      }
+      if (mask[2]) gb = bias_grad(dy);
+      return {from_2d(gi, one_d), from_2d(gw, one_d), gb};
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::convolution_backward");
+  // The bias, when asked for, is a vector of the output's channels.
+  const std::vector<int64_t> bias_sizes = {transposed ? weight.size(1) * groups : weight.size(0)};
+  auto [gi, gw, gb] = at::convolution_backward(grad.cpu(), input.cpu(), weight.cpu(), at::IntArrayRef(bias_sizes), stride, padding, dilation,
+                                               transposed, output_padding, groups, mask);
+  const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
+  return {back(gi), back(gw), back(gb)};
+}
+
+}  // namespace
+
+// PyTorch routes other backends' convolutions to the *_overrideable ops.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", convolution);
+  m.impl("convolution_backward_overrideable", convolution_backward);
+}
+
+}  // namespace npusim
