@@ -381,6 +381,50 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     at::Tensor out = new_npu(shape, self.scalar_type());
     const at::Tensor x = self.movedim(d, -1);
     if (try_run([&] { return OpDesc(kind, {describe(x)}, describe(out)); }, {x}, out)) return out;
+    // Rows the kernel cannot walk (a middle dim moved last): made dense by the copy kernel first.
+    if (!x.is_contiguous()) {
+      const at::Tensor dense = x.contiguous();
+      if (try_run([&] { return OpDesc(kind, {describe(dense)}, describe(out)); }, {dense}, out)) return out;
+    }
+  }
+  // Several dims: trailing dims of a contiguous tensor merge into one row; others are
+  // reduced one at a time (sums and means through f32, rounded once at the end).
+  if (self.dim() > 0 && dims.has_value() && dims->size() > 1 && (!dtype || *dtype == self.scalar_type()) &&
+      at::isFloatingType(self.scalar_type())) {
+    std::vector<int64_t> order;
+    for (const int64_t d : *dims) order.push_back(at::maybe_wrap_dim(d, self.dim()));
+    std::sort(order.begin(), order.end());
+    if (std::adjacent_find(order.begin(), order.end()) == order.end()) {
+      const bool widen = (kind == OpKind::SUM || kind == OpKind::MEAN) && self.scalar_type() != at::kFloat;
+      const at::Tensor x = widen ? self.to(at::kFloat) : self;
+      // One step on the CPU, should the chip decline it.
+      const auto step = [&](const at::Tensor& t, int64_t d, bool keep) {
+        return reduce_last(kind, name, t, std::vector<int64_t>{d}, keep, std::nullopt, [&, d, keep] {
+          const at::Tensor h = cpu(t);
+          return kind == OpKind::SUM ? at::sum(h, {d}, keep) : kind == OpKind::MEAN ? at::mean(h, {d}, keep)
+               : kind == OpKind::AMAX ? at::amax(h, {d}, keep) : at::amin(h, {d}, keep);
+        });
+      };
+      std::vector<int64_t> kept;  // the result's shape without keepdim
+      for (int64_t d = 0; d < self.dim(); ++d)
+        if (!std::binary_search(order.begin(), order.end(), d)) kept.push_back(self.size(d));
+      at::Tensor result;
+      if (x.is_contiguous() && order.back() == self.dim() - 1 && order.back() - order.front() + 1 == int64_t(order.size())) {
+        std::vector<int64_t> merged(self.sizes().begin(), self.sizes().begin() + order.front());
+        merged.push_back(-1);
+        result = step(x.view(merged), int64_t(merged.size()) - 1, false);
+      } else {
+        result = x;
+        for (auto d = order.rbegin(); d != order.rend(); ++d) result = step(result, *d, true);
+      }
+      std::vector<int64_t> shape = kept;
+      if (keepdim) {
+        shape.assign(self.sizes().begin(), self.sizes().end());
+        for (const int64_t d : order) shape[size_t(d)] = 1;
+      }
+      result = result.reshape(shape);
+      return widen ? result.to(self.scalar_type()) : result;
+    }
   }
   return on_cpu(name, reference);
 }

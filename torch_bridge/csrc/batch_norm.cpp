@@ -1,0 +1,140 @@
+// Batch norm on the npu: per-channel statistics by row reductions (over the
+// positions, then over the batch) and the normalization by broadcast
+// elementwise kernels, all in f32 and rounded once to the input's dtype, as
+// the CPU computes it.
+//
+//   training   mean and biased variance over (N, positions); the running
+//              stats updated in place with the unbiased variance
+//   eval       the running stats; y = x * scale + shift with
+//              scale = weight * rsqrt(var + eps), shift = bias - mean * scale
+//   backward   x^ = (x - mean) * invstd, sums of grad and grad * x^ per
+//              channel; grad_x = weight * invstd * (grad - mean(grad) - x^ *
+//              mean(grad * x^)) in training, grad * weight * invstd in eval
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
+bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
+
+bool chip_float(const at::Tensor& t) {
+  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
+bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
+  if (!chip_float(x) || x.dim() < 2 || x.numel() == 0) return false;
+  for (const std::optional<at::Tensor>* t : others)
+    if (defined(*t) && !chip_float(**t)) return false;
+  return true;
+}
+
+// x [N, C, ...] as f32 [N, C, positions].
+at::Tensor rows_of(const at::Tensor& x) { return as_f32(x.is_contiguous() ? x : x.contiguous()).view({x.size(0), x.size(1), -1}); }
+// [C] as [1, C, 1], to broadcast over rows_of's layout.
+at::Tensor per_channel(const at::Tensor& v) { return as_f32(v).view({1, -1, 1}); }
+// The mean over the batch and the positions of t [N, C, P]: [C].
+at::Tensor channel_mean(const at::Tensor& t) { return at::mean(at::mean(t, {2}), {0}); }
+at::Tensor channel_sum(const at::Tensor& t) { return at::sum(at::sum(t, {2}), {0}); }
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                          const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                                                          const std::optional<at::Tensor>& running_var, bool training, double momentum,
+                                                          double eps) {
+  if (!chip_ready(input, {&weight, &bias, &running_mean, &running_var}) || (!training && (!defined(running_mean) || !defined(running_var)))) {
+    note_cpu_fallback("aten::native_batch_norm");
+    const auto host = [](const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
+    std::optional<at::Tensor> rm = host(running_mean), rv = host(running_var);
+    auto [out, mean, invstd] = at::native_batch_norm(input.cpu(), host(weight), host(bias), rm, rv, training, momentum, eps);
+    if (defined(running_mean)) running_mean->copy_(*rm);
+    if (defined(running_var)) running_var->copy_(*rv);
+    return {to_npu(out), to_npu(mean), to_npu(invstd)};
+  }
+  const at::ScalarType dtype = input.scalar_type();
+  const at::Tensor x = rows_of(input);
+  at::Tensor mean, var;
+  if (training) {
+    mean = channel_mean(x);
+    const at::Tensor centered = at::sub(x, per_channel(mean));
+    var = channel_mean(at::mul(centered, centered));
+    const int64_t count = x.size(0) * x.size(2);
+    if (defined(running_mean)) running_mean->copy_(at::add(at::mul(as_f32(*running_mean), 1 - momentum), at::mul(mean, momentum)));
+    if (defined(running_var)) {
+      const double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
+      running_var->copy_(at::add(at::mul(as_f32(*running_var), 1 - momentum), at::mul(var, momentum * unbias)));
+    }
+  } else {
+    mean = as_f32(*running_mean), var = as_f32(*running_var);
+  }
+  const at::Tensor invstd = at::rsqrt(at::add(var, eps));
+  const at::Tensor scale = defined(weight) ? at::mul(invstd, as_f32(*weight)) : invstd;
+  const at::Tensor shift = defined(bias) ? at::sub(as_f32(*bias), at::mul(mean, scale)) : at::neg(at::mul(mean, scale));
+  const at::Tensor out = at::add(at::mul(x, per_channel(scale)), per_channel(shift)).to(dtype).view(input.sizes());
+  if (!training) {
+    const at::Tensor none = new_npu({0}, dtype);
+    return {out, none, none};
+  }
+  return {out, mean.to(dtype), invstd.to(dtype)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                                const std::optional<at::Tensor>& bias, at::Tensor& running_mean,
+                                                                at::Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                                         const std::optional<at::Tensor>& bias, bool training, double momentum,
+                                                                         double eps) {
+  return batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(const at::Tensor& grad, const at::Tensor& input,
+                                                                   const std::optional<at::Tensor>& weight,
+                                                                   const std::optional<at::Tensor>& running_mean,
+                                                                   const std::optional<at::Tensor>& running_var,
+                                                                   const std::optional<at::Tensor>& save_mean,
+                                                                   const std::optional<at::Tensor>& save_invstd, bool training, double eps,
+                                                                   std::array<bool, 3> mask) {
+  const bool stats = training ? defined(save_mean) && defined(save_invstd) : defined(running_mean) && defined(running_var);
+  if (!chip_ready(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd}) || !chip_float(grad) || !stats) {
+    note_cpu_fallback("aten::native_batch_norm_backward");
+    const auto host = [](const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
+    auto [gi, gw, gb] = at::native_batch_norm_backward(grad.cpu(), input.cpu(), host(weight), host(running_mean), host(running_var),
+                                                       host(save_mean), host(save_invstd), training, eps, mask);
+    const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
+    return {back(gi), back(gw), back(gb)};
+  }
+  const at::Tensor x = rows_of(input), g = rows_of(grad);
+  const at::Tensor mean = training ? as_f32(*save_mean) : as_f32(*running_mean);
+  const at::Tensor invstd = training ? as_f32(*save_invstd) : at::rsqrt(at::add(as_f32(*running_var), eps));
+  const at::Tensor normalized = at::mul(at::sub(x, per_channel(mean)), per_channel(invstd));
+  const at::Tensor grad_bias = channel_sum(g);
+  const at::Tensor grad_weight = channel_sum(at::mul(g, normalized));
+  at::Tensor gi, gw, gb;
+  if (mask[0]) {
+    const at::Tensor scale = defined(weight) ? at::mul(invstd, as_f32(*weight)) : invstd;
+    at::Tensor centered = g;
+    if (training) {
+      const double count = double(x.size(0) * x.size(2));
+      centered = at::sub(at::sub(g, per_channel(at::div(grad_bias, count))), at::mul(normalized, per_channel(at::div(grad_weight, count))));
+    }
+    gi = at::mul(centered, per_channel(scale)).to(input.scalar_type()).view(input.sizes());
+  }
+  const at::ScalarType param = defined(weight) ? weight->scalar_type() : input.scalar_type();
+  if (mask[1]) gw = grad_weight.to(param);
+  if (mask[2]) gb = grad_bias.to(param);
+  return {gi, gw, gb};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_batch_norm", batch_norm);
+  m.impl("_native_batch_norm_legit", batch_norm_legit);
+  m.impl("_native_batch_norm_legit.no_stats", batch_norm_legit_no_stats);
+  m.impl("native_batch_norm_backward", batch_norm_backward);
+}
+
+}  // namespace npusim

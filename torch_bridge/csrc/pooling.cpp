@@ -1,0 +1,266 @@
+// 2-D pooling on the npu, from the compiler's kernels:
+//
+//   max pool       im2col padding with -inf; then, window position by
+//                  position, a comparison and two selects keep the running
+//                  maximum and its input index (the first maximum wins, as
+//                  on the CPU; a NaN is not propagated, unlike the CPU)
+//   average pool   im2col laid out with the window last, a row sum, a
+//                  division by each output's divisor (computed on the host
+//                  from the geometry: PyTorch's rules for padding, ceil mode
+//                  and divisor_override)
+//   adaptive avg   when the output size divides the input's: row means
+//   backward       each window position's share added into a zeroed,
+//                  padded f32 gradient through a strided view, then cropped
+// Geometries outside these go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <array>
+#include <limits>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::Window;
+
+struct OffChip {};
+void require(bool ok) {
+  if (!ok) throw OffChip{};
+}
+
+at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
+
+bool chip_float(const at::Tensor& t) {
+  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
+
+// A pooling's 2-D geometry, from ATen's one-or-two-value arguments.
+struct Pool {
+  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  bool ceil_mode = false;
+
+  static std::array<int64_t, 2> pair(c10::IntArrayRef v, std::array<int64_t, 2> otherwise) {
+    if (v.empty()) return otherwise;
+    return {v[0], v.size() > 1 ? v[1] : v[0]};
+  }
+  Pool(c10::IntArrayRef k, c10::IntArrayRef s, c10::IntArrayRef p, c10::IntArrayRef d, bool ceil) : ceil_mode(ceil) {
+    kernel = pair(k, {1, 1}), stride = pair(s, kernel), padding = pair(p, {0, 0}), dilation = pair(d, {1, 1});
+  }
+  // ATen's pooling_output_shape.
+  int64_t out_size(int d, int64_t in) const {
+    const int64_t k = kernel[size_t(d)], s = stride[size_t(d)], p = padding[size_t(d)], dil = dilation[size_t(d)];
+    const int64_t numerator = in + 2 * p - dil * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t out = (numerator >= 0 ? numerator / s : -((-numerator + s - 1) / s)) + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) --out;
+    return out;
+  }
+  Window window() const {
+    Window w;
+    w.stride = stride, w.padding = padding, w.dilation = dilation;
+    return w;
+  }
+  bool valid() const {
+    for (int d = 0; d < 2; ++d)
+      if (kernel[size_t(d)] < 1 || stride[size_t(d)] < 1 || dilation[size_t(d)] < 1 || padding[size_t(d)] < 0) return false;
+    return true;
+  }
+};
+
+// Batched 4-D view of a 3-D ([C, H, W]) or 4-D input.
+at::Tensor batched(const at::Tensor& t) { return t.dim() == 3 ? t.unsqueeze(0) : t; }
+at::Tensor unbatched(const at::Tensor& t, bool was_3d) { return was_3d ? t.squeeze(0) : t; }
+
+// The input's flat index (h * W + w) that window position (i, j) of each output reads: [KH, KW, OH, OW] i32 on the npu.
+at::Tensor window_positions(const Pool& pool, int64_t width, int64_t oh, int64_t ow) {
+  at::Tensor host = at::empty({pool.kernel[0], pool.kernel[1], oh, ow}, at::TensorOptions().dtype(at::kInt));
+  int32_t* p = host.data_ptr<int32_t>();
+  for (int64_t i = 0; i < pool.kernel[0]; ++i)
+    for (int64_t j = 0; j < pool.kernel[1]; ++j)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x) {
+          const int64_t h = y * pool.stride[0] + i * pool.dilation[0] - pool.padding[0];
+          const int64_t w = x * pool.stride[1] + j * pool.dilation[1] - pool.padding[1];
+          *p++ = int32_t(h * width + w);
+        }
+  return to_npu(host);
+}
+
+// grad_input [N, C, H, W] (f32) = the sum over window positions (i, j) of share(i, j) [N, C, OH, OW],
+// each added where that position reads: a zeroed, padded buffer, one strided add per position.
+at::Tensor scatter_windows(const Pool& pool, int64_t n, int64_t c, int64_t height, int64_t width, int64_t oh, int64_t ow,
+                           const std::function<at::Tensor(int64_t, int64_t)>& share) {
+  const int64_t span_h = (oh - 1) * pool.stride[0] + 1, span_w = (ow - 1) * pool.stride[1] + 1;
+  const int64_t padded_h = std::max((pool.kernel[0] - 1) * pool.dilation[0] + span_h, height + pool.padding[0]);
+  const int64_t padded_w = std::max((pool.kernel[1] - 1) * pool.dilation[1] + span_w, width + pool.padding[1]);
+  at::Tensor padded = at::zeros({n, c, padded_h, padded_w}, at::TensorOptions().dtype(at::kFloat).device(kNpu));
+  for (int64_t i = 0; i < pool.kernel[0]; ++i)
+    for (int64_t j = 0; j < pool.kernel[1]; ++j) {
+      at::Tensor slab = padded.slice(2, i * pool.dilation[0], i * pool.dilation[0] + span_h, pool.stride[0])
+                            .slice(3, j * pool.dilation[1], j * pool.dilation[1] + span_w, pool.stride[1]);
+      at::add_out(slab, slab, share(i, j));
+    }
+  return padded.slice(2, pool.padding[0], pool.padding[0] + height).slice(3, pool.padding[1], pool.padding[1] + width);
+}
+
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                                           c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
+  const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
+  if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
+    try {
+      const at::Tensor x = batched(self);
+      const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
+      at::Tensor windows = new_npu({n, c, pool.kernel[0], pool.kernel[1], oh, ow}, x.scalar_type());
+      require(im2col_into(x, windows, pool.window(), -std::numeric_limits<double>::infinity()));
+      const at::Tensor positions = window_positions(pool, x.size(3), oh, ow);
+      at::Tensor best = windows.select(2, 0).select(2, 0).clone();
+      at::Tensor index = positions.select(0, 0).select(0, 0).expand({n, c, oh, ow}).clone();
+      for (int64_t k = 1; k < pool.kernel[0] * pool.kernel[1]; ++k) {
+        const int64_t i = k / pool.kernel[1], j = k % pool.kernel[1];
+        const at::Tensor candidate = windows.select(2, i).select(2, j);
+        const at::Tensor larger = at::gt(candidate, best);
+        best = at::where(larger, candidate, best);
+        index = at::where(larger, positions.select(0, i).select(0, j), index);
+      }
+      // int64 indices: the i32 ones in the low words, zeros in the high words.
+      at::Tensor indices = at::zeros({n, c, oh, ow}, at::TensorOptions().dtype(at::kLong).device(kNpu));
+      indices.view(at::kInt).slice(3, 0, std::nullopt, 2).copy_(index);
+      return {unbatched(best, self.dim() == 3), unbatched(indices, self.dim() == 3)};
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::max_pool2d_with_indices");
+  auto [values, indices] = at::max_pool2d_with_indices(self.cpu(), kernel_size, stride, padding, dilation, ceil_mode);
+  return {to_npu(values), to_npu(indices)};
+}
+
+at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                            c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode,
+                                            const at::Tensor& indices) {
+  const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
+  if (chip_float(self) && chip_float(grad) && on_npu(indices) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
+    try {
+      const at::Tensor x = batched(self), g = as_f32(batched(grad)), picked = dense(batched(indices));
+      const int64_t n = x.size(0), c = x.size(1), oh = g.size(2), ow = g.size(3);
+      const at::Tensor low = picked.view(at::kInt).slice(3, 0, std::nullopt, 2);
+      const at::Tensor positions = window_positions(pool, x.size(3), oh, ow);
+      const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
+      const at::Tensor gi = scatter_windows(pool, n, c, x.size(2), x.size(3), oh, ow, [&](int64_t i, int64_t j) {
+        return at::where(at::eq(low, positions.select(0, i).select(0, j)), g, zero);
+      });
+      return unbatched(gi.to(self.scalar_type()).contiguous(), self.dim() == 3);
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::max_pool2d_with_indices_backward");
+  return to_npu(at::max_pool2d_with_indices_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, dilation, ceil_mode, indices.cpu()));
+}
+
+// Each output's divisor [OH, OW] (f32 on the npu), by ATen's rules.
+at::Tensor avg_divisors(const Pool& pool, int64_t height, int64_t width, int64_t oh, int64_t ow, bool count_include_pad,
+                        std::optional<int64_t> divisor_override) {
+  at::Tensor host = at::empty({oh, ow}, at::TensorOptions().dtype(at::kFloat));
+  float* p = host.data_ptr<float>();
+  for (int64_t y = 0; y < oh; ++y)
+    for (int64_t x = 0; x < ow; ++x) {
+      int64_t h0 = y * pool.stride[0] - pool.padding[0], w0 = x * pool.stride[1] - pool.padding[1];
+      int64_t h1 = std::min(h0 + pool.kernel[0], height + pool.padding[0]), w1 = std::min(w0 + pool.kernel[1], width + pool.padding[1]);
+      const int64_t with_pad = (h1 - h0) * (w1 - w0);
+      h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0), h1 = std::min(h1, height), w1 = std::min(w1, width);
+      const int64_t inside = (h1 - h0) * (w1 - w0);
+      *p++ = float(divisor_override ? *divisor_override : count_include_pad ? with_pad : inside);
+    }
+  return to_npu(host);
+}
+
+at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
+                      bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Pool pool(kernel_size, stride, padding, {}, ceil_mode);
+  if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid() && (!divisor_override || *divisor_override != 0)) {
+    try {
+      const at::Tensor x = batched(self);
+      const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
+      const int64_t window = pool.kernel[0] * pool.kernel[1];
+      // Windows last: [N, C, OH, OW, KH*KW], written through im2col's output strides.
+      at::Tensor windows = new_npu({n, c, oh, ow, pool.kernel[0], pool.kernel[1]}, x.scalar_type());
+      require(im2col_into(x, windows.permute({0, 1, 4, 5, 2, 3}), pool.window(), 0.0));
+      const at::Tensor sums = at::sum(as_f32(windows.view({n, c, oh, ow, window})), {4});
+      const at::Tensor out = at::div(sums, avg_divisors(pool, x.size(2), x.size(3), oh, ow, count_include_pad, divisor_override));
+      return unbatched(out.to(self.scalar_type()), self.dim() == 3);
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::avg_pool2d");
+  return to_npu(at::avg_pool2d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+}
+
+at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                               c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Pool pool(kernel_size, stride, padding, {}, ceil_mode);
+  if (chip_float(self) && chip_float(grad) && (self.dim() == 3 || self.dim() == 4) && pool.valid() &&
+      (!divisor_override || *divisor_override != 0)) {
+    try {
+      const at::Tensor x = batched(self), g = as_f32(batched(grad));
+      const int64_t oh = g.size(2), ow = g.size(3);
+      const at::Tensor share = at::div(g, avg_divisors(pool, x.size(2), x.size(3), oh, ow, count_include_pad, divisor_override));
+      const at::Tensor gi = scatter_windows(pool, x.size(0), x.size(1), x.size(2), x.size(3), oh, ow, [&](int64_t, int64_t) { return share; });
+      return unbatched(gi.to(self.scalar_type()).contiguous(), self.dim() == 3);
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("aten::avg_pool2d_backward");
+  return to_npu(at::avg_pool2d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+}
+
+// Adaptive average pooling where the output size divides the input's: windows of H/OH x W/OW, two row means in f32.
+at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
+  const std::vector<int64_t> output_size = {output_size_sym[0].expect_int(), output_size_sym[1].expect_int()};
+  if (chip_float(self) && (self.dim() == 3 || self.dim() == 4)) {
+    const at::Tensor x = batched(self);
+    const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), oh = output_size[0], ow = output_size[1];
+    if (oh > 0 && ow > 0 && h % oh == 0 && w % ow == 0 && x.numel() > 0) {
+      const int64_t kh = h / oh, kw = w / ow;
+      const at::Tensor xf = as_f32(dense(x));
+      at::Tensor out;
+      if (oh == 1 && ow == 1) {
+        out = at::mean(xf.view({n, c, h * w}), {2}).view({n, c, 1, 1});
+      } else {
+        const at::Tensor along_w = at::mean(xf.view({n, c, oh, kh, ow, kw}), {5});
+        out = at::mean(dense(along_w.permute({0, 1, 2, 4, 3})), {4});
+      }
+      return unbatched(out.to(self.scalar_type()), self.dim() == 3);
+    }
+  }
+  note_cpu_fallback("aten::_adaptive_avg_pool2d");
+  return to_npu(at::_adaptive_avg_pool2d(self.cpu(), output_size));
+}
+
+at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self) {
+  if (chip_float(self) && chip_float(grad) && (self.dim() == 3 || self.dim() == 4)) {
+    const at::Tensor x = batched(self), g = batched(grad);
+    const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), oh = g.size(2), ow = g.size(3);
+    if (oh > 0 && ow > 0 && h % oh == 0 && w % ow == 0) {
+      const int64_t kh = h / oh, kw = w / ow;
+      const at::Tensor spread = g.reshape({n, c, oh, 1, ow, 1}).expand({n, c, oh, kh, ow, kw});
+      const at::Tensor gi = at::div(as_f32(spread), double(kh * kw)).to(self.scalar_type()).reshape({n, c, h, w});
+      return unbatched(gi, self.dim() == 3);
+    }
+  }
+  note_cpu_fallback("aten::_adaptive_avg_pool2d_backward");
+  return to_npu(at::_adaptive_avg_pool2d_backward(grad.cpu(), self.cpu()));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_pool2d_with_indices", max_pool2d_with_indices);
+  m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
+  m.impl("avg_pool2d", avg_pool2d);
+  m.impl("avg_pool2d_backward", avg_pool2d_backward);
+  m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
+  m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
+}
+
+}  // namespace npusim
