@@ -132,3 +132,29 @@ def test_npu_run_says_what_is_wrong(tmp_path):
     junk = subprocess.run([str(NPU_RUN), str(tmp_path / "junk.npupkg"), "--info"], capture_output=True, text=True)
     assert junk.returncode == 1 and "not a package" in junk.stderr
     assert os.path.exists(NPU_RUN)
+
+
+def test_resnet18_runs_from_its_package_in_npu_run(tmp_path):
+    """The project's ResNet-18 (examples/torch/resnet.py, quarter width, 32x32): convolutions, batch norm,
+    pooling, all in one package; npu-run gives the Python path's bytes."""
+    sys.path.insert(0, str(ROOT / "examples" / "torch"))
+    try:
+        import resnet
+    finally:
+        sys.path.pop(0)
+    torch.manual_seed(0)
+    model = resnet.ResNet18(num_classes=10, width=16).eval()
+    resnet.randomize_batch_norm(model)
+    x = torch.randn(1, 3, 32, 32)
+    package = tmp_path / "resnet.npupkg"
+    npusim.export.compile(torch.export.export(model, (x,)), package)
+    (y,), cycles = npusim.export.run(package, x)
+    with torch.no_grad():
+        expected = model(x)
+    torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
+    npusim.export.save_raw(x, tmp_path / "x.bin")
+    npusim.export.save_raw(y, tmp_path / "y_python.bin")
+    native = subprocess.run([str(NPU_RUN), str(package), "--input", f"x={tmp_path / 'x.bin'}", "--output",
+                             f"output0={tmp_path / 'y_native.bin'}"], capture_output=True, text=True)
+    assert native.returncode == 0, native.stderr
+    assert (tmp_path / "y_native.bin").read_bytes() == (tmp_path / "y_python.bin").read_bytes()

@@ -331,6 +331,40 @@ def test_bert_compiles_whole_and_matches_the_cpu():
     assert npusim.fallback_stats() == before  # everything on the chip, embeddings included
 
 
+def load_resnet():
+    """examples/torch/resnet.py, the project's ResNet-18 (torchvision's wheel for torch 2.13.0 is a CUDA build)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch" / "resnet.py"
+    spec = importlib.util.spec_from_file_location("resnet_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_resnet18_compiles_whole_and_matches_the_cpu():
+    """ResNet-18's layers at a quarter of the width, on 32x32 images: convolutions, eval-mode batch norm,
+    max pooling, residual adds, global average pooling and the classifier, all on the chip."""
+    resnet = load_resnet()
+    torch.manual_seed(0)
+    cpu = resnet.ResNet18(num_classes=10, width=16).eval()
+    resnet.randomize_batch_norm(cpu)
+    npu = resnet.ResNet18(num_classes=10, width=16).eval()
+    npu.load_state_dict(cpu.state_dict())
+    npu = npu.to(NPU)
+    images = torch.randn(2, 3, 32, 32)
+    before = dict(npusim.fallback_stats())
+    with torch.no_grad():
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(images.to(NPU)).cpu()
+        expected = cpu(images)
+    assert npusim.fallback_stats() == before  # zero CPU fallbacks
+    # f32 convolutions as bf16 parts (Highest: about f32's precision), 20 layers deep.
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
+    (report,) = backend.reports()  # one graph (fullgraph=True: no breaks)
+    assert sum(n for op, n in report.ops.items() if "convolution" in op) == 20
+
+
 def test_the_demo_runs_on_a_small_chip(tmp_path):
     """README command 1's GPT-2 demo, on the tiny chip with two tokens: it checks itself against the CPU."""
     import pathlib

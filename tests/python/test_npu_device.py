@@ -184,18 +184,21 @@ def test_strict_mode_names_the_op_and_init_picks_the_config():
 @pytest.mark.parametrize("optimizer", [torch.optim.SGD, torch.optim.Adam])
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_a_small_model_trains_like_on_the_cpu(optimizer, kind):
-    """20 training steps of an f32 MLP and of a small CNN. The matmuls (f32 as
-    bf16 parts on base), relu, log_softmax, the optimizers' updates and copies
-    run on the chip; convolutions and the backward kernels without an npu
-    kernel (threshold_backward, nll_loss) take the CPU fallback."""
+    """20 training steps of an f32 MLP and of a small CNN (convolutions with
+    stride and padding, batch norm in training mode, max and adaptive average
+    pooling). Everything runs on the chip (f32 matmuls as bf16 parts on base)
+    and Adam's updates, except what has no npu kernel yet: nll_loss and
+    log_softmax's backward, and batch norm's int64 batch counter
+    (num_batches_tracked += 1)."""
     torch.manual_seed(0)
     if kind == "mlp":
         model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
         x = torch.randn(64, 16)
     else:
-        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
-                                    torch.nn.Linear(4 * 6 * 6, 4))
-        x = torch.randn(16, 1, 6, 6)
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                    torch.nn.Conv2d(4, 8, 3, stride=2, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                    torch.nn.Flatten(), torch.nn.Linear(8, 4))
+        x = torch.randn(16, 1, 8, 8)
     y = torch.randint(0, 4, (x.shape[0],))
 
     def train(m, device):
@@ -213,7 +216,10 @@ def test_a_small_model_trains_like_on_the_cpu(optimizer, kind):
     import copy
 
     cpu_losses = train(copy.deepcopy(model), "cpu")
+    before = dict(npusim.fallback_stats())
     npu_losses = train(copy.deepcopy(model).to(NPU), NPU)
+    fell_back = {op for op, n in npusim.fallback_stats().items() if n != before.get(op, 0)}
+    assert not {op for op in fell_back if "conv" in op or "pool" in op or "batch_norm" in op}, fell_back
     assert npu_losses[-1] < npu_losses[0]
     torch.testing.assert_close(torch.tensor(npu_losses), torch.tensor(cpu_losses), rtol=1e-5, atol=1e-5)
 
@@ -363,3 +369,43 @@ def test_mixing_devices_is_an_error_not_a_crash():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         F.linear(x, weight)
     torch.testing.assert_close(F.linear(x.to("npu"), weight).cpu(), F.linear(x, weight.cpu()))
+
+
+def conv_pool_norm_cases():
+    F_ = F
+    return {
+        "conv2d": (lambda x, w: F_.conv2d(x, w, padding=1), [(2, 3, 7, 9), (4, 3, 3, 3)]),
+        "conv2d stride dilation groups": (lambda x, w: F_.conv2d(x, w, stride=2, padding=2, dilation=2, groups=2), [(2, 4, 11, 10), (6, 2, 3, 3)]),
+        "conv2d 7x7 stride 2": (lambda x, w: F_.conv2d(x, w, stride=2, padding=3), [(1, 3, 17, 15), (4, 3, 7, 7)]),
+        "conv1d": (lambda x, w: F_.conv1d(x, w, stride=2, padding=1), [(2, 3, 13), (5, 3, 4)]),
+        "conv_transpose2d": (lambda x, w: F_.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [(2, 4, 5, 6), (4, 3, 3, 3)]),
+        "max_pool2d": (lambda x: F_.max_pool2d(x, 3, 2, 1), [(2, 3, 9, 8)]),
+        "max_pool2d ceil dilation": (lambda x: F_.max_pool2d(x, 2, 2, 0, dilation=2, ceil_mode=True), [(1, 2, 9, 8)]),
+        "avg_pool2d": (lambda x: F_.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [(2, 3, 10, 9)]),
+        "adaptive_avg_pool2d": (lambda x: F_.adaptive_avg_pool2d(x, (2, 3)), [(2, 5, 4, 9)]),
+        "batch_norm train": (lambda x, w, b: F_.batch_norm(x, None, None, w, b, training=True), [(3, 4, 5, 5), (4,), (4,)]),
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", list(conv_pool_norm_cases()))
+def test_convolution_pooling_and_batch_norm_run_on_the_chip(case, dtype):
+    """Forward and every gradient against the CPU, with no CPU fallback."""
+    fn, shapes = conv_pool_norm_cases()[case]
+    torch.manual_seed(0)
+    inputs = [torch.randn(*s, dtype=dtype, requires_grad=True) for s in shapes]
+    expected = fn(*inputs)
+    grad = torch.randn_like(expected)
+    expected.backward(grad)
+    on_npu = [t.detach().to(NPU).requires_grad_() for t in inputs]
+    before = dict(npusim.fallback_stats())
+    got = fn(*on_npu)
+    got.backward(grad.to(NPU))
+    assert npusim.fallback_stats() == before
+    # f32: convolutions multiply bf16 parts (Highest: about f32's precision), the sums round in another order.
+    # bf16: one bf16 ulp of the largest value (the CPU rounds some intermediates to bf16, the chip keeps f32).
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1.6e-2, atol=3e-2)
+    torch.testing.assert_close(got.cpu(), expected, **tol)
+    for a, b in zip(on_npu, inputs):
+        scale = b.grad.abs().max().item()
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=tol["rtol"], atol=tol["atol"] * max(1.0, scale))

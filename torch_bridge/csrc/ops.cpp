@@ -631,6 +631,13 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return into(npusim::threshold_backward(grad, self, threshold), out);
 }
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
+// Adam's updates: self + value * t1 * t2 and self + value * t1 / t2, as three kernels (f32 rounding after each).
+at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
+  return into(npusim::add(self, scaled(npusim::mul(t1, t2), value), 1), out);
+}
+at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
+  return into(npusim::add(self, scaled(npusim::div(t1, t2), value), 1), out);
+}
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   // Computed on the host and copied in: exact for every dtype.
@@ -724,6 +731,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_backward", threshold_backward);
   m.impl("threshold_backward.grad_input", threshold_backward_out);
   m.impl("cat.out", cat_out);
+  m.impl("addcmul.out", addcmul_out);
+  m.impl("addcdiv.out", addcdiv_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }
 
