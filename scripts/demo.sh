@@ -48,6 +48,10 @@ echo "== 1c. A PyTorch model in eager mode (the npu device), with its trace =="
 .venv/bin/python examples/torch/mlp.py --config base --trace "$OUT/torch_mlp.pftrace"
 
 echo
+echo "== 1d. ResNet-18 (224x224) through torch.compile on the simulated chip =="
+.venv/bin/python examples/torch/resnet.py --config base --trace "$OUT/resnet18.pftrace"
+
+echo
 echo "== 2. Through the driver: two GEMMs at once from two command queues on disjoint cores =="
 "$BIN/npu-as" examples/gemm.s -o "$OUT/gemm_queues.npubin"
 "$BIN/npu-example-gemm-queues" "$OUT/gemm_queues.npubin" --trace "$OUT/gemm_queues.pftrace"

@@ -123,6 +123,8 @@ def main() -> None:
     print(f"  CPU fallbacks: {npusim.fallback_stats() or 'none'}")
     if args.trace:
         print(f"  trace: {args.trace} (open it at https://ui.perfetto.dev)")
+    if err > 1e-3 * max(scale, 1.0) or npusim.fallback_stats():
+        raise SystemExit("the npu's logits differ from the CPU's, or ops fell back to the CPU")
 
 
 if __name__ == "__main__":
