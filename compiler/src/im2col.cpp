@@ -1,7 +1,12 @@
 // im2col(x) -> out [N, C, KH, KW, OH, OW]: the sliding windows of a
-// convolution or a pooling, DRAM to DRAM, on the DMA engine alone.
+// convolution or a pooling, on the DMA engine (and the vector unit's fill).
 //
-// For one window position (i, j) the input positions that lie inside x form
+// Staged (emit_staged, wherever two slots of one output row fit the
+// scratchpad): input rows are loaded whole, each window position's elements
+// are picked from them in local memory, and the windows stored a row or more
+// at a time, so DRAM sees each input row once and only long requests.
+//
+// Direct (rows too wide for that), DRAM to DRAM: for one window position (i, j) the input positions that lie inside x form
 // one rectangle of output rows [y_lo, y_hi) and columns [x_lo, x_hi), the same
 // for every image and channel, known at compile time. So each (i, j) is one
 // strided copy of that rectangle (dma.gg) and at most four fills of the band
@@ -40,6 +45,170 @@ std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t stride, int64_t off
   const int64_t lo = std::max<int64_t>(0, floor_div(-offset + stride - 1, stride));
   const int64_t hi = std::min<int64_t>(out, floor_div(size - 1 - offset, stride) + 1);
   return {lo, std::max(lo, hi)};
+}
+
+// The windows of a strided input (stride > 1 along the width, or a strided
+// input or output), staged through the scratchpad so that DRAM sees whole rows:
+// a unit is (image, channel, block of R output rows). Per unit, over two slots:
+//   vector:   fill the stage with the pad value (only where windows reach past x)
+//   dma ch0:  load the input rows the block's windows read, whole rows, into the stage
+//   dma ch1:  per window position, pick its elements from the stage into the tile [KH, KW, R, OW] (dma.cp)
+//   dma ch2:  store the tile, rows of OW (or more) at a time
+// False when not even one output row fits.
+bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& config, uint16_t x_sym, uint16_t out_sym, std::ostringstream& plan,
+                 unsigned* cores_used) {
+  const TensorDesc &x = op.inputs[0], &out = op.output;
+  const Window& w = op.window;
+  const int64_t n_images = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const int64_t kh = out.shape[2], kw = out.shape[3], oh = out.shape[4], ow = out.shape[5];
+  const int64_t sy = w.stride[0], sx = w.stride[1], py = w.padding[0], px = w.padding[1], dy = w.dilation[0], dx = w.dilation[1];
+  const int64_t e = isa::dtype_size_bytes(x.dtype);
+  const auto& xs = x.strides;
+  const auto& os = out.strides;
+  // The stage: SH rows of SW columns; stage column sc holds input column sc - px.
+  const int64_t stage_w = (ow - 1) * sx + (kw - 1) * dx + 1;
+  const auto stage_h = [&](int64_t rows) { return (rows - 1) * sy + (kh - 1) * dy + 1; };
+  const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  int64_t block = 0;
+  for (int64_t r = oh; r >= 1; r = r > 8 ? r * 3 / 4 : r - 1)
+    if (2 * (align64(stage_h(r) * stage_w * e) + align64(kh * kw * r * ow * e)) <= scratchpad) {
+      block = r;
+      break;
+    }
+  if (block == 0) return false;
+  const int64_t sh = stage_h(block), stage_bytes = align64(sh * stage_w * e), tile_bytes = align64(kh * kw * block * ow * e);
+  const int64_t stage0 = 0, tile0 = 2 * stage_bytes;
+  const int64_t blocks = ceil_div(oh, block), units = n_images * channels * blocks;
+  const int64_t col_lo = std::max<int64_t>(0, -px), col_hi = std::min<int64_t>(width, stage_w - px);
+  const bool needs_fill = py > 0 || px > 0 || (oh - 1) * sy + (kh - 1) * dy - py + 1 > height || stage_w - px > width;
+  const unsigned channels_dma = config.core.dma.channels;
+  const unsigned ch_load = 0, ch_pick = std::min(1u, channels_dma - 1), ch_store = std::min(2u, channels_dma - 1);
+  const int64_t kCtl = 0, kVec = 6;
+  const auto engine_of = [](unsigned ch) { return int64_t{1} + ch; };
+  enum : int64_t { STAGE_FREE, STAGE_FILLED, STAGE_FULL, TILE_FREE, TILE_FULL };
+
+  const Reg u = pb.reg(), u_end = pb.reg(), tmp = pb.reg(), image = pb.reg(), channel = pb.reg(), y0 = pb.reg(), rows = pb.reg();
+  const Reg row0 = pb.reg(), r_lo = pb.reg(), r_hi = pb.reg(), slot = pb.reg(), stage = pb.reg(), tile = pb.reg(), src = pb.reg(), dst = pb.reg();
+  const Reg r_n0 = pb.reg(), r_n1 = pb.reg(), r_n2 = pb.reg(), ds1 = pb.reg(), ss1 = pb.reg(), ds2 = pb.reg(), ss2 = pb.reg();
+  pb.split_over_cores(units, u, u_end);
+  const Label done = pb.label();
+  pb.branch(Opcode::BGE, {u.index, u_end.index}, done);
+  for (int i = 0; i < 2; ++i) pb.emit(Opcode::SIGNAL, {kCtl, STAGE_FREE}), pb.emit(Opcode::SIGNAL, {kCtl, TILE_FREE});
+  pb.li(slot, 0);
+  const auto dma = [&](Opcode opcode, unsigned ch, Reg to, Reg from) {
+    pb.emit(opcode, {int64_t(ch), to.index, from.index, r_n0.index, r_n1.index, r_n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  };
+
+  const Label unit = pb.label();
+  pb.bind(unit);
+  // Unit u: image, channel, output rows y0 .. y0 + rows.
+  pb.li(tmp, blocks);
+  pb.emit(Opcode::REMU, {y0.index, u.index, tmp.index});
+  pb.emit(Opcode::DIVU, {channel.index, u.index, tmp.index});
+  pb.li(tmp, channels);
+  pb.emit(Opcode::DIVU, {image.index, channel.index, tmp.index});
+  pb.emit(Opcode::REMU, {channel.index, channel.index, tmp.index});
+  pb.muli(y0, y0, block);
+  pb.li(tmp, oh), pb.sub(rows, tmp, y0), pb.li(tmp, block), pb.min(rows, rows, tmp);
+  pb.li(stage, stage_bytes), pb.mul(stage, stage, slot), pb.addi(stage, stage, stage0);
+  pb.li(tile, tile_bytes), pb.mul(tile, tile, slot);
+  pb.li(tmp, tile0), pb.add(tile, tile, tmp);
+
+  // The stage: the pad value, then the input rows [max(row0, 0), min(row0 + SH, H)).
+  if (needs_fill) {
+    pb.emit(Opcode::WAIT, {kVec, STAGE_FREE});
+    int64_t bits = 0;
+    if (isa::dtype_is_float(x.dtype)) {
+      const float value = static_cast<float>(op.pad_value);
+      uint32_t word;
+      std::memcpy(&word, &value, 4);
+      bits = word;
+    } else {
+      bits = static_cast<int64_t>(op.pad_value);
+    }
+    pb.li(tmp, bits), pb.li(r_n0, sh), pb.li(r_n1, stage_w);
+    pb.emit(Opcode::V_FILL, {int64_t(x.dtype), stage.index, tmp.index, r_n0.index, r_n1.index});
+    pb.emit(Opcode::SIGNAL, {kVec, STAGE_FILLED});
+  }
+  pb.emit(Opcode::WAIT, {engine_of(ch_load), needs_fill ? STAGE_FILLED : STAGE_FREE});
+  pb.muli(row0, y0, sy), pb.addi(row0, row0, -py);
+  pb.emit(Opcode::MAX, {r_lo.index, row0.index, kZero.index});
+  pb.addi(r_hi, row0, sh), pb.li(tmp, height), pb.min(r_hi, r_hi, tmp);
+  const Label no_rows = pb.label();
+  pb.branch(Opcode::BGE, {r_lo.index, r_hi.index}, no_rows);
+  if (col_hi > col_lo) {
+    pb.emit(Opcode::LA, {src.index, x_sym});
+    pb.scaled_address(src, src, {{image, xs[0]}, {channel, xs[1]}, {r_lo, xs[2]}}, e, tmp);
+    pb.li(tmp, (x.storage_offset + col_lo * xs[3]) * e), pb.add(src, src, tmp);
+    pb.sub(dst, r_lo, row0), pb.muli(dst, dst, stage_w * e), pb.add(dst, dst, stage), pb.addi(dst, dst, (col_lo + px) * e);
+    pb.sub(r_hi, r_hi, r_lo);  // rows to load
+    if (xs[3] == 1) {
+      pb.li(r_n0, (col_hi - col_lo) * e), pb.mov(r_n1, r_hi), pb.li(r_n2, 0);
+      pb.li(ds1, stage_w * e), pb.li(ss1, xs[2] * e), pb.li(ds2, 0), pb.li(ss2, 0);
+    } else {
+      pb.li(r_n0, e), pb.li(r_n1, col_hi - col_lo), pb.mov(r_n2, r_hi);
+      pb.li(ds1, e), pb.li(ss1, xs[3] * e), pb.li(ds2, stage_w * e), pb.li(ss2, xs[2] * e);
+    }
+    dma(Opcode::DMA_LD, ch_load, dst, src);
+  }
+  pb.bind(no_rows);
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_load), STAGE_FULL});
+
+  // Pick each window position's elements into the tile [KH, KW, R, OW].
+  pb.emit(Opcode::WAIT, {engine_of(ch_pick), STAGE_FULL});
+  pb.emit(Opcode::WAIT, {engine_of(ch_pick), TILE_FREE});
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const int64_t si = w.flip ? kh - 1 - i : i, sj = w.flip ? kw - 1 - j : j;  // the rotated kernel reads (KH-1-i, KW-1-j)
+      pb.addi(src, stage, (si * dy * stage_w + sj * dx) * e);
+      pb.li(tmp, (i * kw + j) * block * ow * e), pb.add(dst, tile, tmp);
+      if (sx == 1) {
+        pb.li(r_n0, ow * e), pb.mov(r_n1, rows), pb.li(r_n2, 0);
+        pb.li(ds1, ow * e), pb.li(ss1, sy * stage_w * e), pb.li(ds2, 0), pb.li(ss2, 0);
+      } else {
+        pb.li(r_n0, e), pb.li(r_n1, ow), pb.mov(r_n2, rows);
+        pb.li(ds1, e), pb.li(ss1, sx * e), pb.li(ds2, ow * e), pb.li(ss2, sy * stage_w * e);
+      }
+      dma(Opcode::DMA_CP, ch_pick, dst, src);
+    }
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_pick), STAGE_FREE});
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_pick), TILE_FULL});
+
+  // Store the tile.
+  pb.emit(Opcode::WAIT, {engine_of(ch_store), TILE_FULL});
+  pb.emit(Opcode::LA, {r_lo.index, out_sym});
+  pb.scaled_address(r_lo, r_lo, {{image, os[0]}, {channel, os[1]}, {y0, os[4]}}, e, tmp);
+  if (out.storage_offset) pb.li(tmp, out.storage_offset * e), pb.add(r_lo, r_lo, tmp);
+  const bool whole_rows = os[5] == 1 && os[4] == ow;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < (whole_rows ? 1 : kw); ++j) {
+      pb.li(tmp, (i * os[2] + j * os[3]) * e), pb.add(dst, r_lo, tmp);
+      pb.li(tmp, (i * kw + j) * block * ow * e), pb.add(src, tile, tmp);
+      if (whole_rows) {  // rows x OW contiguous per position: a row of KW of them
+        pb.li(r_n0, ow * e), pb.mul(r_n0, r_n0, rows), pb.li(r_n1, kw), pb.li(r_n2, 0);
+        pb.li(ds1, os[3] * e), pb.li(ss1, block * ow * e), pb.li(ds2, 0), pb.li(ss2, 0);
+      } else if (os[5] == 1) {
+        pb.li(r_n0, ow * e), pb.mov(r_n1, rows), pb.li(r_n2, 0);
+        pb.li(ds1, os[4] * e), pb.li(ss1, ow * e), pb.li(ds2, 0), pb.li(ss2, 0);
+      } else {
+        pb.li(r_n0, e), pb.li(r_n1, ow), pb.mov(r_n2, rows);
+        pb.li(ds1, os[5] * e), pb.li(ss1, e), pb.li(ds2, os[4] * e), pb.li(ss2, ow * e);
+      }
+      dma(Opcode::DMA_ST, ch_store, dst, src);
+    }
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_store), TILE_FREE});
+
+  pb.emit(Opcode::XORI, {slot.index, slot.index, 1});
+  pb.addi(u, u, 1);
+  pb.branch(Opcode::BLT, {u.index, u_end.index}, unit);
+  pb.bind(done);
+  pb.emit(Opcode::HALT, {});
+  *cores_used = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, units)));
+  plan << "; staged through the scratchpad: " << units << " units of (image, channel, " << block << " output rows) over " << *cores_used
+       << " cores; whole input rows loaded" << (needs_fill ? " into a stage filled with the pad value" : "")
+       << ", each window position's elements picked locally (dma.cp), the tile stored " << (whole_rows ? "a window position at a time" : "a row at a time")
+       << "\n";
+  return true;
 }
 
 }  // namespace
@@ -126,9 +295,14 @@ Kernel lower_im2col(const OpDesc& op, const sim::ChipConfig& config) {
     }
   bool any_fill = false;
   for (const Position& p : positions) any_fill = any_fill || !p.fills.empty();
-  // Whole rows in one DMA when they are contiguous on both sides.
+  // Whole rows in one DMA when they are contiguous on both sides; else through the scratchpad where it fits.
   const bool copy_rows = xs[3] * w.stride[1] == 1 && os[5] == 1;
   const bool fill_rows = os[5] == 1;
+  if (emit_staged(pb, op, config, x_sym, out_sym, plan, &kernel.cores)) {
+    kernel.program = pb.finish();
+    kernel.plan = plan.str();
+    return kernel;
+  }
 
   const int64_t kVec = 6;
   const auto engine_of = [](unsigned ch) { return int64_t{1} + ch; };

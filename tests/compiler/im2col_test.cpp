@@ -104,6 +104,18 @@ TEST_P(Im2col, RotatedKernelForTheInputGradient) {
   check(t(DType::F32, {1, 2, 8, 8}), t(DType::F32, {1, 2, 3, 3, 4, 4}), crop);
 }
 
+// Rows too wide for two slots of the scratchpad (tiny's 256 KiB; base's 2 MiB takes them) skip the
+// staging: DRAM-to-DRAM copies, a row (or an element) at a time.
+TEST_P(Im2col, RowsTooWideForTheScratchpadAreCopiedDramToDram) {
+  for (const int64_t stride : {1, 2}) {
+    const int64_t w = 4000 * stride;
+    Window window = make_window(stride, 1, 1, stride == 1);  // the rotated kernel too
+    const auto run = check(t(DType::F32, {1, 2, 3, w}), t(DType::F32, {1, 2, 3, 3, (3 + 2 - 3) / stride + 1, (w + 2 - 3) / stride + 1}), window);
+    const bool staged = run.kernel->plan.find("staged through the scratchpad") != std::string::npos;
+    EXPECT_EQ(staged, GetParam() == std::string("base")) << run.kernel->plan;
+  }
+}
+
 TEST_P(Im2col, ManyChannelsSplitOverCores) { conv(DType::BF16, 1, 67, 6, 6, 3, 3, make_window(1, 1)); }
 
 TEST_P(Im2col, ChannelsLastInput) {
