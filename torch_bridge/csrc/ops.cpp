@@ -631,12 +631,21 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return into(npusim::threshold_backward(grad, self, threshold), out);
 }
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
-// Adam's updates: self + value * t1 * t2 and self + value * t1 / t2, as three kernels (f32 rounding after each).
+// Adam's updates: self + value * t1 * t2 and self + value * t1 / t2, as three kernels in f32
+// (bf16 and f16 widened first and rounded once at the end, as the CPU computes them).
+at::Tensor addc(bool divide, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
+  const at::ScalarType dtype = at::promote_types(at::result_type(self, t1), t2.scalar_type());
+  const bool widen = dtype == at::kBFloat16 || dtype == at::kHalf;
+  const auto wide = [&](const at::Tensor& t) { return widen && on_npu(t) ? t.to(at::kFloat) : t; };
+  const at::Tensor a = wide(t1), b = wide(t2);
+  const at::Tensor result = npusim::add(wide(self), scaled(divide ? npusim::div(a, b) : npusim::mul(a, b), value), 1);
+  return widen ? result.to(dtype) : result;
+}
 at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
-  return into(npusim::add(self, scaled(npusim::mul(t1, t2), value), 1), out);
+  return into(addc(false, self, t1, t2, value), out);
 }
 at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
-  return into(npusim::add(self, scaled(npusim::div(t1, t2), value), 1), out);
+  return into(addc(true, self, t1, t2, value), out);
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
