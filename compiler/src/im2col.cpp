@@ -35,6 +35,15 @@ using isa::Opcode;
 // floor(a / b) for b > 0.
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// v.fill's operand for the pad value: an f32's bits for float dtypes (rounded to the dtype by v.fill), else the integer.
+int64_t pad_value_bits(const OpDesc& op) {
+  if (!isa::dtype_is_float(op.output.dtype)) return static_cast<int64_t>(op.pad_value);
+  const float value = static_cast<float>(op.pad_value);
+  uint32_t word;
+  std::memcpy(&word, &value, 4);
+  return word;
+}
+
 // A rectangle of output rows and columns of one window position.
 struct Rect {
   int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
@@ -117,16 +126,7 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
   // The stage: the pad value, then the input rows [max(row0, 0), min(row0 + SH, H)).
   if (needs_fill) {
     pb.emit(Opcode::WAIT, {kVec, STAGE_FREE});
-    int64_t bits = 0;
-    if (isa::dtype_is_float(x.dtype)) {
-      const float value = static_cast<float>(op.pad_value);
-      uint32_t word;
-      std::memcpy(&word, &value, 4);
-      bits = word;
-    } else {
-      bits = static_cast<int64_t>(op.pad_value);
-    }
-    pb.li(tmp, bits), pb.li(r_n0, sh), pb.li(r_n1, stage_w);
+    pb.li(tmp, pad_value_bits(op)), pb.li(r_n0, sh), pb.li(r_n1, stage_w);
     pb.emit(Opcode::V_FILL, {int64_t(x.dtype), stage.index, tmp.index, r_n0.index, r_n1.index});
     pb.emit(Opcode::SIGNAL, {kVec, STAGE_FILLED});
   }
@@ -317,16 +317,7 @@ Kernel lower_im2col(const OpDesc& op, const sim::ChipConfig& config) {
   pb.li(fill, 0);
   if (any_fill) {
     // A row of the pad value at local address 0.
-    int64_t bits = 0;
-    if (is_float) {
-      const float value = static_cast<float>(op.pad_value);
-      uint32_t word;
-      std::memcpy(&word, &value, 4);
-      bits = word;
-    } else {
-      bits = static_cast<int64_t>(op.pad_value);
-    }
-    pb.li(tmp, bits), pb.li(r_n0, 1), pb.li(r_n1, ow);
+    pb.li(tmp, pad_value_bits(op)), pb.li(r_n0, 1), pb.li(r_n1, ow);
     pb.emit(Opcode::V_FILL, {int64_t(dtype), fill.index, tmp.index, r_n0.index, r_n1.index});
     for (unsigned ch = 0; ch < dma_channels; ++ch) {
       pb.emit(Opcode::SIGNAL, {kVec, FILL_READY});

@@ -18,12 +18,8 @@
 namespace npusim {
 namespace {
 
-at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
 
-bool chip_float(const at::Tensor& t) {
-  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
-}
 bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
   if (!chip_float(x) || x.dim() < 2 || x.numel() == 0) return false;
   for (const std::optional<at::Tensor>* t : others)

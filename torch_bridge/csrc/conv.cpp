@@ -26,12 +26,6 @@ namespace {
 
 using npu::compiler::Window;
 
-// Thrown to give up on the chip part way: the op then runs on the CPU.
-struct OffChip {};
-void require(bool ok) {
-  if (!ok) throw OffChip{};
-}
-
 struct Geometry {
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
@@ -44,8 +38,6 @@ struct Geometry {
     return (in + 2 * padding[size_t(d)] - dilation[size_t(d)] * (kernel - 1) - 1) / stride[size_t(d)] + 1;
   }
 };
-
-at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
 
 // x [N, C, H, W], w [Cout, C/G, KH, KW] -> [N, Cout, OH, OW].
 at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias, const Geometry& g) {
@@ -119,19 +111,15 @@ at::Tensor conv_weight_grad(const at::Tensor& x, const at::Tensor& grad, int64_t
 
 // Summed in f32 (two row reductions) and rounded once, as the CPU does.
 at::Tensor bias_grad(const at::Tensor& grad) {
-  const at::Tensor g = grad.scalar_type() == at::kFloat ? dense(grad) : grad.to(at::kFloat);
+  const at::Tensor g = as_f32(dense(grad));
   return at::sum(at::sum(g.view({grad.size(0), grad.size(1), -1}), {2}), {0}).to(grad.scalar_type());
-}
-
-bool chip_float(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
 }
 
 // 1-D and 2-D convolutions of one float dtype on the npu, as 2-D: the geometry and whether it is 1-D.
 bool chip_geometry(const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
                    c10::IntArrayRef dilation, int64_t groups, Geometry* g, bool* one_d) {
   if ((input.dim() != 3 && input.dim() != 4) || weight.dim() != input.dim() || !on_npu(input) || !on_npu(weight)) return false;
-  if (!chip_float(input) || weight.scalar_type() != input.scalar_type()) return false;
+  if (!chip_float(input) || !chip_float(weight) || weight.scalar_type() != input.scalar_type()) return false;
   const size_t dims = size_t(input.dim() - 2);
   if (stride.size() != dims || padding.size() != dims || dilation.size() != dims || groups < 1) return false;
   *one_d = dims == 1;
@@ -151,7 +139,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   Geometry g;
   bool one_d = false;
   const bool has_bias = bias && bias->defined();
-  if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && (!has_bias || (on_npu(*bias) && chip_float(*bias)))) {
+  if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && (!has_bias || chip_float(*bias))) {
     try {
       const at::Tensor x = as_2d(input, one_d), w = as_2d(weight, one_d);
       at::Tensor out;

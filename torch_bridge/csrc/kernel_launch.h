@@ -39,6 +39,20 @@ bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias,
 // The windows of x [N, C, H, W] into cols [N, C, KH, KW, OH, OW] (any strides): compiler/ops.def's im2col.
 bool im2col_into(const at::Tensor& x, const at::Tensor& cols, const npu::compiler::Window& window, double pad_value);
 
+// For kernels composed of several launches (convolutions, pooling, norms):
+// thrown by `require` to give up on the chip part way; the caller then runs
+// the op on the CPU, counted.
+struct OffChip {};
+inline void require(bool ok) {
+  if (!ok) throw OffChip{};
+}
+// An npu tensor of a float dtype the chip computes in (f32, bf16, f16).
+inline bool chip_float(const at::Tensor& t) {
+  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
+inline at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
+
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
 npu::compiler::F32MatmulPrecision f32_matmul_precision();
 

@@ -25,18 +25,6 @@ namespace {
 
 using npu::compiler::Window;
 
-struct OffChip {};
-void require(bool ok) {
-  if (!ok) throw OffChip{};
-}
-
-at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
-
-bool chip_float(const at::Tensor& t) {
-  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
-}
-
 // A pooling's 2-D geometry, from ATen's one-or-two-value arguments.
 struct Pool {
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
