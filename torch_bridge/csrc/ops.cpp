@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -648,6 +649,15 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   return into(addc(true, self, t1, t2, value), out);
 }
 
+// lerp with a scalar weight (Adam's first moment), in ATen's form: self + w * (end - self) for
+// |w| < 0.5, else end - (end - self) * (1 - w), which keeps lerp(a, b, 1) == b exact.
+at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
+  const double w = weight.toDouble();
+  const at::Tensor diff = npusim::sub(end, self, 1);
+  if (std::abs(w) < 0.5) return into(npusim::add(self, scaled(diff, w), 1), out);
+  return into(npusim::sub(end, scaled(diff, 1.0 - w), 1), out);
+}
+
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   // Computed on the host and copied in: exact for every dtype.
   at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU)).fill_(value);
@@ -742,6 +752,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat.out", cat_out);
   m.impl("addcmul.out", addcmul_out);
   m.impl("addcdiv.out", addcdiv_out);
+  m.impl("lerp.Scalar_out", lerp_scalar_out);
   m.impl("native_layer_norm_backward", native_layer_norm_backward);
 }
 
