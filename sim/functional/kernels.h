@@ -52,6 +52,13 @@ void vector_convert(isa::DType dst_dtype, isa::DType src_dtype, uint8_t* dst, co
 // v.iota: i32 start + i*cols + j.
 void vector_iota(uint8_t* dst, int64_t start, uint64_t rows, uint64_t cols);
 
+// v.rand: element i*cols + j from Philox4x32-10 (Random123's philox4x32_R with
+// 10 rounds) with key (seed low, seed high) and counter (ctr + index low, high,
+// 0, 0), first output word; see isa.def.
+void vector_rand(isa::DType dtype, uint8_t* dst, uint64_t seed, uint64_t ctr, uint64_t rows, uint64_t cols);
+// The first output word of Philox4x32-10 (for tests and host references).
+uint32_t philox4x32_10_word0(uint64_t key, uint64_t counter);
+
 // v.rsum, v.rmax, v.rmin, v.argmax, v.argmin (arg* write i32).
 KernelError vector_reduce(isa::Opcode op, isa::DType dtype, isa::Axis axis, uint8_t* dst, const uint8_t* src, uint64_t rows,
                           uint64_t cols);

@@ -54,7 +54,7 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
                 {uoperand(command, "a"), elements * size, size, false},
                 {uoperand(command, "b"), elements * size, size, false},
                 {dst, elements * size, size, true}};
-  } else if (op == Opcode::V_FILL || op == Opcode::V_IOTA) {
+  } else if (op == Opcode::V_FILL || op == Opcode::V_IOTA || op == Opcode::V_RAND) {
     operands = std::vector<Operand>{{dst, elements * size, size, true}};
   } else if (op == Opcode::V_CVT) {
     const unsigned src_size = isa::dtype_size_bytes(static_cast<isa::DType>(operand(command, "st")));
@@ -111,6 +111,8 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
       functional::vector_convert(dtype, static_cast<isa::DType>(operand(command, "st")), out, in("src"), rows, cols);
     } else if (op == Opcode::V_IOTA) {
       functional::vector_iota(out, operand(command, "start"), rows, cols);
+    } else if (op == Opcode::V_RAND) {
+      functional::vector_rand(dtype, out, uoperand(command, "seed"), uoperand(command, "ctr"), rows, cols);
     } else if (is_reduction(op)) {
       error = functional::vector_reduce(op, dtype, static_cast<isa::Axis>(operand(command, "ax")), out, in("src"), rows, cols);
     } else if (op == Opcode::V_TRANS) {
