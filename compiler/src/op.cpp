@@ -20,6 +20,7 @@ const OpInfo kOps[] = {
 #define NPU_SELECT_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_GATHER_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) {NAME, INPUTS},
+#define NPU_RANDOM_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #include "ops.def"
 };
 
@@ -75,6 +76,18 @@ bool is_row_op(OpKind kind) {
     default: return false;
   }
 }
+bool is_random_op(OpKind kind) {
+  switch (kind) {
+#define NPU_RANDOM_OP(ID, NAME, INPUTS) case OpKind::ID:
+#include "ops.def"
+    return true;
+    default: return false;
+  }
+}
+uint64_t random_counters(const OpDesc& op) {
+  const auto n = static_cast<uint64_t>(op.output.numel());
+  return op.kind == OpKind::NORMAL ? 2 * n : n;
+}
 bool is_elementwise(OpKind kind) {
   switch (kind) {
 #define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) case OpKind::ID:
@@ -107,6 +120,11 @@ std::string OpDesc::key() const {
                   static_cast<long long>(window.padding[1]), static_cast<long long>(window.dilation[0]),
                   static_cast<long long>(window.dilation[1]), window.flip ? 1 : 0, pad_value);
     key += attributes;
+  }
+  if (is_random_op(kind)) {
+    char params[64];
+    std::snprintf(params, sizeof params, " params %.17g %.17g", random_params[0], random_params[1]);
+    key += params;
   }
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
     char eps[40];

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -66,7 +67,8 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   }
 
   // The same with each input's storage given as bytes (at least its extent).
-  KernelRun run_bytes(const OpDesc& op, std::vector<std::vector<uint8_t>> storage) {
+  // `args`: the launch arguments (csrr arg0..arg7).
+  KernelRun run_bytes(const OpDesc& op, std::vector<std::vector<uint8_t>> storage, const std::array<uint64_t, 8>& args = {}) {
     KernelRun run;
     run.kernel = compiler_.compile(op);
     const Program program = Program::load(device_, run.kernel->program);
@@ -80,7 +82,7 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
     std::vector<Binding> bindings;
     for (size_t k = 0; k < op.inputs.size(); ++k) bindings.push_back({"in" + std::to_string(k), &buffers[k]});
     bindings.push_back({"out", &buffers.back()});
-    device_->queue(0).launch(program, bindings, run.kernel->core_mask()).wait(std::chrono::seconds(10));
+    device_->queue(0).launch(program, bindings, run.kernel->core_mask(), args).wait(std::chrono::seconds(10));
     run.output.resize(buffers.back().size());
     device_->copy_from_device(buffers.back(), 0, run.output.data(), run.output.size());
     return run;

@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
 #define NPU_SELECT_OP(ID, NAME, INPUTS) ID,
 #define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) ID,
+#define NPU_RANDOM_OP(ID, NAME, INPUTS) ID,
 #include "ops.def"
 };
 
@@ -45,6 +46,7 @@ const char* op_name(OpKind kind);
 unsigned op_arity(OpKind kind);  // the most inputs it takes
 bool is_elementwise(OpKind kind);
 bool is_row_op(OpKind kind);
+bool is_random_op(OpKind kind);
 
 // How an f32 matmul runs on a tensor core that does not take f32: its
 // operands are split into bf16 parts (x = hi + mid + lo) and the products of
@@ -88,9 +90,15 @@ struct OpDesc {
   // a convolution, -inf for a max pooling).
   Window window;
   double pad_value = 0.0;
+  // uniform: (from, to); normal: (mean, std); bernoulli: (p, unused).
+  std::array<double, 2> random_params{0.0, 1.0};
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;
 };
+
+// How many generator counters one launch of a random op uses (its offset
+// advances by that much between launches): numel, twice that for normal.
+uint64_t random_counters(const OpDesc& op);
 
 }  // namespace npu::compiler
