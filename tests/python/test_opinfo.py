@@ -10,7 +10,9 @@ and the results are compared:
     f32 and rounds once, the CPU's bf16 kernels round differently, and values
     near zero after cancellation differ by more than the default 1e-5 allows.
 Ops whose results are undefined (the empty family) are compared on shape,
-dtype and strides only. Pass counts per op are printed (pytest -s shows them).
+dtype and strides only; random ops (bernoulli) on shape, dtype and their
+support (0 or 1; certain where p is 0 or 1), since the npu's generator is not
+the CPU's (test_random.py checks its values against a reference). Pass counts per op are printed (pytest -s shows them).
 """
 import collections
 
@@ -24,6 +26,7 @@ import npusim  # noqa: E402,F401
 
 NPU = torch.device("npu")
 UNDEFINED_VALUES = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
+RANDOM_VALUES = {"bernoulli"}
 
 
 def has_npu_kernel(aten_name: str) -> bool:
@@ -83,6 +86,10 @@ def test_every_sample_matches_the_cpu(op):
             where = f"{op.name} {dtype} input {tuple(getattr(sample.input, 'shape', ()))} args {sample.args} kwargs {sample.kwargs}"
             if op.name in UNDEFINED_VALUES:
                 assert actual.shape == expected.shape and actual.dtype == expected.dtype and actual.stride() == expected.stride(), where
+            elif op.name in RANDOM_VALUES:
+                actual, p = to_cpu(actual), sample.input
+                assert actual.shape == expected.shape and actual.dtype == expected.dtype, where
+                assert ((actual == 0) | (actual == 1)).all() and (actual[p == 0] == 0).all() and (actual[p == 1] == 1).all(), where
             else:
                 actual = to_cpu(actual)
                 tolerance = {} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1e-2}

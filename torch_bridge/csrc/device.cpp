@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "npusim/driver/errors.h"
+#include "random.h"
 #include "runtime.h"
 
 namespace npusim {
@@ -150,6 +151,8 @@ struct NpuHooks final : public at::PrivateUse1HooksInterface {
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   void init() const override {}
   c10::Device getDeviceFromPtr(void*) const override { return c10::Device(kNpu, 0); }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return default_npu_generator(); }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return new_npu_generator(); }
   // A storage that grows (resize_): new memory, the old bytes copied over.
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t bytes) const override {
     c10::DataPtr grown = g_allocator.allocate(bytes);

@@ -46,12 +46,13 @@ at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initia
 
 at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }
 
-bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out,
+             const std::array<uint64_t, 8>& args) {
   for (const at::Tensor& t : inputs)
     TORCH_CHECK(on_npu(t),
                 "Expected all tensors to be on the same device, but found at least two devices, npu:0 and ", t.device());
   try {
-    Runtime::get().run(make_op(), inputs, out);
+    Runtime::get().run(make_op(), inputs, out, args);
     return true;
   } catch (const npu::compiler::UnsupportedOp& e) {
     t_unsupported_reason = e.what();

@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <functional>
 #include <vector>
 
@@ -29,7 +30,8 @@ at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initia
 // Runs a compiled op, or returns false and remembers why (the caller then
 // computes on the CPU and calls note_cpu_fallback). The op is described
 // inside: a tensor of a dtype the chip lacks is a reason too.
-bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out);
+bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out,
+             const std::array<uint64_t, 8>& args = {});
 // Counts a CPU fallback of `op`, with the reason the last try_run gave.
 void note_cpu_fallback(const char* op);
 

@@ -3,6 +3,7 @@
 
 #include "npusim/deploy/package.h"
 #include "npusim/sim/config_loader.h"
+#include "random.h"
 #include "runtime.h"
 
 // libsystemc.so refers to sc_main; Python owns main.
@@ -13,6 +14,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("init", &npusim::Runtime::configure, "Chooses the chip config and trace file; False once the device is open.",
         pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false);
   m.def("is_initialized", &npusim::Runtime::started);
+  m.def("default_generator", [] { return npusim::default_npu_generator(); }, "The npu's default torch.Generator (seed and counter offset).");
   m.def("synchronize", [] { npusim::Runtime::get().synchronize(); });
   m.def("fallback_stats", [] { return npusim::Runtime::get().fallback_stats(); });
   m.def("kernel_stats", [] { return npusim::Runtime::get().kernel_stats(); });

@@ -6,6 +6,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/unfold_native.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -682,6 +683,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("view", at::native::view);
+  m.impl("unfold", at::native::unfold);  // a view (Tensor.repeat uses it): strides only, nothing to run
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("resize_", resize_);
   m.impl("set_.source_Storage", set_source_storage);

@@ -95,7 +95,11 @@ npu::compiler::TensorDesc describe(const at::Tensor& tensor) {
   return desc;
 }
 
-void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output) {
+void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output,
+                  const std::array<uint64_t, 8>& args) {
+  // A package replays its launches as recorded: a generator's seed and offset would be frozen in it.
+  if (capture_ && npu::compiler::is_random_op(op.kind))
+    throw npu::compiler::UnsupportedOp("random numbers inside a deployment package (not yet: the replay would repeat one draw)");
   const std::shared_ptr<const npu::compiler::Kernel> kernel = compiler_->compile(op);  // also checks the op
   if (output.numel() == 0) return;  // nothing to compute, nothing to launch
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -113,7 +117,7 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
     npu::Queue queue = device_->queue(current_queue());
     npu::Event start;
     if (profiling_) start = queue.record_event();
-    queue.launch(it->second, bindings, kernel->core_mask());
+    queue.launch(it->second, bindings, kernel->core_mask(), args);
     if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event()});
   } catch (const npu::Error& e) {
     TORCH_CHECK(false, "npusim: ", e.what());

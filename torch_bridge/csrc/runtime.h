@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,7 +42,9 @@ class Runtime {
 
   // Compiles (or takes from the cache) and launches `op`; returns without
   // waiting. Throws npu::compiler::UnsupportedOp for what the compiler cannot do.
-  void run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output);
+  // `args`: the launch arguments (the random ops read their seed and offset there).
+  void run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output,
+           const std::array<uint64_t, 8>& args = {});
   // Waits for every launched kernel; a device error becomes a c10::Error.
   void synchronize();
 

@@ -166,25 +166,49 @@ class _DeviceModule:
     def get_amp_supported_dtype():
         return [torch.bfloat16, torch.float16]
 
+    # The npu's own generator (torch_bridge/csrc/random.cpp): a seed and a counter offset for
+    # the chip's counter-based v.rand. torch.manual_seed seeds it too (through manual_seed_all).
     @staticmethod
-    def manual_seed_all(seed: int) -> None:
-        """There is no device generator yet: random ops run on the CPU (fallback), whose
-        generator torch.manual_seed seeds, so there is nothing more to seed here."""
+    def manual_seed(seed: int) -> None:
+        _C.default_generator().manual_seed(int(seed))
 
-    manual_seed = manual_seed_all
-
-    # The same reasoning: the npu's random state is the CPU generator's.
-    @staticmethod
-    def get_rng_state(device=None):
-        return torch.get_rng_state()
+    manual_seed_all = manual_seed
 
     @staticmethod
-    def set_rng_state(state, device=None) -> None:
-        torch.set_rng_state(state)
+    def seed() -> None:
+        _C.default_generator().seed()
+
+    seed_all = seed
 
     @staticmethod
     def initial_seed() -> int:
-        return torch.initial_seed()
+        return _C.default_generator().initial_seed()
+
+    @staticmethod
+    def get_rng_state(device=None) -> torch.Tensor:
+        """16 bytes: the seed and the counter offset (little-endian u64s)."""
+        return _C.default_generator().get_state()
+
+    @staticmethod
+    def set_rng_state(state, device=None) -> None:
+        _C.default_generator().set_state(state)
+
+    @staticmethod
+    def get_rng_state_all():
+        return [_DeviceModule.get_rng_state()]
+
+    @staticmethod
+    def set_rng_state_all(states) -> None:
+        for state in states:
+            _DeviceModule.set_rng_state(state)
+
+    @property
+    def default_generators(self):
+        return (_C.default_generator(),)
+
+    @staticmethod
+    def _is_in_bad_fork() -> bool:
+        return False
 
 
 def _register() -> None:

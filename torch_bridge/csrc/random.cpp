@@ -1,0 +1,191 @@
+// The npu's random numbers: a generator that holds a seed and a counter
+// offset (PyTorch's CUDA generator holds the same), and the random ATen ops
+// on the chip's counter-based v.rand (compiler/ops.def: uniform, normal,
+// bernoulli). Each launch reserves the counters it uses, so a seed gives the
+// same numbers on every run and every chip config; they differ from the
+// CPU's (a different algorithm), as CUDA's do.
+//
+//   uniform_, normal_, bernoulli_(p)   one kernel into the tensor (a temporary
+//                                      and a copy when it is not contiguous)
+//   bernoulli(probabilities)           uniform, then u < p on the chip
+//   native_dropout                     bernoulli(1 - p) as the bool mask, then
+//                                      where(mask, x * scale, 0) in f32, rounded once
+//   native_dropout_backward            where(mask, grad * scale, 0), likewise
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Functions.h>
+#include <ATen/core/DistributionsHelper.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <c10/core/GeneratorImpl.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "kernel_launch.h"
+#include "random.h"
+#include "runtime.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+
+class NpuGenerator final : public c10::GeneratorImpl {
+ public:
+  explicit NpuGenerator(uint64_t seed_in = c10::default_rng_seed_val)
+      : c10::GeneratorImpl(c10::Device(kNpu, 0), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)), seed_(seed_in) {}
+
+  void set_current_seed(uint64_t seed_in) override { seed_ = seed_in, offset_ = 0; }
+  uint64_t current_seed() const override { return seed_; }
+  void set_offset(uint64_t offset) override { offset_ = offset; }
+  uint64_t get_offset() const override { return offset_; }
+  uint64_t seed() override {
+    set_current_seed(c10::detail::getNonDeterministicRandom());
+    return seed_;
+  }
+  // The state: seed then offset, little-endian u64s, as a u8 CPU tensor of 16 bytes.
+  void set_state(const c10::TensorImpl& state) override {
+    TORCH_CHECK(state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && state.numel() == 16 && state.is_contiguous(),
+                "npu: an RNG state is a contiguous uint8 tensor of 16 bytes (seed, offset); got ", state.numel(), " elements");
+    const auto* bytes = static_cast<const uint8_t*>(state.data());
+    std::memcpy(&seed_, bytes, 8);
+    std::memcpy(&offset_, bytes + 8, 8);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    at::Tensor state = at::empty({16}, at::TensorOptions().dtype(at::kByte));
+    std::memcpy(state.data_ptr(), &seed_, 8);
+    std::memcpy(static_cast<uint8_t*>(state.data_ptr()) + 8, &offset_, 8);
+    return state.getIntrusivePtr();
+  }
+  static c10::DeviceType device_type() { return kNpu; }
+
+  // The counters of one launch: returns their first.
+  uint64_t reserve(uint64_t counters) {
+    const uint64_t first = offset_;
+    offset_ += counters;
+    return first;
+  }
+
+ private:
+  NpuGenerator* clone_impl() const override {
+    auto* copy = new NpuGenerator(seed_);
+    copy->offset_ = offset_;
+    return copy;
+  }
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+};
+
+}  // namespace
+
+const at::Generator& default_npu_generator() {
+  static const at::Generator generator = at::make_generator<NpuGenerator>();
+  return generator;
+}
+at::Generator new_npu_generator() { return at::make_generator<NpuGenerator>(); }
+
+namespace {
+
+// The random kernel `kind` into `self` (any float chip dtype; bool for bernoulli); false if the chip cannot.
+bool generate(OpKind kind, const at::Tensor& self, double param0, double param1, std::optional<at::Generator> generator) {
+  if (self.numel() == 0) return true;
+  at::Tensor out = self.is_contiguous() ? self : new_npu(self.sizes(), self.scalar_type());
+  const auto make_op = [&] {
+    OpDesc op(kind, {}, describe(out));
+    op.random_params = {param0, param1};
+    return op;
+  };
+  auto* gen = at::get_generator_or_default<NpuGenerator>(generator, default_npu_generator());
+  std::array<uint64_t, 8> args{};
+  {
+    const std::lock_guard<std::mutex> lock(gen->mutex_);
+    args[0] = gen->current_seed();
+    // Reserved before the launch, so that the next op's numbers differ even when this one cannot run.
+    args[1] = gen->reserve(npu::compiler::random_counters(OpDesc(kind, {}, npu::compiler::TensorDesc::contiguous(npu::isa::DType::U8, {self.numel()}))));
+  }
+  if (!try_run(make_op, {}, out, args)) return false;
+  if (!out.is_same(self)) self.copy_(out);
+  return true;
+}
+
+// The CPU's result for the ops the chip cannot generate (f64, integers), counted; the
+// CPU's default generator draws them (torch.manual_seed seeds it as well).
+template <typename F>
+at::Tensor& on_cpu_into(const char* name, at::Tensor& self, F compute) {
+  if (on_npu(self) && !chip_float(self))
+    Runtime::get().note_fallback(name, std::string("dtype ") + c10::toString(self.scalar_type()) + " is not on the chip");
+  else
+    note_cpu_fallback(name);
+  at::Tensor host = self.cpu();
+  compute(host);
+  self.copy_(host);
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (chip_float(self) && generate(OpKind::UNIFORM, self, from, to, generator)) return self;
+  return on_cpu_into("aten::uniform_", self, [&](at::Tensor& t) { t.uniform_(from, to); });
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (chip_float(self) && generate(OpKind::NORMAL, self, mean, std, generator)) return self;
+  return on_cpu_into("aten::normal_", self, [&](at::Tensor& t) { t.normal_(mean, std); });
+}
+
+at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  if ((chip_float(self) || (on_npu(self) && self.scalar_type() == at::kBool)) && generate(OpKind::BERNOULLI, self, p, 0, generator))
+    return self;
+  return on_cpu_into("aten::bernoulli_.float", self, [&](at::Tensor& t) { t.bernoulli_(p); });
+}
+
+// Each element 1 with its own probability: u < p, u uniform from the npu generator.
+at::Tensor bernoulli(const at::Tensor& probabilities, std::optional<at::Generator> generator) {
+  if (chip_float(probabilities)) {
+    at::Tensor u = new_npu(probabilities.sizes(), at::kFloat);
+    if (generate(OpKind::UNIFORM, u, 0, 1, generator)) return at::lt(u, as_f32(probabilities)).to(probabilities.scalar_type());
+  }
+  note_cpu_fallback("aten::bernoulli");
+  return at::bernoulli(probabilities.cpu()).to(probabilities.device());
+}
+
+// where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
+at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
+  const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
+  const at::Tensor kept = at::where(mask, scaled, at::scalar_tensor(0.0, at::TensorOptions().dtype(at::kFloat)));
+  return kept.scalar_type() == x.scalar_type() ? kept : kept.to(x.scalar_type());
+}
+
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  if (train.has_value() && !*train) return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  const double keep = 1.0 - p, scale = keep == 0 ? 0.0 : 1.0 / keep;
+  if (chip_float(input)) {
+    at::Tensor mask = new_npu(input.sizes(), at::kBool);
+    if (generate(OpKind::BERNOULLI, mask, keep, 0, std::nullopt)) return {masked_scale(input, mask, scale), mask};
+  }
+  note_cpu_fallback("aten::native_dropout");
+  auto [output, mask] = at::native_dropout(input.cpu(), p, train);
+  return {output.to(input.device()), mask.to(input.device())};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+  if (chip_float(grad) && on_npu(mask) && mask.scalar_type() == at::kBool) return masked_scale(grad, mask, scale);
+  note_cpu_fallback("aten::native_dropout_backward");
+  return at::native_dropout_backward(grad.cpu(), mask.cpu(), scale).to(grad.device());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", uniform_);
+  m.impl("normal_", normal_);
+  m.impl("bernoulli_.float", bernoulli_float_);
+  m.impl("bernoulli", bernoulli);
+  m.impl("native_dropout", native_dropout);
+  m.impl("native_dropout_backward", native_dropout_backward);
+}
+
+}  // namespace
+}  // namespace npusim
