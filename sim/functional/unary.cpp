@@ -55,6 +55,7 @@ void float_unary(Opcode op, DType dtype, uint8_t* dst, const uint8_t* src, size_
     case Opcode::V_SILU: map([](float x) { return x / (1.0f + std::exp(-x)); }); break;
     case Opcode::V_SIN: map([](float x) { return std::sin(x); }); break;
     case Opcode::V_COS: map([](float x) { return std::cos(x); }); break;
+    case Opcode::V_ERF: map([](float x) { return std::erf(x); }); break;
     default: break;
   }
 }
@@ -72,8 +73,8 @@ bool int_unary(Opcode op, DType dtype, uint8_t* dst, const uint8_t* src, size_t 
   return true;
 }
 
-// isa.def numbers the unary instructions contiguously, v.mov first, v.cos last.
-bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_COS; }
+// isa.def numbers the unary instructions contiguously, v.mov first, v.erf last.
+bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_ERF; }
 
 }  // namespace
 

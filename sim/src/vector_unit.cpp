@@ -11,7 +11,7 @@ namespace {
 
 using isa::Opcode;
 
-bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_COS; }
+bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_ERF; }
 bool is_binary(Opcode op) { return op >= Opcode::V_ADD && op <= Opcode::V_GE; }
 bool is_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
 bool is_reduction(Opcode op) { return op >= Opcode::V_RSUM && op <= Opcode::V_ARGMIN; }

@@ -416,3 +416,17 @@ def test_convolution_pooling_norms_and_losses_run_on_the_chip(case, dtype):
     for a, b in zip(on_npu, inputs):
         scale = b.grad.abs().max().item()
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=tol["rtol"], atol=tol["atol"] * max(1.0, scale))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, {"rtol": 2e-6, "atol": 2e-6}), (torch.bfloat16, {"rtol": 1.6e-2, "atol": 1e-2})])
+def test_gelu_backward_and_erf_run_on_the_chip(approximate, dtype, tolerance):
+    before = dict(npusim.fallback_stats())
+    x = (torch.randn(37, 53) * 3).to(dtype)
+    grad = torch.randn(37, 53).to(dtype)
+    expected = torch.ops.aten.gelu_backward(grad, x, approximate=approximate)
+    actual = torch.ops.aten.gelu_backward(grad.to(NPU), x.to(NPU), approximate=approximate).cpu()
+    assert actual.dtype == dtype
+    torch.testing.assert_close(actual, expected, **tolerance)
+    torch.testing.assert_close(torch.erf(x.to(NPU)).cpu(), torch.erf(x), **tolerance)
+    assert {op: n for op, n in npusim.fallback_stats().items() if n != before.get(op, 0)} == {}

@@ -71,7 +71,7 @@ TEST(Presets, BaseIsFourCoresOnTwoByTwo) {
 TEST(Presets, BaseTranscendentalsCostMoreThanArithmetic) {
   const VectorUnitConfig& v = load_chip_config("base").core.vector_unit;
   for (Opcode op : {Opcode::V_EXP, Opcode::V_LOG, Opcode::V_TANH, Opcode::V_SIGMOID, Opcode::V_GELU, Opcode::V_SILU,
-                    Opcode::V_SIN, Opcode::V_COS, Opcode::V_RSQRT, Opcode::V_SQRT, Opcode::V_RECIP, Opcode::V_DIV,
+                    Opcode::V_SIN, Opcode::V_COS, Opcode::V_ERF, Opcode::V_RSQRT, Opcode::V_SQRT, Opcode::V_RECIP, Opcode::V_DIV,
                     Opcode::V_POW}) {
     SCOPED_TRACE(isa::find_instruction(op)->mnemonic);
     for (Opcode cheap : {Opcode::V_ADD, Opcode::V_MUL}) {

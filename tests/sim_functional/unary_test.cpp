@@ -41,6 +41,7 @@ std::vector<UnaryCase> float_cases() {
       {Opcode::V_SILU, [sigmoid](double x) { return x * sigmoid(x); }, -10, 10, false},
       {Opcode::V_SIN, [](double x) { return std::sin(x); }, -6, 6, false},
       {Opcode::V_COS, [](double x) { return std::cos(x); }, -6, 6, false},
+      {Opcode::V_ERF, [](double x) { return std::erf(x); }, -4, 4, false},
   };
 }
 
@@ -134,7 +135,7 @@ TEST(VectorUnary, IntegerOpsWrap) {
 TEST(VectorUnary, TranscendentalsOnIntegersFaultWithoutWriting) {
   const Opcode float_only[] = {Opcode::V_EXP,  Opcode::V_LOG,     Opcode::V_SQRT, Opcode::V_RSQRT,
                                Opcode::V_RECIP, Opcode::V_TANH,   Opcode::V_SIGMOID, Opcode::V_GELU,
-                               Opcode::V_GELUT, Opcode::V_SILU,   Opcode::V_SIN,  Opcode::V_COS};
+                               Opcode::V_GELUT, Opcode::V_SILU,   Opcode::V_SIN,  Opcode::V_COS, Opcode::V_ERF};
   for (const Opcode op : float_only) {
     for (const DType dtype : kIntTypes) {
       const Bytes src(8, 3);

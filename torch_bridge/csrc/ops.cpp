@@ -305,6 +305,7 @@ NPUSIM_UNARY(relu, RELU)
 NPUSIM_UNARY(silu, SILU)
 NPUSIM_UNARY(sin, SIN)
 NPUSIM_UNARY(cos, COS)
+NPUSIM_UNARY(erf, ERF)
 #undef NPUSIM_UNARY
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
@@ -312,6 +313,31 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
   return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
+}
+
+// gelu's derivative by ATen's formulas, composed in f32 from elementwise kernels and rounded once:
+//   none: grad * (cdf + x * pdf), cdf = (1 + erf(x / sqrt 2)) / 2, pdf = exp(-x^2 / 2) / sqrt(2 pi)
+//   tanh: grad * ((1 + t) / 2 + x / 2 * (1 - t^2) * beta * (1 + 3 kappa x^2)), t = tanh(beta * (x + kappa x^3))
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+  if (chip_float(grad) && chip_float(self)) {
+    const at::Tensor x = as_f32(self);
+    at::Tensor derivative;
+    if (approximate == "tanh") {
+      constexpr double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715;
+      const at::Tensor x_sq = x * x;
+      const at::Tensor t = at::tanh((x + x_sq * x * kKappa) * kBeta);
+      const at::Tensor left = (t + 1) * 0.5;
+      const at::Tensor right = x * 0.5 * (t * t * -1 + 1) * kBeta * (x_sq * (3 * kKappa) + 1);
+      derivative = left + right;
+    } else {
+      const at::Tensor cdf = (at::erf(x * M_SQRT1_2) + 1) * 0.5;
+      const at::Tensor pdf = at::exp(x * x * -0.5) * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
+      derivative = cdf + x * pdf;
+    }
+    const at::Tensor result = as_f32(grad) * derivative;
+    return result.scalar_type() == grad.scalar_type() ? result : result.to(grad.scalar_type());
+  }
+  return on_cpu("aten::gelu_backward", [&] { return at::gelu_backward(cpu(grad), cpu(self), approximate); });
 }
 
 // out = beta * bias + alpha * (a @ b)
@@ -730,6 +756,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sin", sin);
   m.impl("cos", cos);
   m.impl("gelu", gelu);
+  m.impl("gelu_backward", gelu_backward);
+  m.impl("erf", erf);
   m.impl("mm", mm);
   m.impl("bmm", bmm);
   m.impl("addmm", addmm);
