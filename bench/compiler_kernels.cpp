@@ -134,7 +134,9 @@ int sc_main(int argc, char* argv[]) {
       const OpDesc op(OpKind::MATMUL,
                       {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
                       TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
+      const uint64_t bytes_before = dram_bytes(*device);
       const Run r = run(*device, device, compiler, op);
+      const double moved = double(dram_bytes(*device) - bytes_before);
       const double macs = double(m) * n * k;
       // The DRAM bound: every byte of A, B and C moved once at the DRAM peak.
       const double min_bytes = double(m * k + k * n + m * n) * 2;
@@ -142,6 +144,8 @@ int sc_main(int argc, char* argv[]) {
       std::printf("GEMM %lldx%lldx%lld bf16: %llu cycles, %.1f%% of peak MACs/cycle (roofline with A, B, C read/written once: %.1f%%); host %.2f s\n  %s",
                   (long long)m, (long long)n, (long long)k, (unsigned long long)r.cycles, 100.0 * macs / (double(r.cycles) * peak_macs),
                   100.0 * roofline, r.host_seconds, r.plan.c_str());
+      std::printf("  DRAM traffic %.1f MiB = %.2fx the minimum; at the DRAM peak it alone takes %.0f cycles (%.0f%% of the run)\n",
+                  moved / 1048576.0, moved / min_bytes, moved / dram_bytes_per_cycle, 100.0 * moved / dram_bytes_per_cycle / double(r.cycles));
     }
     {
       const int64_t rows = 4096, cols = 4096;

@@ -1,12 +1,17 @@
 // Matmul on the tensor core: out[b] = epilogue(alpha * A[b] @ B[b] + beta * bias).
 //
 // The output is cut into TM x TN tiles per batch element, numbered
-// batch-major, and core c of P takes tiles [c*T/P, (c+1)*T/P). Each tile is
-// the sum of K steps of depth TK, accumulated in f32 in the accumulator; the
-// tile sizes are the largest whose double buffers fit the scratchpad and the
-// accumulator, preferring the shapes that load the fewest bytes per MAC.
+// batch-major then row-major, and core c of P takes tiles [c*T/P, (c+1)*T/P),
+// so a core's tiles mostly share their rows of A. Each tile is the sum of K
+// steps of depth TK, accumulated in f32 in the accumulator. When a whole
+// panel of A (TM x K) fits the scratchpad next to the other buffers, it is
+// loaded once for the run of tiles that share it (the "A panel"), not once
+// per tile. The tile sizes and the panel are chosen by an estimate of the
+// kernel's time from the config: the DRAM bytes it moves at the DRAM peak
+// against the tensor core's cycles per tile, whichever is longer.
 // Four engines form rings of two slots (the protocol of examples/gemm.s):
-//   dma ch0:  A tiles (and the bias tile, once per output tile)  -> tc
+//   dma ch0:  A tiles, or the A panel's K steps once per panel,
+//             and the bias tile, once per output tile             -> tc
 //   dma ch1:  B tiles                                             -> tc
 //   tc:       tc.mm per K step, the first overwriting             -> vector
 //   vector:   alpha, bias, epilogue, round to the output dtype    -> dma ch2
@@ -147,30 +152,48 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     kernel.plan = "matmul: empty output, nothing to compute\n";
     return kernel;
   }
-  // Tile sizes: the fewest bytes loaded per MAC whose double buffers fit.
+  // Tile sizes and the A panel: the fastest by an estimate of time, over the shapes whose buffers fit.
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
   const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
+  const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
   int64_t tm = 0, tn = 0, tk = 0;
-  double best = -1;
+  bool panel = false;
+  double best = 0, best_bytes = 0;
   for (const int64_t cm_ : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
     for (const int64_t cn : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
         const int64_t TM = std::min(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
+        if (2 * align64(TM * TN * 4) > accumulator) continue;
         const int64_t bias_bytes = has_bias ? 2 * align64(TM * TN * (bias.esize + 4)) : 0;
         // Split f32: two slots of bf16 parts of each operand, and one f32 tile for the residual.
         const int64_t split_bytes = !split ? 0
                                            : 2 * parts * (align64(TM * TK * 2) + align64(TK * TN * 2)) +
                                                  (parts > 1 ? std::max(align64(TM * TK * 4), align64(TK * TN * 4)) : 0);
-        const int64_t local =
-            2 * (align64(TM * TK * e) + align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128 + split_bytes;  // + alpha and beta
-        if (local > scratchpad || 2 * align64(TM * TN * 4) > accumulator) continue;
-        // Bytes per MAC, and a preference for tiles that fill the array.
-        const double intensity = double(TM) * TN * TK / double(TM * TK + TK * TN);
-        const double fill = double(std::min(TN, array_cols)) / double(array_cols) * double(std::min(TK, array_rows)) / double(array_rows);
-        const double score = intensity * (0.5 + 0.5 * fill);
-        if (score > best) best = score, tm = TM, tn = TN, tk = TK;
+        const int64_t others = 2 * (align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128 + split_bytes;  // + alpha and beta
+        const int64_t k_steps = (k + TK - 1) / TK;
+        const int64_t m_tiles_ = (m + TM - 1) / TM, n_tiles_ = (n + TN - 1) / TN, tiles_ = batch * m_tiles_ * n_tiles_;
+        for (const bool with_panel : {false, true}) {
+          if (with_panel && (split || n_tiles_ == 1)) continue;  // split f32 rewrites its A tiles; one tile per row has nothing to share
+          const int64_t a_local = with_panel ? k_steps * align64(TM * TK * e) : 2 * align64(TM * TK * e);
+          if (a_local + others > scratchpad) continue;
+          // DRAM bytes: A once per tile (once per row of tiles with a panel), B once per tile, C once.
+          // (A core that takes part of a row of tiles loads its panel too: up to one more per core.)
+          const double a_reads = with_panel ? double(std::min(tiles_, batch * m_tiles_ + config.num_cores - 1)) : double(tiles_);
+          const double bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e) +
+                               double(tiles_) * double(k) * double(std::min(TN, n)) * double(e) + double(batch * m * n * eo);
+          // The tensor core per tile: weight-stationary folds of max(TM, R) rows, and a fill and drain per K step.
+          const double folds = double((TN + array_cols - 1) / array_cols) * double((k + array_rows - 1) / array_rows);
+          const double tile_cycles = config.core.tensor_core.weight_double_buffering
+                                         ? folds * double(std::max(TM, array_rows)) + double(k_steps) * double(2 * array_rows + array_cols)
+                                         : folds * double(TM + 2 * array_rows + array_cols);
+          const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
+          const double estimate = std::max(bytes / dram_bytes_per_cycle, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
+          // Ties (compute-bound shapes) go to the fewer DRAM bytes.
+          if (tm == 0 || estimate < best || (estimate == best && bytes < best_bytes))
+            best = estimate, best_bytes = bytes, tm = TM, tn = TN, tk = TK, panel = with_panel;
+        }
       }
   if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");
   // Enough tiles for every core: split the larger output tile side while there are fewer tiles than cores.
@@ -184,10 +207,13 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const unsigned channels = config.core.dma.channels;
   const unsigned ch_a = 0, ch_b = std::min(1u, channels - 1), ch_c = std::min(2u, channels - 1);
 
-  // Local memory: two slots of each buffer.
+  if (n_tiles == 1) panel = false;
+  const int64_t k_steps = (k + tk - 1) / tk;
+  // Local memory: two slots of each buffer; the A panel holds all K steps of its rows.
   const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo);
+  const int64_t a_slots = panel ? k_steps : 2;
   const int64_t bias_raw_bytes = has_bias ? align64(tm * tn * bias.esize) : 0, bias_f32_bytes = has_bias ? align64(tm * tn * 4) : 0;
-  const int64_t a0 = 0, b0 = 2 * a_bytes, o0 = b0 + 2 * b_bytes, braw0 = o0 + 2 * o_bytes, bf0 = braw0 + 2 * bias_raw_bytes;
+  const int64_t a0 = 0, b0 = a_slots * a_bytes, o0 = b0 + 2 * b_bytes, braw0 = o0 + 2 * o_bytes, bf0 = braw0 + 2 * bias_raw_bytes;
   const int64_t consts = bf0 + 2 * bias_f32_bytes;  // f32 alpha, beta
   // Split f32: part p of slot s of A at ap0 + (s * parts + p) * ap_bytes, of B likewise; the residual's scratch at residual0.
   const int64_t ap_bytes = align64(tm * tk * 2), bp_bytes = align64(tk * tn * 2);
@@ -213,25 +239,29 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.bind(done);
   } else {
     // Ring tokens, and the f32 constants.
+    // (The A panel is one buffer: one token.)
     for (int i = 0; i < 2; ++i)
-      for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE, PARTS_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+      for (const int64_t s : {A_FREE, B_FREE, ACC_FREE, OUT_FREE, BIAS_FREE, PARTS_FREE})
+        if (!(panel && s == A_FREE && i == 1)) pb.emit(Opcode::SIGNAL, {kCtl, s});
     const Reg t = pb.reg(), t_end = pb.reg(), tmp = pb.reg(), tmp2 = pb.reg();
     pb.split_over_cores(tiles, t, t_end);
     pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
+    const Reg t_first = pb.reg();
+    pb.mov(t_first, t);
     const Reg one = pb.reg();
     pb.li(one, 1);
     float alpha = float(op.alpha), beta = float(op.beta);
     uint32_t alpha_bits, beta_bits;
     std::memcpy(&alpha_bits, &alpha, 4), std::memcpy(&beta_bits, &beta, 4);
-    const Reg alpha_at = pb.reg(), beta_at = pb.reg();
-    pb.li(alpha_at, consts), pb.li(beta_at, consts + 64);
-    pb.li(tmp, alpha_bits);
-    pb.emit(Opcode::V_FILL, {f32, alpha_at.index, tmp.index, one.index, one.index});
-    pb.li(tmp, beta_bits);
-    pb.emit(Opcode::V_FILL, {f32, beta_at.index, tmp.index, one.index, one.index});
+    const int64_t alpha_at = consts, beta_at = consts + 64;
+    pb.li(tmp2, alpha_at), pb.li(tmp, alpha_bits);
+    pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});
+    pb.li(tmp2, beta_at), pb.li(tmp, beta_bits);
+    pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});
 
-    const Reg slot = pb.reg(), acc_slot = pb.reg();  // 0 / 1: this tile's output slot and accumulator slot
-    pb.li(slot, 0);
+    const Reg slot = pb.reg();  // 0 / 1: this tile's output slot and accumulator slot
+    const Reg new_panel = pb.reg();  // 1 when this tile's rows of A are not in the panel yet
+    pb.li(slot, 0), pb.li(new_panel, 1);
     const Reg bidx = pb.reg(), m0 = pb.reg(), n0 = pb.reg(), mt = pb.reg(), nt = pb.reg(), kt = pb.reg(), k_left = pb.reg();
     const Reg a_src = pb.reg(), b_src = pb.reg(), kslot = pb.reg();  // kslot: the K step's operand slot, 0 / 1
     const Reg r_n0 = pb.reg(), r_n1 = pb.reg(), r_n2 = pb.reg(), ds1 = pb.reg(), ss1 = pb.reg(), ds2 = pb.reg(), ss2 = pb.reg();
@@ -239,10 +269,23 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.li(kslot, 0);
     const Label tile = pb.label();
     pb.bind(tile);
-    // Tile t: batch element bidx, rows m0 .. +mt, columns n0 .. +nt.
+    // Tile t is visited as tile u: within the part of its row of tiles that this core owns,
+    // rotated by the core id. Cores then work on different columns of B at the same time,
+    // which lie in different DRAM channels (a column of tiles of a row-major B sits in one
+    // channel when a tile row is one interleave block), and the rows stay whole for the panel.
+    if (n_tiles > 1) {
+      pb.li(tmp, n_tiles), pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index}), pb.mul(bidx, bidx, tmp);  // the row's first tile
+      pb.emit(Opcode::MAX, {m0.index, t_first.index, bidx.index});                                            // s: this core's first in it
+      pb.addi(n0, bidx, n_tiles), pb.min(n0, n0, t_end), pb.sub(n0, n0, m0);                                 // its count there
+      pb.sub(tmp2, t, m0), pb.emit(Opcode::CSRR, {tmp.index, 0}), pb.add(tmp2, tmp2, tmp);
+      pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, n0.index}), pb.add(tmp2, tmp2, m0);
+    } else {
+      pb.mov(tmp2, t);
+    }
+    // Tile u: batch element bidx, rows m0 .. +mt, columns n0 .. +nt.
     pb.li(tmp, m_tiles * n_tiles);
-    pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index});
-    pb.emit(Opcode::REMU, {m0.index, t.index, tmp.index});
+    pb.emit(Opcode::DIVU, {bidx.index, tmp2.index, tmp.index});
+    pb.emit(Opcode::REMU, {m0.index, tmp2.index, tmp.index});
     pb.li(tmp, n_tiles);
     pb.emit(Opcode::REMU, {n0.index, m0.index, tmp.index});
     pb.emit(Opcode::DIVU, {m0.index, m0.index, tmp.index});
@@ -302,16 +345,34 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
 
     // The K loop.
     pb.li(k_left, k);
+    if (panel) {  // the previous panel's last tile is done with it
+      const Label kept = pb.label();
+      pb.branch(Opcode::BEQ, {new_panel.index, kZero.index}, kept);
+      pb.emit(Opcode::WAIT, {engine_of(ch_a), A_FREE});
+      pb.bind(kept);
+    }
     pb.emit(Opcode::WAIT, {kTc, ACC_FREE});
     const Label k_loop = pb.label(), k_first = pb.label(), k_issued = pb.label();
     pb.bind(k_loop);
     pb.li(tmp, tk), pb.min(kt, k_left, tmp);
-    // A: mt x kt at a_src (slot kslot).
-    pb.emit(Opcode::WAIT, {engine_of(ch_a), A_FREE});
-    load_shape(am, mt, kt);
-    pb.li(l0, a_bytes), pb.mul(l0, l0, kslot), pb.addi(l0, l0, a0);
-    dma(Opcode::DMA_LD, ch_a, l0, a_src);
-    pb.emit(Opcode::SIGNAL, {engine_of(ch_a), A_FULL});
+    if (panel) {
+      // A: mt x kt at a_src into the panel's K step (k - k_left) / tk, when the panel is new.
+      pb.li(l0, k), pb.sub(l0, l0, k_left), pb.li(tmp, tk), pb.emit(Opcode::DIVU, {l0.index, l0.index, tmp.index});
+      pb.li(tmp, a_bytes), pb.mul(l0, l0, tmp), pb.addi(l0, l0, a0);
+      const Label loaded = pb.label();
+      pb.branch(Opcode::BEQ, {new_panel.index, kZero.index}, loaded);
+      load_shape(am, mt, kt);
+      dma(Opcode::DMA_LD, ch_a, l0, a_src);
+      pb.emit(Opcode::SIGNAL, {engine_of(ch_a), A_FULL});
+      pb.bind(loaded);
+    } else {
+      // A: mt x kt at a_src (slot kslot).
+      pb.emit(Opcode::WAIT, {engine_of(ch_a), A_FREE});
+      load_shape(am, mt, kt);
+      pb.li(l0, a_bytes), pb.mul(l0, l0, kslot), pb.addi(l0, l0, a0);
+      dma(Opcode::DMA_LD, ch_a, l0, a_src);
+      pb.emit(Opcode::SIGNAL, {engine_of(ch_a), A_FULL});
+    }
     // B: kt x nt at b_src.
     pb.emit(Opcode::WAIT, {engine_of(ch_b), B_FREE});
     load_shape(bm, kt, nt);
@@ -344,11 +405,17 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     // tc.mm into this tile's accumulator slot; the first K step overwrites.
     if (split) {
       pb.emit(Opcode::WAIT, {kTc, PARTS_FULL});
+    } else if (panel) {
+      const Label resident = pb.label();
+      pb.branch(Opcode::BEQ, {new_panel.index, kZero.index}, resident);
+      pb.emit(Opcode::WAIT, {kTc, A_FULL});
+      pb.bind(resident);
+      pb.emit(Opcode::WAIT, {kTc, B_FULL});
     } else {
       pb.emit(Opcode::WAIT, {kTc, A_FULL});
       pb.emit(Opcode::WAIT, {kTc, B_FULL});
     }
-    pb.li(l2, acc_bytes), pb.mul(l2, l2, acc_slot), pb.li(tmp, acc0), pb.add(l2, l2, tmp);
+    pb.li(l2, acc_bytes), pb.mul(l2, l2, slot), pb.li(tmp, acc0), pb.add(l2, l2, tmp);
     const int64_t flags = (am.transposed() ? 2 : 0) | (bm.transposed() ? 4 : 0);
     // The operands of product p: the loaded tiles, or parts i and j of them.
     const auto operands = [&](size_t p) -> std::pair<Reg, Reg> {
@@ -372,7 +439,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     if (split) {
       pb.emit(Opcode::SIGNAL, {kTc, PARTS_FREE});
     } else {
-      pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
+      if (!panel) pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
       pb.emit(Opcode::SIGNAL, {kTc, B_FREE});
     }
     pb.emit(Opcode::XORI, {kslot.index, kslot.index, 1});
@@ -381,11 +448,26 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
     pb.branch(Opcode::BLT, {kZero.index, k_left.index}, k_loop);
     pb.emit(Opcode::SIGNAL, {kTc, ACC_FULL});
+    if (panel) {
+      // The next tile starts a new panel when it starts a row of tiles; the tensor core frees
+      // the panel after the last tile that uses it (that one, or this core's last tile).
+      const Label same_row = pb.label(), release = pb.label(), kept = pb.label();
+      pb.addi(tmp, t, 1), pb.li(tmp2, n_tiles), pb.emit(Opcode::REMU, {tmp2.index, tmp.index, tmp2.index});
+      pb.li(new_panel, 0);
+      pb.branch(Opcode::BNE, {tmp2.index, kZero.index}, same_row);
+      pb.li(new_panel, 1);
+      pb.bind(same_row);
+      pb.branch(Opcode::BNE, {new_panel.index, kZero.index}, release);
+      pb.branch(Opcode::BNE, {tmp.index, t_end.index}, kept);
+      pb.bind(release);
+      pb.emit(Opcode::SIGNAL, {kTc, A_FREE});
+      pb.bind(kept);
+    }
 
     // Epilogue on the vector unit, in f32 in the accumulator: alpha, bias, ops; then round.
     pb.emit(Opcode::WAIT, {kVec, ACC_FULL});
     pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
-    if (op.alpha != 1.0) pb.emit(Opcode::V_MUL, {f32, 3, l2.index, l2.index, alpha_at.index, mt.index, nt.index});
+    if (op.alpha != 1.0) pb.li(tmp2, alpha_at), pb.emit(Opcode::V_MUL, {f32, 3, l2.index, l2.index, tmp2.index, mt.index, nt.index});
     if (has_bias) {
       pb.emit(Opcode::WAIT, {kVec, BIAS_FULL});
       pb.li(l0, braw0), pb.li(tmp, bias_raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
@@ -395,7 +477,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       if (bias.dtype != DType::F32) pb.emit(Opcode::V_CVT, {f32, int64_t(bias.dtype), l1.index, l0.index, rows.index, cols.index});
       else pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, rows.index, cols.index});
       pb.emit(Opcode::SIGNAL, {kVec, BIAS_FREE});
-      if (op.beta != 1.0) pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, beta_at.index, rows.index, cols.index});
+      if (op.beta != 1.0) pb.li(tmp2, beta_at), pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, tmp2.index, rows.index, cols.index});
       const int64_t bc = bias_mode == BiasMode::Full ? 0 : bias_mode == BiasMode::Row ? 1 : bias_mode == BiasMode::Col ? 2 : 3;
       pb.emit(Opcode::V_ADD, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
     }
@@ -415,7 +497,6 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.emit(Opcode::SIGNAL, {engine_of(ch_c), OUT_FREE});
 
     pb.emit(Opcode::XORI, {slot.index, slot.index, 1});
-    pb.emit(Opcode::XORI, {acc_slot.index, acc_slot.index, 1});
     pb.addi(t, t, 1);
     pb.branch(Opcode::BLT, {t.index, t_end.index}, tile);
     pb.bind(done);
@@ -430,6 +511,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
        << (split ? " as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) + " tensor-core products per step)" : std::string())
        << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
        << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "");
+  if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;
   for (const OpKind step : op.epilogue) plan << ", then " << op_name(step);

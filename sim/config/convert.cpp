@@ -36,6 +36,7 @@ TensorCoreConfig to_typed(const pb::TensorCoreConfig& m) {
   tensor_core.dataflow =
       m.dataflow() == pb::OUTPUT_STATIONARY ? Dataflow::OutputStationary : Dataflow::WeightStationary;
   for (const std::string& name : m.input_dtypes()) tensor_core.input_dtypes.push_back(*isa::dtype_from_name(name));
+  tensor_core.weight_double_buffering = m.weight_double_buffering();
   return tensor_core;
 }
 
@@ -44,6 +45,7 @@ void to_proto(const TensorCoreConfig& tensor_core, pb::TensorCoreConfig* m) {
   m->set_cols(tensor_core.cols);
   m->set_dataflow(tensor_core.dataflow == Dataflow::OutputStationary ? pb::OUTPUT_STATIONARY : pb::WEIGHT_STATIONARY);
   for (isa::DType dtype : tensor_core.input_dtypes) m->add_input_dtypes(std::string(isa::dtype_name(dtype)));
+  m->set_weight_double_buffering(tensor_core.weight_double_buffering);
 }
 
 VectorUnitConfig to_typed(const pb::VectorUnitConfig& m) {

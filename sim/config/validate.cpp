@@ -71,6 +71,8 @@ void check_tensor_core(const Scope& s) {
   within(s, "cols", m.cols(), 1, 1024);
   s.require(m.dataflow() != pb::DATAFLOW_UNSPECIFIED, "dataflow", "must be WEIGHT_STATIONARY or OUTPUT_STATIONARY",
             pb::Dataflow_Name(m.dataflow()));
+  s.require(!m.weight_double_buffering() || m.dataflow() == pb::WEIGHT_STATIONARY, "weight_double_buffering",
+            "needs dataflow WEIGHT_STATIONARY (an output-stationary array holds no weights)", "true");
   s.require(m.input_dtypes_size() > 0, "input_dtypes", "must list at least one dtype", "");
   std::set<std::string> seen;
   for (int i = 0; i < m.input_dtypes_size(); ++i) {

@@ -14,7 +14,18 @@ uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n,
     // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
     // through: 2*kr + nc + m - 2 cycles per fold (SCALE-Sim). Summed over folds:
     const uint64_t k_folds = ceil_div(k, rows), n_folds = ceil_div(n, cols), folds = k_folds * n_folds;
-    return 2 * k * n_folds + n * k_folds + (m - 2) * folds;
+    if (!config.weight_double_buffering) return 2 * k * n_folds + n * k_folds + (m - 2) * folds;
+    // Double-buffered weights: the first block loads (kr cycles), then each fold
+    // streams its m rows while the next fold's kr rows of weights load, so it
+    // takes max(m, next kr); the last fold streams m and drains (kr + nc - 2).
+    // Folds go k-inner: every column fold's last k fold holds the k % rows rest.
+    const uint64_t rest = k % rows, full_k_folds = k / rows;
+    const uint64_t first_kr = full_k_folds > 0 ? rows : rest;
+    const uint64_t last_kr = rest > 0 ? rest : rows, last_nc = n - (n_folds - 1) * cols;
+    // The kr of folds 1 .. folds-1 (each fold's successor): rows, or the rest.
+    const uint64_t rest_folds = rest > 0 ? n_folds - (full_k_folds > 0 ? 0 : 1) : 0;
+    const uint64_t full_folds = folds - 1 - rest_folds;
+    return first_kr + full_folds * std::max(m, rows) + rest_folds * std::max(m, rest) + m + last_kr + last_nc - 2;
   }
   // Output stationary: each fold owns a (<= rows) x (<= cols) block of C and
   // streams k: 2*mr + nc + k - 2 cycles per fold.

@@ -165,6 +165,19 @@ TEST_P(Matmul, BiasScalesAndEpiloguesAreFused) {
   check(scalar);
 }
 
+// Rows of tiles that share a resident panel of A, rows split between cores (each core
+// rotates its share of a row), partial edge tiles, a batch and a bias.
+TEST_P(Matmul, AResidentPanelOfAServesItsRowOfTiles) {
+  const DType dt = dtype();
+  OpDesc op{OpKind::MATMUL, {contiguous(dt, {3, 40, 96}), contiguous(dt, {96, 1100}), contiguous(DType::F32, {1100})}, contiguous(dt, {3, 40, 1100})};
+  op.epilogue = {OpKind::RELU};
+  EXPECT_NE(compiler_.compile(op)->plan.find("A panel resident"), std::string::npos) << compiler_.compile(op)->plan;
+  check(op);
+  const OpDesc tall = mm(DType::BF16, 520, 1100, 40);
+  EXPECT_NE(compiler_.compile(tall)->plan.find("A panel resident"), std::string::npos) << compiler_.compile(tall)->plan;
+  check(tall);
+}
+
 TEST_P(Matmul, TheTilesFollowTheChip) {
   const auto kernel = compiler_.compile(mm(DType::BF16, 512, 512, 512));
   EXPECT_EQ(kernel->cores, device_->info().num_cores);

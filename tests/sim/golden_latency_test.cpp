@@ -74,6 +74,23 @@ TEST_F(Golden, SystolicTileClosedFormsForBothDataflows) {
   EXPECT_EQ(systolic_cycles(array, 8, 4, 4), 28u);
 }
 
+TEST_F(Golden, SystolicTileWithDoubleBufferedWeights) {
+  TensorCoreConfig array{4, 4, Dataflow::WeightStationary, {}, /*weight_double_buffering=*/true};
+  // One fold is the same as without: R (load) + m (stream) + R + C - 2 (drain) = 4 + 8 + 4 + 4 - 2 = 18.
+  EXPECT_EQ(systolic_cycles(array, 8, 4, 4), 18u);
+  // 4 folds: load 4, three folds of max(m, R) = 8 while the next weights load, the last
+  // streams 8 and drains 4 + 4 - 2: 4 + 24 + 8 + 6 = 42 (72 without).
+  EXPECT_EQ(systolic_cycles(array, 8, 8, 8), 42u);
+  // m = 2 < R: the weight loads set the pace: 4 + max(2, 4) + 2 + 6 = 16 (24 without).
+  EXPECT_EQ(systolic_cycles(array, 2, 4, 8), 16u);
+  // k = 4 + 2 (the second fold loads 2 rows), n = 3: 4 + max(5, 2) + 5 + (2 + 3 - 2) = 17 (24 without).
+  EXPECT_EQ(systolic_cycles(array, 5, 3, 6), 17u);
+  // k = 2 < R in each of 2 column folds (n = 4 + 3): 2 + max(5, 2) + 5 + (2 + 3 - 2) = 15.
+  EXPECT_EQ(systolic_cycles(array, 5, 7, 2), 15u);
+  // k = 6, n = 7: folds (kr, nc) = (4,4) (2,4) (4,3) (2,3): 4 + max(5,2) + max(5,4) + max(5,2) + 5 + (2 + 3 - 2) = 27.
+  EXPECT_EQ(systolic_cycles(array, 5, 7, 6), 27u);
+}
+
 TEST_F(Golden, TensorCoreTileEndToEnd) {
   Simulator simulator(test_config());
   const isa::Program program = assemble(R"(

@@ -25,6 +25,7 @@ struct TensorCoreConfig {
   uint32_t cols = 16;
   Dataflow dataflow = Dataflow::WeightStationary;
   std::vector<isa::DType> input_dtypes;
+  bool weight_double_buffering = false;  // weight stationary: next fold's weights load during this fold
 };
 
 struct VectorOpCost {
