@@ -26,6 +26,7 @@ TEST(RoundTrip, EditedConfigKeepsTheEdit) {
   ChipConfig config = load_chip_config("base");
   config.core.vector_unit.op_costs[static_cast<uint8_t>(isa::Opcode::V_ADD)] = {9, 2};
   config.core.tensor_core.dataflow = Dataflow::OutputStationary;
+  config.core.tensor_core.weight_double_buffering = false;  // an output-stationary array holds no weights
   config.dram.refresh_interval_cycles = 0;
   config.dram.refresh_cycles = 0;
   const ChipConfig again = parse_chip_config(dump_chip_config(config), "dump");

@@ -237,6 +237,14 @@ TEST(TensorCore, DataflowMustBeSet) {
                "core.tensor_core.dataflow must be WEIGHT_STATIONARY or OUTPUT_STATIONARY (got DATAFLOW_UNSPECIFIED)");
 }
 
+// The error points at the flag, wherever the dataflow was changed.
+TEST(TensorCore, DoubleBufferedWeightsNeedWeightStationary) {
+  const std::string text = edit_preset("base", "dataflow", "dataflow: WEIGHT_STATIONARY", "dataflow: OUTPUT_STATIONARY").text;
+  EXPECT_EQ(parse_error(text), where(text, "weight_double_buffering: true") +
+                                   ": core.tensor_core.weight_double_buffering needs dataflow WEIGHT_STATIONARY (an output-stationary "
+                                   "array holds no weights) (got true)");
+}
+
 TEST(Dram, LatenciesInOrder) {
   expect_error("tiny", "dram {", "row_closed_cycles: 28", "row_closed_cycles: 10",
                "dram.row_closed_cycles must be >= dram.row_hit_cycles = 14 (got 10)");
