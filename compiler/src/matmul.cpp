@@ -172,7 +172,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
                                            : 2 * parts * (align64(TM * TK * 2) + align64(TK * TN * 2)) +
                                                  (parts > 1 ? std::max(align64(TM * TK * 4), align64(TK * TN * 4)) : 0);
         const int64_t others = 2 * (align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128 + split_bytes;  // + alpha and beta
-        const int64_t k_steps = (k + TK - 1) / TK;
+        const int64_t k_steps = TK > 0 ? (k + TK - 1) / TK : 1;  // K = 0: no steps (the kernel says so below)
         const int64_t m_tiles_ = (m + TM - 1) / TM, n_tiles_ = (n + TN - 1) / TN, tiles_ = batch * m_tiles_ * n_tiles_;
         for (const bool with_panel : {false, true}) {
           if (with_panel && (split || n_tiles_ == 1)) continue;  // split f32 rewrites its A tiles; one tile per row has nothing to share
@@ -208,7 +208,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const unsigned ch_a = 0, ch_b = std::min(1u, channels - 1), ch_c = std::min(2u, channels - 1);
 
   if (n_tiles == 1) panel = false;
-  const int64_t k_steps = (k + tk - 1) / tk;
+  const int64_t k_steps = tk > 0 ? (k + tk - 1) / tk : 1;
   // Local memory: two slots of each buffer; the A panel holds all K steps of its rows.
   const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo);
   const int64_t a_slots = panel ? k_steps : 2;

@@ -221,6 +221,7 @@ TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
   OpDesc bad = mm(DType::BF16, 4, 4, 4);
   bad.epilogue = {OpKind::ADD};
   EXPECT_THROW(compiler_.compile(bad), std::invalid_argument);
+  EXPECT_THROW(compiler_.compile(mm(DType::BF16, 4, 4, 0)), UnsupportedOp);  // K = 0: the caller fills with zeros
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), testing::preset_name);
