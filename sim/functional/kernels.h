@@ -70,6 +70,12 @@ void vector_transpose(isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64
 KernelError vector_gather(isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t src_rows, const uint8_t* idx, uint64_t rows,
                           uint64_t cols);
 
+// The host instructions tc.mm's arithmetic runs on: the widest the host has by
+// default. Every choice gives the same results (tests compare them); false
+// (and no change) when the host lacks it. Not thread-safe: for tests.
+enum class MatmulIsa { Sse2, Avx2, Avx512 };
+bool use_matmul_isa(MatmulIsa isa);
+
 // tc.mm: acc[m x n] (+)= A * B with the isa::TcFlag flags; acc is f32, or i32 for i8 inputs.
 KernelError tensor_matmul(isa::DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,
                           uint64_t k);

@@ -10,11 +10,15 @@
 //
 // The loop structure is the usual packed GEMM: A and B are converted to f32
 // once, into panels laid out in the order the micro-kernel reads them; the
-// kernel keeps a kMr x kNr tile of sums in registers while it walks a block
+// kernel keeps a kMr x nr tile of sums in registers while it walks a block
 // of k. Blocking over k changes nothing in the order above: the tile goes to
 // the sum buffer and comes back between blocks, and every sum sees k ascend.
+// Neither do the vector width (each lane is one column's own sum: AVX-512,
+// AVX2 or SSE2, whichever the host has) nor the threads (each takes whole
+// rows of the result): results are the same on every x86-64 host.
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "functional/elements.h"
@@ -26,14 +30,10 @@ namespace {
 
 using isa::DType;
 
-// Four lanes (SSE2, which every x86-64 has), four rows: 8 accumulators plus
-// operands fit the 16 vector registers without spilling.
-typedef float F32x4 __attribute__((vector_size(16)));
-constexpr size_t kLanes = 4;
-constexpr size_t kMr = 4;           // rows of the register tile
-constexpr size_t kNr = 2 * kLanes;  // columns of the register tile
-constexpr size_t kKc = 256;         // k block: a kKc x kNr panel of B stays in L1
-constexpr size_t kMc = 32 * kMr;    // rows per block: a kMc x kKc block of A stays in L2
+constexpr size_t kMr = 4;       // rows of the register tile
+constexpr size_t kMaxLanes = 16;  // columns of the register tile: 2 vectors of up to 16 lanes
+constexpr size_t kKc = 256;     // k block: a kKc x nr panel of B stays in L1
+constexpr size_t kMc = 32 * kMr;  // rows per block: a kMc x kKc block of A stays in L2
 
 // i8 runs on the f32 kernel one k block at a time: products are at most 2^14
 // in magnitude and a block's partial sums at most kKc * 2^14, so while that
@@ -45,8 +45,7 @@ static_assert(kKc * 128 * 128 <= (1u << 24), "i8 block sums must stay exact in f
 //   packed[(o / width) * depth * width + p * width + o % width],
 // with zeros padding the last panel. outer_major says whether the stored
 // matrix has X's rows as its rows (A without ta, B with tb) or as its columns.
-template <size_t width>
-std::vector<float> pack_panels(DType dtype, const uint8_t* stored, size_t outer, size_t depth, bool outer_major) {
+std::vector<float> pack_panels(size_t width, DType dtype, const uint8_t* stored, size_t outer, size_t depth, bool outer_major) {
   const size_t panels = (outer + width - 1) / width;
   std::vector<float> packed(panels * depth * width, 0.0f);
   const size_t stored_rows = outer_major ? outer : depth;
@@ -55,46 +54,83 @@ std::vector<float> pack_panels(DType dtype, const uint8_t* stored, size_t outer,
   std::vector<float> row(stored_cols);
   for (size_t s = 0; s < stored_rows; ++s) {
     load_f32_n(dtype, stored + s * row_bytes, stored_cols, row.data());
-    for (size_t e = 0; e < stored_cols; ++e) {
-      const size_t o = outer_major ? s : e;
-      const size_t p = outer_major ? e : s;
-      packed[(o / width) * depth * width + p * width + o % width] = row[e];
+    if (outer_major) {  // row s is X(o = s, all p): a strided column of its panel
+      float* out = packed.data() + (s / width) * depth * width + s % width;
+      for (size_t p = 0; p < depth; ++p) out[p * width] = row[p];
+    } else {  // row s is X(all o, p = s): contiguous runs of `width` in each panel
+      for (size_t o = 0; o < stored_cols; o += width)
+        std::copy_n(row.data() + o, std::min(width, stored_cols - o), packed.data() + (o / width) * depth * width + s * width);
     }
   }
   return packed;
 }
 
-// c[kMr x kNr] (row stride ldc) += A panel * B panel over kc steps of k.
-void micro_kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
-  F32x4 sums[kMr][2];
+// c[kMr x 2L] (row stride ldc) += A panel * B panel over kc steps of k, with
+// Vec a vector of L floats. Always inlined, so that it compiles for the
+// instruction set of the wrapper that calls it.
+template <typename Vec, size_t L>
+[[gnu::always_inline]] inline void micro_kernel_body(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
+  Vec sums[kMr][2];
   for (size_t r = 0; r < kMr; ++r) {
-    std::memcpy(&sums[r][0], c + r * ldc, sizeof(F32x4));
-    std::memcpy(&sums[r][1], c + r * ldc + kLanes, sizeof(F32x4));
+    std::memcpy(&sums[r][0], c + r * ldc, sizeof(Vec));
+    std::memcpy(&sums[r][1], c + r * ldc + L, sizeof(Vec));
   }
   for (size_t p = 0; p < kc; ++p) {
-    F32x4 b0, b1;
-    std::memcpy(&b0, b + p * kNr, sizeof(F32x4));
-    std::memcpy(&b1, b + p * kNr + kLanes, sizeof(F32x4));
+    Vec b0, b1;
+    std::memcpy(&b0, b + p * 2 * L, sizeof(Vec));
+    std::memcpy(&b1, b + p * 2 * L + L, sizeof(Vec));
     for (size_t r = 0; r < kMr; ++r) {
-      const float x = a[p * kMr + r];
-      const F32x4 a_r = {x, x, x, x};
-      sums[r][0] += a_r * b0;
-      sums[r][1] += a_r * b1;
+      const float x = a[p * kMr + r];  // broadcast over the lanes
+      sums[r][0] += x * b0;
+      sums[r][1] += x * b1;
     }
   }
   for (size_t r = 0; r < kMr; ++r) {
-    std::memcpy(c + r * ldc, &sums[r][0], sizeof(F32x4));
-    std::memcpy(c + r * ldc + kLanes, &sums[r][1], sizeof(F32x4));
+    std::memcpy(c + r * ldc, &sums[r][0], sizeof(Vec));
+    std::memcpy(c + r * ldc + L, &sums[r][1], sizeof(Vec));
   }
 }
 
+typedef float F32x4 __attribute__((vector_size(16)));
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef float F32x16 __attribute__((vector_size(64)));
+
+void micro_kernel_sse2(size_t kc, const float* a, const float* b, float* c, size_t ldc) { micro_kernel_body<F32x4, 4>(kc, a, b, c, ldc); }
+__attribute__((target("avx2"))) void micro_kernel_avx2(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
+  micro_kernel_body<F32x8, 8>(kc, a, b, c, ldc);
+}
+__attribute__((target("avx512f"))) void micro_kernel_avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
+  micro_kernel_body<F32x16, 16>(kc, a, b, c, ldc);
+}
+
+struct MicroKernel {
+  size_t nr;  // columns of its register tile: two vectors
+  void (*run)(size_t kc, const float* a, const float* b, float* c, size_t ldc);
+};
+MicroKernel kernel_for(MatmulIsa isa) {
+  switch (isa) {
+    case MatmulIsa::Avx512: return {32, micro_kernel_avx512};
+    case MatmulIsa::Avx2: return {16, micro_kernel_avx2};
+    default: return {8, micro_kernel_sse2};
+  }
+}
+// The widest kernel this host runs, unless use_matmul_isa chose another.
+MicroKernel& current_kernel() {
+  static MicroKernel kernel = kernel_for(__builtin_cpu_supports("avx512f") ? MatmulIsa::Avx512
+                                         : __builtin_cpu_supports("avx2") ? MatmulIsa::Avx2
+                                                                          : MatmulIsa::Sse2);
+  return kernel;
+}
+const MicroKernel& micro_kernel() { return current_kernel(); }
+
 // Edge tiles run the same kernel on a full-size copy, so padding lanes never
 // touch the sum buffer.
-void edge_kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t tile_rows, size_t tile_cols) {
-  float tile[kMr * kNr] = {};
-  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(c + r * ldc, tile_cols, tile + r * kNr);
-  micro_kernel(kc, a, b, tile, kNr);
-  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(tile + r * kNr, tile_cols, c + r * ldc);
+void edge_kernel(const MicroKernel& kernel, size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t tile_rows,
+                 size_t tile_cols) {
+  float tile[kMr * 2 * kMaxLanes] = {};
+  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(c + r * ldc, tile_cols, tile + r * kernel.nr);
+  kernel.run(kc, a, b, tile, kernel.nr);
+  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(tile + r * kernel.nr, tile_cols, c + r * ldc);
 }
 
 struct Problem {
@@ -103,27 +139,45 @@ struct Problem {
 };
 
 Problem pack(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, size_t m, size_t n, size_t k) {
-  return {m, n, k, pack_panels<kMr>(dtype, a, m, k, (flags & isa::kTcTransposeA) == 0),
-          pack_panels<kNr>(dtype, b, n, k, (flags & isa::kTcTransposeB) != 0)};
+  return {m, n, k, pack_panels(kMr, dtype, a, m, k, (flags & isa::kTcTransposeA) == 0),
+          pack_panels(micro_kernel().nr, dtype, b, n, k, (flags & isa::kTcTransposeB) != 0)};
 }
 
-// sums (m x n, row-major) += the products of k block [pc, pc + kc), k ascending.
-void multiply_block(const Problem& p, size_t pc, size_t kc, float* sums) {
-  for (size_t ic = 0; ic < p.m; ic += kMc) {
+// sums (m x n, row-major) += the products of k block [pc, pc + kc), k ascending,
+// for the rows of row blocks [first_block, end_block) of kMc rows.
+void multiply_rows(const Problem& p, size_t pc, size_t kc, float* sums, size_t first_block, size_t end_block) {
+  const MicroKernel& kernel = micro_kernel();
+  const size_t nr = kernel.nr;
+  for (size_t ic = first_block * kMc; ic < std::min(p.m, end_block * kMc); ic += kMc) {
     const size_t i_end = std::min(p.m, ic + kMc);
-    for (size_t j = 0; j < p.n; j += kNr) {
-      const float* b_panel = p.b_panels.data() + (j / kNr) * p.k * kNr + pc * kNr;
+    for (size_t j = 0; j < p.n; j += nr) {
+      const float* b_panel = p.b_panels.data() + (j / nr) * p.k * nr + pc * nr;
       for (size_t i = ic; i < i_end; i += kMr) {
         const float* a_panel = p.a_panels.data() + (i / kMr) * p.k * kMr + pc * kMr;
         const size_t tile_rows = std::min(kMr, p.m - i);
-        const size_t tile_cols = std::min(kNr, p.n - j);
-        if (tile_rows == kMr && tile_cols == kNr)
-          micro_kernel(kc, a_panel, b_panel, sums + i * p.n + j, p.n);
+        const size_t tile_cols = std::min(nr, p.n - j);
+        if (tile_rows == kMr && tile_cols == nr)
+          kernel.run(kc, a_panel, b_panel, sums + i * p.n + j, p.n);
         else
-          edge_kernel(kc, a_panel, b_panel, sums + i * p.n + j, p.n, tile_rows, tile_cols);
+          edge_kernel(kernel, kc, a_panel, b_panel, sums + i * p.n + j, p.n, tile_rows, tile_cols);
       }
     }
   }
+}
+
+// The same for all rows, on a second host thread too when the product is large
+// enough to pay for one (each thread owns whole rows: the sums do not change).
+void multiply_block(const Problem& p, size_t pc, size_t kc, float* sums) {
+  const size_t blocks = (p.m + kMc - 1) / kMc;
+  constexpr double kMacsPerThread = 4e6;
+  if (blocks < 2 || double(p.m) * double(p.n) * double(kc) < 2 * kMacsPerThread || std::thread::hardware_concurrency() < 2) {
+    multiply_rows(p, pc, kc, sums, 0, blocks);
+    return;
+  }
+  const size_t half = blocks / 2;
+  std::thread helper([&] { multiply_rows(p, pc, kc, sums, half, blocks); });
+  multiply_rows(p, pc, kc, sums, 0, half);
+  helper.join();
 }
 
 std::vector<float> float_sums(const Problem& p) {
@@ -161,6 +215,13 @@ void accumulate(uint32_t flags, uint8_t* acc, const std::vector<T>& sums) {
 }
 
 }  // namespace
+
+bool use_matmul_isa(MatmulIsa isa) {
+  const bool supported = isa == MatmulIsa::Sse2 || (isa == MatmulIsa::Avx2 && __builtin_cpu_supports("avx2")) ||
+                         (isa == MatmulIsa::Avx512 && __builtin_cpu_supports("avx512f"));
+  if (supported) current_kernel() = kernel_for(isa);
+  return supported;
+}
 
 KernelError tensor_matmul(DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,
                           uint64_t k) {

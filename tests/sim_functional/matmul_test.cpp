@@ -118,6 +118,28 @@ TEST(TensorMatmul, LargeBf16EqualsStraightLoops) {
   for (size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_bits(got[e], expected[e])) << "element " << e;
 }
 
+// Every host kernel (SSE2, AVX2, AVX-512, as far as this host has them) gives the
+// straight loops' bits, also when the product is large enough for two threads.
+TEST(TensorMatmul, EveryHostKernelGivesTheSameBits) {
+  const Shape shapes[] = {{300, 200, 300}, {37, 45, 70}};
+  int kernels = 0;
+  for (const MatmulIsa isa : {MatmulIsa::Sse2, MatmulIsa::Avx2, MatmulIsa::Avx512}) {
+    if (!use_matmul_isa(isa)) continue;
+    ++kernels;
+    for (const Shape& s : shapes)
+      for (const uint32_t flags : {0u, uint32_t{isa::kTcAcc | isa::kTcTransposeB}}) {
+        SCOPED_TRACE("kernel " + std::to_string(int(isa)) + " " + describe(s, flags));
+        const FloatProblem p = float_problem(DType::BF16, s, flags, 3);
+        const std::vector<float> got = run_float(DType::BF16, flags, p, s);
+        const std::vector<float> expected = straight_loops(p, s, (flags & isa::kTcAcc) != 0);
+        for (size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_bits(got[e], expected[e])) << "element " << e;
+      }
+  }
+  EXPECT_GE(kernels, 1);
+  // Back to the widest.
+  if (!use_matmul_isa(MatmulIsa::Avx512) && !use_matmul_isa(MatmulIsa::Avx2)) use_matmul_isa(MatmulIsa::Sse2);
+}
+
 TEST(TensorMatmul, InfinitiesAndNaNPropagateOnlyWhereTheyBelong) {
   const float inf = std::numeric_limits<float>::infinity();
   const Shape s{7, 9, 3};  // edge tiles in both directions: padding must stay out of the results
