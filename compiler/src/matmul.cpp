@@ -54,11 +54,11 @@ std::string layout(const Matrix& m) {
 }  // namespace
 
 Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
-  if (op.inputs.size() < 2 || op.inputs.size() > 3) throw std::invalid_argument("matmul takes A, B and an optional bias");
+  if (op.inputs.size() < 2 || op.inputs.size() > 4) throw std::invalid_argument("matmul takes A, B, an optional bias and an optional scale");
   const TensorDesc& a = op.inputs[0];
   const TensorDesc& b = op.inputs[1];
   const TensorDesc& c = op.output;
-  const bool has_bias = op.inputs.size() == 3;
+  const bool has_bias = op.inputs.size() >= 3;
   if (a.shape.size() < 2 || b.shape.size() < 2 || c.shape.size() < 2) throw std::invalid_argument("matmul operands have at least 2 dims");
   for (const TensorDesc* t : {&a, &b, &c})
     for (const int64_t s : t->strides)
@@ -122,24 +122,33 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   if (m == 1) am.row_stride = 0;  // a single row: its row stride is never used
   if (cm.col_stride != 1 && n > 1) throw UnsupportedOp("matmul into an output with strided columns");
 
-  // Bias: broadcast to [M, N] (over the batch too).
-  Matrix bias;
-  enum class BiasMode { None, Row, Col, Full, Scalar } bias_mode = BiasMode::None;
-  if (has_bias) {
-    const TensorDesc& t = op.inputs[2];
-    if (!isa::dtype_is_float(t.dtype)) throw std::invalid_argument("matmul: the bias is a float tensor");
+  // The bias (input 2) and the scale (input 3): each broadcast to [M, N] (over the batch too).
+  enum class BiasMode { None, Row, Col, Full, Scalar };
+  struct TileVector {
+    Matrix mx;
+    BiasMode mode = BiasMode::None;
+    uint16_t symbol = 0;
+    int64_t raw0 = 0, f32_0 = 0, raw_bytes = 0, f32_bytes = 0;  // two slots of each in the scratchpad
+  };
+  std::vector<TileVector> vectors;  // [bias] or [bias, scale]
+  for (size_t input = 2; input < op.inputs.size(); ++input) {
+    const char* what = input == 2 ? "bias" : "scale";
+    const TensorDesc& t = op.inputs[input];
+    if (!isa::dtype_is_float(t.dtype)) throw std::invalid_argument(std::string("matmul: the ") + what + " is a float tensor");
     const int64_t rank = static_cast<int64_t>(t.shape.size());
     const int64_t bn = rank >= 1 ? t.shape.back() : 1, bmr = rank >= 2 ? t.shape[size_t(rank - 2)] : 1;
     for (int64_t i = 0; i + 2 < rank; ++i)
-      if (t.shape[size_t(i)] != 1) throw UnsupportedOp("matmul with a bias that varies over the batch");
-    if ((bn != 1 && bn != n) || (bmr != 1 && bmr != m)) throw std::invalid_argument("matmul: the bias does not broadcast to [M, N]");
-    bias.esize = isa::dtype_size_bytes(t.dtype);
-    bias.dtype = t.dtype;
-    bias.offset = t.storage_offset;
-    bias.col_stride = bn == 1 ? 0 : t.strides.back();
-    bias.row_stride = bmr == 1 ? 0 : t.strides[size_t(rank - 2)];
-    bias_mode = bn == 1 && bmr == 1 ? BiasMode::Scalar : bn == 1 ? BiasMode::Col : bmr == 1 ? BiasMode::Row : BiasMode::Full;
-    if ((bias_mode == BiasMode::Row || bias_mode == BiasMode::Full) && bias.col_stride != 1) throw UnsupportedOp("a bias with strided columns");
+      if (t.shape[size_t(i)] != 1) throw UnsupportedOp(std::string("matmul with a ") + what + " that varies over the batch");
+    if ((bn != 1 && bn != n) || (bmr != 1 && bmr != m)) throw std::invalid_argument(std::string("matmul: the ") + what + " does not broadcast to [M, N]");
+    TileVector v;
+    v.mx.esize = isa::dtype_size_bytes(t.dtype);
+    v.mx.dtype = t.dtype;
+    v.mx.offset = t.storage_offset;
+    v.mx.col_stride = bn == 1 ? 0 : t.strides.back();
+    v.mx.row_stride = bmr == 1 ? 0 : t.strides[size_t(rank - 2)];
+    v.mode = bn == 1 && bmr == 1 ? BiasMode::Scalar : bn == 1 ? BiasMode::Col : bmr == 1 ? BiasMode::Row : BiasMode::Full;
+    if ((v.mode == BiasMode::Row || v.mode == BiasMode::Full) && v.mx.col_stride != 1) throw UnsupportedOp(std::string("a ") + what + " with strided columns");
+    vectors.push_back(v);
   }
 
   if (batch * m * n == 0) {  // an empty output: a program that halts at once
@@ -152,6 +161,15 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     kernel.plan = "matmul: empty output, nothing to compute\n";
     return kernel;
   }
+  // A tile's part of a bias or scale: a row of TN, a column of TM, one value, or the whole tile.
+  const auto vector_elements = [&](BiasMode mode, int64_t rows, int64_t cols) -> int64_t {
+    switch (mode) {
+      case BiasMode::Row: return cols;
+      case BiasMode::Col: return rows;
+      case BiasMode::Scalar: return 1;
+      default: return rows * cols;
+    }
+  };
   // Tile sizes and the A panel: the fastest by an estimate of time, over the shapes whose buffers fit.
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
@@ -166,7 +184,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
         const int64_t TM = std::min(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
         if (2 * align64(TM * TN * 4) > accumulator) continue;
-        const int64_t bias_bytes = has_bias ? 2 * align64(TM * TN * (bias.esize + 4)) : 0;
+        int64_t bias_bytes = 0;
+        for (const TileVector& v : vectors)
+          bias_bytes += 2 * (align64(vector_elements(v.mode, TM, TN) * v.mx.esize) + align64(vector_elements(v.mode, TM, TN) * 4));
         // Split f32: two slots of bf16 parts of each operand, and one f32 tile for the residual.
         const int64_t split_bytes = !split ? 0
                                            : 2 * parts * (align64(TM * TK * 2) + align64(TK * TN * 2)) +
@@ -212,9 +232,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   // Local memory: two slots of each buffer; the A panel holds all K steps of its rows.
   const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo);
   const int64_t a_slots = panel ? k_steps : 2;
-  const int64_t bias_raw_bytes = has_bias ? align64(tm * tn * bias.esize) : 0, bias_f32_bytes = has_bias ? align64(tm * tn * 4) : 0;
-  const int64_t a0 = 0, b0 = a_slots * a_bytes, o0 = b0 + 2 * b_bytes, braw0 = o0 + 2 * o_bytes, bf0 = braw0 + 2 * bias_raw_bytes;
-  const int64_t consts = bf0 + 2 * bias_f32_bytes;  // f32 alpha, beta
+  const int64_t a0 = 0, b0 = a_slots * a_bytes, o0 = b0 + 2 * b_bytes;
+  int64_t consts = o0 + 2 * o_bytes;  // after the bias and scale slots: f32 alpha, beta
+  for (TileVector& v : vectors) {
+    v.raw_bytes = align64(vector_elements(v.mode, tm, tn) * v.mx.esize), v.f32_bytes = align64(vector_elements(v.mode, tm, tn) * 4);
+    v.raw0 = consts, v.f32_0 = v.raw0 + 2 * v.raw_bytes, consts = v.f32_0 + 2 * v.f32_bytes;
+  }
   // Split f32: part p of slot s of A at ap0 + (s * parts + p) * ap_bytes, of B likewise; the residual's scratch at residual0.
   const int64_t ap_bytes = align64(tm * tk * 2), bp_bytes = align64(tk * tn * 2);
   const int64_t ap0 = consts + 128, bp0 = ap0 + 2 * parts * ap_bytes, residual0 = bp0 + 2 * parts * bp_bytes;
@@ -224,7 +247,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const uint16_t c_sym = pb.output("out", c.dtype, {uint64_t(std::max<int64_t>(c.storage_extent(), 1))});
   const uint16_t a_sym = pb.input("in0", a.dtype, {uint64_t(std::max<int64_t>(a.storage_extent(), 1))});
   const uint16_t b_sym = pb.input("in1", b.dtype, {uint64_t(std::max<int64_t>(b.storage_extent(), 1))});
-  const uint16_t bias_sym = has_bias ? pb.input("in2", op.inputs[2].dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
+  for (size_t i = 0; i < vectors.size(); ++i)
+    vectors[i].symbol = pb.input("in" + std::to_string(i + 2), op.inputs[i + 2].dtype, {uint64_t(std::max<int64_t>(op.inputs[i + 2].storage_extent(), 1))});
 
   enum : int64_t { A_FULL, A_FREE, B_FULL, B_FREE, ACC_FULL, ACC_FREE, OUT_FULL, OUT_FREE, BIAS_FULL, BIAS_FREE, PARTS_FULL, PARTS_FREE };
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
@@ -323,23 +347,26 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     address(a_src, a_sym, am, m0, zero_col);
     address(b_src, b_sym, bm, zero_col, n0);
 
-    // The bias tile, once per output tile, on the A channel.
+    // The bias (and scale) tiles, once per output tile, on the A channel.
     if (has_bias) {
       pb.emit(Opcode::WAIT, {engine_of(ch_a), BIAS_FREE});
-      const Reg bias_src = l2;
-      pb.emit(Opcode::LA, {bias_src.index, bias_sym});
-      if (bias.offset) pb.addi(bias_src, bias_src, bias.offset * bias.esize);
-      if (bias.row_stride) pb.li(tmp, bias.row_stride * bias.esize), pb.mul(tmp, tmp, m0), pb.add(bias_src, bias_src, tmp);
-      if (bias.col_stride) pb.li(tmp, bias.col_stride * bias.esize), pb.mul(tmp, tmp, n0), pb.add(bias_src, bias_src, tmp);
-      pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
-      switch (bias_mode) {
-        case BiasMode::Row: pb.muli(r_n0, nt, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
-        case BiasMode::Col: pb.li(r_n0, bias.esize), pb.mov(r_n1, mt), pb.li(ds1, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
-        case BiasMode::Full: pb.muli(r_n0, nt, bias.esize), pb.mov(r_n1, mt), pb.muli(ds1, nt, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
-        default: pb.li(r_n0, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
+      for (const TileVector& v : vectors) {
+        const Matrix& bias = v.mx;
+        const Reg bias_src = l2;
+        pb.emit(Opcode::LA, {bias_src.index, v.symbol});
+        if (bias.offset) pb.addi(bias_src, bias_src, bias.offset * bias.esize);
+        if (bias.row_stride) pb.li(tmp, bias.row_stride * bias.esize), pb.mul(tmp, tmp, m0), pb.add(bias_src, bias_src, tmp);
+        if (bias.col_stride) pb.li(tmp, bias.col_stride * bias.esize), pb.mul(tmp, tmp, n0), pb.add(bias_src, bias_src, tmp);
+        pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
+        switch (v.mode) {
+          case BiasMode::Row: pb.muli(r_n0, nt, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
+          case BiasMode::Col: pb.li(r_n0, bias.esize), pb.mov(r_n1, mt), pb.li(ds1, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
+          case BiasMode::Full: pb.muli(r_n0, nt, bias.esize), pb.mov(r_n1, mt), pb.muli(ds1, nt, bias.esize), pb.li(ss1, bias.row_stride * bias.esize); break;
+          default: pb.li(r_n0, bias.esize), pb.li(r_n1, 1), pb.li(ds1, 0), pb.li(ss1, 0); break;
+        }
+        pb.li(l0, v.raw0), pb.li(tmp, v.raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
+        dma(Opcode::DMA_LD, ch_a, l0, bias_src);
       }
-      pb.li(l0, braw0), pb.li(tmp, bias_raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
-      dma(Opcode::DMA_LD, ch_a, l0, bias_src);
       pb.emit(Opcode::SIGNAL, {engine_of(ch_a), BIAS_FULL});
     }
 
@@ -469,17 +496,22 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
     if (op.alpha != 1.0) pb.li(tmp2, alpha_at), pb.emit(Opcode::V_MUL, {f32, 3, l2.index, l2.index, tmp2.index, mt.index, nt.index});
     if (has_bias) {
+      // The scale multiplies the product, then the bias (times beta) is added: both in f32.
       pb.emit(Opcode::WAIT, {kVec, BIAS_FULL});
-      pb.li(l0, braw0), pb.li(tmp, bias_raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
-      pb.li(l1, bf0), pb.li(tmp, bias_f32_bytes), pb.mul(tmp, tmp, slot), pb.add(l1, l1, tmp);
-      const Reg rows = bias_mode == BiasMode::Row || bias_mode == BiasMode::Scalar ? one : mt;
-      const Reg cols = bias_mode == BiasMode::Col || bias_mode == BiasMode::Scalar ? one : nt;
-      if (bias.dtype != DType::F32) pb.emit(Opcode::V_CVT, {f32, int64_t(bias.dtype), l1.index, l0.index, rows.index, cols.index});
-      else pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, rows.index, cols.index});
+      for (size_t i = vectors.size(); i-- > 0;) {
+        const TileVector& v = vectors[i];
+        pb.li(l0, v.raw0), pb.li(tmp, v.raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
+        pb.li(l1, v.f32_0), pb.li(tmp, v.f32_bytes), pb.mul(tmp, tmp, slot), pb.add(l1, l1, tmp);
+        const Reg rows = v.mode == BiasMode::Row || v.mode == BiasMode::Scalar ? one : mt;
+        const Reg cols = v.mode == BiasMode::Col || v.mode == BiasMode::Scalar ? one : nt;
+        if (v.mx.dtype != DType::F32) pb.emit(Opcode::V_CVT, {f32, int64_t(v.mx.dtype), l1.index, l0.index, rows.index, cols.index});
+        else pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, rows.index, cols.index});
+        const bool is_bias = i == 0;
+        if (is_bias && op.beta != 1.0) pb.li(tmp2, beta_at), pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, tmp2.index, rows.index, cols.index});
+        const int64_t bc = v.mode == BiasMode::Full ? 0 : v.mode == BiasMode::Row ? 1 : v.mode == BiasMode::Col ? 2 : 3;
+        pb.emit(is_bias ? Opcode::V_ADD : Opcode::V_MUL, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
+      }
       pb.emit(Opcode::SIGNAL, {kVec, BIAS_FREE});
-      if (op.beta != 1.0) pb.li(tmp2, beta_at), pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, tmp2.index, rows.index, cols.index});
-      const int64_t bc = bias_mode == BiasMode::Full ? 0 : bias_mode == BiasMode::Row ? 1 : bias_mode == BiasMode::Col ? 2 : 3;
-      pb.emit(Opcode::V_ADD, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
     }
     for (const OpKind step : op.epilogue) pb.emit(unary_opcode(step), {f32, l2.index, l2.index, mt.index, nt.index});
     pb.li(l0, o_bytes), pb.mul(l0, l0, slot), pb.addi(l0, l0, o0);
@@ -510,7 +542,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   plan << "matmul: " << batch << " x [" << m << " x " << k << "] @ [" << k << " x " << n << "] in " << isa::dtype_name(dtype)
        << (split ? " as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) + " tensor-core products per step)" : std::string())
        << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
-       << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "");
+       << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "") << (vectors.size() > 1 ? ", scaled" : "");
   if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;

@@ -81,13 +81,18 @@ class Matmul : public testing::KernelTest {
             magnitude += std::fabs(product);
           }
           const double gamma = (double(k + (a.dtype == DType::F32 ? 1 : 0)) * std::ldexp(1.0, -24) + split_error(op)) * magnitude;
-          double value = op.alpha * exact, bias = 0;
-          if (op.inputs.size() == 3) {
+          double scale = 1;
+          if (op.inputs.size() == 4) {
+            const TensorDesc& t = op.inputs[3];
+            scale = load(t.dtype, &storage[3][size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
+          }
+          double value = op.alpha * exact * scale, bias = 0;
+          if (op.inputs.size() >= 3) {
             const TensorDesc& t = op.inputs[2];
             bias = op.beta * load(t.dtype, &storage[2][size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
             value += bias;
           }
-          double bound = std::fabs(op.alpha) * gamma + 1e-6 * (std::fabs(op.alpha * exact) + std::fabs(bias));
+          double bound = std::fabs(op.alpha * scale) * gamma + 1e-6 * (std::fabs(op.alpha * exact * scale) + std::fabs(bias));
           for (const OpKind e : op.epilogue) value = activation(e, value), bound = 1.13 * bound + 1e-6 * std::fabs(value);
           const double ulp = std::ldexp(std::fabs(value) + 1e-30, out.dtype == DType::F32 ? -23 : -7);
           bound += ulp;  // the output rounds once (half an ulp), with room for the f32 steps before it
@@ -163,6 +168,23 @@ TEST_P(Matmul, BiasScalesAndEpiloguesAreFused) {
   OpDesc scalar{OpKind::MATMUL, {contiguous(dt, {5, 6}), contiguous(dt, {6, 7}), contiguous(dt, {})}, contiguous(dt, {5, 7})};
   scalar.epilogue = {OpKind::SILU};
   check(scalar);
+}
+
+// A batch norm in eval mode after a convolution's matmul: a scale and a shift per output row.
+TEST_P(Matmul, AScaleMultipliesTheProductBeforeTheBias) {
+  const DType dt = dtype();
+  OpDesc channels{OpKind::MATMUL,
+                  {contiguous(dt, {2, 24, 40}), contiguous(dt, {2, 40, 70}), contiguous(DType::F32, {24, 1}), contiguous(DType::F32, {24, 1})},
+                  contiguous(dt, {2, 24, 70})};
+  channels.epilogue = {OpKind::RELU};
+  check(channels);
+  OpDesc rows{OpKind::MATMUL, {contiguous(dt, {9, 33}), contiguous(dt, {33, 300}), contiguous(dt, {300}), contiguous(dt, {300})},
+              contiguous(dt, {9, 300})};
+  rows.alpha = 0.5, rows.beta = 3;
+  check(rows);
+  OpDesc one{OpKind::MATMUL, {contiguous(dt, {5, 6}), contiguous(dt, {6, 7}), contiguous(dt, {}), contiguous(DType::F32, {})}, contiguous(dt, {5, 7})};
+  check(one);
+  EXPECT_NE(compiler_.compile(one)->plan.find("scaled"), std::string::npos);
 }
 
 // Rows of tiles that share a resident panel of A, rows split between cores (each core

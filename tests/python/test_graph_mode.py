@@ -64,6 +64,26 @@ def _attention_samples(device):
     return [(q, k, v, False, None), (q, k, v, True, 0.3), (q[:, :3], k, v, True, None)]
 
 
+def _conv2d_samples(device):
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 9, 9, device=device, requires_grad=True)
+    w = torch.randn(6, 4, 3, 3, device=device, requires_grad=True)
+    wg = torch.randn(6, 2, 3, 3, device=device, requires_grad=True)
+    b = torch.randn(6, device=device, requires_grad=True)
+    s = torch.rand(6, device=device).add(0.5).requires_grad_()
+    return [(x, w, None, [1, 1], [1, 1], [1, 1], 1, []),
+            (x, w, b, [2, 2], [0, 1], [1, 1], 1, ["relu"]),
+            (x, w, b, [1, 1], [2, 2], [2, 2], 1, ["silu"], s),
+            (x, wg, b, [1, 2], [1, 1], [1, 1], 2, ["gelu_tanh", "tanh"], s)]
+
+
+@pytest.mark.parametrize("device", ["cpu", NPU])
+def test_the_conv2d_op_passes_opcheck(device):
+    checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
+    for args in _conv2d_samples(device):
+        torch.library.opcheck(torch.ops.npusim.conv2d.default, args, **checks)
+
+
 @pytest.mark.parametrize("device", ["cpu", NPU])
 def test_the_attention_op_passes_opcheck(device):
     checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
@@ -362,7 +382,12 @@ def test_resnet18_compiles_whole_and_matches_the_cpu():
     # f32 convolutions as bf16 parts (Highest: about f32's precision), 20 layers deep.
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
     (report,) = backend.reports()  # one graph (fullgraph=True: no breaks)
-    assert sum(n for op, n in report.ops.items() if "convolution" in op) == 20
+    # Each convolution with its batch norm (and relu) as one kernel, the norm in the matmul's epilogue.
+    assert report.ops.get("npusim::conv2d") == 20 and "aten::convolution" not in report.ops
+    assert sum("batch_norm" in line for line in report.fused) == 20
+    with torch.no_grad():  # an inference graph: where the batch norms fold
+        e = npusim.explain(npu, images.to(NPU))
+    assert e.compiled["dram_bytes"] < e.eager["dram_bytes"] and e.compiled["cycles"] < 0.9 * e.eager["cycles"]
 
 
 def test_the_demo_runs_on_a_small_chip(tmp_path):

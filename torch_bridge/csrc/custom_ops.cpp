@@ -2,6 +2,10 @@
 // lowers to, also callable from eager code (torch.ops.npusim.*).
 //   gemm(a, b, bias, alpha, beta, epilogue)  epilogue(alpha * a @ b + beta * bias), one kernel
 //   layer_norm(x, weight, bias, eps)         over the last dim, one kernel
+//   conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale)
+//                                            epilogue(conv2d(x, w) * scale + bias), per output
+//                                            channel: im2col and one matmul, the rest on its
+//                                            tiles in the accumulator (conv.cpp)
 // Each has a kernel for the npu (through the compiler) and one for the CPU
 // (the same arithmetic from ATen ops, in f32, rounded once at the end). Fake
 // kernels and autograd are registered in Python (npusim/custom_ops.py).
@@ -18,15 +22,6 @@ namespace {
 
 using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
-
-// The activations a gemm epilogue can apply (their derivatives are in custom_ops.py).
-OpKind epilogue_kind(const std::string& name) {
-  static const char* const kAllowed[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
-  OpKind kind{};
-  for (const char* allowed : kAllowed)
-    if (name == allowed && npu::compiler::find_op(name, &kind)) return kind;
-  TORCH_CHECK(false, "npusim::gemm: epilogue '", name, "' is not one of relu, gelu, gelu_tanh, silu, tanh, sigmoid");
-}
 
 at::Tensor activation(const std::string& name, const at::Tensor& z) {
   if (name == "relu") return at::relu(z);
@@ -48,13 +43,13 @@ std::vector<int64_t> gemm_shape(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
-                    c10::ArrayRef<c10::string_view> epilogue) {
+                    const std::vector<std::string>& epilogue) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
   gemm_shape(a, b);
   at::Tensor z = at::matmul(a.to(at::kFloat), b.to(at::kFloat));
   if (alpha != 1.0) z = at::mul(z, alpha);
   if (bias) z = at::add(z, bias->to(at::kFloat), beta);
-  for (const c10::string_view name : epilogue) epilogue_kind(std::string(name)), z = activation(std::string(name), z);
+  for (const std::string& name : epilogue) epilogue_kind(name), z = activation(name, z);
   return z.to(a.scalar_type());
 }
 
@@ -66,11 +61,33 @@ at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& 
 
 }  // namespace
 
+// The activations a gemm or conv2d epilogue can apply (their derivatives are in custom_ops.py).
+OpKind epilogue_kind(const std::string& name) {
+  static const char* const kAllowed[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
+  OpKind kind{};
+  for (const char* allowed : kAllowed)
+    if (name == allowed && npu::compiler::find_op(name, &kind)) return kind;
+  TORCH_CHECK(false, "npusim: epilogue '", name, "' is not one of relu, gelu, gelu_tanh, silu, tanh, sigmoid");
+}
+
+at::Tensor conv2d_cpu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
+                      const std::optional<at::Tensor>& scale) {
+  TORCH_CHECK(x.dim() == 4 && weight.dim() == 4, "npusim::conv2d: x is [N, C, H, W] and weight [Cout, C/groups, KH, KW]");
+  TORCH_CHECK(x.scalar_type() == weight.scalar_type(), "npusim::conv2d: x and weight have one dtype");
+  TORCH_CHECK(!scale || bias, "npusim::conv2d: a scale comes with a bias");
+  at::Tensor z = at::conv2d(x.to(at::kFloat), weight.to(at::kFloat), std::nullopt, stride, padding, dilation, groups);
+  if (scale) z = at::mul(z, scale->to(at::kFloat).view({1, -1, 1, 1}));
+  if (bias) z = at::add(z, bias->to(at::kFloat).view({1, -1, 1, 1}));
+  for (const std::string& name : epilogue) epilogue_kind(name), z = activation(name, z);
+  return z.to(x.scalar_type());
+}
+
 at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
-                    c10::ArrayRef<c10::string_view> epilogue) {
+                    const std::vector<std::string>& epilogue) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
   std::vector<OpKind> steps;
-  for (const c10::string_view name : epilogue) steps.push_back(epilogue_kind(std::string(name)));
+  for (const std::string& name : epilogue) steps.push_back(epilogue_kind(name));
   at::Tensor out = new_npu(gemm_shape(a, b), a.scalar_type());
   std::vector<at::Tensor> inputs = {to_npu(a), to_npu(b)};
   if (bias) inputs.push_back(to_npu(*bias));
@@ -109,16 +126,20 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
 TORCH_LIBRARY(npusim, m) {
   m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
+  m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
+        "Tensor? scale=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(npusim, CPU, m) {
   m.impl("gemm", gemm_cpu);
   m.impl("layer_norm", layer_norm_cpu);
+  m.impl("conv2d", conv2d_cpu);
 }
 
 TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) {
   m.impl("gemm", gemm_npu);
   m.impl("layer_norm", layer_norm_npu);
+  m.impl("conv2d", conv2d_npu);
 }
 
 }  // namespace npusim

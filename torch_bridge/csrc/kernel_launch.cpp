@@ -68,13 +68,18 @@ void note_cpu_fallback(const char* op) {
   Runtime::get().note_fallback(op, reason);
 }
 
-bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out) {
+bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
+               const std::vector<npu::compiler::OpKind>& epilogue, const at::Tensor* scale) {
+  TORCH_CHECK(!scale || bias, "gemm_into: a scale comes with a bias");
   std::vector<at::Tensor> inputs = {a, b};
   if (bias) inputs.push_back(*bias);
+  if (scale) inputs.push_back(*scale);
   const auto make_op = [&] {
     npu::compiler::OpDesc op(npu::compiler::OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
     if (bias) op.inputs.push_back(describe(*bias));
+    if (scale) op.inputs.push_back(describe(*scale));
     op.f32_precision = f32_matmul_precision();
+    op.epilogue = epilogue;
     return op;
   };
   return try_run(make_op, inputs, out);

@@ -6,6 +6,11 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
     torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
     torch.ops.npusim.attention(q, k, v, is_causal, scale)      softmax(scale q k^T (+ causal mask)) v, the
                                                                 flash-attention kernel (scores never in DRAM)
+    torch.ops.npusim.conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale)
+                                                                epilogue(conv2d(x, w) * scale + bias), scale
+                                                                and bias per output channel (an eval batch
+                                                                norm): im2col and one matmul, the rest on its
+                                                                tiles in the accumulator
 All compute in f32 and round once to the inputs' dtype (attention rounds its
 probabilities to the inputs' dtype before multiplying by v, as FlashAttention does).
 torch.nn.functional.scaled_dot_product_attention reaches the same kernel on the
@@ -16,7 +21,7 @@ from typing import Optional, Sequence
 
 import torch
 
-__all__ = ["gemm", "layer_norm", "attention", "EPILOGUES"]
+__all__ = ["gemm", "layer_norm", "attention", "conv2d", "EPILOGUES"]
 
 # The activations a gemm can apply after its product (and bias), in f32.
 EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
@@ -40,6 +45,14 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
     return torch.ops.npusim.attention(q, k, v, is_causal, scale)
 
 
+def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride=(1, 1), padding=(0, 0),
+           dilation=(1, 1), groups: int = 1, epilogue: Sequence[str] = (), scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """epilogue(torch.nn.functional.conv2d(x, weight) * scale + bias) in one matmul: scale and bias per output
+    channel (a scale needs a bias), the activations applied in the matmul's epilogue."""
+    pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]  # noqa: E731
+    return torch.ops.npusim.conv2d(x, weight, bias, pair(stride), pair(padding), pair(dilation), int(groups), list(epilogue), scale)
+
+
 # ---- fake kernels ------------------------------------------------------------------
 
 
@@ -58,6 +71,18 @@ def _gemm_fake(a, b, bias, alpha, beta, epilogue):
 def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
     torch._check(x.dim() >= 1, lambda: "npusim::layer_norm: x has at least one dim")
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("npusim::conv2d")
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, epilogue, scale=None):
+    torch._check(scale is None or bias is not None, lambda: "npusim::conv2d: a scale comes with a bias")
+    torch._check(x.dim() == 4 and weight.dim() == 4, lambda: "npusim::conv2d: x is [N, C, H, W] and weight [Cout, C/groups, KH, KW]")
+    torch._check(x.dtype == weight.dtype, lambda: "npusim::conv2d: x and weight have one dtype")
+    torch._check(x.shape[1] == weight.shape[1] * groups, lambda: "npusim::conv2d: C differs from weight's C/groups * groups")
+    for name in epilogue:
+        torch._check(name in EPILOGUES, lambda: f"npusim: epilogue '{name}' is not one of {', '.join(EPILOGUES)}")
+    size = [(x.shape[2 + d] + 2 * padding[d] - dilation[d] * (weight.shape[2 + d] - 1) - 1) // stride[d] + 1 for d in range(2)]
+    return x.new_empty((x.shape[0], weight.shape[0], *size))
 
 
 @torch.library.register_fake("npusim::attention")
@@ -179,3 +204,38 @@ def _attention_backward(ctx, grad):
 
 
 torch.library.register_autograd("npusim::attention", _attention_backward, setup_context=_attention_setup_context)
+
+
+def _conv2d_setup_context(ctx, inputs, output):
+    x, weight, bias, stride, padding, dilation, groups, epilogue, scale = inputs
+    ctx.geometry = (list(stride), list(padding), list(dilation), groups)
+    ctx.epilogue = list(epilogue)
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight, bias, scale)
+
+
+def _conv2d_backward(ctx, grad):
+    """z = conv(x, w) * scale + bias, y = epilogue(z): through the activations at their inputs
+    (recomputed), then the scale and bias per channel, then the convolution's own backward."""
+    x, weight, bias, scale = ctx.saved_tensors
+    stride, padding, dilation, groups = ctx.geometry
+    conv = torch.ops.npusim.conv2d(x, weight, None, stride, padding, dilation, groups, []) if scale is not None else None
+    g = grad
+    if ctx.epilogue:
+        inputs = [torch.ops.npusim.conv2d(x, weight, bias, stride, padding, dilation, groups, [], scale)]
+        for name in ctx.epilogue[:-1]:
+            inputs.append(_activation(name, inputs[-1]))
+        for name, z_in in reversed(list(zip(ctx.epilogue, inputs))):
+            g = _activation_backward(name, g, z_in)
+    per_channel = lambda t: t.float().sum((0, 2, 3))  # noqa: E731
+    grad_bias = per_channel(g).to(bias.dtype) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    grad_scale = per_channel(g * conv).to(scale.dtype) if scale is not None and ctx.needs_input_grad[8] else None
+    if scale is not None:
+        g = g * scale.view(1, -1, 1, 1).to(g.dtype)
+    mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False]
+    grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
+        g, x, weight, [weight.shape[0]], stride, padding, dilation, False, [0, 0], groups, mask)
+    return grad_x, grad_weight, grad_bias, None, None, None, None, None, grad_scale
+
+
+torch.library.register_autograd("npusim::conv2d", _conv2d_backward, setup_context=_conv2d_setup_context)

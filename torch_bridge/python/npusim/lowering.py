@@ -13,6 +13,12 @@ Passes, in order:
                         views) become one npusim::gemm with that epilogue: the
                         activation runs on the tile in the accumulator, not as
                         a second kernel reading and writing DRAM.
+  fuse_conv_bn          (inference graphs) a 2-D convolution followed by an eval-mode
+                        batch norm and/or activations becomes one npusim::conv2d: the
+                        norm as a per-channel scale s = gamma / sqrt(var + eps) and
+                        shift (b - mean) * s + beta (small kernels on the parameter
+                        vectors, not on the weights) applied with the activations in
+                        the matmul's epilogue, so the activations cross DRAM once.
   fold_constants        values that depend on no input (attention masks built
                         from arange, full, comparisons: often in integer and bool
                         dtypes the chip lacks) are computed once at compile time on
@@ -107,6 +113,60 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append(f"{node.target.__name__.split('.')[0]} + {' + '.join(names)} -> npusim::gemm")
 
 
+_BATCH_NORM_EVAL = aten._native_batch_norm_legit_no_training.default
+
+
+def _call(graph: torch.fx.Graph, target, args, meta) -> torch.fx.Node:
+    node = graph.call_function(target, args)
+    node.meta = {k: v for k, v in meta.items() if k in ("nn_module_stack", "stack_trace")}  # its layer, not its value
+    return node
+
+
+def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    graph = gm.graph
+    for conv in list(graph.nodes):
+        if conv.op != "call_function" or conv.target is not aten.convolution.default:
+            continue
+        x, w, b, stride, padding, dilation, transposed, _, groups = conv.args
+        if transposed or len(stride) != 2:
+            continue
+        chain, current, bn = [], conv, None
+        user = _only_user(current)
+        if user is not None and user.target is _BATCH_NORM_EVAL:
+            outputs = list(user.users)
+            firsts = [o for o in outputs if o.target is operator.getitem and o.args[1] == 0]
+            if len(firsts) == 1 and all(o is firsts[0] or not o.users for o in outputs):
+                bn, current = user, firsts[0]
+                chain += [bn, *outputs]
+        activations = []
+        while (user := _only_user(current)) is not None and _activation_name(user) is not None:
+            activations.append(user)
+            current = user
+        if bn is None and not activations:
+            continue
+        with graph.inserting_before(current):
+            bias, scale = b, None
+            if bn is not None:
+                _, gamma, beta, mean, var, _, eps = bn.args
+                meta = bn.meta
+                scale = _call(graph, aten.rsqrt.default, (_call(graph, aten.add.Tensor, (var, float(eps)), meta),), meta)
+                if gamma is not None:
+                    scale = _call(graph, aten.mul.Tensor, (scale, gamma), meta)
+                centered = _call(graph, aten.sub.Tensor, (b, mean), meta) if b is not None else _call(graph, aten.neg.default, (mean,), meta)
+                bias = _call(graph, aten.mul.Tensor, (centered, scale), meta)
+                if beta is not None:
+                    bias = _call(graph, aten.add.Tensor, (bias, beta), meta)
+            names = [_activation_name(n) for n in activations]
+            fused = graph.call_function(torch.ops.npusim.conv2d.default,
+                                        (x, w, bias, list(stride), list(padding), list(dilation), groups, names, scale))
+            fused.meta = dict(current.meta)
+        current.replace_all_uses_with(fused)
+        for dead in reversed([conv, *chain, *activations]):
+            if not dead.users:
+                graph.erase_node(dead)
+        report.fused.append("convolution" + (" + batch_norm" if bn is not None else "") + "".join(f" + {n}" for n in names) + " -> npusim::conv2d")
+
+
 # Constants larger than this stay computed at run time (a graph's constants live on the device).
 _FOLD_LIMIT_ELEMENTS = 1 << 20
 
@@ -190,6 +250,8 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     fold_constants(gm, report)
     recognize_gelu(gm, report)
     fuse_gemm_epilogues(gm, report)
+    if kind == "inference":
+        fuse_conv_bn(gm, report)
     gm.graph.eliminate_dead_code()
     gm.graph.lint()
     gm.recompile()
