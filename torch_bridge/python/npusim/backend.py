@@ -55,18 +55,10 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return torch.ops.npusim.layer_norm(x, weight, bias, eps), mean.to(x.dtype), rstd.to(x.dtype)
 
 
-# Ops kept whole although the chip has no kernel for them: their decompositions
-# need an op the chip lacks anyway (gelu's backward needs erf), so decomposing
-# would only add kernels around the same CPU fallback.
-_KEEP_WHOLE = (aten.gelu_backward.default,)
-
-
 def decompositions() -> dict:
     """Core ATen's decompositions, except for the ops the chip runs whole."""
     table = {}
     for op, fn in torch._decomp.core_aten_decompositions().items():
-        if op in _KEEP_WHOLE:
-            continue
         try:
             if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
                 continue
