@@ -1,4 +1,4 @@
-// Matmul on the tensor core: out[b] = epilogue(alpha * A[b] @ B[b] + beta * bias).
+// Matmul on the tensor core: out[b] = epilogue(alpha * (A[b] @ B[b]) * scale + beta * bias).
 //
 // The output is cut into TM x TN tiles per batch element, numbered
 // batch-major then row-major, and core c of P takes tiles [c*T/P, (c+1)*T/P),
@@ -14,7 +14,7 @@
 //             and the bias tile, once per output tile             -> tc
 //   dma ch1:  B tiles                                             -> tc
 //   tc:       tc.mm per K step, the first overwriting             -> vector
-//   vector:   alpha, bias, epilogue, round to the output dtype    -> dma ch2
+//   vector:   alpha, scale, bias, epilogue, round to the output   -> dma ch2
 //   dma ch2:  store the output tile
 // An operand stored transposed (unit stride along its first matrix dim) is
 // loaded as it lies and multiplied with the tensor core's ta / tb flags; any

@@ -102,7 +102,7 @@ bool generate(OpKind kind, const at::Tensor& self, double param0, double param1,
     const std::lock_guard<std::mutex> lock(gen->mutex_);
     args[0] = gen->current_seed();
     // Reserved before the launch, so that the next op's numbers differ even when this one cannot run.
-    args[1] = gen->reserve(npu::compiler::random_counters(OpDesc(kind, {}, npu::compiler::TensorDesc::contiguous(npu::isa::DType::U8, {self.numel()}))));
+    args[1] = gen->reserve(npu::compiler::random_counters(make_op()));  // (callers pass chip dtypes only: make_op describes)
   }
   if (!try_run(make_op, {}, out, args)) return false;
   if (!out.is_same(self)) self.copy_(out);
