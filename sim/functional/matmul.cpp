@@ -48,6 +48,7 @@ static_assert(kKc * 128 * 128 <= (1u << 24), "i8 block sums must stay exact in f
 std::vector<float> pack_panels(size_t width, DType dtype, const uint8_t* stored, size_t outer, size_t depth, bool outer_major) {
   const size_t panels = (outer + width - 1) / width;
   std::vector<float> packed(panels * depth * width, 0.0f);
+  if (packed.empty()) return packed;  // k = 0 or nothing to pack: no pointer into an empty vector
   const size_t stored_rows = outer_major ? outer : depth;
   const size_t stored_cols = outer_major ? depth : outer;
   const size_t row_bytes = stored_cols * isa::dtype_size_bytes(dtype);
