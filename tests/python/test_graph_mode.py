@@ -84,6 +84,22 @@ def test_the_conv2d_op_passes_opcheck(device):
         torch.library.opcheck(torch.ops.npusim.conv2d.default, args, **checks)
 
 
+def _max_pool2d_samples(device):
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 11, 13, device=device, requires_grad=True)
+    return [(x, [3, 3], [2, 2], [1, 1], [1, 1], False), (x, [2, 3], [1, 2], [0, 1], [2, 1], True), (x[0], [2, 2], [2, 2], [0, 0], [1, 1], False)]
+
+
+@pytest.mark.parametrize("device", ["cpu", NPU])
+def test_the_max_pool2d_op_passes_opcheck_and_matches_the_aten_values(device):
+    checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
+    for args in _max_pool2d_samples(device):
+        torch.library.opcheck(torch.ops.npusim.max_pool2d.default, args, **checks)
+        x, kernel, stride, padding, dilation, ceil_mode = args
+        expected = torch.nn.functional.max_pool2d(x.detach().cpu(), kernel, stride, padding, dilation, ceil_mode)
+        assert torch.equal(torch.ops.npusim.max_pool2d(x.detach(), *args[1:]).cpu(), expected)
+
+
 @pytest.mark.parametrize("device", ["cpu", NPU])
 def test_the_attention_op_passes_opcheck(device):
     checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
@@ -385,6 +401,7 @@ def test_resnet18_compiles_whole_and_matches_the_cpu():
     # Each convolution with its batch norm (and relu) as one kernel, the norm in the matmul's epilogue.
     assert report.ops.get("npusim::conv2d") == 20 and "aten::convolution" not in report.ops
     assert sum("batch_norm" in line for line in report.fused) == 20
+    assert report.ops.get("npusim::max_pool2d") == 1 and "aten::max_pool2d_with_indices" not in report.ops  # nothing reads its indices
     with torch.no_grad():  # an inference graph: where the batch norms fold
         e = npusim.explain(npu, images.to(NPU))
     assert e.compiled["dram_bytes"] < e.eager["dram_bytes"] and e.compiled["cycles"] < 0.9 * e.eager["cycles"]

@@ -6,6 +6,9 @@
 //                                            epilogue(conv2d(x, w) * scale + bias), per output
 //                                            channel: im2col and one matmul, the rest on its
 //                                            tiles in the accumulator (conv.cpp)
+//   max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+//                                            max pooling's values without its indices:
+//                                            im2col and one row max (pooling.cpp)
 // Each has a kernel for the npu (through the compiler) and one for the CPU
 // (the same arithmetic from ATen ops, in f32, rounded once at the end). Fake
 // kernels and autograd are registered in Python (npusim/custom_ops.py).
@@ -128,6 +131,7 @@ TORCH_LIBRARY(npusim, m) {
   m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
   m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
         "Tensor? scale=None) -> Tensor");
+  m.def("max_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(npusim, CPU, m) {

@@ -8,6 +8,9 @@
 //                  division by each output's divisor (computed on the host
 //                  from the geometry: PyTorch's rules for padding, ceil mode
 //                  and divisor_override)
+//   max values     (npusim::max_pool2d, where a graph never reads the indices)
+//                  im2col padding with -inf, then one elementwise maximum per
+//                  window position (NaN propagates, as on the CPU)
 //   adaptive avg   when the output size divides the input's: row means
 //   backward       each window position's share added into a zeroed,
 //                  padded f32 gradient through a strided view, then cropped
@@ -163,6 +166,34 @@ at::Tensor avg_divisors(const Pool& pool, int64_t height, int64_t width, int64_t
   return to_npu(host);
 }
 
+// npusim::max_pool2d: the values of max_pool2d_with_indices without the indices.
+at::Tensor max_pool2d_values_cpu(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                 c10::IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(at::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+at::Tensor max_pool2d_values(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                             c10::IntArrayRef dilation, bool ceil_mode) {
+  const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
+  if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
+    try {
+      const at::Tensor x = batched(self);
+      const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
+      // Window positions first (im2col's fast layout), then a running maximum over them: one
+      // elementwise max per position (a row max over windows of a few elements costs more).
+      at::Tensor windows = new_npu({n, c, pool.kernel[0], pool.kernel[1], oh, ow}, x.scalar_type());
+      require(im2col_into(x, windows, pool.window(), -std::numeric_limits<double>::infinity()));
+      at::Tensor best = windows.select(2, 0).select(2, 0);
+      for (int64_t k = 1; k < pool.kernel[0] * pool.kernel[1]; ++k)
+        best = at::maximum(best, windows.select(2, k / pool.kernel[1]).select(2, k % pool.kernel[1]));
+      return unbatched(best.is_contiguous() ? best : best.contiguous(), self.dim() == 3);
+    } catch (const OffChip&) {
+    }
+  }
+  note_cpu_fallback("npusim::max_pool2d");
+  return to_npu(max_pool2d_values_cpu(self.cpu(), kernel_size, stride, padding, dilation, ceil_mode));
+}
+
 at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
                       bool count_include_pad, std::optional<int64_t> divisor_override) {
   const Pool pool(kernel_size, stride, padding, {}, ceil_mode);
@@ -250,5 +281,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
 }
+
+TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("max_pool2d", max_pool2d_values_cpu); }
+TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("max_pool2d", max_pool2d_values); }
 
 }  // namespace npusim

@@ -11,6 +11,8 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
                                                                 and bias per output channel (an eval batch
                                                                 norm): im2col and one matmul, the rest on its
                                                                 tiles in the accumulator
+    torch.ops.npusim.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+                                                                max pooling's values without its indices
 All compute in f32 and round once to the inputs' dtype (attention rounds its
 probabilities to the inputs' dtype before multiplying by v, as FlashAttention does).
 torch.nn.functional.scaled_dot_product_attention reaches the same kernel on the
@@ -21,7 +23,7 @@ from typing import Optional, Sequence
 
 import torch
 
-__all__ = ["gemm", "layer_norm", "attention", "conv2d", "EPILOGUES"]
+__all__ = ["gemm", "layer_norm", "attention", "conv2d", "max_pool2d", "EPILOGUES"]
 
 # The activations a gemm can apply after its product (and bias), in f32.
 EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
@@ -51,6 +53,13 @@ def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     channel (a scale needs a bias), the activations applied in the matmul's epilogue."""
     pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]  # noqa: E731
     return torch.ops.npusim.conv2d(x, weight, bias, pair(stride), pair(padding), pair(dilation), int(groups), list(epilogue), scale)
+
+
+def max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False) -> torch.Tensor:
+    """torch.nn.functional.max_pool2d's values (no indices): im2col and one row max on the npu."""
+    pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]  # noqa: E731
+    return torch.ops.npusim.max_pool2d(x, pair(kernel_size), pair(stride if stride is not None else kernel_size), pair(padding),
+                                       pair(dilation), bool(ceil_mode))
 
 
 # ---- fake kernels ------------------------------------------------------------------
@@ -83,6 +92,12 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, epilogue, s
         torch._check(name in EPILOGUES, lambda: f"npusim: epilogue '{name}' is not one of {', '.join(EPILOGUES)}")
     size = [(x.shape[2 + d] + 2 * padding[d] - dilation[d] * (weight.shape[2 + d] - 1) - 1) // stride[d] + 1 for d in range(2)]
     return x.new_empty((x.shape[0], weight.shape[0], *size))
+
+
+@torch.library.register_fake("npusim::max_pool2d")
+def _max_pool2d_fake(x, kernel_size, stride, padding, dilation, ceil_mode):
+    values, _ = torch.ops.aten.max_pool2d_with_indices.default(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return torch.empty_like(values)
 
 
 @torch.library.register_fake("npusim::attention")
@@ -239,3 +254,19 @@ def _conv2d_backward(ctx, grad):
 
 
 torch.library.register_autograd("npusim::conv2d", _conv2d_backward, setup_context=_conv2d_setup_context)
+
+
+def _max_pool2d_setup_context(ctx, inputs, output):
+    x, *geometry = inputs
+    ctx.geometry = geometry
+    ctx.save_for_backward(x)
+
+
+def _max_pool2d_backward(ctx, grad):
+    """Through the indices of the maximum, recomputed (the forward kept none)."""
+    (x,) = ctx.saved_tensors
+    _, indices = torch.ops.aten.max_pool2d_with_indices.default(x, *ctx.geometry)
+    return torch.ops.aten.max_pool2d_with_indices_backward.default(grad, x, *ctx.geometry, indices), None, None, None, None, None
+
+
+torch.library.register_autograd("npusim::max_pool2d", _max_pool2d_backward, setup_context=_max_pool2d_setup_context)

@@ -19,6 +19,9 @@ Passes, in order:
                         shift (b - mean) * s + beta (small kernels on the parameter
                         vectors, not on the weights) applied with the activations in
                         the matmul's epilogue, so the activations cross DRAM once.
+  values_only_max_pool  (inference graphs) max_pool2d_with_indices whose indices
+                        nothing reads becomes npusim::max_pool2d: im2col and one
+                        row max, no running comparisons for the indices.
   fold_constants        values that depend on no input (attention masks built
                         from arange, full, comparisons: often in integer and bool
                         dtypes the chip lacks) are computed once at compile time on
@@ -167,6 +170,32 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append("convolution" + (" + batch_norm" if bn is not None else "") + "".join(f" + {n}" for n in names) + " -> npusim::conv2d")
 
 
+def values_only_max_pool(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    graph = gm.graph
+    for pool in list(graph.nodes):
+        if pool.op != "call_function" or pool.target is not aten.max_pool2d_with_indices.default:
+            continue
+        outputs = list(pool.users)
+        values = [o for o in outputs if o.target is operator.getitem and o.args[1] == 0]
+        if len(values) != 1 or any(o is not values[0] and o.users for o in outputs):
+            continue
+        x, kernel = pool.args[:2]
+        stride = pool.args[2] if len(pool.args) > 2 and pool.args[2] else kernel
+        padding = pool.args[3] if len(pool.args) > 3 else 0
+        dilation = pool.args[4] if len(pool.args) > 4 else 1
+        ceil_mode = pool.args[5] if len(pool.args) > 5 else False
+        pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v] * (2 if len(v) == 1 else 1)  # noqa: E731
+        with graph.inserting_before(values[0]):
+            fused = graph.call_function(torch.ops.npusim.max_pool2d.default,
+                                        (x, pair(kernel), pair(stride), pair(padding), pair(dilation), bool(ceil_mode)))
+            fused.meta = dict(values[0].meta)
+        values[0].replace_all_uses_with(fused)
+        for dead in [*outputs, pool]:
+            if not dead.users:
+                graph.erase_node(dead)
+        report.fused.append("max_pool2d_with_indices, values only -> npusim::max_pool2d")
+
+
 # Constants larger than this stay computed at run time (a graph's constants live on the device).
 _FOLD_LIMIT_ELEMENTS = 1 << 20
 
@@ -252,6 +281,7 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     fuse_gemm_epilogues(gm, report)
     if kind == "inference":
         fuse_conv_bn(gm, report)
+        values_only_max_pool(gm, report)
     gm.graph.eliminate_dead_code()
     gm.graph.lint()
     gm.recompile()
