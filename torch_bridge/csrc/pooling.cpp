@@ -96,6 +96,14 @@ at::Tensor scatter_windows(const Pool& pool, int64_t n, int64_t c, int64_t heigh
   return padded.slice(2, pool.padding[0], pool.padding[0] + height).slice(3, pool.padding[1], pool.padding[1] + width);
 }
 
+// The windows of a max pooling of x [N, C, H, W]: [N, C, KH, KW, OH, OW], -inf where they overhang.
+at::Tensor max_pool_windows(const at::Tensor& x, const Pool& pool) {
+  at::Tensor windows = new_npu({x.size(0), x.size(1), pool.kernel[0], pool.kernel[1], pool.out_size(0, x.size(2)), pool.out_size(1, x.size(3))},
+                               x.scalar_type());
+  require(im2col_into(x, windows, pool.window(), -std::numeric_limits<double>::infinity()));
+  return windows;
+}
+
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                                            c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
   const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
@@ -103,8 +111,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& sel
     try {
       const at::Tensor x = batched(self);
       const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
-      at::Tensor windows = new_npu({n, c, pool.kernel[0], pool.kernel[1], oh, ow}, x.scalar_type());
-      require(im2col_into(x, windows, pool.window(), -std::numeric_limits<double>::infinity()));
+      const at::Tensor windows = max_pool_windows(x, pool);
       const at::Tensor positions = window_positions(pool, x.size(3), oh, ow);
       at::Tensor best = windows.select(2, 0).select(2, 0).clone();
       at::Tensor index = positions.select(0, 0).select(0, 0).expand({n, c, oh, ow}).clone();
@@ -177,12 +184,9 @@ at::Tensor max_pool2d_values(const at::Tensor& self, c10::IntArrayRef kernel_siz
   const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
   if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
     try {
-      const at::Tensor x = batched(self);
-      const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
       // Window positions first (im2col's fast layout), then a running maximum over them: one
       // elementwise max per position (a row max over windows of a few elements costs more).
-      at::Tensor windows = new_npu({n, c, pool.kernel[0], pool.kernel[1], oh, ow}, x.scalar_type());
-      require(im2col_into(x, windows, pool.window(), -std::numeric_limits<double>::infinity()));
+      const at::Tensor windows = max_pool_windows(batched(self), pool);
       at::Tensor best = windows.select(2, 0).select(2, 0);
       for (int64_t k = 1; k < pool.kernel[0] * pool.kernel[1]; ++k)
         best = at::maximum(best, windows.select(2, k / pool.kernel[1]).select(2, k % pool.kernel[1]));
