@@ -34,27 +34,6 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-uint32_t f32_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float f32_from_bits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-uint16_t f32_to_bf16(float value) {
-  const uint32_t bits = f32_bits(value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x0040);  // keep sign, force quiet
-  const uint32_t rounding_bias = 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>((bits + rounding_bias) >> 16);
-}
-
-float bf16_to_f32(uint16_t bits) { return f32_from_bits(static_cast<uint32_t>(bits) << 16); }
-
 uint16_t f32_to_f16(float value) {
   const uint32_t bits = f32_bits(value);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
