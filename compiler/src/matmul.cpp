@@ -1,4 +1,5 @@
-// Matmul on the tensor core: out[b] = epilogue(alpha * (A[b] @ B[b]) * scale + beta * bias).
+// Matmul on the tensor core:
+//   out[b] = epilogue(alpha * (A[b] @ B[b]) * scale + beta * bias + residual[b]).
 //
 // The output is cut into TM x TN tiles per batch element, numbered
 // batch-major then row-major, and core c of P takes tiles [c*T/P, (c+1)*T/P),
@@ -11,10 +12,11 @@
 // against the tensor core's cycles per tile, whichever is longer.
 // Four engines form rings of two slots (the protocol of examples/gemm.s):
 //   dma ch0:  A tiles, or the A panel's K steps once per panel,
-//             and the bias tile, once per output tile             -> tc
+//             and the bias, scale and residual tiles, once per
+//             output tile                                         -> tc
 //   dma ch1:  B tiles                                             -> tc
 //   tc:       tc.mm per K step, the first overwriting             -> vector
-//   vector:   alpha, scale, bias, epilogue, round to the output   -> dma ch2
+//   vector:   alpha, scale, bias, residual, epilogue, round       -> dma ch2
 //   dma ch2:  store the output tile
 // An operand stored transposed (unit stride along its first matrix dim) is
 // loaded as it lies and multiplied with the tensor core's ta / tb flags; any
@@ -54,11 +56,12 @@ std::string layout(const Matrix& m) {
 }  // namespace
 
 Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
-  if (op.inputs.size() < 2 || op.inputs.size() > 4) throw std::invalid_argument("matmul takes A, B, an optional bias and an optional scale");
+  const size_t extra_inputs = op.inputs.size() < 2 ? 0 : op.inputs.size() - 2;
+  if (op.inputs.size() < 2 || extra_inputs > (op.residual ? 3u : 2u) || (op.residual && extra_inputs == 0))
+    throw std::invalid_argument("matmul takes A, B, an optional bias, an optional scale and (OpDesc::residual) a residual");
   const TensorDesc& a = op.inputs[0];
   const TensorDesc& b = op.inputs[1];
   const TensorDesc& c = op.output;
-  const bool has_bias = op.inputs.size() >= 3;
   if (a.shape.size() < 2 || b.shape.size() < 2 || c.shape.size() < 2) throw std::invalid_argument("matmul operands have at least 2 dims");
   for (const TensorDesc* t : {&a, &b, &c})
     for (const int64_t s : t->strides)
@@ -90,7 +93,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const size_t batch_rank = c.shape.size() - 2;
   int64_t batch = 1;
   Matrix am, bm, cm;
-  std::vector<std::pair<int64_t, std::array<int64_t, 3>>> dims;  // (size, strides of A, B, C)
+  const TensorDesc* residual = op.residual ? &op.inputs.back() : nullptr;
+  std::vector<std::pair<int64_t, std::array<int64_t, 4>>> dims;  // (size, strides of A, B, C, the residual)
   for (size_t d = 0; d < batch_rank; ++d) {
     const auto stride_of = [&](const TensorDesc& t) -> int64_t {
       const int64_t i = static_cast<int64_t>(d) - static_cast<int64_t>(batch_rank) + static_cast<int64_t>(t.shape.size()) - 2;
@@ -100,9 +104,13 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       return t.strides[size_t(i)];
     };
     if (c.shape[d] == 1) continue;
-    const std::array<int64_t, 3> s = {stride_of(a), stride_of(b), c.strides[d]};
-    if (!dims.empty() && dims.back().second[0] == s[0] * c.shape[d] && dims.back().second[1] == s[1] * c.shape[d] &&
-        dims.back().second[2] == s[2] * c.shape[d]) {
+    const std::array<int64_t, 4> s = {stride_of(a), stride_of(b), c.strides[d], residual ? stride_of(*residual) : 0};
+    const auto merges = [&](const std::array<int64_t, 4>& outer) {
+      for (size_t i = 0; i < s.size(); ++i)
+        if (outer[i] != s[i] * c.shape[d]) return false;
+      return true;
+    };
+    if (!dims.empty() && merges(dims.back().second)) {
       dims.back().first *= c.shape[d];
       dims.back().second = s;
     } else {
@@ -110,7 +118,11 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     }
   }
   if (dims.size() > 1) throw UnsupportedOp("matmul with batch dims that do not merge into one");
-  if (!dims.empty()) batch = dims[0].first, am.batch_stride = dims[0].second[0], bm.batch_stride = dims[0].second[1], cm.batch_stride = dims[0].second[2];
+  int64_t residual_batch_stride = 0;
+  if (!dims.empty()) {
+    batch = dims[0].first, am.batch_stride = dims[0].second[0], bm.batch_stride = dims[0].second[1], cm.batch_stride = dims[0].second[2];
+    residual_batch_stride = dims[0].second[3];
+  }
   const auto matrix = [](Matrix& mx, const TensorDesc& t) {
     mx.row_stride = t.strides[t.strides.size() - 2];
     mx.col_stride = t.strides.back();
@@ -122,25 +134,32 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   if (m == 1) am.row_stride = 0;  // a single row: its row stride is never used
   if (cm.col_stride != 1 && n > 1) throw UnsupportedOp("matmul into an output with strided columns");
 
-  // The bias (input 2) and the scale (input 3): each broadcast to [M, N] (over the batch too).
+  // The bias, the scale and the residual: each broadcast to [M, N]; the bias
+  // and the scale also over the batch, the residual may vary over it.
   enum class BiasMode { None, Row, Col, Full, Scalar };
+  enum class Role { Bias, Scale, Residual };
   struct TileVector {
+    Role role = Role::Bias;
     Matrix mx;
     BiasMode mode = BiasMode::None;
     uint16_t symbol = 0;
     int64_t raw0 = 0, f32_0 = 0, raw_bytes = 0, f32_bytes = 0;  // two slots of each in the scratchpad
   };
-  std::vector<TileVector> vectors;  // [bias] or [bias, scale]
+  std::vector<TileVector> vectors;  // in input order: [bias [, scale]] [, residual]
   for (size_t input = 2; input < op.inputs.size(); ++input) {
-    const char* what = input == 2 ? "bias" : "scale";
+    const Role role = residual && input + 1 == op.inputs.size() ? Role::Residual : input == 2 ? Role::Bias : Role::Scale;
+    const char* what = role == Role::Bias ? "bias" : role == Role::Scale ? "scale" : "residual";
     const TensorDesc& t = op.inputs[input];
     if (!isa::dtype_is_float(t.dtype)) throw std::invalid_argument(std::string("matmul: the ") + what + " is a float tensor");
     const int64_t rank = static_cast<int64_t>(t.shape.size());
     const int64_t bn = rank >= 1 ? t.shape.back() : 1, bmr = rank >= 2 ? t.shape[size_t(rank - 2)] : 1;
-    for (int64_t i = 0; i + 2 < rank; ++i)
-      if (t.shape[size_t(i)] != 1) throw UnsupportedOp(std::string("matmul with a ") + what + " that varies over the batch");
+    if (role != Role::Residual)
+      for (int64_t i = 0; i + 2 < rank; ++i)
+        if (t.shape[size_t(i)] != 1) throw UnsupportedOp(std::string("matmul with a ") + what + " that varies over the batch");
     if ((bn != 1 && bn != n) || (bmr != 1 && bmr != m)) throw std::invalid_argument(std::string("matmul: the ") + what + " does not broadcast to [M, N]");
     TileVector v;
+    v.role = role;
+    if (role == Role::Residual) v.mx.batch_stride = residual_batch_stride;
     v.mx.esize = isa::dtype_size_bytes(t.dtype);
     v.mx.dtype = t.dtype;
     v.mx.offset = t.storage_offset;
@@ -255,6 +274,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
   const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32), bf16 = static_cast<int64_t>(DType::BF16);
   const int64_t tc_dt = static_cast<int64_t>(tc_dtype);
+  const bool has_vectors = !vectors.empty();
 
   const Label done = pb.label();
   if (tiles == 0 || k == 0) {
@@ -347,14 +367,15 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     address(a_src, a_sym, am, m0, zero_col);
     address(b_src, b_sym, bm, zero_col, n0);
 
-    // The bias (and scale) tiles, once per output tile, on the A channel.
-    if (has_bias) {
+    // The bias, scale and residual tiles, once per output tile, on the A channel.
+    if (has_vectors) {
       pb.emit(Opcode::WAIT, {engine_of(ch_a), BIAS_FREE});
       for (const TileVector& v : vectors) {
         const Matrix& bias = v.mx;
         const Reg bias_src = l2;
         pb.emit(Opcode::LA, {bias_src.index, v.symbol});
         if (bias.offset) pb.addi(bias_src, bias_src, bias.offset * bias.esize);
+        if (bias.batch_stride) pb.li(tmp, bias.batch_stride * bias.esize), pb.mul(tmp, tmp, bidx), pb.add(bias_src, bias_src, tmp);
         if (bias.row_stride) pb.li(tmp, bias.row_stride * bias.esize), pb.mul(tmp, tmp, m0), pb.add(bias_src, bias_src, tmp);
         if (bias.col_stride) pb.li(tmp, bias.col_stride * bias.esize), pb.mul(tmp, tmp, n0), pb.add(bias_src, bias_src, tmp);
         pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
@@ -495,21 +516,25 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.emit(Opcode::WAIT, {kVec, ACC_FULL});
     pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
     if (op.alpha != 1.0) pb.li(tmp2, alpha_at), pb.emit(Opcode::V_MUL, {f32, 3, l2.index, l2.index, tmp2.index, mt.index, nt.index});
-    if (has_bias) {
-      // The scale multiplies the product, then the bias (times beta) is added: both in f32.
+    if (has_vectors) {
+      // The scale multiplies the product, then the bias (times beta) and the residual are added: all in f32.
       pb.emit(Opcode::WAIT, {kVec, BIAS_FULL});
-      for (size_t i = vectors.size(); i-- > 0;) {
-        const TileVector& v = vectors[i];
+      std::vector<const TileVector*> in_order;
+      for (const Role role : {Role::Scale, Role::Bias, Role::Residual})
+        for (const TileVector& v : vectors)
+          if (v.role == role) in_order.push_back(&v);
+      for (const TileVector* vector : in_order) {
+        const TileVector& v = *vector;
         pb.li(l0, v.raw0), pb.li(tmp, v.raw_bytes), pb.mul(tmp, tmp, slot), pb.add(l0, l0, tmp);
         pb.li(l1, v.f32_0), pb.li(tmp, v.f32_bytes), pb.mul(tmp, tmp, slot), pb.add(l1, l1, tmp);
         const Reg rows = v.mode == BiasMode::Row || v.mode == BiasMode::Scalar ? one : mt;
         const Reg cols = v.mode == BiasMode::Col || v.mode == BiasMode::Scalar ? one : nt;
         if (v.mx.dtype != DType::F32) pb.emit(Opcode::V_CVT, {f32, int64_t(v.mx.dtype), l1.index, l0.index, rows.index, cols.index});
         else pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, rows.index, cols.index});
-        const bool is_bias = i == 0;
+        const bool is_bias = v.role == Role::Bias;
         if (is_bias && op.beta != 1.0) pb.li(tmp2, beta_at), pb.emit(Opcode::V_MUL, {f32, 3, l1.index, l1.index, tmp2.index, rows.index, cols.index});
         const int64_t bc = v.mode == BiasMode::Full ? 0 : v.mode == BiasMode::Row ? 1 : v.mode == BiasMode::Col ? 2 : 3;
-        pb.emit(is_bias ? Opcode::V_ADD : Opcode::V_MUL, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
+        pb.emit(v.role == Role::Scale ? Opcode::V_MUL : Opcode::V_ADD, {f32, bc, l2.index, l2.index, l1.index, mt.index, nt.index});
       }
       pb.emit(Opcode::SIGNAL, {kVec, BIAS_FREE});
     }
@@ -542,7 +567,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   plan << "matmul: " << batch << " x [" << m << " x " << k << "] @ [" << k << " x " << n << "] in " << isa::dtype_name(dtype)
        << (split ? " as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) + " tensor-core products per step)" : std::string())
        << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
-       << " cores; A " << layout(am) << ", B " << layout(bm) << (has_bias ? ", with bias" : "") << (vectors.size() > 1 ? ", scaled" : "");
+       << " cores; A " << layout(am) << ", B " << layout(bm) << (has_vectors && vectors[0].role == Role::Bias ? ", with bias" : "")
+       << (vectors.size() > 1 && vectors[1].role == Role::Scale ? ", scaled" : "") << (residual ? ", plus a residual" : "");
   if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;

@@ -107,6 +107,7 @@ std::string OpDesc::key() const {
     key += scales;
     for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
     key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
+    if (residual) key += " residual";
   }
   if (kind == OpKind::ATTENTION) {
     char attributes[64];

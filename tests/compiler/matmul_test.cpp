@@ -81,18 +81,27 @@ class Matmul : public testing::KernelTest {
             magnitude += std::fabs(product);
           }
           const double gamma = (double(k + (a.dtype == DType::F32 ? 1 : 0)) * std::ldexp(1.0, -24) + split_error(op)) * magnitude;
+          // Inputs after A and B: [bias [, scale]] [, residual].
+          const size_t vectors = op.inputs.size() - 2 - (op.residual ? 1 : 0);
           double scale = 1;
-          if (op.inputs.size() == 4) {
+          if (vectors == 2) {
             const TensorDesc& t = op.inputs[3];
             scale = load(t.dtype, &storage[3][size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
           }
           double value = op.alpha * exact * scale, bias = 0;
-          if (op.inputs.size() >= 3) {
+          if (vectors >= 1) {
             const TensorDesc& t = op.inputs[2];
             bias = op.beta * load(t.dtype, &storage[2][size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
             value += bias;
           }
-          double bound = std::fabs(op.alpha * scale) * gamma + 1e-6 * (std::fabs(op.alpha * exact * scale) + std::fabs(bias));
+          double residual = 0;
+          if (op.residual) {
+            const TensorDesc& t = op.inputs.back();
+            residual = load(t.dtype, &storage.back()[size_t(offset_of(t, index, i, j)) * isa::dtype_size_bytes(t.dtype)]);
+            value += residual;
+          }
+          double bound = std::fabs(op.alpha * scale) * gamma +
+                         1e-6 * (std::fabs(op.alpha * exact * scale) + std::fabs(bias) + std::fabs(residual));
           for (const OpKind e : op.epilogue) value = activation(e, value), bound = 1.13 * bound + 1e-6 * std::fabs(value);
           const double ulp = std::ldexp(std::fabs(value) + 1e-30, out.dtype == DType::F32 ? -23 : -7);
           bound += ulp;  // the output rounds once (half an ulp), with room for the f32 steps before it
@@ -185,6 +194,44 @@ TEST_P(Matmul, AScaleMultipliesTheProductBeforeTheBias) {
   OpDesc one{OpKind::MATMUL, {contiguous(dt, {5, 6}), contiguous(dt, {6, 7}), contiguous(dt, {}), contiguous(DType::F32, {})}, contiguous(dt, {5, 7})};
   check(one);
   EXPECT_NE(compiler_.compile(one)->plan.find("scaled"), std::string::npos);
+}
+
+// A residual block's skip connection, added after the bias (and the scale) and before the
+// activations: varying over the batch, broadcast over it, strided, alone.
+TEST_P(Matmul, AResidualIsAddedAfterTheBiasAndBeforeTheEpilogue) {
+  const DType dt = dtype();
+  OpDesc linear{OpKind::MATMUL, {contiguous(dt, {33, 64}), transposed(dt, 64, 40), contiguous(dt, {40}), contiguous(dt, {33, 40})},
+                contiguous(dt, {33, 40})};
+  linear.residual = true;
+  check(linear);
+  EXPECT_NE(compiler_.compile(linear)->plan.find("plus a residual"), std::string::npos) << compiler_.compile(linear)->plan;
+  // A convolution's matmul: the weights broadcast over the batch, a batch norm's scale and
+  // shift per channel, the block's input added, then ReLU.
+  TensorDesc weights = contiguous(dt, {24, 40});
+  weights.shape = {2, 24, 40}, weights.strides = {0, 40, 1};
+  OpDesc conv{OpKind::MATMUL,
+              {weights, contiguous(dt, {2, 40, 70}), contiguous(DType::F32, {24, 1}), contiguous(DType::F32, {24, 1}), contiguous(dt, {2, 24, 70})},
+              contiguous(dt, {2, 24, 70})};
+  conv.residual = true;
+  conv.epilogue = {OpKind::RELU};
+  check(conv);
+  // Broadcast over the batch, rows at a stride, with an offset; no bias.
+  TensorDesc rows = contiguous(DType::F32, {20, 10});
+  rows.strides = {13, 1}, rows.storage_offset = 5;
+  OpDesc batched{OpKind::MATMUL, {contiguous(dt, {3, 20, 30}), contiguous(dt, {3, 30, 10}), rows}, contiguous(dt, {3, 20, 10})};
+  batched.residual = true;
+  batched.alpha = 0.5;
+  check(batched);
+  // Large enough for every core and a resident panel of A.
+  OpDesc panel{OpKind::MATMUL, {contiguous(dt, {130, 96}), contiguous(dt, {96, 1100}), contiguous(dt, {1100}), contiguous(dt, {130, 1100})},
+               contiguous(dt, {130, 1100})};
+  panel.residual = true;
+  panel.epilogue = {OpKind::GELU};
+  check(panel);
+  // A residual needs the flag to be one; without a residual the flag has nothing to name.
+  OpDesc flagged = mm(dt, 4, 4, 4);
+  flagged.residual = true;
+  EXPECT_THROW(compiler_.compile(flagged), std::invalid_argument);
 }
 
 // Rows of tiles that share a resident panel of A, rows split between cores (each core

@@ -74,9 +74,12 @@ struct OpDesc {
   OpKind kind = OpKind::ADD;
   std::vector<TensorDesc> inputs;  // binary ops: the second is broadcast to the output's shape
   TensorDesc output;
-  // Matmul only: out = epilogue(alpha * A @ B + beta * bias).
+  // Matmul only: out = epilogue(alpha * A @ B * scale + beta * bias + residual).
   double alpha = 1.0;
   double beta = 1.0;
+  // Matmul: the last input is a residual, added after the bias (and, unlike
+  // the bias and the scale, it may vary over the batch).
+  bool residual = false;
   std::vector<OpKind> epilogue;  // unary elementwise ops, in order
   F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
