@@ -32,8 +32,11 @@ def _gemm_samples(device):
     a = torch.randn(3, 5, 7, device=device, requires_grad=True)
     b = torch.randn(7, 4, device=device, requires_grad=True)
     bias = torch.randn(4, device=device, requires_grad=True)
+    residual = torch.randn(3, 5, 4, device=device, requires_grad=True)
+    shared = torch.randn(5, 4, device=device, requires_grad=True)  # broadcast over the batch
     return [(a, b, bias, 0.5, 2.0, ["gelu_tanh", "relu"]), (a, b, None, 1.0, 1.0, []), (a, b, bias, 1.0, 1.0, ["silu"]),
-            (a[0], b, bias, 1.0, 1.0, ["sigmoid", "tanh"])]
+            (a[0], b, bias, 1.0, 1.0, ["sigmoid", "tanh"]), (a, b, bias, 0.5, 2.0, ["relu"], residual),
+            (a, b, None, 1.0, 1.0, [], shared)]
 
 
 def _layer_norm_samples(device):
@@ -71,10 +74,13 @@ def _conv2d_samples(device):
     wg = torch.randn(6, 2, 3, 3, device=device, requires_grad=True)
     b = torch.randn(6, device=device, requires_grad=True)
     s = torch.rand(6, device=device).add(0.5).requires_grad_()
+    r = torch.randn(2, 6, 9, 9, device=device, requires_grad=True)
     return [(x, w, None, [1, 1], [1, 1], [1, 1], 1, []),
             (x, w, b, [2, 2], [0, 1], [1, 1], 1, ["relu"]),
             (x, w, b, [1, 1], [2, 2], [2, 2], 1, ["silu"], s),
-            (x, wg, b, [1, 2], [1, 1], [1, 1], 2, ["gelu_tanh", "tanh"], s)]
+            (x, wg, b, [1, 2], [1, 1], [1, 1], 2, ["gelu_tanh", "tanh"], s),
+            (x, w, b, [1, 1], [1, 1], [1, 1], 1, ["relu"], s, r),  # a residual block's conv2, bn2, add, relu
+            (x, wg, None, [1, 1], [1, 1], [1, 1], 2, [], None, r.transpose(2, 3))]  # a strided residual
 
 
 @pytest.mark.parametrize("device", ["cpu", NPU])
@@ -283,8 +289,11 @@ def test_gpt2_compiles_whole_and_matches_the_cpu(use_cache):
     (report,) = backend.reports()
     assert report.fused.count("native_layer_norm -> npusim::layer_norm") == 2 * 2 + 1
     assert report.fused.count("gelu written out (tanh form) -> aten::gelu") == 2  # GPT-2's gelu_new, then into the gemm
-    assert report.ops["npusim::gemm"] == 2  # c_fc with its gelu
-    assert report.ops["aten::addmm"] == 2 * 3  # c_attn, c_proj, mlp.c_proj
+    # c_fc with its gelu; attn.c_proj and mlp.c_proj with the residual stream added in their epilogues
+    assert report.ops["npusim::gemm"] == 2 * 3
+    assert report.fused.count("addmm + residual add -> npusim::gemm") == 2 * 2
+    assert report.ops["aten::addmm"] == 2  # c_attn
+    assert report.dropped_clones >= 2 * 2  # eval-mode dropouts after c_proj and mlp: copies for nothing
     assert report.folded > 0  # the attention mask, built from aranges, computed at compile time
 
 
@@ -401,6 +410,10 @@ def test_resnet18_compiles_whole_and_matches_the_cpu():
     # Each convolution with its batch norm (and relu) as one kernel, the norm in the matmul's epilogue.
     assert report.ops.get("npusim::conv2d") == 20 and "aten::convolution" not in report.ops
     assert sum("batch_norm" in line for line in report.fused) == 20
+    # Each residual block's second convolution adds the block's input (or its downsampled
+    # copy) in its epilogue, before the ReLU.
+    assert report.fused.count("convolution + batch_norm + residual add + relu -> npusim::conv2d") == 8
+    assert report.ops.get("aten::add.Tensor") == 2 * 20  # only the norms' var + eps and shift + beta, per convolution
     assert report.ops.get("npusim::max_pool2d") == 1 and "aten::max_pool2d_with_indices" not in report.ops  # nothing reads its indices
     with torch.no_grad():  # an inference graph: where the batch norms fold
         e = npusim.explain(npu, images.to(NPU))

@@ -41,9 +41,11 @@ struct Geometry {
 };
 
 // x [N, C, H, W], w [Cout, C/G, KH, KW] -> [N, Cout, OH, OW].
-// With `scale` (per output channel, with a bias): epilogue(conv(x, w) * scale + bias), in the matmul's epilogue.
+// With `scale` (per output channel, with a bias) and `residual` ([N, Cout, OH, OW]):
+// epilogue(conv(x, w) * scale + bias + residual), in the matmul's epilogue.
 at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias, const Geometry& g,
-                        const std::vector<npu::compiler::OpKind>& epilogue = {}, const at::Tensor* scale = nullptr) {
+                        const std::vector<npu::compiler::OpKind>& epilogue = {}, const at::Tensor* scale = nullptr,
+                        const at::Tensor* residual = nullptr) {
   const int64_t n = x.size(0), c = x.size(1), cout = w.size(0), kh = w.size(2), kw = w.size(3);
   const int64_t oh = g.out_size(0, x.size(2), kh), ow = g.out_size(1, x.size(3), kw), positions = oh * ow;
   const int64_t groups = g.groups, cout_g = cout / groups, depth = (c / groups) * kh * kw;
@@ -60,12 +62,22 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   }
   const at::Tensor weights = dense(w).view({cout, depth}), out3 = out.view({n, cout, positions});
   const at::Tensor bias_col = bias ? bias->view({cout, 1}) : at::Tensor(), scale_col = scale ? scale->view({cout, 1}) : at::Tensor();
+  // The residual [N, Cout, OH, OW] as the output's matrices: read through its strides
+  // where its positions merge into one dim, else from a dense copy.
+  at::Tensor residual3;
+  if (residual) {
+    TORCH_CHECK(residual->sizes() == out.sizes(), "npusim::conv2d: the residual is ", residual->sizes(), ", the output ", out.sizes());
+    residual3 = oh == 1 || residual->stride(2) == residual->stride(3) * ow
+                    ? residual->as_strided({n, cout, positions}, {residual->stride(0), residual->stride(1), residual->stride(3)}, residual->storage_offset())
+                    : dense(*residual).view({n, cout, positions});
+  }
   for (int64_t group = 0; group < groups; ++group) {
     const at::Tensor a = weights.narrow(0, group * cout_g, cout_g).expand({n, cout_g, depth});
     const at::Tensor bias_part = bias ? bias_col.narrow(0, group * cout_g, cout_g) : at::Tensor();
     const at::Tensor scale_part = scale ? scale_col.narrow(0, group * cout_g, cout_g) : at::Tensor();
+    const at::Tensor residual_part = residual ? residual3.narrow(1, group * cout_g, cout_g) : at::Tensor();
     require(gemm_into(a, cols.narrow(1, group * depth, depth), bias ? &bias_part : nullptr, out3.narrow(1, group * cout_g, cout_g), epilogue,
-                      scale ? &scale_part : nullptr));
+                      scale ? &scale_part : nullptr, residual ? &residual_part : nullptr));
   }
   return out;
 }
@@ -204,23 +216,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
 
 at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
-                      const std::optional<at::Tensor>& scale) {
+                      const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual) {
   TORCH_CHECK(x.dim() == 4 && weight.dim() == 4, "npusim::conv2d: x is [N, C, H, W] and weight [Cout, C/groups, KH, KW]");
   std::vector<npu::compiler::OpKind> steps;
   for (const std::string& name : epilogue) steps.push_back(epilogue_kind(name));
-  const bool has_bias = bias && bias->defined(), has_scale = scale && scale->defined();
+  const bool has_bias = bias && bias->defined(), has_scale = scale && scale->defined(), has_residual = residual && residual->defined();
   Geometry g;
   bool one_d = false;
   if (chip_geometry(x, weight, stride, padding, dilation, groups, &g, &one_d) && (!has_bias || chip_float(*bias)) &&
-      (!has_scale || (has_bias && chip_float(*scale)))) {
+      (!has_scale || (has_bias && chip_float(*scale))) &&
+      (!has_residual || (chip_float(*residual) && on_npu(*residual) && residual->dim() == 4))) {
     try {
-      return conv_forward(x, weight, has_bias ? &*bias : nullptr, g, steps, has_scale ? &*scale : nullptr);
+      return conv_forward(x, weight, has_bias ? &*bias : nullptr, g, steps, has_scale ? &*scale : nullptr, has_residual ? &*residual : nullptr);
     } catch (const OffChip&) {
     }
   }
   note_cpu_fallback("npusim::conv2d");
   return conv2d_cpu(x.cpu(), weight.cpu(), has_bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, stride, padding, dilation, groups,
-                    epilogue, has_scale ? std::optional<at::Tensor>(scale->cpu()) : std::nullopt)
+                    epilogue, has_scale ? std::optional<at::Tensor>(scale->cpu()) : std::nullopt,
+                    has_residual ? std::optional<at::Tensor>(residual->cpu()) : std::nullopt)
       .to(x.device());
 }
 

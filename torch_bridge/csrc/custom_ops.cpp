@@ -1,11 +1,13 @@
 // The npusim:: custom ops: the fused kernels that the torch.compile backend
 // lowers to, also callable from eager code (torch.ops.npusim.*).
-//   gemm(a, b, bias, alpha, beta, epilogue)  epilogue(alpha * a @ b + beta * bias), one kernel
+//   gemm(a, b, bias, alpha, beta, epilogue, residual)
+//                                            epilogue(alpha * a @ b + beta * bias + residual), one kernel
 //   layer_norm(x, weight, bias, eps)         over the last dim, one kernel
-//   conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale)
-//                                            epilogue(conv2d(x, w) * scale + bias), per output
-//                                            channel: im2col and one matmul, the rest on its
-//                                            tiles in the accumulator (conv.cpp)
+//   conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
+//                                            epilogue(conv2d(x, w) * scale + bias + residual),
+//                                            scale and bias per output channel: im2col and one
+//                                            matmul, the rest on its tiles in the accumulator
+//                                            (conv.cpp)
 //   max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
 //                                            max pooling's values without its indices:
 //                                            im2col and one row max (pooling.cpp)
@@ -46,12 +48,13 @@ std::vector<int64_t> gemm_shape(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
-                    const std::vector<std::string>& epilogue) {
+                    const std::vector<std::string>& epilogue, const std::optional<at::Tensor>& residual) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
   gemm_shape(a, b);
   at::Tensor z = at::matmul(a.to(at::kFloat), b.to(at::kFloat));
   if (alpha != 1.0) z = at::mul(z, alpha);
   if (bias) z = at::add(z, bias->to(at::kFloat), beta);
+  if (residual) z = at::add(z, residual->to(at::kFloat));
   for (const std::string& name : epilogue) epilogue_kind(name), z = activation(name, z);
   return z.to(a.scalar_type());
 }
@@ -75,34 +78,43 @@ OpKind epilogue_kind(const std::string& name) {
 
 at::Tensor conv2d_cpu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
-                      const std::optional<at::Tensor>& scale) {
+                      const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual) {
   TORCH_CHECK(x.dim() == 4 && weight.dim() == 4, "npusim::conv2d: x is [N, C, H, W] and weight [Cout, C/groups, KH, KW]");
   TORCH_CHECK(x.scalar_type() == weight.scalar_type(), "npusim::conv2d: x and weight have one dtype");
   TORCH_CHECK(!scale || bias, "npusim::conv2d: a scale comes with a bias");
   at::Tensor z = at::conv2d(x.to(at::kFloat), weight.to(at::kFloat), std::nullopt, stride, padding, dilation, groups);
   if (scale) z = at::mul(z, scale->to(at::kFloat).view({1, -1, 1, 1}));
   if (bias) z = at::add(z, bias->to(at::kFloat).view({1, -1, 1, 1}));
+  if (residual) {
+    TORCH_CHECK(residual->sizes() == z.sizes(), "npusim::conv2d: the residual is ", residual->sizes(), ", the output ", z.sizes());
+    z = at::add(z, residual->to(at::kFloat));
+  }
   for (const std::string& name : epilogue) epilogue_kind(name), z = activation(name, z);
   return z.to(x.scalar_type());
 }
 
 at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
-                    const std::vector<std::string>& epilogue) {
+                    const std::vector<std::string>& epilogue, const std::optional<at::Tensor>& residual) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "npusim::gemm: a and b have one dtype");
   std::vector<OpKind> steps;
   for (const std::string& name : epilogue) steps.push_back(epilogue_kind(name));
   at::Tensor out = new_npu(gemm_shape(a, b), a.scalar_type());
+  if (residual) at::infer_size(residual->sizes(), out.sizes());  // a c10::Error unless it broadcasts
   std::vector<at::Tensor> inputs = {to_npu(a), to_npu(b)};
   if (bias) inputs.push_back(to_npu(*bias));
+  if (residual) inputs.push_back(to_npu(*residual));
   const auto make_op = [&] {
-    OpDesc op(OpKind::MATMUL, {describe(inputs[0]), describe(inputs[1])}, describe(out));
-    if (bias) op.inputs.push_back(describe(inputs[2]));
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : inputs) described.push_back(describe(t));
+    OpDesc op(OpKind::MATMUL, described, describe(out));
+    op.residual = residual.has_value();
     op.alpha = alpha, op.beta = beta, op.epilogue = steps, op.f32_precision = f32_matmul_precision();
     return op;
   };
   if (try_run(make_op, inputs, out)) return out;
   note_cpu_fallback("npusim::gemm");
-  return gemm_cpu(a.cpu(), b.cpu(), bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, alpha, beta, epilogue).to(out.device());
+  const auto on_cpu = [](const std::optional<at::Tensor>& t) { return t ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
+  return gemm_cpu(a.cpu(), b.cpu(), on_cpu(bias), alpha, beta, epilogue, on_cpu(residual)).to(out.device());
 }
 
 at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
@@ -127,10 +139,10 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
 }
 
 TORCH_LIBRARY(npusim, m) {
-  m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue) -> Tensor");
+  m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue, Tensor? residual=None) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
   m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
-        "Tensor? scale=None) -> Tensor");
+        "Tensor? scale=None, Tensor? residual=None) -> Tensor");
   m.def("max_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");
 }
 

@@ -13,7 +13,7 @@ namespace npusim {
 
 // npusim::gemm on the npu: epilogue(alpha * a @ b + beta * bias), one kernel.
 at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& bias, double alpha, double beta,
-                    const std::vector<std::string>& epilogue);
+                    const std::vector<std::string>& epilogue, const std::optional<at::Tensor>& residual = std::nullopt);
 
 // The compiler op of a gemm or conv2d epilogue step by name (relu, gelu, gelu_tanh,
 // silu, tanh, sigmoid); a c10::Error naming the allowed ones otherwise.
@@ -23,15 +23,16 @@ npu::compiler::OpKind epilogue_kind(const std::string& name);
 // points into the boxed call's list, which PyTorch frees while it unboxes later
 // arguments, so a list of names followed by another argument read freed memory.)
 
-// npusim::conv2d: epilogue(conv2d(x, weight) * scale + bias), scale and bias per output
-// channel (an eval batch norm folded in), in f32, rounded once to x's dtype.
+// npusim::conv2d: epilogue(conv2d(x, weight) * scale + bias + residual), scale and bias per
+// output channel (an eval batch norm folded in), the residual the output's shape (a residual
+// block's skip connection), in f32, rounded once to x's dtype.
 at::Tensor conv2d_cpu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
-                      const std::optional<at::Tensor>& scale);
+                      const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual);
 // The same on the npu: im2col and one matmul whose epilogue scales, adds and applies the steps (conv.cpp).
 at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
-                      const std::optional<at::Tensor>& scale);
+                      const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual);
 
 // npusim::layer_norm on the npu: over the last dim, one kernel (the CPU's result when the compiler declines).
 at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);

@@ -69,15 +69,17 @@ void note_cpu_fallback(const char* op) {
 }
 
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
-               const std::vector<npu::compiler::OpKind>& epilogue, const at::Tensor* scale) {
+               const std::vector<npu::compiler::OpKind>& epilogue, const at::Tensor* scale, const at::Tensor* residual) {
   TORCH_CHECK(!scale || bias, "gemm_into: a scale comes with a bias");
   std::vector<at::Tensor> inputs = {a, b};
   if (bias) inputs.push_back(*bias);
   if (scale) inputs.push_back(*scale);
+  if (residual) inputs.push_back(*residual);
   const auto make_op = [&] {
     npu::compiler::OpDesc op(npu::compiler::OpKind::MATMUL, {describe(a), describe(b)}, describe(out));
     if (bias) op.inputs.push_back(describe(*bias));
     if (scale) op.inputs.push_back(describe(*scale));
+    if (residual) op.inputs.push_back(describe(*residual)), op.residual = true;
     op.f32_precision = f32_matmul_precision();
     op.epilogue = epilogue;
     return op;

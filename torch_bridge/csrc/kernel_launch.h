@@ -38,9 +38,11 @@ void note_cpu_fallback(const char* op);
 // out = a @ b (+ bias broadcast to out), into `out` (any view the matmul kernel
 // writes): batch dims broadcast (a stride-0 batch shares one matrix).
 // `scale` (with a bias only): multiplies the product before the bias is added;
+// `residual` (broadcast to out, batch included): added after the bias;
 // `epilogue`: unary ops applied last; all on each tile in f32 before the output rounds.
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
-               const std::vector<npu::compiler::OpKind>& epilogue = {}, const at::Tensor* scale = nullptr);
+               const std::vector<npu::compiler::OpKind>& epilogue = {}, const at::Tensor* scale = nullptr,
+               const at::Tensor* residual = nullptr);
 // The windows of x [N, C, H, W] into cols [N, C, KH, KW, OH, OW] (any strides): compiler/ops.def's im2col.
 bool im2col_into(const at::Tensor& x, const at::Tensor& cols, const npu::compiler::Window& window, double pad_value);
 

@@ -2,15 +2,18 @@
 and torch.export), autograd, and friendly wrappers.
 
 The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custom_ops.cpp:
-    torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue)   epilogue(alpha * a @ b + beta * bias), one kernel
+    torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue, residual)
+                                                                epilogue(alpha * a @ b + beta * bias + residual),
+                                                                one kernel
     torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
     torch.ops.npusim.attention(q, k, v, is_causal, scale)      softmax(scale q k^T (+ causal mask)) v, the
                                                                 flash-attention kernel (scores never in DRAM)
-    torch.ops.npusim.conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale)
-                                                                epilogue(conv2d(x, w) * scale + bias), scale
-                                                                and bias per output channel (an eval batch
-                                                                norm): im2col and one matmul, the rest on its
-                                                                tiles in the accumulator
+    torch.ops.npusim.conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
+                                                                epilogue(conv2d(x, w) * scale + bias + residual),
+                                                                scale and bias per output channel (an eval
+                                                                batch norm), the residual the output's shape
+                                                                (a skip connection): im2col and one matmul,
+                                                                the rest on its tiles in the accumulator
     torch.ops.npusim.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
                                                                 max pooling's values without its indices
 All compute in f32 and round once to the inputs' dtype (attention rounds its
@@ -30,9 +33,10 @@ EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, alpha: float = 1.0, beta: float = 1.0,
-         epilogue: Sequence[str] = ()) -> torch.Tensor:
-    """epilogue(alpha * a @ b + beta * bias) in one kernel; a [..., M, K], b [..., K, N], bias broadcast to [..., M, N]."""
-    return torch.ops.npusim.gemm(a, b, bias, float(alpha), float(beta), list(epilogue))
+         epilogue: Sequence[str] = (), residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """epilogue(alpha * a @ b + beta * bias + residual) in one kernel; a [..., M, K], b [..., K, N], bias and
+    residual broadcast to [..., M, N] (the bias the same for every batch element)."""
+    return torch.ops.npusim.gemm(a, b, bias, float(alpha), float(beta), list(epilogue), residual)
 
 
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
@@ -48,11 +52,14 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
 
 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride=(1, 1), padding=(0, 0),
-           dilation=(1, 1), groups: int = 1, epilogue: Sequence[str] = (), scale: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """epilogue(torch.nn.functional.conv2d(x, weight) * scale + bias) in one matmul: scale and bias per output
-    channel (a scale needs a bias), the activations applied in the matmul's epilogue."""
+           dilation=(1, 1), groups: int = 1, epilogue: Sequence[str] = (), scale: Optional[torch.Tensor] = None,
+           residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """epilogue(torch.nn.functional.conv2d(x, weight) * scale + bias + residual) in one matmul: scale and bias
+    per output channel (a scale needs a bias), the residual of the output's shape, the activations applied in
+    the matmul's epilogue."""
     pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]  # noqa: E731
-    return torch.ops.npusim.conv2d(x, weight, bias, pair(stride), pair(padding), pair(dilation), int(groups), list(epilogue), scale)
+    return torch.ops.npusim.conv2d(x, weight, bias, pair(stride), pair(padding), pair(dilation), int(groups), list(epilogue), scale,
+                                   residual)
 
 
 def max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False) -> torch.Tensor:
@@ -66,14 +73,17 @@ def max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 
 @torch.library.register_fake("npusim::gemm")
-def _gemm_fake(a, b, bias, alpha, beta, epilogue):
+def _gemm_fake(a, b, bias, alpha, beta, epilogue, residual=None):
     torch._check(a.dim() >= 2 and b.dim() >= 2, lambda: "npusim::gemm: a is [..., M, K] and b [..., K, N]")
     torch._check(a.shape[-1] == b.shape[-2], lambda: "npusim::gemm: K differs")
     torch._check(a.dtype == b.dtype, lambda: "npusim::gemm: a and b have one dtype")
     for name in epilogue:
         torch._check(name in EPILOGUES, lambda: f"npusim::gemm: epilogue '{name}' is not one of {', '.join(EPILOGUES)}")
-    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return a.new_empty((*batch, a.shape[-2], b.shape[-1]))
+    shape = (*torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+    if residual is not None:
+        torch._check(torch.broadcast_shapes(residual.shape, shape) == torch.Size(shape),
+                     lambda: f"npusim::gemm: the residual {tuple(residual.shape)} does not broadcast to {shape}")
+    return a.new_empty(shape)
 
 
 @torch.library.register_fake("npusim::layer_norm")
@@ -83,7 +93,7 @@ def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
 
 
 @torch.library.register_fake("npusim::conv2d")
-def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, epilogue, scale=None):
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, epilogue, scale=None, residual=None):
     torch._check(scale is None or bias is not None, lambda: "npusim::conv2d: a scale comes with a bias")
     torch._check(x.dim() == 4 and weight.dim() == 4, lambda: "npusim::conv2d: x is [N, C, H, W] and weight [Cout, C/groups, KH, KW]")
     torch._check(x.dtype == weight.dtype, lambda: "npusim::conv2d: x and weight have one dtype")
@@ -91,7 +101,9 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, epilogue, s
     for name in epilogue:
         torch._check(name in EPILOGUES, lambda: f"npusim: epilogue '{name}' is not one of {', '.join(EPILOGUES)}")
     size = [(x.shape[2 + d] + 2 * padding[d] - dilation[d] * (weight.shape[2 + d] - 1) - 1) // stride[d] + 1 for d in range(2)]
-    return x.new_empty((x.shape[0], weight.shape[0], *size))
+    shape = (x.shape[0], weight.shape[0], *size)
+    torch._check(residual is None or tuple(residual.shape) == shape, lambda: f"npusim::conv2d: the residual is not {shape}")
+    return x.new_empty(shape)
 
 
 @torch.library.register_fake("npusim::max_pool2d")
@@ -140,18 +152,19 @@ def _sum_to(t: torch.Tensor, shape) -> torch.Tensor:
 
 
 def _gemm_setup_context(ctx, inputs, output):
-    a, b, bias, alpha, beta, epilogue = inputs
+    a, b, bias, alpha, beta, epilogue, residual = inputs
     ctx.alpha, ctx.beta, ctx.epilogue = alpha, beta, list(epilogue)
     ctx.bias_shape = None if bias is None else bias.shape
-    ctx.save_for_backward(a, b, bias)
+    ctx.residual_shape = None if residual is None else residual.shape
+    ctx.save_for_backward(a, b, bias, residual if epilogue else None)
 
 
 def _gemm_backward(ctx, grad):
-    a, b, bias = ctx.saved_tensors
+    a, b, bias, residual = ctx.saved_tensors
     g = grad
     if ctx.epilogue:
         # The activations' inputs, recomputed: the forward kept only its output.
-        z = torch.ops.npusim.gemm(a, b, bias, ctx.alpha, ctx.beta, [])
+        z = torch.ops.npusim.gemm(a, b, bias, ctx.alpha, ctx.beta, [], residual)
         inputs = [z]
         for name in ctx.epilogue[:-1]:
             inputs.append(_activation(name, inputs[-1]))
@@ -164,7 +177,10 @@ def _gemm_backward(ctx, grad):
         grad_b = _sum_to(torch.ops.npusim.gemm(a.mT, g, None, ctx.alpha, 1.0, []), b.shape)
     if bias is not None and ctx.needs_input_grad[2]:
         grad_bias = _sum_to(g * ctx.beta if ctx.beta != 1.0 else g, ctx.bias_shape).to(bias.dtype)
-    return grad_a, grad_b, grad_bias, None, None, None
+    grad_residual = None
+    if ctx.residual_shape is not None and ctx.needs_input_grad[6]:
+        grad_residual = _sum_to(g, ctx.residual_shape)
+    return grad_a, grad_b, grad_bias, None, None, None, grad_residual
 
 
 torch.library.register_autograd("npusim::gemm", _gemm_backward, setup_context=_gemm_setup_context)
@@ -222,22 +238,24 @@ torch.library.register_autograd("npusim::attention", _attention_backward, setup_
 
 
 def _conv2d_setup_context(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, groups, epilogue, scale = inputs
+    x, weight, bias, stride, padding, dilation, groups, epilogue, scale, residual = inputs
     ctx.geometry = (list(stride), list(padding), list(dilation), groups)
     ctx.epilogue = list(epilogue)
     ctx.has_bias = bias is not None
-    ctx.save_for_backward(x, weight, bias, scale)
+    ctx.has_residual = residual is not None
+    ctx.save_for_backward(x, weight, bias, scale, residual if epilogue else None)
 
 
 def _conv2d_backward(ctx, grad):
-    """z = conv(x, w) * scale + bias, y = epilogue(z): through the activations at their inputs
-    (recomputed), then the scale and bias per channel, then the convolution's own backward."""
-    x, weight, bias, scale = ctx.saved_tensors
+    """z = conv(x, w) * scale + bias + residual, y = epilogue(z): through the activations at their
+    inputs (recomputed), then the residual, the scale and bias per channel, then the convolution's
+    own backward."""
+    x, weight, bias, scale, residual = ctx.saved_tensors
     stride, padding, dilation, groups = ctx.geometry
     conv = torch.ops.npusim.conv2d(x, weight, None, stride, padding, dilation, groups, []) if scale is not None else None
     g = grad
     if ctx.epilogue:
-        inputs = [torch.ops.npusim.conv2d(x, weight, bias, stride, padding, dilation, groups, [], scale)]
+        inputs = [torch.ops.npusim.conv2d(x, weight, bias, stride, padding, dilation, groups, [], scale, residual)]
         for name in ctx.epilogue[:-1]:
             inputs.append(_activation(name, inputs[-1]))
         for name, z_in in reversed(list(zip(ctx.epilogue, inputs))):
@@ -245,12 +263,13 @@ def _conv2d_backward(ctx, grad):
     per_channel = lambda t: t.float().sum((0, 2, 3))  # noqa: E731
     grad_bias = per_channel(g).to(bias.dtype) if ctx.has_bias and ctx.needs_input_grad[2] else None
     grad_scale = per_channel(g * conv).to(scale.dtype) if scale is not None and ctx.needs_input_grad[8] else None
+    grad_residual = g if ctx.has_residual and ctx.needs_input_grad[9] else None
     if scale is not None:
         g = g * scale.view(1, -1, 1, 1).to(g.dtype)
     mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False]
     grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
         g, x, weight, [weight.shape[0]], stride, padding, dilation, False, [0, 0], groups, mask)
-    return grad_x, grad_weight, grad_bias, None, None, None, None, None, grad_scale
+    return grad_x, grad_weight, grad_bias, None, None, None, None, None, grad_scale, grad_residual
 
 
 torch.library.register_autograd("npusim::conv2d", _conv2d_backward, setup_context=_conv2d_setup_context)

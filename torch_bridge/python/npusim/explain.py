@@ -29,6 +29,7 @@ class GraphExplanation:
     fused: List[str]
     partitions: List[Tuple[str, int, List[str]]]  # ("npu" | "cpu", nodes, the ops of the cpu ones)
     fallbacks: Dict[str, int]
+    dropped_clones: int = 0  # copies that changed no layout, removed
 
 
 @dataclasses.dataclass
@@ -46,6 +47,8 @@ class Explanation:
         for i, g in enumerate(self.graphs):
             lines.append(f"graph {i} ({g.kind}): {g.nodes} nodes, {len(g.partitions)} partition(s)")
             lines += [f"  fused: {f}" for f in g.fused]
+            if g.dropped_clones:
+                lines.append(f"  dropped: {g.dropped_clones} clone(s) that changed no layout")
             for where, count, ops in g.partitions:
                 lines.append(f"  {where}: {count} node(s)" + (f" ({', '.join(ops)})" if ops else ""))
         lines.append("fallbacks: " + (", ".join(f"{op} x{n}" for op, n in sorted(self.fallbacks.items())) or "none"))
@@ -130,7 +133,7 @@ def explain(model, *inputs, **kwargs) -> Explanation:
                 partitions[-1] = (where, partitions[-1][1] + 1, partitions[-1][2] + list(fell_back))
             else:
                 partitions.append((where, 1, list(fell_back)))
-        graphs.append(GraphExplanation(report.kind, report.nodes_after, report.fused, partitions, fallbacks))
+        graphs.append(GraphExplanation(report.kind, report.nodes_after, report.fused, partitions, fallbacks, report.dropped_clones))
 
     compiled_model = torch.compile(model, backend="npu")
     compiled_model(*inputs, **kwargs)  # compiles (and warms the program cache) outside the measurement

@@ -9,16 +9,21 @@ Passes, in order:
                         0.044715 x^3)))) becomes aten.gelu(approximate="tanh"): one
                         vector instruction instead of eight kernels, and a gemm
                         epilogue when it follows a matmul.
-  fuse_gemm_epilogues   mm / addmm / bmm whose only use is an activation (through
-                        views) become one npusim::gemm with that epilogue: the
-                        activation runs on the tile in the accumulator, not as
-                        a second kernel reading and writing DRAM.
+  drop_clones           clones that keep their input's strides (an eval-mode dropout
+                        decomposes to one) are dropped: the graphs are functional,
+                        so a copy that changes no layout is a kernel for nothing.
+  fuse_gemm_epilogues   mm / addmm / bmm whose only use is a residual add of a
+                        tensor of its shape and/or an activation (through views)
+                        become one npusim::gemm with that residual and epilogue:
+                        they run on the tile in the accumulator, not as more
+                        kernels reading and writing DRAM.
   fuse_conv_bn          (inference graphs) a 2-D convolution followed by an eval-mode
-                        batch norm and/or activations becomes one npusim::conv2d: the
-                        norm as a per-channel scale s = gamma / sqrt(var + eps) and
-                        shift (b - mean) * s + beta (small kernels on the parameter
-                        vectors, not on the weights) applied with the activations in
-                        the matmul's epilogue, so the activations cross DRAM once.
+                        batch norm, a residual add and/or activations becomes one
+                        npusim::conv2d: the norm as a per-channel scale s = gamma /
+                        sqrt(var + eps) and shift (b - mean) * s + beta (small kernels
+                        on the parameter vectors, not on the weights) applied with the
+                        residual and the activations in the matmul's epilogue, so the
+                        activations cross DRAM once.
   values_only_max_pool  (inference graphs) max_pool2d_with_indices whose indices
                         nothing reads becomes npusim::max_pool2d: im2col and one
                         row max, no running comparisons for the indices.
@@ -63,6 +68,7 @@ class GraphReport:
     nodes_after: int = 0
     fused: List[str] = dataclasses.field(default_factory=list)  # one line per fused kernel
     folded: int = 0  # nodes computed at compile time
+    dropped_clones: int = 0  # copies that changed no layout
     ops: Dict[str, int] = dataclasses.field(default_factory=dict)  # ATen op -> calls in the final graph
 
 
@@ -80,21 +86,64 @@ def _only_user(node: torch.fx.Node):
     return users[0] if len(users) == 1 else None
 
 
+def drop_clones(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.clone.default or len(node.args) != 1:
+            continue
+        source = node.args[0]
+        mine, theirs = node.meta.get("val"), getattr(source, "meta", {}).get("val")
+        if not isinstance(mine, torch.Tensor) or not isinstance(theirs, torch.Tensor) or mine.stride() != theirs.stride():
+            continue
+        if any(user.op == "output" for user in node.users):  # an output must not alias another value
+            continue
+        node.replace_all_uses_with(source)
+        gm.graph.erase_node(node)
+        report.dropped_clones += 1
+
+
+def _residual_add(node: torch.fx.Node):
+    """The only user of node when it adds a tensor of node's shape and dtype to it
+    (alpha 1): (the add, the other operand); else (None, None)."""
+    add = _only_user(node)
+    if add is None or add.op != "call_function" or add.target is not aten.add.Tensor or len(add.args) != 2:
+        return None, None
+    if add.kwargs.get("alpha", 1) != 1:
+        return None, None
+    other = add.args[1] if add.args[0] is node else add.args[0]
+    if other is node or not isinstance(other, torch.fx.Node):
+        return None, None
+    mine, theirs = node.meta.get("val"), other.meta.get("val")
+    if not isinstance(mine, torch.Tensor) or not isinstance(theirs, torch.Tensor):
+        return None, None
+    if theirs.shape != mine.shape or theirs.dtype != mine.dtype or theirs.device != mine.device:
+        return None, None
+    return add, other
+
+
+def _activations_after(current: torch.fx.Node):
+    """The activations that follow current, each the only user of the one before."""
+    activations = []
+    while (user := _only_user(current)) is not None and _activation_name(user) is not None:
+        activations.append(user)
+        current = user
+    return activations
+
+
 def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _MATMULS:
             continue
-        # The chain: matmul -> views* -> activation+, each the only user of the one before.
+        # The chain: matmul -> views* -> residual add? -> activation*, each the only user of the one before.
         views, current = [], node
         while (user := _only_user(current)) is not None and user.op == "call_function" and user.target in _VIEWS:
             views.append(user)
             current = user
-        activations = []
-        while (user := _only_user(current)) is not None and _activation_name(user) is not None:
-            activations.append(user)
-            current = user
-        if not activations:
+        add, residual = _residual_add(current)
+        if add is not None:
+            current = add
+        activations = _activations_after(current)
+        if not activations and add is None:
             continue
         if node.target is aten.addmm.default:
             bias, a, b = node.args[:3]
@@ -103,17 +152,21 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         else:
             (a, b), bias, alpha, beta = node.args[:2], None, 1, 1
         names = [_activation_name(n) for n in activations]
-        with graph.inserting_before(activations[0]):
-            fused = graph.call_function(torch.ops.npusim.gemm.default, (a, b, bias, float(alpha), float(beta), names))
+        last = activations[-1] if activations else add
+        with graph.inserting_before(last):
+            if residual is not None and views:  # the residual as the matmul's output
+                residual = _call(graph, aten.reshape.default, (residual, list(node.meta["val"].shape)), add.meta)
+            fused = graph.call_function(torch.ops.npusim.gemm.default, (a, b, bias, float(alpha), float(beta), names, residual))
             fused.meta = dict(node.meta)  # its value and its layer are the matmul's
             result = fused
             for view in views:
                 result = graph.call_function(view.target, (result, *view.args[1:]), dict(view.kwargs))
                 result.meta = dict(view.meta)
-        activations[-1].replace_all_uses_with(result)
-        for dead in reversed([node, *views, *activations]):
+        last.replace_all_uses_with(result)
+        for dead in reversed([node, *views, *([add] if add is not None else []), *activations]):
             graph.erase_node(dead)
-        report.fused.append(f"{node.target.__name__.split('.')[0]} + {' + '.join(names)} -> npusim::gemm")
+        steps = (["residual add"] if add is not None else []) + names
+        report.fused.append(f"{node.target.__name__.split('.')[0]} + {' + '.join(steps)} -> npusim::gemm")
 
 
 _BATCH_NORM_EVAL = aten._native_batch_norm_legit_no_training.default
@@ -141,11 +194,13 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
             if len(firsts) == 1 and all(o is firsts[0] or not o.users for o in outputs):
                 bn, current = user, firsts[0]
                 chain += [bn, *outputs]
-        activations = []
-        while (user := _only_user(current)) is not None and _activation_name(user) is not None:
-            activations.append(user)
-            current = user
-        if bn is None and not activations:
+        add, residual = _residual_add(current)
+        if add is not None:
+            current = add
+        activations = _activations_after(current)
+        if activations:
+            current = activations[-1]
+        if bn is None and add is None and not activations:
             continue
         with graph.inserting_before(current):
             bias, scale = b, None
@@ -161,13 +216,14 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
                     bias = _call(graph, aten.add.Tensor, (bias, beta), meta)
             names = [_activation_name(n) for n in activations]
             fused = graph.call_function(torch.ops.npusim.conv2d.default,
-                                        (x, w, bias, list(stride), list(padding), list(dilation), groups, names, scale))
+                                        (x, w, bias, list(stride), list(padding), list(dilation), groups, names, scale, residual))
             fused.meta = dict(current.meta)
         current.replace_all_uses_with(fused)
-        for dead in reversed([conv, *chain, *activations]):
+        for dead in reversed([conv, *chain, *([add] if add is not None else []), *activations]):
             if not dead.users:
                 graph.erase_node(dead)
-        report.fused.append("convolution" + (" + batch_norm" if bn is not None else "") + "".join(f" + {n}" for n in names) + " -> npusim::conv2d")
+        steps = (["batch_norm"] if bn is not None else []) + (["residual add"] if add is not None else []) + names
+        report.fused.append("convolution" + "".join(f" + {n}" for n in steps) + " -> npusim::conv2d")
 
 
 def values_only_max_pool(gm: torch.fx.GraphModule, report: GraphReport) -> None:
@@ -278,6 +334,7 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
     fold_constants(gm, report)
     recognize_gelu(gm, report)
+    drop_clones(gm, report)
     fuse_gemm_epilogues(gm, report)
     if kind == "inference":
         fuse_conv_bn(gm, report)
