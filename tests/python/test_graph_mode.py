@@ -143,6 +143,28 @@ def test_scaled_dot_product_attention_in_f32_and_its_gradients_stay_on_the_chip(
         torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_masked_attention_runs_on_the_chip_and_fully_masked_rows_give_zeros(dtype, tol):
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(2, 3, 9, 8, dtype=dtype) for _ in range(3))
+    k, v = k[:, :, :7], v[:, :, :7]  # 9 queries, 7 keys
+    hidden_row = torch.ones(9, 7, dtype=torch.bool)
+    hidden_row[4] = False  # query 4 sees nothing: PyTorch gives zeros there, not NaN
+    additive = torch.randn(2, 1, 9, 7).to(dtype)  # per batch element, shared by the heads
+    additive[1, 0, 2] = float("-inf")
+    masks = [torch.rand(9, 7) > 0.4, hidden_row, additive, torch.zeros(2, 3, 9, 7, dtype=dtype).masked_fill(~hidden_row, float("-inf"))]
+    for mask in masks:
+        expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask if mask.dtype == torch.bool else mask.float())
+        before, kernels = dict(npusim.fallback_stats()), npusim.kernel_stats().get("matmul", 0)
+        # q laid out as [B, L, H, D] viewed [B, H, L, D], as transformers' models pass it
+        qn = q.transpose(1, 2).contiguous().to(NPU).transpose(1, 2)
+        got = F.scaled_dot_product_attention(qn, k.to(NPU), v.to(NPU), attn_mask=mask.to(NPU))
+        assert got.stride() == F.scaled_dot_product_attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v, attn_mask=mask).stride()
+        assert npusim.fallback_stats() == before and npusim.kernel_stats()["matmul"] == kernels + 2  # scores (mask added), then P V
+        torch.testing.assert_close(got.cpu().float(), expected, rtol=tol, atol=tol)
+        assert not got.cpu().isnan().any()
+
+
 def test_compiled_attention_keeps_the_fused_op():
     def attend(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -295,6 +317,8 @@ def test_gpt2_compiles_whole_and_matches_the_cpu(use_cache):
     assert report.ops["aten::addmm"] == 2  # c_attn
     assert report.dropped_clones >= 2 * 2  # eval-mode dropouts after c_proj and mlp: copies for nothing
     assert report.folded > 0  # the attention mask, built from aranges, computed at compile time
+    if not use_cache:  # the folded mask is the causal one: the attention takes is_causal instead
+        assert report.fused.count("attention with a constant causal mask -> is_causal") == 2
 
 
 def test_profile_times_every_kernel_by_op_and_layer():

@@ -7,12 +7,18 @@
 // fused flash-attention kernel (one kernel, the scores never in DRAM), or,
 // where the compiler declines it (f32 on a tensor core without f32), the
 // unfused sequence on the chip: scores by gemm (the causal mask as its bias),
-// softmax, gemm. With a mask or dropout PyTorch's math decomposition runs,
-// op by op. The same forward is the custom op npusim::attention.
+// softmax, gemm. With a mask (bool or additive) and nothing that needs a
+// gradient, also OVERRIDEABLE: the unfused sequence with the mask added to the
+// scores in the gemm's epilogue (as its residual), and rows whose keys are all
+// masked give zeros, as PyTorch's math does (graph mode turns a constant
+// causal mask into is_causal, and so into the fused kernel: npusim/lowering.py).
+// With dropout, or a mask and gradients, PyTorch's math decomposition runs, op
+// by op. The same forward is the custom op npusim::attention.
 //
 // The forward does not compute the logsumexp that the op returns (a buffer
 // of the right shape, unwritten): the npu's backward recomputes the
 // probabilities from q, k and v, with the unfused ops on the chip.
+#include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/DispatchStub.h>
@@ -42,14 +48,46 @@ std::optional<at::Tensor> causal_bias(const at::Tensor& q, const at::Tensor& k, 
   return to_npu(at::zeros({q.size(-2), k.size(-2)}, at::kFloat).masked_fill(above, -std::numeric_limits<float>::infinity()));
 }
 
-// P = softmax(scale * q @ k^T + mask), on the chip.
-at::Tensor probabilities(const at::Tensor& q, const at::Tensor& k, bool is_causal, double scale) {
-  const at::Tensor scores = gemm_npu(q, k.transpose(-2, -1), causal_bias(q, k, is_causal), scale, 1.0, {});
+// An attention mask as an additive f32 mask of the scores' shape [..., L, S] (a view:
+// broadcast dims stride 0), dense where its batch dims would not merge into one
+// stride, which the matmul kernel needs to add it as a residual.
+at::Tensor additive_mask(const at::Tensor& mask, c10::IntArrayRef scores_shape) {
+  at::Tensor additive = mask.scalar_type() == at::kBool
+                            ? at::where(mask, at::zeros({}, mask.options().dtype(at::kFloat)),
+                                        at::full({}, -std::numeric_limits<float>::infinity(), mask.options().dtype(at::kFloat)))
+                            : mask;
+  additive = additive.expand(scores_shape);
+  int64_t outer_stride = -1;
+  for (int64_t d = 0; d + 2 < additive.dim(); ++d) {
+    if (additive.size(d) == 1) continue;
+    if (outer_stride >= 0 && outer_stride != additive.stride(d) * additive.size(d)) return additive.contiguous();
+    outer_stride = additive.stride(d);
+  }
+  return additive;
+}
+
+// P = softmax(scale * q @ k^T + mask), on the chip: the causal mask as the gemm's bias, another mask as its residual.
+at::Tensor probabilities(const at::Tensor& q, const at::Tensor& k, bool is_causal, double scale, const at::Tensor* mask = nullptr) {
+  std::optional<at::Tensor> residual;
+  if (mask) {
+    std::vector<int64_t> shape = at::infer_size(q.sizes().slice(0, size_t(q.dim() - 2)), k.sizes().slice(0, size_t(k.dim() - 2)));
+    shape.push_back(q.size(-2)), shape.push_back(k.size(-2));
+    residual = additive_mask(*mask, shape);
+  }
+  const at::Tensor scores = gemm_npu(q, k.transpose(-2, -1), causal_bias(q, k, is_causal), scale, 1.0, {}, residual);
   return at::_softmax(scores, -1, false);
+}
+
+// The output of attention under a mask, with the rows whose keys are all masked made zeros
+// (PyTorch's _safe_softmax; softmax itself gives NaN there). Computed on the mask, not the scores.
+at::Tensor zero_fully_masked_rows(const at::Tensor& out, const at::Tensor& mask) {
+  const at::Tensor visible = mask.scalar_type() == at::kBool ? mask : at::ne(mask, -std::numeric_limits<double>::infinity());
+  return at::where(visible.any(-1, true), out, at::zeros({}, out.options()));
 }
 }  // namespace
 
-at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, double scale) {
+at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, double scale,
+                         const at::Tensor* mask = nullptr) {
   TORCH_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, "attention: q, k and v have at least 2 dims");
   std::vector<int64_t> shape(q.sizes().begin(), q.sizes().end());
   shape.back() = v.size(-1);
@@ -63,7 +101,10 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
     return try_run(make_op, {q_in, k_in, v_in}, out);
   };
   at::Tensor result = out;
-  if (!fused(q, k, v)) {
+  if (mask) {  // the fused kernel takes no mask tensor
+    const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+    result = zero_fully_masked_rows(gemm_npu(probabilities(qc, kc, is_causal, scale, mask), vc, std::nullopt, 1.0, 1.0, {}), *mask);
+  } else if (!fused(q, k, v)) {
     // Batch and head dims that do not merge (heads interleaved with the sequence) are copied
     // contiguous on the chip; then the fused kernel, or where it declines, gemm, softmax, gemm.
     const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
@@ -83,9 +124,13 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
   constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
-  const bool plain = !mask.has_value() && dropout == 0.0 && !enable_gqa && (q.dim() == 3 || q.dim() == 4) &&
-                     at::isFloatingType(q.scalar_type()) && q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
-  return plain ? kOverrideable : kMath;
+  const bool plain = dropout == 0.0 && !enable_gqa && (q.dim() == 3 || q.dim() == 4) && at::isFloatingType(q.scalar_type()) &&
+                     q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
+  // A mask: bool, or additive in q's dtype, and no gradient to take (the npu's backward takes no mask).
+  const bool maskable = !mask || ((mask->scalar_type() == at::kBool || mask->scalar_type() == q.scalar_type()) && !is_causal &&
+                                  mask->dim() <= q.dim() && !q.requires_grad() && !k.requires_grad() && !v.requires_grad() &&
+                                  !mask->requires_grad());
+  return plain && maskable ? kOverrideable : kMath;
 }
 
 namespace {
@@ -93,8 +138,8 @@ namespace {
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor> sdpa_forward(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias, double dropout, bool is_causal,
     bool return_debug_mask, std::optional<double> scale) {
-  TORCH_CHECK(!bias.has_value() && dropout == 0.0, "npusim: the fused attention takes no mask and no dropout");
-  const at::Tensor out = attention_npu(q, k, v, is_causal, default_scale(q, scale));
+  TORCH_CHECK(dropout == 0.0, "npusim: the fused attention takes no dropout");
+  const at::Tensor out = attention_npu(q, k, v, is_causal, default_scale(q, scale), bias ? &*bias : nullptr);
   const int64_t batch = q.dim() == 4 ? q.size(0) : 1, heads = q.size(-3);
   const at::Tensor logsumexp = new_npu({batch, heads, q.size(-2)}, at::kFloat);  // see the note at the top
   const at::Tensor seed = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
@@ -104,9 +149,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
 // The gradients from the probabilities, recomputed: with P = softmax(S), S = scale q k^T (+ mask),
 // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
-    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&, std::array<bool, 4> mask,
-    const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, double, bool is_causal,
-    const at::Tensor&, const at::Tensor&, std::optional<double> scale_opt) {
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& attn_bias,
+    std::array<bool, 4> mask, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, double,
+    bool is_causal, const at::Tensor&, const at::Tensor&, std::optional<double> scale_opt) {
+  // fused_sdp_choice sends masked attention that needs gradients to PyTorch's math instead.
+  TORCH_CHECK(!attn_bias.defined(), "npusim: the attention backward takes no mask");
   const double scale = default_scale(q, scale_opt);
   const at::Tensor p = probabilities(q, k, is_causal, scale);
   const at::Tensor dp = gemm_npu(grad_out, v.transpose(-2, -1), std::nullopt, 1.0, 1.0, {});

@@ -31,6 +31,10 @@ Passes, in order:
                         from arange, full, comparisons: often in integer and bool
                         dtypes the chip lacks) are computed once at compile time on
                         the CPU and become constants of the graph on the device.
+  causal_attention      attention whose mask is a folded constant equal to the causal
+                        mask (0 / True on and below the diagonal, -inf / False above)
+                        takes is_causal instead: the flash-attention kernel's own
+                        mask, no mask tensor read (GPT-2 passes such a mask).
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
 Layer norms are fused by the decomposition table itself (npusim.backend).
@@ -69,6 +73,7 @@ class GraphReport:
     fused: List[str] = dataclasses.field(default_factory=list)  # one line per fused kernel
     folded: int = 0  # nodes computed at compile time
     dropped_clones: int = 0  # copies that changed no layout
+    constant_values: Dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # folded constants, on the CPU
     ops: Dict[str, int] = dataclasses.field(default_factory=dict)  # ATen op -> calls in the final graph
 
 
@@ -303,6 +308,7 @@ def _fold_constants(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         device = fake.device if isinstance(fake, torch.Tensor) else torch.device("cpu")
         name = f"_npusim_constant_{report.kind}_{report.folded}"
         gm.register_buffer(name, value.to(device))
+        report.constant_values[name] = value
         with graph.inserting_before(node):
             constant = graph.get_attr(name)
         constant.meta = dict(node.meta)
@@ -329,12 +335,51 @@ def recognize_gelu(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append("gelu written out (tanh form) -> aten::gelu")
 
 
+_SDPA = aten._scaled_dot_product_fused_attention_overrideable.default
+
+
+def _is_causal_mask(mask: torch.Tensor, queries: int, keys: int) -> bool:
+    """Whether mask, broadcast to [..., queries, keys], is PyTorch's is_causal mask (top-left aligned)."""
+    if mask.dim() < 2 or tuple(mask.shape[-2:]) != (queries, keys):
+        return False
+    visible = torch.ones(queries, keys, dtype=torch.bool).tril()
+    if mask.dtype == torch.bool:
+        return bool((mask == visible).all())
+    if not mask.is_floating_point():
+        return False
+    # An additive mask hides with -inf or the dtype's lowest value (which absorbs any finite score).
+    hidden = (mask == float("-inf")) | (mask <= torch.finfo(mask.dtype).min)
+    return bool(((mask == 0) == visible).all() and (hidden == ~visible).all())
+
+
+def causal_attention(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not _SDPA or len(node.args) < 4:
+            continue
+        mask = node.args[3]
+        if not isinstance(mask, torch.fx.Node) or mask.op != "get_attr" or mask.target not in report.constant_values:
+            continue
+        q, k = node.args[0].meta.get("val"), node.args[1].meta.get("val")
+        if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor):
+            continue
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():  # the constant is real; the tracer's fake mode is active
+            causal = _is_causal_mask(report.constant_values[mask.target], q.shape[-2], k.shape[-2])
+        if not causal:
+            continue
+        dropout = node.args[4] if len(node.args) > 4 else 0.0
+        node.args = (*node.args[:3], None, dropout, True, *node.args[6:])
+        report.fused.append("attention with a constant causal mask -> is_causal")
+
+
 def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     """Runs the passes on gm in place; returns what they did."""
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
     fold_constants(gm, report)
     recognize_gelu(gm, report)
     drop_clones(gm, report)
+    causal_attention(gm, report)
     fuse_gemm_epilogues(gm, report)
     if kind == "inference":
         fuse_conv_bn(gm, report)
