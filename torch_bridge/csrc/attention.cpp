@@ -48,6 +48,17 @@ std::optional<at::Tensor> causal_bias(const at::Tensor& q, const at::Tensor& k, 
   return to_npu(at::zeros({q.size(-2), k.size(-2)}, at::kFloat).masked_fill(above, -std::numeric_limits<float>::infinity()));
 }
 
+// Whether t's dims before its last two merge into one stride (size-1 dims aside).
+bool batch_dims_merge(const at::Tensor& t) {
+  int64_t outer_stride = -1;
+  for (int64_t d = 0; d + 2 < t.dim(); ++d) {
+    if (t.size(d) == 1) continue;
+    if (outer_stride >= 0 && outer_stride != t.stride(d) * t.size(d)) return false;
+    outer_stride = t.stride(d);
+  }
+  return true;
+}
+
 // An attention mask as an additive f32 mask of the scores' shape [..., L, S] (a view:
 // broadcast dims stride 0), dense where its batch dims would not merge into one
 // stride, which the matmul kernel needs to add it as a residual.
@@ -57,13 +68,7 @@ at::Tensor additive_mask(const at::Tensor& mask, c10::IntArrayRef scores_shape) 
                                         at::full({}, -std::numeric_limits<float>::infinity(), mask.options().dtype(at::kFloat)))
                             : mask;
   additive = additive.expand(scores_shape);
-  int64_t outer_stride = -1;
-  for (int64_t d = 0; d + 2 < additive.dim(); ++d) {
-    if (additive.size(d) == 1) continue;
-    if (outer_stride >= 0 && outer_stride != additive.stride(d) * additive.size(d)) return additive.contiguous();
-    outer_stride = additive.stride(d);
-  }
-  return additive;
+  return batch_dims_merge(additive) ? additive : additive.contiguous();
 }
 
 // P = softmax(scale * q @ k^T + mask), on the chip: the causal mask as the gemm's bias, another mask as its residual.
@@ -91,34 +96,38 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   TORCH_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, "attention: q, k and v have at least 2 dims");
   std::vector<int64_t> shape(q.sizes().begin(), q.sizes().end());
   shape.back() = v.size(-1);
-  at::Tensor out = new_npu(shape, q.scalar_type());
-  const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
-    const auto make_op = [&] {
-      OpDesc op(OpKind::ATTENTION, {describe(q_in), describe(k_in), describe(v_in)}, describe(out));
-      op.scale = scale, op.is_causal = is_causal;
-      return op;
-    };
-    return try_run(make_op, {q_in, k_in, v_in}, out);
-  };
-  at::Tensor result = out;
-  if (mask) {  // the fused kernel takes no mask tensor
-    const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-    result = zero_fully_masked_rows(gemm_npu(probabilities(qc, kc, is_causal, scale, mask), vc, std::nullopt, 1.0, 1.0, {}), *mask);
-  } else if (!fused(q, k, v)) {
-    // Batch and head dims that do not merge (heads interleaved with the sequence) are copied
-    // contiguous on the chip; then the fused kernel, or where it declines, gemm, softmax, gemm.
-    const at::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-    if (!fused(qc, kc, vc)) result = gemm_npu(probabilities(qc, kc, is_causal, scale), vc, std::nullopt, 1.0, 1.0, {});
-  }
   // The output laid out in the order of q's strides (PyTorch's SDPA kernels do the same, and compiled graphs view it so).
-  if (!q.is_contiguous()) {
-    at::Tensor laid_out = new_npu_in_order_of(result.sizes(), result.scalar_type(), q);
-    if (laid_out.strides() != result.strides()) {
-      laid_out.copy_(result);
-      return laid_out;
+  const auto laid_out = [&](const at::Tensor& result) {
+    if (q.is_contiguous()) return result;
+    at::Tensor in_order = new_npu_in_order_of(result.sizes(), result.scalar_type(), q);
+    if (in_order.strides() == result.strides()) return result;
+    in_order.copy_(result);
+    return in_order;
+  };
+  // Batch and head dims that do not merge into one stride (heads interleaved with the
+  // sequence, B and H > 1) are copied contiguous on the chip: the kernels need one batch stride.
+  const at::Tensor qm = batch_dims_merge(q) ? q : q.contiguous(), km = batch_dims_merge(k) ? k : k.contiguous(),
+                   vm = batch_dims_merge(v) ? v : v.contiguous();
+  if (!mask) {  // the fused kernel takes no mask tensor
+    at::Tensor out = new_npu(shape, q.scalar_type());
+    const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
+      const auto make_op = [&] {
+        OpDesc op(OpKind::ATTENTION, {describe(q_in), describe(k_in), describe(v_in)}, describe(out));
+        op.scale = scale, op.is_causal = is_causal;
+        return op;
+      };
+      return try_run(make_op, {q_in, k_in, v_in}, out);
+    };
+    if (fused(qm, km, vm)) return laid_out(out);
+    if (qm.stride(-1) != 1 || km.stride(-1) != 1 || vm.stride(-1) != 1) {  // the kernel reads head dims contiguous
+      if (fused(qm.contiguous(), km.contiguous(), vm.contiguous())) return laid_out(out);
     }
   }
-  return result;
+  // Where it declines: gemm (the mask in its epilogue), softmax, gemm, the last straight into q's layout.
+  const at::Tensor p = probabilities(qm, km, is_causal, scale, mask);
+  at::Tensor result = q.is_contiguous() ? new_npu(shape, q.scalar_type()) : new_npu_in_order_of(shape, q.scalar_type(), q);
+  if (!gemm_into(p, vm, nullptr, result)) result = gemm_npu(p, vm, std::nullopt, 1.0, 1.0, {});
+  return laid_out(mask ? zero_fully_masked_rows(result, *mask) : result);
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,
