@@ -16,8 +16,17 @@
 // Neither do the vector width (each lane is one column's own sum: AVX-512,
 // AVX2 or SSE2, whichever the host has) nor the threads (each takes whole
 // rows of the result): results are the same on every x86-64 host.
+//
+// Where every product is exact in f32 (bf16 or f16 inputs whose nonzero
+// products all lie in f32's normal range, and no infinity or NaN among them)
+// a fused multiply-add rounds exactly as a product then a sum does, and the
+// kernel uses the host's FMA: the same bits in half the instructions.
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -104,15 +113,45 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512(size_t kc, const flo
   micro_kernel_body<F32x16, 16>(kc, a, b, c, ldc);
 }
 
+// The same with a fused multiply-add: only for products that are exact (see the top).
+__attribute__((target("avx512f"))) void micro_kernel_avx512_fma(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
+  __m512 sums[kMr][2];
+  for (size_t r = 0; r < kMr; ++r) sums[r][0] = _mm512_loadu_ps(c + r * ldc), sums[r][1] = _mm512_loadu_ps(c + r * ldc + 16);
+  for (size_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b + p * 32), b1 = _mm512_loadu_ps(b + p * 32 + 16);
+    for (size_t r = 0; r < kMr; ++r) {
+      const __m512 x = _mm512_set1_ps(a[p * kMr + r]);
+      sums[r][0] = _mm512_fmadd_ps(x, b0, sums[r][0]);
+      sums[r][1] = _mm512_fmadd_ps(x, b1, sums[r][1]);
+    }
+  }
+  for (size_t r = 0; r < kMr; ++r) _mm512_storeu_ps(c + r * ldc, sums[r][0]), _mm512_storeu_ps(c + r * ldc + 16, sums[r][1]);
+}
+__attribute__((target("avx2,fma"))) void micro_kernel_avx2_fma(size_t kc, const float* a, const float* b, float* c, size_t ldc) {
+  __m256 sums[kMr][2];
+  for (size_t r = 0; r < kMr; ++r) sums[r][0] = _mm256_loadu_ps(c + r * ldc), sums[r][1] = _mm256_loadu_ps(c + r * ldc + 8);
+  for (size_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8);
+    for (size_t r = 0; r < kMr; ++r) {
+      const __m256 x = _mm256_set1_ps(a[p * kMr + r]);
+      sums[r][0] = _mm256_fmadd_ps(x, b0, sums[r][0]);
+      sums[r][1] = _mm256_fmadd_ps(x, b1, sums[r][1]);
+    }
+  }
+  for (size_t r = 0; r < kMr; ++r) _mm256_storeu_ps(c + r * ldc, sums[r][0]), _mm256_storeu_ps(c + r * ldc + 8, sums[r][1]);
+}
+
+using KernelFunction = void (*)(size_t kc, const float* a, const float* b, float* c, size_t ldc);
 struct MicroKernel {
   size_t nr;  // columns of its register tile: two vectors
-  void (*run)(size_t kc, const float* a, const float* b, float* c, size_t ldc);
+  KernelFunction run;
+  KernelFunction exact_products;  // for problems whose products are all exact: FMA where the host has it
 };
 MicroKernel kernel_for(MatmulIsa isa) {
   switch (isa) {
-    case MatmulIsa::Avx512: return {32, micro_kernel_avx512};
-    case MatmulIsa::Avx2: return {16, micro_kernel_avx2};
-    default: return {8, micro_kernel_sse2};
+    case MatmulIsa::Avx512: return {32, micro_kernel_avx512, micro_kernel_avx512_fma};
+    case MatmulIsa::Avx2: return {16, micro_kernel_avx2, __builtin_cpu_supports("fma") ? micro_kernel_avx2_fma : micro_kernel_avx2};
+    default: return {8, micro_kernel_sse2, micro_kernel_sse2};
   }
 }
 // The widest kernel this host runs, unless use_matmul_isa chose another.
@@ -126,22 +165,49 @@ const MicroKernel& micro_kernel() { return current_kernel(); }
 
 // Edge tiles run the same kernel on a full-size copy, so padding lanes never
 // touch the sum buffer.
-void edge_kernel(const MicroKernel& kernel, size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t tile_rows,
+void edge_kernel(KernelFunction run, size_t nr, size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t tile_rows,
                  size_t tile_cols) {
   float tile[kMr * 2 * kMaxLanes] = {};
-  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(c + r * ldc, tile_cols, tile + r * kernel.nr);
-  kernel.run(kc, a, b, tile, kernel.nr);
-  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(tile + r * kernel.nr, tile_cols, c + r * ldc);
+  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(c + r * ldc, tile_cols, tile + r * nr);
+  run(kc, a, b, tile, nr);
+  for (size_t r = 0; r < tile_rows; ++r) std::copy_n(tile + r * nr, tile_cols, c + r * ldc);
 }
 
 struct Problem {
   size_t m, n, k;
   std::vector<float> a_panels, b_panels;
+  bool exact_products = false;  // every product of an A and a B value is exact in f32
 };
 
+// The smallest nonzero and the largest magnitude among values; false if one is not finite.
+bool magnitudes(const std::vector<float>& values, float* smallest, float* largest) {
+  float lo = std::numeric_limits<float>::infinity(), hi = 0.0f;
+  bool finite = true;
+  for (const float v : values) {
+    const float magnitude = std::fabs(v);
+    finite &= magnitude <= std::numeric_limits<float>::max();
+    hi = std::max(hi, magnitude);
+    lo = std::min(lo, magnitude == 0.0f ? std::numeric_limits<float>::infinity() : magnitude);
+  }
+  *smallest = lo, *largest = hi;
+  return finite;
+}
+
+// Products of bf16 or f16 values carry at most 22 significant bits: exact in f32
+// unless they leave its normal range (overflow, or underflow into subnormals).
+bool products_exact(DType dtype, const std::vector<float>& a, const std::vector<float>& b) {
+  if (dtype != DType::BF16 && dtype != DType::F16) return false;
+  float a_lo, a_hi, b_lo, b_hi;
+  if (!magnitudes(a, &a_lo, &a_hi) || !magnitudes(b, &b_lo, &b_hi)) return false;
+  if (a_hi == 0.0f || b_hi == 0.0f) return true;  // every product is an exact zero
+  return double(a_hi) * double(b_hi) < std::ldexp(1.0, 127) && double(a_lo) * double(b_lo) >= std::ldexp(1.0, -126);
+}
+
 Problem pack(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, size_t m, size_t n, size_t k) {
-  return {m, n, k, pack_panels(kMr, dtype, a, m, k, (flags & isa::kTcTransposeA) == 0),
-          pack_panels(micro_kernel().nr, dtype, b, n, k, (flags & isa::kTcTransposeB) != 0)};
+  Problem p{m, n, k, pack_panels(kMr, dtype, a, m, k, (flags & isa::kTcTransposeA) == 0),
+            pack_panels(micro_kernel().nr, dtype, b, n, k, (flags & isa::kTcTransposeB) != 0)};
+  p.exact_products = products_exact(dtype, p.a_panels, p.b_panels);
+  return p;
 }
 
 // sums (m x n, row-major) += the products of k block [pc, pc + kc), k ascending,
@@ -149,6 +215,7 @@ Problem pack(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, si
 void multiply_rows(const Problem& p, size_t pc, size_t kc, float* sums, size_t first_block, size_t end_block) {
   const MicroKernel& kernel = micro_kernel();
   const size_t nr = kernel.nr;
+  const KernelFunction run = p.exact_products ? kernel.exact_products : kernel.run;
   for (size_t ic = first_block * kMc; ic < std::min(p.m, end_block * kMc); ic += kMc) {
     const size_t i_end = std::min(p.m, ic + kMc);
     for (size_t j = 0; j < p.n; j += nr) {
@@ -158,9 +225,9 @@ void multiply_rows(const Problem& p, size_t pc, size_t kc, float* sums, size_t f
         const size_t tile_rows = std::min(kMr, p.m - i);
         const size_t tile_cols = std::min(nr, p.n - j);
         if (tile_rows == kMr && tile_cols == nr)
-          kernel.run(kc, a_panel, b_panel, sums + i * p.n + j, p.n);
+          run(kc, a_panel, b_panel, sums + i * p.n + j, p.n);
         else
-          edge_kernel(kernel, kc, a_panel, b_panel, sums + i * p.n + j, p.n, tile_rows, tile_cols);
+          edge_kernel(run, nr, kc, a_panel, b_panel, sums + i * p.n + j, p.n, tile_rows, tile_cols);
       }
     }
   }

@@ -140,6 +140,25 @@ TEST(TensorMatmul, EveryHostKernelGivesTheSameBits) {
   if (!use_matmul_isa(MatmulIsa::Avx512) && !use_matmul_isa(MatmulIsa::Avx2)) use_matmul_isa(MatmulIsa::Sse2);
 }
 
+// A product below f32's normal range rounds before it is added (the documented order), where a
+// fused multiply-add would not: 2^-125 + RN(1.25 * 2^-149) is a tie that stays at 2^-125, while
+// RN(2^-125 + 1.25 * 2^-149) would be 2^-125 + 2^-148. Every host kernel must keep the rounding.
+TEST(TensorMatmul, ProductsBelowTheNormalRangeRoundBeforeTheyAreAdded) {
+  const Shape s{1, 1, 2};
+  const std::vector<float> a = {std::ldexp(1.0f, -62), std::ldexp(1.25f, -75)}, b = {std::ldexp(1.0f, -63), std::ldexp(1.0f, -74)};
+  const float expected = std::ldexp(1.0f, -125);
+  for (const MatmulIsa isa : {MatmulIsa::Sse2, MatmulIsa::Avx2, MatmulIsa::Avx512}) {
+    if (!use_matmul_isa(isa)) continue;
+    for (const DType dtype : {DType::BF16, DType::F32}) {
+      Bytes acc = encode_floats(DType::F32, {0.0f});
+      const Bytes a_bytes = encode_floats(dtype, a), b_bytes = encode_floats(dtype, b);
+      ASSERT_FALSE(tensor_matmul(dtype, 0, acc.data(), a_bytes.data(), b_bytes.data(), s.m, s.n, s.k));
+      EXPECT_TRUE(same_bits(decode_floats(DType::F32, acc)[0], expected)) << "kernel " << int(isa) << " " << name(dtype);
+    }
+  }
+  if (!use_matmul_isa(MatmulIsa::Avx512) && !use_matmul_isa(MatmulIsa::Avx2)) use_matmul_isa(MatmulIsa::Sse2);
+}
+
 TEST(TensorMatmul, InfinitiesAndNaNPropagateOnlyWhereTheyBelong) {
   const float inf = std::numeric_limits<float>::infinity();
   const Shape s{7, 9, 3};  // edge tiles in both directions: padding must stay out of the results
