@@ -391,6 +391,11 @@ def conv_pool_norm_cases():
         "cross_entropy weighted sum": (lambda x: F_.cross_entropy(x, torch.tensor([1, 2, 4, 0], device=x.device), reduction="sum",
                                                                   weight=torch.linspace(0.5, 1.5, 5, dtype=x.dtype).to(x.device)), [(4, 5)]),
         "softmax": (lambda x: torch.softmax(x, 1), [(3, 7)]),
+        "group_norm": (lambda x, w, b: F_.group_norm(x, 2, w, b), [(3, 4, 5, 5), (4,), (4,)]),
+        "group_norm without affine": (lambda x: F_.group_norm(x, 3, eps=1e-3), [(2, 6, 7)]),
+        "var and std": (lambda x: torch.var(x, (0, 2), correction=0) + torch.std(x, 1, keepdim=True).sum((1, 2)).view(3, 1),
+                        [(3, 4, 5)]),
+        "var_mean and std_mean": (lambda x: sum(torch.var_mean(x, -1, correction=2)) + torch.std_mean(x)[0], [(4, 6)]),
     }
 
 
@@ -416,6 +421,18 @@ def test_convolution_pooling_norms_and_losses_run_on_the_chip(case, dtype):
     for a, b in zip(on_npu, inputs):
         scale = b.grad.abs().max().item()
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=tol["rtol"], atol=tol["atol"] * max(1.0, scale))
+
+
+def test_variance_edge_cases_give_what_the_cpu_gives():
+    before = dict(npusim.fallback_stats())
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        for x in (torch.tensor(3.0), torch.randn(1, 4)):
+            for args in ((), (0,)):  # one element over the reduced dim: 0 / 0
+                torch.testing.assert_close(torch.var(x.to(NPU), *args).cpu(), torch.var(x, *args), equal_nan=True)
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(torch.std(x.to(NPU), 1, correction=5).cpu(), torch.std(x, 1, correction=5), equal_nan=True)  # 0 dof: inf
+    assert torch.var(x.to(NPU), dim=[], correction=0).shape == torch.var(x, dim=[], correction=0).shape == torch.Size([])
+    assert npusim.fallback_stats() == before
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

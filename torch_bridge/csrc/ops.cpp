@@ -659,6 +659,17 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return into(npusim::threshold_backward(grad, self, threshold), out);
 }
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
+// masked_fill_: the select kernel (value where mask holds, else self), copied back into self.
+at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
+  TORCH_CHECK(at::infer_size(mask.sizes(), self.sizes()) == self.sizes(), "masked_fill_: the mask ", mask.sizes(),
+              " does not broadcast to ", self.sizes());
+  copy_from(npusim::where(mask, value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type()), self), self, false);
+  return self;
+}
+at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return masked_fill_tensor(self, mask, at::scalar_tensor(value, self.options().device(at::kCPU)));
+}
 // Adam's updates: self + value * t1 * t2 and self + value * t1 / t2, as three kernels in f32
 // (bf16 and f16 widened first and rounded once at the end, as the CPU computes them).
 at::Tensor addc(bool divide, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
@@ -774,6 +785,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
   m.impl("cat", cat);
   m.impl("where.self", where);
+  m.impl("masked_fill_.Scalar", masked_fill_scalar);
+  m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("index_select", index_select);
   m.impl("gather", gather);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);

@@ -1,0 +1,96 @@
+// Group norm on the npu (native_group_norm and its backward), from the layer-norm
+// row kernel, row reductions and broadcast elementwise kernels, in f32, rounded
+// once to the input's dtype. x [N, C, *] is viewed as [N, G, D] with D = C/G
+// times the positions: each group is a row.
+//   forward    mean and rstd [N, G] (which autograd saves) from the row kernels:
+//              the mean, then the mean square of x - mean; y = x^ * weight[c] +
+//              bias[c] (without an affine, x^ by the layer-norm row kernel)
+//   backward   x^ = (x - mean) * rstd, g = grad * weight[c];
+//              grad_x = rstd * (g - mean_D(g) - x^ * mean_D(g * x^)),
+//              grad_weight[c] = sum over N and positions of grad * x^,
+//              grad_bias[c] = sum of grad
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <torch/library.h>
+
+#include "custom_ops.h"
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
+std::optional<at::Tensor> host(const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; }
+
+bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
+  if (!chip_float(x) || x.numel() == 0) return false;
+  for (const std::optional<at::Tensor>* t : others)
+    if (defined(*t) && !chip_float(**t)) return false;
+  return true;
+}
+
+// [C] as [1, G, C/G, 1], to broadcast over x viewed as [N, G, C/G, positions].
+at::Tensor per_channel(const at::Tensor& v, int64_t group) { return as_f32(v).view({1, group, -1, 1}); }
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                          const std::optional<at::Tensor>& bias, int64_t n, int64_t c, int64_t hxw,
+                                                          int64_t group, double eps) {
+  if (!chip_ready(input, {&weight, &bias}) || group <= 0 || c % group != 0) {
+    note_cpu_fallback("aten::native_group_norm");
+    auto [out, mean, rstd] = at::native_group_norm(input.cpu(), host(weight), host(bias), n, c, hxw, group, eps);
+    return {to_npu(out), to_npu(mean), to_npu(rstd)};
+  }
+  const at::ScalarType dtype = input.scalar_type();
+  const at::Tensor rows = dense(input).view({n * group, -1});
+  const at::Tensor xf = as_f32(rows);
+  const at::Tensor mean = xf.mean(-1, true), centered = xf - mean;
+  const at::Tensor rstd = at::rsqrt((centered * centered).mean(-1, true) + eps);
+  at::Tensor out;
+  if (defined(weight) || defined(bias)) {
+    // The affine step in f32 on the f32 x^ (one rounding at the end, as the CPU does).
+    at::Tensor y = (centered * rstd).view({n, group, c / group, -1});
+    if (defined(weight)) y = y * per_channel(*weight, group);
+    if (defined(bias)) y = y + per_channel(*bias, group);
+    out = y.to(dtype);
+  } else {
+    out = layer_norm_npu(rows, std::nullopt, std::nullopt, eps);  // x^ in one kernel, rounded once
+  }
+  return {out.view(input.sizes()), mean.view({n, group}).to(dtype), rstd.view({n, group}).to(dtype)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean,
+                                                                   const at::Tensor& rstd, const std::optional<at::Tensor>& weight, int64_t n,
+                                                                   int64_t c, int64_t hxw, int64_t group, std::array<bool, 3> mask) {
+  const std::optional<at::Tensor> g_opt = grad, m_opt = mean, r_opt = rstd;
+  if (!chip_ready(input, {&weight, &g_opt, &m_opt, &r_opt}) || group <= 0 || c % group != 0) {
+    note_cpu_fallback("aten::native_group_norm_backward");
+    auto [gx, gw, gb] = at::native_group_norm_backward(grad.cpu(), input.cpu(), mean.cpu(), rstd.cpu(), host(weight), n, c, hxw, group, mask);
+    const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
+    return {back(gx), back(gw), back(gb)};
+  }
+  const at::ScalarType dtype = input.scalar_type();
+  // [N, G, C/G, positions]: the group's elements are the last two dims.
+  const at::Tensor x = as_f32(dense(input)).view({n, group, c / group, -1}), gf = as_f32(dense(grad)).view(x.sizes());
+  const at::Tensor mean4 = as_f32(mean).view({n, group, 1, 1}), rstd4 = as_f32(rstd).view({n, group, 1, 1});
+  const at::Tensor normalized = (x - mean4) * rstd4;
+  at::Tensor grad_x, grad_weight, grad_bias;
+  if (mask[0]) {
+    const at::Tensor g = defined(weight) ? gf * per_channel(*weight, group) : gf;
+    const std::vector<int64_t> elements = {2, 3};
+    grad_x = (rstd4 * (g - g.mean(elements, true) - normalized * (g * normalized).mean(elements, true))).to(dtype).view(input.sizes());
+  }
+  // Per channel: over the batch and the positions.
+  const auto channel_sum = [&](const at::Tensor& t) { return t.view({n, c, -1}).sum({0, 2}); };
+  if (mask[1] && defined(weight)) grad_weight = channel_sum(gf * normalized).to(weight->scalar_type());
+  if (mask[2]) grad_bias = channel_sum(gf).to(dtype);
+  return {grad_x, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_group_norm", group_norm);
+  m.impl("native_group_norm_backward", group_norm_backward);
+}
+
+}  // namespace npusim

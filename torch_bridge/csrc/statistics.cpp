@@ -1,0 +1,110 @@
+// Variance and standard deviation on the npu (var, std, var_mean, std_mean with
+// a correction), over any dims, from the row kernels and elementwise kernels:
+//   mean = mean(x, dims);  var = sum((x - mean)^2, dims) / max(0, N - correction)
+// two passes in f32 (the CPU uses Welford's one pass: results agree to f32
+// rounding), rounded once to x's dtype. N is the number of elements reduced;
+// N <= correction divides by zero, giving inf or nan as on the CPU. Other
+// dtypes (f64; integers, which PyTorch refuses) go to the CPU.
+#include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <algorithm>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+struct Moments {
+  at::Tensor mean, var;  // f32, the reduced dims kept (size 1)
+};
+
+// The dims to reduce: all of them when none or an empty list is given (as ATen's var does).
+std::vector<int64_t> reduced_dims(const at::Tensor& x, at::OptionalIntArrayRef dims) {
+  std::vector<int64_t> result;
+  if (!dims.has_value() || dims->empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) result.push_back(d);
+  } else {
+    for (const int64_t d : *dims) result.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(x.dim(), 1)));
+  }
+  return result;
+}
+
+Moments moments(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction) {
+  const at::Tensor x = as_f32(self.dim() == 0 ? self.reshape(std::vector<int64_t>{1}) : self);
+  const std::vector<int64_t> over = reduced_dims(x, dims);
+  int64_t count = 1;
+  for (const int64_t d : over) count *= x.size(d);
+  Moments m;
+  m.mean = at::mean(x, over, /*keepdim=*/true);
+  const at::Tensor centered = at::sub(x, m.mean);
+  const double divisor = std::max(0.0, double(count) - (correction ? correction->toDouble() : 1.0));
+  m.var = at::div(at::sum(at::mul(centered, centered), over, /*keepdim=*/true), divisor);
+  return m;
+}
+
+// A kept-dims statistic as the op returns it: the dims dropped unless keepdim, in `like`'s dtype.
+at::Tensor shaped(const at::Tensor& statistic, const at::Tensor& like, at::OptionalIntArrayRef dims, bool keepdim) {
+  at::Tensor result = statistic;
+  if (like.dim() == 0) {
+    result = result.reshape(std::vector<int64_t>{});  // (view({}) would pick the dtype overload)
+  } else if (!keepdim) {
+    std::vector<int64_t> over = reduced_dims(like, dims), shape;
+    for (int64_t d = 0; d < like.dim(); ++d)
+      if (std::find(over.begin(), over.end(), d) == over.end()) shape.push_back(like.size(d));
+    result = result.reshape(shape);
+  }
+  return result.scalar_type() == like.scalar_type() ? result : result.to(like.scalar_type());
+}
+
+bool on_chip(const at::Tensor& x) { return chip_float(x) && x.numel() > 0; }
+
+at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
+  if (!on_chip(self)) {
+    note_cpu_fallback("aten::var.correction");
+    return to_npu(at::var(self.cpu(), dims, correction, keepdim));
+  }
+  return shaped(moments(self, dims, correction).var, self, dims, keepdim);
+}
+
+at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
+  if (!on_chip(self)) {
+    note_cpu_fallback("aten::std.correction");
+    return to_npu(at::std(self.cpu(), dims, correction, keepdim));
+  }
+  return shaped(at::sqrt(moments(self, dims, correction).var), self, dims, keepdim);
+}
+
+std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                                            bool keepdim) {
+  if (!on_chip(self)) {
+    note_cpu_fallback("aten::var_mean.correction");
+    auto [v, m] = at::var_mean(self.cpu(), dims, correction, keepdim);
+    return {to_npu(v), to_npu(m)};
+  }
+  const Moments m = moments(self, dims, correction);
+  return {shaped(m.var, self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
+}
+
+std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                                            bool keepdim) {
+  if (!on_chip(self)) {
+    note_cpu_fallback("aten::std_mean.correction");
+    auto [s, m] = at::std_mean(self.cpu(), dims, correction, keepdim);
+    return {to_npu(s), to_npu(m)};
+  }
+  const Moments m = moments(self, dims, correction);
+  return {shaped(at::sqrt(m.var), self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("var.correction", var);
+  m.impl("std.correction", std_);
+  m.impl("var_mean.correction", var_mean);
+  m.impl("std_mean.correction", std_mean);
+}
+
+}  // namespace npusim
