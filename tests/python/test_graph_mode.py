@@ -378,7 +378,8 @@ def test_a_gpt2_training_step_in_graph_mode_gives_the_cpu_gradients():
     assert [r.kind for r in backend.reports()] == ["forward", "backward"]
 
 
-def test_bert_compiles_whole_and_matches_the_cpu():
+@pytest.mark.parametrize("padded", [False, True])
+def test_bert_compiles_whole_and_matches_the_cpu(padded):
     import transformers  # installed by scripts/setup.sh
 
     transformers.utils.logging.set_verbosity_error()
@@ -390,14 +391,20 @@ def test_bert_compiles_whole_and_matches_the_cpu():
     npu.load_state_dict(cpu.state_dict())
     npu = npu.to(NPU)
     tokens = torch.randint(0, 200, (2, 10))
+    # With padding: the int64 attention mask becomes a bool mask on the chip (its words compared,
+    # indexed by folded aranges, and-ed), and the masked attention runs on the chip's gemms.
+    mask = torch.ones(2, 10, dtype=torch.long)
+    mask[1, 7:] = 0
+    inputs = dict(input_ids=tokens, attention_mask=mask) if padded else dict(input_ids=tokens)
     before = dict(npusim.fallback_stats())
     with torch.no_grad():
-        got = torch.compile(npu, backend=NPU, fullgraph=True)(tokens.to(NPU)).last_hidden_state.cpu()
-        expected = cpu(tokens).last_hidden_state
+        got = torch.compile(npu, backend=NPU, fullgraph=True)(**{k: v.to(NPU) for k, v in inputs.items()}).last_hidden_state.cpu()
+        expected = cpu(**inputs).last_hidden_state
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
     (report,) = backend.reports()
     assert report.fused.count("addmm + gelu -> npusim::gemm") == 2 and report.fused.count("native_layer_norm -> npusim::layer_norm") == 5
-    assert npusim.fallback_stats() == before  # everything on the chip, embeddings included
+    assert report.fused.count("addmm + residual add -> npusim::gemm") == 2 * 2  # attention output and FFN output projections
+    assert npusim.fallback_stats() == before  # everything on the chip, embeddings and the mask included
 
 
 def load_resnet():

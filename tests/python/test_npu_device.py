@@ -423,6 +423,21 @@ def test_convolution_pooling_norms_and_losses_run_on_the_chip(case, dtype):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=tol["rtol"], atol=tol["atol"] * max(1.0, scale))
 
 
+def test_integer_indexing_int64_to_bool_and_bool_logic_run_on_the_chip():
+    torch.manual_seed(3)
+    x = torch.randn(4, 5, 3)
+    rows, cols = torch.tensor([[0], [3], [-1]]), torch.tensor([[1, -2, 4]])  # broadcast to [3, 3]; negatives wrap
+    words = torch.tensor([[0, 1, 1 << 32, -7], [0, 0, 5, 0]])  # the high word alone is nonzero in one
+    a, b = torch.rand(3, 4) > 0.5, torch.rand(3, 4) > 0.5
+    before = dict(npusim.fallback_stats())
+    assert torch.equal(x.to(NPU)[rows.to(NPU), cols.to(NPU)].cpu(), x[rows, cols])
+    assert torch.equal(x.to(NPU)[rows.to(NPU).int()].cpu(), x[rows])
+    assert torch.equal(words.to(NPU).bool().cpu(), words.bool())
+    assert torch.equal(words.to(NPU).int().cpu(), words.int()) and torch.equal(words.int().to(NPU).long().cpu(), words.int().long())
+    assert torch.equal((a.to(NPU) & b.to(NPU)).cpu(), a & b) and torch.equal((a.to(NPU) | b.to(NPU)).cpu(), a | b)
+    assert npusim.fallback_stats() == before
+
+
 def test_variance_edge_cases_give_what_the_cpu_gives():
     before = dict(npusim.fallback_stats())
     with pytest.warns(UserWarning, match="degrees of freedom"):

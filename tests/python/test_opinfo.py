@@ -8,7 +8,8 @@ and the results are compared:
   - float32: torch.testing.assert_close's defaults (rtol 1.3e-6, atol 1e-5);
   - bfloat16: rtol 1.6e-2 (the default) and atol 1e-2: the chip computes in
     f32 and rounds once, the CPU's bf16 kernels round differently, and values
-    near zero after cancellation differ by more than the default 1e-5 allows.
+    near zero after cancellation differ by more than the default 1e-5 allows;
+  - ops with neither float dtype (bitwise_and): bool and int32, exactly.
 Ops whose results are undefined (the empty family) are compared on shape,
 dtype and strides only; random ops (bernoulli) on shape, dtype and their
 support (0 or 1; certain where p is 0 or 1), since the npu's generator is not
@@ -77,7 +78,10 @@ def test_the_supported_ops_are_derived_from_the_registrations():
 @pytest.mark.parametrize("op", SUPPORTED, ids=lambda op: op.name + ("." + op.variant_test_name if op.variant_test_name else ""))
 def test_every_sample_matches_the_cpu(op):
     counts = collections.Counter()
-    for dtype in (torch.float32, torch.bfloat16):
+    dtypes = (torch.float32, torch.bfloat16)
+    if not any(d in op.supported_dtypes("cpu") for d in dtypes):  # integer and bool ops (bitwise_and): those, exactly
+        dtypes = (torch.bool, torch.int32)
+    for dtype in dtypes:
         if dtype not in op.supported_dtypes("cpu"):
             continue
         for sample in op.sample_inputs("cpu", dtype, requires_grad=False):
@@ -92,7 +96,7 @@ def test_every_sample_matches_the_cpu(op):
                 assert ((actual == 0) | (actual == 1)).all() and (actual[p == 0] == 0).all() and (actual[p == 1] == 1).all(), where
             else:
                 actual = to_cpu(actual)
-                tolerance = {} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1e-2}
+                tolerance = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
                 torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{where}: {m}", **tolerance)
             counts[str(dtype).replace("torch.", "")] += 1
     print(f"{op.name}: {dict(counts)} samples passed")

@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/Functions.h>
 
 #include <algorithm>
 #include <string>
@@ -95,6 +96,16 @@ bool im2col_into(const at::Tensor& x, const at::Tensor& cols, const npu::compile
     return op;
   };
   return try_run(make_op, {x}, cols);
+}
+
+at::Tensor int64_words(const at::Tensor& t) {
+  TORCH_CHECK(t.scalar_type() == at::kLong, "int64_words: an int64 tensor");
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end()), strides;
+  for (const int64_t s : t.strides()) strides.push_back(2 * s);
+  sizes.push_back(2), strides.push_back(1);
+  at::Tensor words = at::empty({0}, t.options().dtype(at::kInt));
+  words.set_(t.storage(), 2 * t.storage_offset(), sizes, strides);
+  return words;
 }
 
 npu::compiler::F32MatmulPrecision f32_matmul_precision() {

@@ -58,6 +58,9 @@ inline bool chip_float(const at::Tensor& t) {
   return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
 }
 inline at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+// An int64 npu tensor's storage seen as i32 words: t's shape and a last dim of 2 (low word,
+// high word; little-endian), aliasing t. The chip has no int64: it computes on the words.
+at::Tensor int64_words(const at::Tensor& t);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.

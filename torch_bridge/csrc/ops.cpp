@@ -158,6 +158,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   }
   // Device to device: the compiled copy or cast (any strides, broadcasting); what the chip cannot do goes through the host.
   if (copy_on_chip(self, dst)) return dst;
+  // int64, which the chip stores as pairs of i32 words: to bool (nonzero where either word is), to int32
+  // (the low word: the CPU's conversion wraps the same way), and from int32 (the high word the sign).
+  if (self.scalar_type() == at::kLong && dst.scalar_type() == at::kBool) {
+    const at::Tensor words = int64_words(self);
+    if (copy_on_chip(at::maximum(at::ne(words.select(-1, 0), 0), at::ne(words.select(-1, 1), 0)), dst)) return dst;
+  }
+  if (self.scalar_type() == at::kLong && dst.scalar_type() == at::kInt && copy_on_chip(int64_words(self).select(-1, 0), dst)) return dst;
+  if (self.scalar_type() == at::kInt && dst.scalar_type() == at::kLong) {
+    const at::Tensor words = int64_words(dst);
+    const at::Tensor sign = at::where(at::lt(self, 0), at::scalar_tensor(-1, self.options().device(at::kCPU)),
+                                      at::scalar_tensor(0, self.options().device(at::kCPU)));
+    if (copy_on_chip(self, words.select(-1, 0)) && copy_on_chip(sign, words.select(-1, 1))) return dst;
+  }
   note_cpu_fallback(self.scalar_type() == dst.scalar_type() ? "aten::_copy_from (device to device)" : "aten::_copy_from (device dtype conversion)");
   copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
   return dst;
@@ -619,6 +632,48 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
   return on_cpu("aten::index_select", [&] { return at::index_select(cpu(self), dim, cpu(index)); });
 }
 
+// x[i0, i1, ...]: integer index tensors (broadcast together) on the leading dims. The flat row
+// index sum_d i_d * (size of the dims after d) is computed on the chip in i32 (int64 indices as
+// their low words, negative ones wrapped), then the rows are gathered (index_select). Other
+// indexing (None, bool masks, more than 2^31 rows) goes to the CPU.
+at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  const auto reference = [&] {
+    c10::List<std::optional<at::Tensor>> host;
+    for (const std::optional<at::Tensor>& i : indices) host.push_back(i && i->defined() ? std::optional<at::Tensor>(cpu(*i)) : std::nullopt);
+    return at::index(cpu(self), host);
+  };
+  const int64_t k = int64_t(indices.size());
+  bool supported = k >= 1 && k <= self.dim() && self.numel() > 0;
+  int64_t rows = 1;
+  for (int64_t d = 0; supported && d < k; ++d) {
+    const std::optional<at::Tensor> i = indices.get(size_t(d));
+    supported = i && i->defined() && on_npu(*i) && (i->scalar_type() == at::kLong || i->scalar_type() == at::kInt);
+    rows *= self.size(d);
+  }
+  if (!supported || rows >= (int64_t{1} << 31)) return on_cpu("aten::index.Tensor", reference);
+  at::Tensor flat;
+  for (int64_t d = 0; d < k; ++d) {
+    const at::Tensor i = *indices.get(size_t(d));
+    at::Tensor i32 = i.scalar_type() == at::kInt ? i : int64_words(i).select(-1, 0);
+    i32 = at::where(at::lt(i32, 0), at::add(i32, self.size(d)), i32);
+    flat = d == 0 ? i32 : at::add(at::mul(flat, self.size(d)), i32);
+  }
+  std::vector<int64_t> table_shape = {rows}, shape(flat.sizes().begin(), flat.sizes().end());
+  table_shape.insert(table_shape.end(), self.sizes().begin() + k, self.sizes().end());
+  shape.insert(shape.end(), self.sizes().begin() + k, self.sizes().end());
+  return npusim::index_select(self.reshape(table_shape), 0, flat.reshape({-1})).reshape(shape);
+}
+
+// Logical and / or of bools: the minimum / maximum of their 0/1 bytes. Other dtypes go to the CPU.
+at::Tensor bitwise_and(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() == at::kBool && b.scalar_type() == at::kBool) return npusim::minimum(a, b);
+  return on_cpu("aten::bitwise_and.Tensor", [&] { return at::bitwise_and(cpu(a), cpu(b)); });
+}
+at::Tensor bitwise_or(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() == at::kBool && b.scalar_type() == at::kBool) return npusim::maximum(a, b);
+  return on_cpu("aten::bitwise_or.Tensor", [&] { return at::bitwise_or(cpu(a), cpu(b)); });
+}
+
 // gather along the last dim of a single row (a 1-D tensor, or [1, N] with a [1, M] index): index_select.
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -788,6 +843,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Scalar", masked_fill_scalar);
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("index_select", index_select);
+  m.impl("index.Tensor", index_tensor);
+  m.impl("bitwise_and.Tensor", bitwise_and);
+  m.impl("bitwise_or.Tensor", bitwise_or);
   m.impl("gather", gather);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("threshold_backward", threshold_backward);
