@@ -438,6 +438,27 @@ def test_integer_indexing_int64_to_bool_and_bool_logic_run_on_the_chip():
     assert npusim.fallback_stats() == before
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_extrema_and_their_indices_run_on_the_chip(dtype):
+    torch.manual_seed(4)
+    x = torch.randn(5, 9, 4).to(dtype)
+    x[2, 3, 1] = x[2, 7, 1] = 9.0  # a tie along dim 1: the first index wins, as on the CPU
+    x[0, 0, 0] = x[4, 8, 3] = -9.0
+    xn = x.to(NPU)
+    before = dict(npusim.fallback_stats())
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            for op in (torch.max, torch.min):
+                values, indices = op(xn, dim, keepdim=keepdim)
+                expected = op(x, dim, keepdim=keepdim)
+                assert torch.equal(values.cpu(), expected.values) and torch.equal(indices.cpu(), expected.indices)
+            assert torch.equal(torch.argmax(xn, dim, keepdim).cpu(), torch.argmax(x, dim, keepdim))
+            assert torch.equal(torch.argmin(xn, dim, keepdim).cpu(), torch.argmin(x, dim, keepdim))
+    assert torch.equal(xn.argmax().cpu(), x.argmax()) and torch.equal(xn.argmin().cpu(), x.argmin())
+    assert torch.equal(xn.max().cpu(), x.max()) and torch.equal(xn.min().cpu(), x.min())
+    assert npusim.fallback_stats() == before
+
+
 def test_variance_edge_cases_give_what_the_cpu_gives():
     before = dict(npusim.fallback_stats())
     with pytest.warns(UserWarning, match="degrees of freedom"):

@@ -1,0 +1,89 @@
+// Maxima and minima with their indices on the npu (max.dim, min.dim, argmax,
+// argmin, and max / min of a whole tensor), from the row kernels and
+// elementwise kernels:
+//   values   amax / amin over the dim (the row kernel)
+//   indices  the first position holding that value: where(x == value,
+//            position, inf), then its minimum over the dim, in f32 (exact for
+//            positions below 2^24), cast to int32 and widened to int64
+// as the CPU returns them (the first of equal extrema). Unlike the CPU, a NaN
+// is not propagated (the chip's maximum ignores it). Other dtypes (integers,
+// f64) and dims of 2^24 or more go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <limits>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+bool on_chip(const at::Tensor& x, int64_t dim) {
+  return chip_float(x) && x.numel() > 0 && x.dim() > 0 && x.size(dim) < (int64_t{1} << 24);
+}
+
+// The position of each element along dim, as f32, shaped to broadcast over x.
+at::Tensor positions(const at::Tensor& x, int64_t dim) {
+  std::vector<int64_t> shape(size_t(x.dim()), 1);
+  shape[size_t(dim)] = x.size(dim);
+  return to_npu(at::arange(x.size(dim), at::TensorOptions().dtype(at::kFloat)).view(shape));
+}
+
+// The first index along dim where x equals its extremum there (values: kept dim).
+at::Tensor first_index(const at::Tensor& x, const at::Tensor& values, int64_t dim, bool keepdim) {
+  const at::Tensor infinity = at::scalar_tensor(std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor candidates = at::where(at::eq(x, values), positions(x, dim), infinity);
+  return at::amin(candidates, {dim}, keepdim).to(at::kInt).to(at::kLong);
+}
+
+std::tuple<at::Tensor, at::Tensor> extremum_dim(bool maximum, const at::Tensor& self, int64_t dim, bool keepdim) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (!on_chip(self, d)) {
+    note_cpu_fallback(maximum ? "aten::max.dim" : "aten::min.dim");
+    auto [v, i] = maximum ? at::max(self.cpu(), dim, keepdim) : at::min(self.cpu(), dim, keepdim);
+    return {to_npu(v), to_npu(i)};
+  }
+  const at::Tensor values = maximum ? at::amax(self, {d}, true) : at::amin(self, {d}, true);
+  return {keepdim ? values : values.squeeze(d), first_index(self, values, d, keepdim)};
+}
+
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(true, self, dim, keepdim); }
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(false, self, dim, keepdim); }
+
+// argmax / argmin: over dim, or over the flattened tensor when none is given.
+at::Tensor arg_extremum(bool maximum, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) {
+    at::Tensor index = std::get<1>(extremum_dim(maximum, self.reshape({-1}), 0, false));
+    return keepdim ? index.reshape(std::vector<int64_t>(size_t(self.dim()), 1)) : index;
+  }
+  if (self.dim() == 0) return std::get<1>(extremum_dim(maximum, self.reshape({1}), 0, false)).reshape(std::vector<int64_t>{});
+  return std::get<1>(extremum_dim(maximum, self, *dim, keepdim));
+}
+at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(true, self, dim, keepdim); }
+at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(false, self, dim, keepdim); }
+
+// max() / min() of every element: the row kernels over all dims.
+at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
+  if (!chip_float(self) || self.numel() == 0) {
+    note_cpu_fallback(maximum ? "aten::max" : "aten::min");
+    return to_npu(maximum ? at::max(self.cpu()) : at::min(self.cpu()));
+  }
+  const at::Tensor flat = self.reshape({-1});
+  return (maximum ? at::amax(flat, {0}) : at::amin(flat, {0})).reshape(std::vector<int64_t>{});
+}
+at::Tensor max_all(const at::Tensor& self) { return extremum_all(true, self); }
+at::Tensor min_all(const at::Tensor& self) { return extremum_all(false, self); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max.dim", max_dim);
+  m.impl("min.dim", min_dim);
+  m.impl("argmax", argmax);
+  m.impl("argmin", argmin);
+  m.impl("max", max_all);
+  m.impl("min", min_all);
+}
+
+}  // namespace npusim
