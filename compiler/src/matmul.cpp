@@ -70,13 +70,18 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   if (b.shape[b.shape.size() - 2] != k) throw std::invalid_argument("matmul: A is [.., M, K] and B [.., K, N]: K differs");
   if (c.shape[c.shape.size() - 2] != m || c.shape.back() != n) throw std::invalid_argument("matmul: the output is not [.., M, N]");
   const DType dtype = a.dtype;
-  if (b.dtype != dtype || c.dtype != dtype) throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first)");
+  // Integer matmul: i8 operands, their exact products summed in i32 (wrapping), an i32 output.
+  const bool integer = dtype == DType::I8;
+  if (b.dtype != dtype || c.dtype != (integer ? DType::I32 : dtype))
+    throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first), or i8 A and B and an i32 output");
   const auto& accepted = config.core.tensor_core.input_dtypes;
   const auto takes = [&](DType d) { return std::find(accepted.begin(), accepted.end(), d) != accepted.end(); };
   // f32 on a tensor core without f32: the operands' bf16 parts, multiplied pairwise.
   const bool split = dtype == DType::F32 && !takes(DType::F32) && takes(DType::BF16);
-  if (dtype == DType::I8 || dtype == DType::I32 || dtype == DType::U8 || (!split && !takes(dtype)))
+  if (dtype == DType::I32 || dtype == DType::U8 || (!split && !takes(dtype)))
     throw UnsupportedOp("matmul on " + std::string(isa::dtype_name(dtype)) + ": this chip's tensor core does not take it");
+  if (integer && (op.inputs.size() > 2 || op.alpha != 1.0 || op.beta != 1.0 || !op.epilogue.empty()))
+    throw UnsupportedOp("integer matmul with a bias, scale, residual, alpha, beta or epilogue (its epilogue works in f32)");
   const int64_t parts = !split                                                    ? 1
                         : op.f32_precision == F32MatmulPrecision::Highest ? 3
                         : op.f32_precision == F32MatmulPrecision::High    ? 2
@@ -540,7 +545,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     }
     for (const OpKind step : op.epilogue) pb.emit(unary_opcode(step), {f32, l2.index, l2.index, mt.index, nt.index});
     pb.li(l0, o_bytes), pb.mul(l0, l0, slot), pb.addi(l0, l0, o0);
-    if (c.dtype == DType::F32) pb.emit(Opcode::V_MOV, {f32, l0.index, l2.index, mt.index, nt.index});
+    if (integer) pb.emit(Opcode::V_MOV, {static_cast<int64_t>(DType::I32), l0.index, l2.index, mt.index, nt.index});  // the i32 sums as they are
+    else if (c.dtype == DType::F32) pb.emit(Opcode::V_MOV, {f32, l0.index, l2.index, mt.index, nt.index});
     else pb.emit(Opcode::V_CVT, {dt, f32, l0.index, l2.index, mt.index, nt.index});
     pb.emit(Opcode::SIGNAL, {kVec, ACC_FREE});
     pb.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
@@ -566,7 +572,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   std::ostringstream plan;
   plan << "matmul: " << batch << " x [" << m << " x " << k << "] @ [" << k << " x " << n << "] in " << isa::dtype_name(dtype)
        << (split ? " as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) + " tensor-core products per step)" : std::string())
-       << ", f32 accumulation; tiles " << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
+       << (integer ? ", i32 accumulation (wrapping); tiles " : ", f32 accumulation; tiles ") << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
        << " cores; A " << layout(am) << ", B " << layout(bm) << (has_vectors && vectors[0].role == Role::Bias ? ", with bias" : "")
        << (vectors.size() > 1 && vectors[1].role == Role::Scale ? ", scaled" : "") << (residual ? ", plus a residual" : "");
   if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";

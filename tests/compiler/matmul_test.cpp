@@ -234,6 +234,51 @@ TEST_P(Matmul, AResidualIsAddedAfterTheBiasAndBeforeTheEpilogue) {
   EXPECT_THROW(compiler_.compile(flagged), std::invalid_argument);
 }
 
+// i8 operands on the tensor core: exact products summed in i32, wrapping as the CPU's int32
+// arithmetic does; transposed and batched operands as for floats.
+TEST_P(Matmul, Int8OperandsSumExactlyIntoInt32) {
+  const auto check_exact = [&](const OpDesc& op, const std::function<double(size_t, size_t)>& value) {
+    SCOPED_TRACE(op.key());
+    const testing::KernelRun run = KernelTest::run(op, value);
+    const TensorDesc &a = op.inputs[0], &b = op.inputs[1], &c = op.output;
+    const size_t r = c.shape.size();
+    const int64_t batches = r == 3 ? c.shape[0] : 1, m = c.shape[r - 2], n = c.shape[r - 1], k = a.shape.back();
+    const auto at = [](const TensorDesc& t, int64_t bi, int64_t i, int64_t j) {
+      const size_t rank = t.shape.size();
+      return t.storage_offset + (rank == 3 ? bi * t.strides[0] : 0) + i * t.strides[rank - 2] + j * t.strides[rank - 1];
+    };
+    int mismatches = 0;
+    for (int64_t bi = 0; bi < batches; ++bi)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t sum = 0;
+          for (int64_t p = 0; p < k; ++p) sum += int64_t(int8_t(run.inputs[0][size_t(at(a, bi, i, p))])) * int8_t(run.inputs[1][size_t(at(b, bi, p, j))]);
+          const int32_t expected = int32_t(uint32_t(uint64_t(sum)));  // modulo 2^32
+          const double got = load(DType::I32, &run.output[size_t(at(c, bi, i, j)) * 4]);
+          if (got != expected && ++mismatches <= 5) ADD_FAILURE() << "C[" << bi << "][" << i << "][" << j << "] = " << got << ", want " << expected;
+        }
+    EXPECT_EQ(mismatches, 0);
+  };
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> bytes(-128, 127);
+  const auto random = [&](size_t, size_t) { return double(bytes(rng)); };
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 13, 5}, {33, 17, 65}, {130, 70, 300}})
+    check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {m, k}), contiguous(DType::I8, {k, n})}, contiguous(DType::I32, {m, n})}, random);
+  check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {3, 20, 48}), transposed(DType::I8, 48, 36)}, contiguous(DType::I32, {3, 20, 36})},
+              random);
+  // 140,000 products of -128 * -128 = 2^14 each: 2.29e9, past 2^31, wraps to a negative sum.
+  check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {2, 140000}), contiguous(DType::I8, {140000, 3})}, contiguous(DType::I32, {2, 3})},
+              [](size_t, size_t) { return -128.0; });
+  EXPECT_NE(compiler_.compile(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {4, 4}), contiguous(DType::I8, {4, 4})}, contiguous(DType::I32, {4, 4})})
+                ->plan.find("i32 accumulation"), std::string::npos);
+  // An epilogue works in f32: not for integers; nor an i8 output.
+  OpDesc relu{OpKind::MATMUL, {contiguous(DType::I8, {4, 4}), contiguous(DType::I8, {4, 4})}, contiguous(DType::I32, {4, 4})};
+  relu.epilogue = {OpKind::RELU};
+  EXPECT_THROW(compiler_.compile(relu), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {4, 4}), contiguous(DType::I8, {4, 4})}, contiguous(DType::I8, {4, 4})}),
+               std::invalid_argument);
+}
+
 // Rows of tiles that share a resident panel of A, rows split between cores (each core
 // rotates its share of a row), partial edge tiles, a batch and a bias.
 TEST_P(Matmul, AResidentPanelOfAServesItsRowOfTiles) {
@@ -283,7 +328,7 @@ TEST_P(Matmul, F32AtEachMatmulPrecision) {
 }
 
 TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
-  EXPECT_THROW(compiler_.compile(mm(DType::I8, 4, 4, 4)), UnsupportedOp);  // integer products: not yet
+  EXPECT_THROW(compiler_.compile(mm(DType::I32, 4, 4, 4)), UnsupportedOp);  // i32 products: the tensor core takes i8
   EXPECT_THROW(compiler_.compile(OpDesc{OpKind::MATMUL, {contiguous(DType::BF16, {4, 5}), contiguous(DType::BF16, {6, 4})},
                                         contiguous(DType::BF16, {4, 4})}),
                std::invalid_argument);

@@ -459,6 +459,15 @@ def test_extrema_and_their_indices_run_on_the_chip(dtype):
     assert npusim.fallback_stats() == before
 
 
+def test_int8_matmul_sums_exactly_into_int32_on_the_tensor_core():
+    torch.manual_seed(5)
+    a, b = torch.randint(-128, 128, (33, 70), dtype=torch.int8), torch.randint(-128, 128, (70, 17), dtype=torch.int8)
+    before, kernels = dict(npusim.fallback_stats()), npusim.kernel_stats().get("matmul", 0)
+    assert torch.equal(torch._int_mm(a.to(NPU), b.to(NPU)).cpu(), torch._int_mm(a, b))
+    assert torch.equal(torch._int_mm(a.to(NPU), b.t().contiguous().to(NPU).t()).cpu(), torch._int_mm(a, b))  # B as a transposed view
+    assert npusim.fallback_stats() == before and npusim.kernel_stats()["matmul"] == kernels + 2
+
+
 def test_variance_edge_cases_give_what_the_cpu_gives():
     before = dict(npusim.fallback_stats())
     with pytest.warns(UserWarning, match="degrees of freedom"):

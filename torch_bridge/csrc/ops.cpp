@@ -376,6 +376,14 @@ at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor*
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op(a, b, nullptr, 1, 1, "aten::mm", [&] { return at::mm(cpu(a), cpu(b)); });
 }
+// torch._int_mm: int8 [M, K] @ int8 [K, N] -> int32, the tensor core's i8 products summed exactly in i32.
+at::Tensor int_mm(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "_int_mm: a is [M, K] and b [K, N]");
+  TORCH_CHECK(a.scalar_type() == at::kChar && b.scalar_type() == at::kChar, "_int_mm: a and b are int8");
+  at::Tensor out = new_npu({a.size(0), b.size(1)}, at::kInt);
+  if (on_npu(a) && on_npu(b) && a.size(1) > 0 && gemm_into(a, b, nullptr, out)) return out;
+  return on_cpu("aten::_int_mm", [&] { return at::_int_mm(cpu(a), cpu(b)); });
+}
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op(a, b, nullptr, 1, 1, "aten::bmm", [&] { return at::bmm(cpu(a), cpu(b)); });
 }
@@ -825,6 +833,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu_backward", gelu_backward);
   m.impl("erf", erf);
   m.impl("mm", mm);
+  m.impl("_int_mm", int_mm);
   m.impl("bmm", bmm);
   m.impl("addmm", addmm);
   m.impl("_softmax", softmax);
