@@ -101,6 +101,8 @@ def drop_clones(gm: torch.fx.GraphModule, report: GraphReport) -> None:
             continue
         if any(user.op == "output" for user in node.users):  # an output must not alias another value
             continue
+        if any(user.target is aten.copy_.default and user.args[0] is source for user in source.users):
+            continue  # the source is written later (an input mutation): the copy keeps the old values
         node.replace_all_uses_with(source)
         gm.graph.erase_node(node)
         report.dropped_clones += 1
