@@ -14,6 +14,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -503,6 +504,20 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool k
   return result;
 }
 
+// all: not any of the negation (PyTorch's safe softmax asks whether a row is entirely -inf).
+at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return npusim::logical_not(any_dim(npusim::logical_not(self), dim, keepdim));
+}
+at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+  return npusim::logical_not(any_dims(npusim::logical_not(self), dims, keepdim));
+}
+
+// isneginf: a comparison with -inf for floats; nothing is -inf in an integer tensor.
+at::Tensor isneginf(const at::Tensor& self) {
+  if (!at::isFloatingType(self.scalar_type())) return at::zeros(self.sizes(), self.options().dtype(at::kBool));
+  return at::eq(self, -std::numeric_limits<double>::infinity());
+}
+
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
 }
@@ -722,6 +737,12 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return into(npusim::threshold_backward(grad, self, threshold), out);
 }
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
+at::Tensor& all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) { return into(npusim::all_dim(self, dim, keepdim), out); }
+at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, at::Tensor& out) {
+  return into(npusim::all_dims(self, dims, keepdim), out);
+}
+at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::isneginf(self), out); }
+at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::where(cond, a, b), out); }
 // masked_fill_: the select kernel (value where mask holds, else self), copied back into self.
 at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
@@ -844,6 +865,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amin", amin);
   m.impl("any.dim", any_dim);
   m.impl("any.dims", any_dims);
+  m.impl("all.dim", all_dim);
+  m.impl("all.out", all_dim_out);
+  m.impl("all.dims", all_dims);
+  m.impl("all.dims_out", all_dims_out);
+  m.impl("isneginf", isneginf);
+  m.impl("isneginf.out", isneginf_out);
+  m.impl("where.self_out", where_out);
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("pow.Tensor_Scalar", pow_scalar);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
