@@ -18,13 +18,8 @@
 namespace npusim {
 namespace {
 
-bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
-
 bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
-  if (!chip_float(x) || x.dim() < 2 || x.numel() == 0) return false;
-  for (const std::optional<at::Tensor>* t : others)
-    if (defined(*t) && !chip_float(**t)) return false;
-  return true;
+  return x.dim() >= 2 && chip_floats(x, others);
 }
 
 // x [N, C, ...] as f32 [N, C, positions].
@@ -41,9 +36,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
                                                           double eps) {
   if (!chip_ready(input, {&weight, &bias, &running_mean, &running_var}) || (!training && (!defined(running_mean) || !defined(running_var)))) {
     note_cpu_fallback("aten::native_batch_norm");
-    const auto host = [](const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
-    std::optional<at::Tensor> rm = host(running_mean), rv = host(running_var);
-    auto [out, mean, invstd] = at::native_batch_norm(input.cpu(), host(weight), host(bias), rm, rv, training, momentum, eps);
+    std::optional<at::Tensor> rm = on_host(running_mean), rv = on_host(running_var);
+    auto [out, mean, invstd] = at::native_batch_norm(input.cpu(), on_host(weight), on_host(bias), rm, rv, training, momentum, eps);
     if (defined(running_mean)) running_mean->copy_(*rm);
     if (defined(running_var)) running_var->copy_(*rv);
     return {to_npu(out), to_npu(mean), to_npu(invstd)};
@@ -96,9 +90,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(const at::Ten
   const bool stats = training ? defined(save_mean) && defined(save_invstd) : defined(running_mean) && defined(running_var);
   if (!chip_ready(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd}) || !chip_float(grad) || !stats) {
     note_cpu_fallback("aten::native_batch_norm_backward");
-    const auto host = [](const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
-    auto [gi, gw, gb] = at::native_batch_norm_backward(grad.cpu(), input.cpu(), host(weight), host(running_mean), host(running_var),
-                                                       host(save_mean), host(save_invstd), training, eps, mask);
+    auto [gi, gw, gb] = at::native_batch_norm_backward(grad.cpu(), input.cpu(), on_host(weight), on_host(running_mean), on_host(running_var),
+                                                       on_host(save_mean), on_host(save_invstd), training, eps, mask);
     const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
     return {back(gi), back(gw), back(gb)};
   }

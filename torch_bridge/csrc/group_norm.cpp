@@ -19,25 +19,15 @@
 namespace npusim {
 namespace {
 
-bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
-std::optional<at::Tensor> host(const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; }
-
-bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
-  if (!chip_float(x) || x.numel() == 0) return false;
-  for (const std::optional<at::Tensor>* t : others)
-    if (defined(*t) && !chip_float(**t)) return false;
-  return true;
-}
-
 // [C] as [1, G, C/G, 1], to broadcast over x viewed as [N, G, C/G, positions].
 at::Tensor per_channel(const at::Tensor& v, int64_t group) { return as_f32(v).view({1, group, -1, 1}); }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
                                                           const std::optional<at::Tensor>& bias, int64_t n, int64_t c, int64_t hxw,
                                                           int64_t group, double eps) {
-  if (!chip_ready(input, {&weight, &bias}) || group <= 0 || c % group != 0) {
+  if (!chip_floats(input, {&weight, &bias}) || group <= 0 || c % group != 0) {
     note_cpu_fallback("aten::native_group_norm");
-    auto [out, mean, rstd] = at::native_group_norm(input.cpu(), host(weight), host(bias), n, c, hxw, group, eps);
+    auto [out, mean, rstd] = at::native_group_norm(input.cpu(), on_host(weight), on_host(bias), n, c, hxw, group, eps);
     return {to_npu(out), to_npu(mean), to_npu(rstd)};
   }
   const at::ScalarType dtype = input.scalar_type();
@@ -62,9 +52,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Ten
                                                                    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, int64_t n,
                                                                    int64_t c, int64_t hxw, int64_t group, std::array<bool, 3> mask) {
   const std::optional<at::Tensor> g_opt = grad, m_opt = mean, r_opt = rstd;
-  if (!chip_ready(input, {&weight, &g_opt, &m_opt, &r_opt}) || group <= 0 || c % group != 0) {
+  if (!chip_floats(input, {&weight, &g_opt, &m_opt, &r_opt}) || group <= 0 || c % group != 0) {
     note_cpu_fallback("aten::native_group_norm_backward");
-    auto [gx, gw, gb] = at::native_group_norm_backward(grad.cpu(), input.cpu(), mean.cpu(), rstd.cpu(), host(weight), n, c, hxw, group, mask);
+    auto [gx, gw, gb] = at::native_group_norm_backward(grad.cpu(), input.cpu(), mean.cpu(), rstd.cpu(), on_host(weight), n, c, hxw, group, mask);
     const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
     return {back(gx), back(gw), back(gb)};
   }

@@ -58,6 +58,16 @@ inline bool chip_float(const at::Tensor& t) {
   return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
 }
 inline at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+// Optional operands (a norm's weight, bias, statistics): present, on the host, all on the chip.
+inline bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
+inline std::optional<at::Tensor> on_host(const std::optional<at::Tensor>& t) { return defined(t) ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; }
+// x non-empty and every present operand a chip float on the npu.
+inline bool chip_floats(const at::Tensor& x, std::initializer_list<const std::optional<at::Tensor>*> others) {
+  if (!chip_float(x) || x.numel() == 0) return false;
+  for (const std::optional<at::Tensor>* t : others)
+    if (defined(*t) && !chip_float(**t)) return false;
+  return true;
+}
 // An int64 npu tensor's storage seen as i32 words: t's shape and a last dim of 2 (low word,
 // high word; little-endian), aliasing t. The chip has no int64: it computes on the words.
 at::Tensor int64_words(const at::Tensor& t);
