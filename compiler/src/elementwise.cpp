@@ -67,6 +67,15 @@ struct Operand {
 };
 
 
+// v.fill's value operand for `value` in `dtype`: f32 bits for floats (v.fill rounds them to the dtype), the integer itself otherwise.
+int64_t constant_bits(double value, isa::DType dtype) {
+  if (!isa::dtype_is_float(dtype)) return static_cast<int64_t>(value);
+  const float f = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
 std::string mode_name(const Operand& o) {
   const char* names[] = {"full", "row", "column", "scalar"};
   std::string s = names[static_cast<int>(o.mode)];
@@ -154,21 +163,61 @@ void emit_tile_dma_shape(ProgramBuilder& b, const DmaShapeRegs& r, TileRead read
   }
 }
 
+namespace {
+// The steps a kernel computes: a chain's, or the one op's own.
+std::vector<ChainStep> steps_of(const OpDesc& op) {
+  if (op.kind == OpKind::ELEMENTWISE_CHAIN) return op.chain;
+  ChainStep step;
+  step.kind = op.kind;
+  for (unsigned a = 0; a < op_arity(op.kind); ++a) step.args[a] = {ChainValue::Kind::Input, static_cast<int32_t>(a)};
+  return {step};
+}
+}  // namespace
+
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
-  const OpTraits op_traits = traits(op.kind);
-  const unsigned arity = op_arity(op.kind);
-  if (op.inputs.size() != arity)
-    throw std::invalid_argument(std::string(op_name(op.kind)) + " takes " + std::to_string(arity) + " inputs, got " +
-                                std::to_string(op.inputs.size()));
+  const bool chain = op.kind == OpKind::ELEMENTWISE_CHAIN;
+  const std::vector<ChainStep> steps = steps_of(op);
+  const std::string name = op_name(op.kind);
+  const size_t inputs = op.inputs.size();
+  if (chain) {
+    if (steps.empty()) throw std::invalid_argument("elementwise_chain: no steps");
+    if (inputs < 1 || inputs > op_arity(op.kind))
+      throw std::invalid_argument("elementwise_chain takes 1 to " + std::to_string(op_arity(op.kind)) + " inputs, got " + std::to_string(inputs));
+  } else if (inputs != op_arity(op.kind)) {
+    throw std::invalid_argument(name + " takes " + std::to_string(op_arity(op.kind)) + " inputs, got " + std::to_string(inputs));
+  }
   const TensorDesc& out = op.output;
   const isa::DType dtype = op.inputs[0].dtype;
   for (const TensorDesc& input : op.inputs)
-    if (input.dtype != dtype) throw std::invalid_argument(std::string(op_name(op.kind)) + ": inputs of different dtypes (cast first)");
+    if (input.dtype != dtype) throw std::invalid_argument(name + ": inputs of different dtypes (cast first)");
+  // Which steps read each input first (or alone) and second; where each step's result is last read.
+  std::vector<bool> read_first(inputs, false), read_second(inputs, false);
+  std::vector<size_t> last_read(steps.size(), 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ChainStep& step = steps[i];
+    const OpTraits step_traits = traits(step.kind);
+    if (step_traits.opcode == Opcode::Invalid) throw std::invalid_argument(name + ": step " + std::to_string(i) + " is not elementwise");
+    if (chain && (step_traits.bool_result || step_traits.any_result))
+      throw std::invalid_argument(name + ": step " + std::to_string(i) + " (" + op_name(step.kind) + ") changes the dtype");
+    if (!step_traits.integer_ok && !isa::dtype_is_float(dtype))
+      throw UnsupportedOp(std::string(op_name(step.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": floats only");
+    const unsigned arity = op_arity(step.kind);
+    for (unsigned a = 0; a < arity; ++a) {
+      const ChainValue& value = step.args[a];
+      const bool ok = value.kind == ChainValue::Kind::Constant ? arity == 2 && step.args[1 - a].kind != ChainValue::Kind::Constant
+                      : value.kind == ChainValue::Kind::Input  ? value.index >= 0 && size_t(value.index) < inputs
+                                                               : value.index >= 0 && size_t(value.index) < i;
+      if (!ok) throw std::invalid_argument(name + ": step " + std::to_string(i) + " reads a value it cannot");
+      if (value.kind == ChainValue::Kind::Input) (a == 0 ? read_first : read_second)[size_t(value.index)] = true;
+      if (value.kind == ChainValue::Kind::Step) last_read[size_t(value.index)] = i;
+    }
+  }
+  for (size_t k = 0; k < inputs; ++k)
+    if (!read_first[k] && !read_second[k]) throw std::invalid_argument(name + ": input " + std::to_string(k) + " is never read");
+  const OpTraits op_traits = traits(steps.back().kind);
   if (!op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : dtype))
-    throw std::invalid_argument(std::string(op_name(op.kind)) + ": output dtype must be " +
+    throw std::invalid_argument(name + ": output dtype must be " +
                                 std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : dtype)));
-  if (!op_traits.integer_ok && !isa::dtype_is_float(dtype))
-    throw UnsupportedOp(std::string(op_name(op.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": floats only");
   if (out.strides.size() != out.shape.size()) throw std::invalid_argument("output strides do not match its shape");
 
   // Every operand's strides over the output's dimensions (0 where it broadcasts).
@@ -190,18 +239,48 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     o.offset = tensor.storage_offset;
     o.stride = merged[k];
     const bool col_bcast = o.stride[2] == 0 && cols > 1, row_bcast = o.stride[1] == 0 && rows > 1;
-    if (k == 2) {  // the second operand: the vector unit broadcasts it
+    if (k > 0 && !read_first[k - 1]) {  // only ever a second operand: the vector unit broadcasts it
       if (col_bcast && (row_bcast || rows == 1)) o.mode = Bcast::Scalar;
       else if (col_bcast) o.mode = Bcast::Col;
       else if (row_bcast) o.mode = Bcast::Row;
-    } else if (k == 1 && col_bcast) {
+    } else if (k > 0 && col_bcast) {
       o.materialize = true;
       o.mode = (row_bcast || rows == 1) ? Bcast::Scalar : Bcast::Col;
     }
     operands.push_back(o);
   }
 
-  // Tiles: two slots of every operand's tile must fit in the scratchpad.
+  // Chain steps' results: each in a full tile (one: only the vector unit uses
+  // them); a result read for the last time frees its tile, which the step's
+  // own result may take (the vector unit works in place), except where the
+  // step first fills its result with a constant first operand. The last step
+  // writes the output's tile. Constants read as second operands: one element
+  // each, filled once.
+  std::vector<int> temp_of(steps.size(), -1);
+  int temps = 0;
+  {
+    std::vector<int> free_temps;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+      const auto release_last_reads = [&] {
+        for (unsigned a = 0; a < op_arity(steps[i].kind); ++a)
+          if (steps[i].args[a].kind == ChainValue::Kind::Step && last_read[size_t(steps[i].args[a].index)] == i)
+            free_temps.push_back(temp_of[size_t(steps[i].args[a].index)]);
+      };
+      const bool fills_result = steps[i].args[0].kind == ChainValue::Kind::Constant;
+      if (!fills_result) release_last_reads();
+      if (free_temps.empty()) free_temps.push_back(temps++);
+      temp_of[i] = free_temps.back();
+      free_temps.pop_back();
+      if (fills_result) release_last_reads();
+    }
+  }
+  std::vector<int64_t> constant_at(steps.size(), -1);  // local address of a step's constant element
+  int64_t constants = 0;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (op_arity(steps[i].kind) == 2 && steps[i].args[1].kind == ChainValue::Kind::Constant) constant_at[i] = constants++;
+  const int64_t esize = isa::dtype_size_bytes(dtype);
+
+  // Tiles: two slots of every operand's tile, and the chain's tiles and constants, must fit in the scratchpad.
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   // (An empty output still gets a program: it halts at once.)
   const bool empty = planes * rows * cols == 0;
@@ -215,7 +294,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       else if (o.mode == Bcast::Col) per_row += o.esize, fixed += 64;
       else fixed += 64;
     }
-    tr = std::min<int64_t>(rows, (scratchpad / 2 - fixed) / std::max<int64_t>(per_row, 1));
+    const int64_t single_per_row = temps * tc * esize, single_fixed = (temps + constants) * 64;
+    tr = std::min<int64_t>(rows, (scratchpad - 2 * fixed - single_fixed) / std::max<int64_t>(2 * per_row + single_per_row, 1));
     if (tr >= std::min<int64_t>(rows, 8) || tc == 1) break;
   }
   if (tr < 1) throw UnsupportedOp("elementwise tile does not fit the scratchpad");
@@ -232,12 +312,15 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     slot_bytes += align64(o.tile_bytes);
     if (o.materialize) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
   }
+  const int64_t temp_bytes = align64(tr * tc * esize), temps_local = 2 * slot_bytes;
+  for (int64_t& at : constant_at)
+    if (at >= 0) at = temps_local + temps * temp_bytes + at * 64;
   const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;  // 0 when empty
   const int64_t tiles = planes * row_tiles * col_tiles;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
 
-  ProgramBuilder b(std::string(op_name(op.kind)) + " (generated)");
+  ProgramBuilder b(name + " (generated)");
   operands[0].symbol = b.output("out", out.dtype, {static_cast<uint64_t>(std::max<int64_t>(out.storage_extent(), 1))});
   for (size_t k = 1; k < operands.size(); ++k)
     operands[k].symbol = b.input("in" + std::to_string(k - 1), op.inputs[k - 1].dtype,
@@ -268,6 +351,13 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg slot = b.reg();  // 0 or slot_bytes
     b.li(slot, 0);
     const Reg p = b.reg(), i0 = b.reg(), j0 = b.reg(), mt = b.reg(), nt = b.reg(), tmp = b.reg();
+    const int64_t dt = static_cast<int64_t>(dtype);
+    // The chain's second-operand constants, once per core.
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (constant_at[i] < 0) continue;
+      b.li(tmp, constant_bits(steps[i].constant, dtype)), b.li(p, constant_at[i]), b.li(mt, 1);
+      b.emit(Opcode::V_FILL, {dt, p.index, tmp.index, mt.index, mt.index});
+    }
     const Reg addr = b.reg(), local = b.reg(), n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(),
               ss2 = b.reg();
     const Label loop = b.label();
@@ -306,25 +396,50 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     // Compute, on the vector unit.
     b.emit(Opcode::WAIT, {kVec, IN_FULL});
     b.emit(Opcode::WAIT, {kVec, OUT_FREE});
-    const int64_t dt = static_cast<int64_t>(dtype);
-    const Operand& a = operands[1];
     const Reg a_local = b.reg(), b_local = b.reg(), o_local = b.reg();
-    b.addi(a_local, slot, a.local);
-    if (a.materialize) {
+    // An input broadcast along columns that is read as a first operand becomes a full tile: ones * column.
+    for (size_t k = 1; k < operands.size(); ++k) {
+      const Operand& o = operands[k];
+      if (!o.materialize) continue;
+      b.addi(a_local, slot, o.local);
       b.li(tmp, isa::dtype_is_float(dtype) ? 0x3f800000 : 1);  // 1.0f or 1
       b.emit(Opcode::V_FILL, {dt, a_local.index, tmp.index, mt.index, nt.index});
-      b.addi(local, slot, a.aux_local);
-      b.emit(Opcode::V_MUL, {dt, static_cast<int64_t>(a.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
+      b.addi(local, slot, o.aux_local);
+      b.emit(Opcode::V_MUL, {dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
     }
     b.addi(o_local, slot, operands[0].local);
-    if (op.kind == OpKind::CAST) {
-      if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, o_local.index, a_local.index, mt.index, nt.index});
-      else b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, a_local.index, mt.index, nt.index});
-    } else if (arity == 1) {
-      b.emit(op_traits.opcode, {dt, o_local.index, a_local.index, mt.index, nt.index});
-    } else {
-      b.addi(b_local, slot, operands[2].local);
-      b.emit(op_traits.opcode, {dt, static_cast<int64_t>(operands[2].mode), o_local.index, a_local.index, b_local.index, mt.index, nt.index});
+    // Value v's local address into `reg`; returns how a second operand is broadcast.
+    const auto value_address = [&](Reg reg, const ChainValue& v, size_t step) {
+      if (v.kind == ChainValue::Kind::Step) return b.li(reg, temps_local + temp_of[size_t(v.index)] * temp_bytes), int64_t(Bcast::Full);
+      if (v.kind == ChainValue::Kind::Constant) return b.li(reg, constant_at[step]), int64_t(Bcast::Scalar);
+      const Operand& o = operands[size_t(v.index) + 1];
+      b.addi(reg, slot, o.local);
+      return o.materialize ? int64_t(Bcast::Full) : static_cast<int64_t>(o.mode);
+    };
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const ChainStep& step = steps[i];
+      const Reg dst = i + 1 == steps.size() ? o_local : b_local;
+      if (dst.index != o_local.index) b.li(dst, temps_local + temp_of[i] * temp_bytes);
+      if (step.kind == OpKind::CAST) {
+        value_address(a_local, step.args[0], i);
+        if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, dst.index, a_local.index, mt.index, nt.index});
+        else b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, dst.index, a_local.index, mt.index, nt.index});
+      } else if (op_arity(step.kind) == 1) {
+        value_address(a_local, step.args[0], i);
+        b.emit(traits(step.kind).opcode, {dt, dst.index, a_local.index, mt.index, nt.index});
+      } else {
+        Reg first = a_local;
+        if (step.args[0].kind == ChainValue::Kind::Constant) {  // a constant first operand: a tile of it, in the result's own tile
+          b.li(tmp, constant_bits(step.constant, dtype));
+          b.emit(Opcode::V_FILL, {dt, dst.index, tmp.index, mt.index, nt.index});
+          first = dst;
+        } else {
+          value_address(a_local, step.args[0], i);
+        }
+        const Reg second = first.index == a_local.index ? local : a_local;
+        const int64_t mode = value_address(second, step.args[1], i);
+        b.emit(traits(step.kind).opcode, {dt, mode, dst.index, first.index, second.index, mt.index, nt.index});
+      }
     }
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
@@ -351,9 +466,14 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.program = b.finish();
   kernel.cores = cores;
   std::ostringstream plan;
-  plan << op_name(op.kind) << ": " << out.to_string() << " as " << planes << " x " << rows << " x " << cols
+  plan << name << ": " << out.to_string() << " as " << planes << " x " << rows << " x " << cols
        << " (planes x rows x cols); tiles of " << tr << " x " << tc << ", " << tiles << " tiles over " << cores << " cores; "
-       << 2 * slot_bytes << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << "\n";
+       << temps_local + temps * temp_bytes + constants * 64 << " bytes of scratchpad (two slots";
+  if (chain) plan << ", the intermediates and constants";
+  plan << "); loads on dma ch0, stores on dma ch" << store_channel << "\n";
+  if (chain)
+    plan << "  steps: " << chain_to_string(steps) << "; " << temps << " intermediate tile(s) of " << temp_bytes << " bytes, "
+         << constants << " constant(s)\n";
   for (size_t k = 1; k < operands.size(); ++k)
     plan << "  in" << k - 1 << ": " << op.inputs[k - 1].to_string() << ": strides " << operands[k].stride[0] << ", " << operands[k].stride[1]
          << ", " << operands[k].stride[2] << "; " << mode_name(operands[k]) << "\n";

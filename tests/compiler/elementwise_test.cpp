@@ -208,6 +208,125 @@ TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::BF16, {4})}, t(DType::F32, {4})}), std::invalid_argument);
 }
 
+// A chain runs its steps one after another on each element, each rounded to the
+// dtype: the reference does the same with reference() and store().
+class ElementwiseChain : public testing::KernelTest {
+ protected:
+  void check(const std::string& text, std::vector<TensorDesc> inputs, TensorDesc output, uint32_t seed = 1) {
+    OpDesc op{OpKind::ELEMENTWISE_CHAIN, inputs, output};
+    op.chain = parse_chain(text, inputs.size());
+    SCOPED_TRACE(op.key());
+    bool exact = true;
+    for (const ChainStep& step : op.chain) exact = exact && exact_op(step.kind);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> values(-3, 3);
+    const testing::KernelRun run = KernelTest::run(op, [&](size_t k, size_t) {
+      return isa::dtype_is_float(inputs[k].dtype) ? values(rng) : double(int(rng() % 200) - 100);
+    });
+    const DType dtype = output.dtype;
+    const size_t oe = isa::dtype_size_bytes(dtype), rank = output.shape.size();
+    std::vector<int64_t> index(rank, 0);
+    int mismatches = 0;
+    for (int64_t n = 0; n < output.numel(); ++n) {
+      std::vector<double> in, result;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const TensorDesc& t = inputs[k];
+        int64_t offset = t.storage_offset;
+        for (size_t i = 0; i < t.shape.size(); ++i) offset += (t.shape[i] == 1 ? 0 : index[rank - t.shape.size() + i]) * t.strides[i];
+        in.push_back(load(t.dtype, &run.inputs[k][size_t(offset) * isa::dtype_size_bytes(t.dtype)]));
+      }
+      for (const ChainStep& step : op.chain) {
+        double arg[2] = {0, 0};
+        for (size_t a = 0; a < op_arity(step.kind); ++a) {
+          const ChainValue& v = step.args[a];
+          uint8_t rounded[4];
+          store(dtype, step.constant, rounded);  // a constant is the dtype's value of it
+          arg[a] = v.kind == ChainValue::Kind::Input ? in[size_t(v.index)]
+                   : v.kind == ChainValue::Kind::Step ? result[size_t(v.index)]
+                                                      : load(dtype, rounded);
+        }
+        uint8_t rounded[4];
+        store(dtype, reference(step.kind, dtype, arg[0], arg[1]), rounded);
+        result.push_back(load(dtype, rounded));
+      }
+      int64_t out_offset = output.storage_offset;
+      for (size_t d = 0; d < rank; ++d) out_offset += index[d] * output.strides[d];
+      const double got = load(dtype, &run.output[size_t(out_offset) * oe]), want = result.back();
+      bool ok = (std::isnan(got) && std::isnan(want)) || got == want;
+      if (!ok && !exact && std::isfinite(want)) {  // transcendentals by another formula, carried through the later steps
+        const double rtol = dtype == DType::BF16 ? 3e-2 : 1e-5, atol = 1e-5;
+        ok = std::fabs(got - want) <= atol + rtol * std::fabs(want);
+      }
+      if (!ok && ++mismatches <= 5) ADD_FAILURE() << "element " << n << ": got " << got << ", want " << want;
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < output.shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << run.kernel->plan;
+  }
+};
+
+TEST_P(ElementwiseChain, StepsRoundAsTheOpsAloneWould) {
+  // GELU's tanh form written out, a constant first operand (1 - x), a result read twice.
+  check("mul(in0, 0.5); mul(in0, 0.7978845608); tanh(%1); add(%2, 1); mul(%0, %3); sub(1, %4); mul(%5, in1)",
+        {t(DType::F32, {37, 29}), t(DType::F32, {37, 29})}, t(DType::F32, {37, 29}));
+  check("exp(in0); add(%0, in1); mul(%1, 0.5)", {t(DType::BF16, {129, 67}), t(DType::BF16, {129, 67})}, t(DType::BF16, {129, 67}));
+  check("neg(in0); add(%0, in1); mul(%1, %1); sub(%2, %0); maximum(%3, -2)", {t(DType::F32, {300, 1100}), t(DType::F32, {300, 1100})},
+        t(DType::F32, {300, 1100}));
+  check("mul(in0, 3); add(%0, in1); sub(%1, in0)", {t(DType::I32, {10, 12}), t(DType::I32, {10, 1})}, t(DType::I32, {10, 12}));
+}
+
+TEST_P(ElementwiseChain, InputsBroadcastWhereverTheyAreRead) {
+  // in1 a row read first (a full tile through DMA), in2 a column read first and
+  // second (made a full tile), in3 a scalar, in4 a column read second only.
+  check("sub(in1, in0); mul(%0, in2); div(in2, %1); maximum(%2, in3); add(%3, in4)",
+        {t(DType::F32, {23, 41}), t(DType::F32, {41}), t(DType::F32, {23, 1}), t(DType::F32, {}), t(DType::F32, {23, 1})},
+        t(DType::F32, {23, 41}));
+  TensorDesc transposed = t(DType::F32, {19, 31});
+  transposed.strides = {1, 19};
+  check("mul(in0, in1); add(%0, in0)", {transposed, t(DType::F32, {3, 19, 31})}, t(DType::F32, {3, 19, 31}));
+}
+
+TEST_P(ElementwiseChain, EightInputs) {
+  std::vector<TensorDesc> inputs(8, t(DType::F32, {17, 45}));
+  check("add(in0, in1); mul(%0, in2); sub(%1, in3); add(%2, in4); mul(%3, in5); sub(%4, in6); div(%5, in7)", inputs, t(DType::F32, {17, 45}));
+}
+
+TEST_P(ElementwiseChain, TheTextFormRoundTripsAndBadChainsAreRefused) {
+  const std::string text = "mul(in0, 0.5); tanh(%0); add(%1, in1); sub(1, %2)";
+  EXPECT_EQ(chain_to_string(parse_chain(text, 2)), text);
+  const std::pair<const char*, const char*> bad[] = {
+      {"mul(in0)", "takes 2 argument"},        {"add(in0, %1)", "not an earlier step"}, {"eq(in0, in1)", "inputs' dtype"},
+      {"add(in0, in2)", "the chain has 2 inputs"}, {"add(1, 2)", "at most one constant"}, {"exp(2)", "unary op of a constant"},
+      {"", "not NAME(ARG)"},                   {"frobnicate(in0)", "not an elementwise op"}};
+  for (const auto& [chain, message] : bad) {
+    try {
+      parse_chain(chain, 2);
+      ADD_FAILURE() << chain << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << chain << ": " << e.what();
+    }
+  }
+  OpDesc unused{OpKind::ELEMENTWISE_CHAIN, {t(DType::F32, {4}), t(DType::F32, {4})}, t(DType::F32, {4})};
+  unused.chain = parse_chain("exp(in0)", 2);
+  EXPECT_THROW(compiler_.compile(unused), std::invalid_argument);
+}
+
+TEST_P(ElementwiseChain, IntermediatesNeverReachDram) {
+  OpDesc op{OpKind::ELEMENTWISE_CHAIN, {t(DType::F32, {256, 256})}, t(DType::F32, {256, 256})};
+  op.chain = parse_chain("mul(in0, 0.5); exp(%0); add(%1, 1); mul(%2, in0)", 1);
+  const std::string listing = Compiler::listing(*compiler_.compile(op));
+  size_t loads = 0, stores = 0;
+  for (size_t at = 0; (at = listing.find("dma.ld ", at)) != std::string::npos; ++at) ++loads;
+  for (size_t at = 0; (at = listing.find("dma.st ", at)) != std::string::npos; ++at) ++stores;
+  EXPECT_EQ(loads, 1u) << listing;  // one load of in0 per tile, one store of the output
+  EXPECT_EQ(stores, 1u) << listing;
+  EXPECT_NE(listing.find("1 intermediate tile(s)"), std::string::npos) << listing;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, ElementwiseChain, ::testing::Values("tiny", "base"), testing::preset_name);
+
 INSTANTIATE_TEST_SUITE_P(Presets, Elementwise, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace

@@ -230,6 +230,53 @@ def _pair(cls=Block):
     return cpu, npu.to(NPU)
 
 
+def _elementwise_chain_samples(device):
+    torch.manual_seed(0)
+    x, y, c = torch.randn(5, 7, device=device), torch.randn(7, device=device), torch.randn(5, 1, device=device)
+    return [([x], "exp(in0); mul(%0, 0.5)"),
+            ([x, y, c], "sub(in1, in0); mul(%0, in2); div(2, %1); maximum(%2, in0)"),  # rows, columns, a constant first
+            ([x.bfloat16(), y.bfloat16()], "tanh(in0); add(%0, in1); mul(%1, %1)"),
+            ([x.t()], "neg(in0); relu(%0)")]  # a transposed input
+
+
+@pytest.mark.parametrize("device", ["cpu", NPU])
+def test_the_elementwise_chain_op_passes_opcheck_and_rounds_each_step_as_eager_does(device):
+    checks = {} if device == "cpu" else {"test_utils": _NPU_CHECKS}
+    for inputs, chain in _elementwise_chain_samples(device):
+        torch.library.opcheck(torch.ops.npusim.elementwise_chain.default, (inputs, chain), **checks)
+    # bf16: every step rounds, so the chain has the bits of the ops run one by one (on the npu, where
+    # they use the same vector instructions; on the CPU, PyTorch's own kernels).
+    x, y = (torch.randn(33, 65, device=device).bfloat16() for _ in range(2))
+    chained = npusim.custom_ops.elementwise_chain([x, y], "mul(in0, in1); add(%0, in0); sub(%1, 0.25); mul(%2, %2)")
+    z = x * y + x - 0.25
+    assert torch.equal(chained.cpu(), (z * z).cpu())
+    with pytest.raises(RuntimeError, match="not an earlier step"):
+        torch.ops.npusim.elementwise_chain([x], "exp(%3)")
+
+
+class _Chains(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.tanh(x * 0.5 + y) * torch.sigmoid(x) - x.exp() / (1 + y * y)
+
+
+def test_elementwise_ops_fuse_into_one_kernel_that_keeps_intermediates_off_dram():
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 300), torch.randn(300)
+    before = dict(npusim.fallback_stats())
+    explanation = npusim.explain(_Chains(), x.to(NPU), y.to(NPU))
+    (graph,) = explanation.graphs
+    assert graph.fused == ["10 elementwise ops (mul, add, tanh, sigmoid, mul, exp, mul, add, div, sub) -> npusim::elementwise_chain"]
+    assert explanation.fallbacks == {}
+    # Ten kernels become one; only x, y and the output cross DRAM.
+    eager, compiled = explanation.eager, explanation.compiled
+    assert (eager["kernels"], compiled["kernels"]) == (10, 1)
+    assert compiled["dram_bytes"] < eager["dram_bytes"] / 4
+    assert compiled["cycles"] < eager["cycles"]
+    got = torch.compile(_Chains(), backend=NPU, fullgraph=True)(x.to(NPU), y.to(NPU)).cpu()
+    torch.testing.assert_close(got, _Chains()(x, y), rtol=1e-5, atol=1e-5)
+    assert npusim.fallback_stats() == before
+
+
 def test_inference_graph_is_fused_runs_on_the_chip_and_matches_the_cpu():
     cpu, npu = _pair()
     x = torch.randn(2, 5, 16)

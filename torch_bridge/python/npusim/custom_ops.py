@@ -16,7 +16,12 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
                                                                 the rest on its tiles in the accumulator
     torch.ops.npusim.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
                                                                 max pooling's values without its indices
-All compute in f32 and round once to the inputs' dtype (attention rounds its
+    torch.ops.npusim.elementwise_chain(inputs, chain)           elementwise ops of one dtype in one kernel,
+                                                                e.g. "mul(in0, 0.5); tanh(%0); add(%1, in1)"
+                                                                (torch_bridge/csrc/elementwise_chain.cpp)
+elementwise_chain rounds every step to the dtype, as the ops one by one do; it is what
+the torch.compile backend fuses elementwise nodes into after autograd, so it has no
+autograd formula of its own. The others compute in f32 and round once to the inputs' dtype (attention rounds its
 probabilities to the inputs' dtype before multiplying by v, as FlashAttention does).
 torch.nn.functional.scaled_dot_product_attention reaches the same kernel on the
 npu (without a mask or dropout) through PyTorch's overrideable SDPA backend.
@@ -26,7 +31,7 @@ from typing import Optional, Sequence
 
 import torch
 
-__all__ = ["gemm", "layer_norm", "attention", "conv2d", "max_pool2d", "EPILOGUES"]
+__all__ = ["gemm", "layer_norm", "attention", "conv2d", "max_pool2d", "elementwise_chain", "EPILOGUES"]
 
 # The activations a gemm can apply after its product (and bias), in f32.
 EPILOGUES = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
@@ -67,6 +72,13 @@ def max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0, dilation=1,
     pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]  # noqa: E731
     return torch.ops.npusim.max_pool2d(x, pair(kernel_size), pair(stride if stride is not None else kernel_size), pair(padding),
                                        pair(dilation), bool(ceil_mode))
+
+
+def elementwise_chain(inputs: Sequence[torch.Tensor], chain: str) -> torch.Tensor:
+    """The steps of `chain` (compiler/ops.def's text form: `NAME(ARG[, ARG]); ...` with ARG `inK`, `%I` for
+    step I's result, or a number) on `inputs`, broadcast to one shape, in one kernel; each step rounds to
+    the inputs' dtype."""
+    return torch.ops.npusim.elementwise_chain(list(inputs), chain)
 
 
 # ---- fake kernels ------------------------------------------------------------------
@@ -117,6 +129,13 @@ def _attention_fake(q, k, v, is_causal, scale):
     torch._check(q.dim() >= 2 and k.dim() >= 2 and v.dim() >= 2, lambda: "attention: q, k and v have at least 2 dims")
     torch._check(q.shape[-1] == k.shape[-1] and k.shape[-2] == v.shape[-2], lambda: "attention: q, k, v shapes do not match")
     return q.new_empty((*q.shape[:-1], v.shape[-1]))
+
+
+@torch.library.register_fake("npusim::elementwise_chain")
+def _elementwise_chain_fake(inputs, chain):
+    torch._check(len(inputs) > 0, lambda: "npusim::elementwise_chain: no inputs")
+    torch._check(all(t.dtype == inputs[0].dtype for t in inputs), lambda: "npusim::elementwise_chain: the inputs have one dtype")
+    return inputs[0].new_empty(torch.broadcast_shapes(*(t.shape for t in inputs)))
 
 
 # ---- autograd ----------------------------------------------------------------------

@@ -37,6 +37,11 @@ Passes, in order:
                         mask, no mask tensor read (GPT-2 passes such a mask).
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
+  fuse_elementwise_chains  connected elementwise ops of one float dtype whose
+                        intermediates nothing else reads (a GELU's or a loss's
+                        backward, an optimizer's update) become one
+                        npusim::elementwise_chain: each step rounds as the op alone
+                        does, and the intermediates stay on the core.
 Layer norms are fused by the decomposition table itself (npusim.backend).
 
 What a pass does is recorded in a GraphReport, which npusim.explain prints.
@@ -375,6 +380,97 @@ def causal_attention(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append("attention with a constant causal mask -> is_causal")
 
 
+# Elementwise ATen ops an elementwise chain runs, by the compiler's name for them.
+_CHAIN_UNARY = {
+    aten.neg.default: "neg", aten.abs.default: "abs", aten.exp.default: "exp", aten.log.default: "log",
+    aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.reciprocal.default: "reciprocal",
+    aten.tanh.default: "tanh", aten.sigmoid.default: "sigmoid", aten.relu.default: "relu", aten.silu.default: "silu",
+    aten.sin.default: "sin", aten.cos.default: "cos", aten.erf.default: "erf",
+}
+_CHAIN_BINARY = {
+    aten.add.Tensor: "add", aten.sub.Tensor: "sub", aten.mul.Tensor: "mul", aten.div.Tensor: "div",
+    aten.add.Scalar: "add", aten.sub.Scalar: "sub", aten.mul.Scalar: "mul", aten.div.Scalar: "div",
+    aten.maximum.default: "maximum", aten.minimum.default: "minimum",
+    aten.pow.Tensor_Tensor: "pow", aten.pow.Tensor_Scalar: "pow",
+}
+_CHAIN_MAX_INPUTS = 8  # compiler/ops.def's elementwise_chain
+_CHAIN_MAX_STEPS = 32  # each live intermediate takes a tile of the scratchpad
+
+
+def _chain_step(node: torch.fx.Node):
+    """(the compiler's op name, the tensor and number operands) when node is an elementwise op of one
+    float dtype on the npu that a chain runs; else None."""
+    if node.op != "call_function":
+        return None
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or not val.is_floating_point() or val.device.type != "npu":
+        return None
+    if node.target in _CHAIN_UNARY and len(node.args) == 1 and not node.kwargs:
+        name, operands = _CHAIN_UNARY[node.target], node.args
+    elif node.target is aten.gelu.default:
+        name, operands = _activation_name(node), node.args[:1]
+    elif node.target in _CHAIN_BINARY and len(node.args) == 2 and node.kwargs.get("alpha", 1) == 1:
+        name, operands = _CHAIN_BINARY[node.target], node.args
+    else:
+        return None
+    for operand in operands:
+        if isinstance(operand, torch.fx.Node):
+            theirs = operand.meta.get("val")
+            if not isinstance(theirs, torch.Tensor) or theirs.dtype != val.dtype or theirs.device != val.device:
+                return None
+        elif isinstance(operand, bool) or not isinstance(operand, (int, float)) or not math.isfinite(operand):
+            return None
+    return name, operands
+
+
+def fuse_elementwise_chains(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    """Connected elementwise ops whose intermediates nothing else reads become one npusim::elementwise_chain:
+    the intermediates stay on the core instead of crossing DRAM once written and once per reader."""
+    graph = gm.graph
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    steps = {node: step for node in graph.nodes if (step := _chain_step(node)) is not None}
+    taken = set()
+    for root in reversed(list(graph.nodes)):
+        if root not in steps or root in taken or not root.meta["val"].is_contiguous():
+            continue
+        # Grow from the root towards its producers: one joins when every reader of it has joined.
+        group, frontier = {root}, [a for a in steps[root][1] if isinstance(a, torch.fx.Node)]
+        while frontier and len(group) < _CHAIN_MAX_STEPS:
+            producer = frontier.pop()
+            if producer in group or producer in taken or producer not in steps or not all(u in group for u in producer.users):
+                continue
+            group.add(producer)
+            frontier.extend(a for a in steps[producer][1] if isinstance(a, torch.fx.Node))
+        if len(group) < 2:
+            continue
+        members = sorted(group, key=order.get)
+        inputs, text, number = [], [], {}
+        for i, member in enumerate(members):
+            name, operands = steps[member]
+            args = []
+            for operand in operands:
+                if isinstance(operand, torch.fx.Node) and operand in group:
+                    args.append(f"%{number[operand]}")
+                elif isinstance(operand, torch.fx.Node):
+                    if operand not in inputs:
+                        inputs.append(operand)
+                    args.append(f"in{inputs.index(operand)}")
+                else:
+                    args.append(repr(float(operand)))
+            number[member] = i
+            text.append(f"{name}({', '.join(args)})")
+        if len(inputs) > _CHAIN_MAX_INPUTS:
+            continue
+        with graph.inserting_before(root):
+            fused = graph.call_function(torch.ops.npusim.elementwise_chain.default, (inputs, "; ".join(text)))
+        fused.meta = dict(root.meta)
+        root.replace_all_uses_with(fused)
+        for dead in reversed(members):
+            graph.erase_node(dead)
+        taken |= group
+        report.fused.append(f"{len(members)} elementwise ops ({', '.join(steps[m][0] for m in members)}) -> npusim::elementwise_chain")
+
+
 def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
     """Runs the passes on gm in place; returns what they did."""
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
@@ -387,6 +483,7 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
         fuse_conv_bn(gm, report)
         values_only_max_pool(gm, report)
     gm.graph.eliminate_dead_code()
+    fuse_elementwise_chains(gm, report)
     gm.graph.lint()
     gm.recompile()
     for node in gm.graph.nodes:

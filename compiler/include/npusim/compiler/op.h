@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
 #define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) ID,
 #define NPU_RANDOM_OP(ID, NAME, INPUTS) ID,
+#define NPU_CHAIN_OP(ID, NAME, MAX_INPUTS) ID,
 #include "ops.def"
 };
 
@@ -66,6 +67,22 @@ struct Window {
   bool flip = false;  // read the kernel rotated by 180 degrees
 };
 
+// A value an elementwise chain step reads: input k, step i's result, or the
+// step's constant.
+struct ChainValue {
+  enum class Kind : uint8_t { Input, Step, Constant };
+  Kind kind = Kind::Input;
+  int32_t index = 0;  // the input's or the step's
+};
+
+// One step of an elementwise chain (OpDesc::chain): a unary or binary
+// elementwise op of compiler/ops.def whose result has its inputs' dtype.
+struct ChainStep {
+  OpKind kind{};
+  std::array<ChainValue, 2> args{};  // args[1] only for binary ops
+  double constant = 0.0;             // at most one arg is the constant
+};
+
 struct OpDesc {
   OpDesc() = default;
   OpDesc(OpKind op_kind, std::vector<TensorDesc> op_inputs, TensorDesc op_output)
@@ -93,12 +110,23 @@ struct OpDesc {
   // a convolution, -inf for a max pooling).
   Window window;
   double pad_value = 0.0;
+  // elementwise_chain: the steps; the last one's result is the output.
+  std::vector<ChainStep> chain;
   // uniform: (from, to); normal: (mean, std); bernoulli: (p, unused).
   std::array<double, 2> random_params{0.0, 1.0};
 
   // Everything that changes the generated code, for the program cache.
   std::string key() const;
 };
+
+// The text form of a chain, one step per `;`: `NAME(ARG)` or `NAME(ARG, ARG)`
+// with ARG `inK` (input K), `%I` (step I's result) or a number (the step's
+// constant), e.g. "mul(in0, 0.5); tanh(%0); add(%1, in1)". parse_chain
+// throws std::invalid_argument naming the step that is wrong; it checks that
+// every value exists when it is read (with `inputs` inputs) and that each
+// step is an elementwise op with its inputs' dtype as its result.
+std::vector<ChainStep> parse_chain(const std::string& text, size_t inputs);
+std::string chain_to_string(const std::vector<ChainStep>& chain);
 
 // How many generator counters one launch of a random op uses (its offset
 // advances by that much between launches): numel, twice that for normal.
