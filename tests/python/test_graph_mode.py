@@ -230,6 +230,25 @@ def _pair(cls=Block):
     return cpu, npu.to(NPU)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_embedding_backward_is_a_one_hot_matmul_on_the_chip(dtype):
+    torch.manual_seed(0)
+    grad = torch.randn(3, 5, 16, dtype=dtype)
+    indices = torch.tensor([[3, 7, 3, 49, 0], [0, 7, 12, 2, 2], [5, 5, 5, 5, 5]])  # repeats, the first and last rows
+    for padding_idx in (-1, 7):
+        # The sums are in f32, rounded once (the CPU's bf16 index_put rounds after every add).
+        expected = torch.ops.aten.embedding_dense_backward(grad.float(), indices, 50, padding_idx, False).to(dtype)
+        before = dict(npusim.fallback_stats())
+        got = torch.ops.aten.embedding_dense_backward(grad.to(NPU), indices.to(NPU), 50, padding_idx, False).cpu()
+        assert npusim.fallback_stats() == before
+        once = [49, 12]  # indices that appear once: their rows are the gradient itself
+        assert torch.equal(got[once], expected[once])
+        assert not got[torch.arange(50) != 0].isnan().any()
+        torch.testing.assert_close(got, expected, rtol=1e-5 if dtype == torch.float32 else 1.6e-2, atol=1e-5)
+        if padding_idx >= 0:
+            assert not got[padding_idx].any()
+
+
 def _elementwise_chain_samples(device):
     torch.manual_seed(0)
     x, y, c = torch.randn(5, 7, device=device), torch.randn(7, device=device), torch.randn(5, 1, device=device)
@@ -435,13 +454,19 @@ def test_a_gpt2_training_step_in_graph_mode_gives_the_cpu_gradients():
     tokens = torch.randint(0, 128, (2, 12))
     expected = lm_loss(cpu, tokens)
     expected.backward()
+    before = dict(npusim.fallback_stats())
     got = torch.compile(lambda t: lm_loss(npu, t), backend=NPU, fullgraph=True)(tokens.to(NPU))
     got.backward()
     torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
     for (name, p_cpu), p_npu in zip(cpu.named_parameters(), npu.parameters()):
         scale = p_cpu.grad.abs().max().item() + 1e-12
         assert (p_npu.grad.cpu() - p_cpu.grad).abs().max().item() <= 1e-4 * scale, name
-    assert [r.kind for r in backend.reports()] == ["forward", "backward"]
+    assert npusim.fallback_stats() == before  # forward and backward wholly on the chip
+    forward, backward = backend.reports()
+    assert (forward.kind, backward.kind) == ("forward", "backward")
+    # The embeddings' backward stays one op (a one-hot matmul), and each GELU's backward is one kernel.
+    assert backward.ops["aten::embedding_dense_backward"] == 2
+    assert sum(f.startswith("13 elementwise ops") for f in backward.fused) == config.n_layer
 
 
 @pytest.mark.parametrize("padded", [False, True])
