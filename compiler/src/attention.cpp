@@ -10,7 +10,9 @@
 // walks the key/value tiles of bc rows, keeping per query row the running
 // maximum m and sum l in f32:
 //   S  = Q K^T                      tensor core, f32 in the accumulator (the K tile lies [bc, D]: the tb flag)
-//   S *= scale; S = -inf above the diagonal (causal, only on tiles that cross it)
+//   S *= scale; S = -inf above the diagonal (causal, only on tiles that cross it);
+//   S += M (an additive mask's tile, from DRAM: a row when it is the same for every query;
+//     a row whose keys are all -inf gives zeros, as PyTorch's attention does)
 //     (a power-of-two scale, 1/sqrt(D) for D = 16, 64, 256, scales the Q tile
 //     instead, once per item: exact in bf16 and f32, so the scores are the same bits)
 //   m' = max(m, rowmax S); P = exp(S - m'); l = l * exp(m - m') + rowsum P
@@ -23,6 +25,7 @@
 // Engines, with two-slot rings between them (the protocol of matmul.cpp):
 //   dma ch0:  Q tile per item, K tiles                          -> tc (Q via the vector unit when it scales it)
 //   dma ch1:  V tiles                                           -> tc
+//   dma ch3:  mask tiles (ch1 on a chip with fewer channels)   -> vector
 //   tc:       S_{j+1} = Q K_{j+1}^T, then O += P_j V_j          -> vector (S), <- vector (P)
 //             (the next scores are computed while the vector unit works on these)
 //   vector:   softmax step j, O rescale; at the end O / l       -> dma ch2
@@ -46,9 +49,11 @@ using isa::DType;
 using isa::Opcode;
 
 
-// One operand's strides and offset, in elements: [batch, rows, head dim (stride 1)].
+// One operand's strides and offset, in elements: [outer batch, inner batch, rows, head dim (stride 1)].
+// The batch dims are the output's leading dims merged into at most two (batch and heads
+// laid out apart, or a mask broadcast over the heads, do not merge into one).
 struct Operand {
-  int64_t batch_stride = 0;
+  std::array<int64_t, 2> batch_stride{0, 0};
   int64_t row_stride = 0;
   int64_t offset = 0;
 };
@@ -65,12 +70,17 @@ struct Layout {
   // the mask (u8); per row i * (nt + 1) (i32); the row index i = 0 .. br-1
   // (i32); nt + 1 (one i32).
   int64_t neg_inf = 0, index = 0, mask = 0, row_limit = 0, row_index = 0, nt_plus_one = 0;
+  // An additive mask: two slots of its tile (br x bc, or 1 x bc when every query has
+  // the same row) in its dtype, the tile in f32 when that is another, f32's lowest
+  // value and its smallest normal one.
+  int64_t m = 0, m_bytes = 0, m_f32 = 0, lowest = 0, smallest = 0;
   int64_t scratchpad_bytes = 0;
   // Accumulator offsets (from isa::kAccumulatorBase): two slots of scores, then O.
   int64_t s = 0, s_bytes = 0, o = 0, accumulator_bytes = 0;
 
   // P is in the tensor core's input dtype, which is q's.
-  Layout(int64_t br, int64_t bc, int64_t d, int64_t dv, int64_t esize, bool causal) {
+  // mask_esize: 0 without a mask; mask_rows: br, or 1 for a row per key tile.
+  Layout(int64_t br, int64_t bc, int64_t d, int64_t dv, int64_t esize, bool causal, int64_t mask_esize = 0, int64_t mask_rows = 0) {
     int64_t at = 0;
     const auto take = [&at](int64_t bytes) {
       const int64_t start = at;
@@ -86,6 +96,11 @@ struct Layout {
       neg_inf = take(br * bc * 4), index = take(br * bc * 4), mask = take(br * bc);
       row_limit = take(br * 4), row_index = take(br * 4), nt_plus_one = take(4);
     }
+    if (mask_esize) {
+      m_bytes = align64(mask_rows * bc * mask_esize);
+      m = take(2 * m_bytes), lowest = take(4), smallest = take(4);
+      if (mask_esize != 4) m_f32 = take(mask_rows * bc * 4);
+    }
     scratchpad_bytes = at;
     s_bytes = align64(br * bc * 4);
     s = 0, o = 2 * s_bytes;
@@ -97,6 +112,8 @@ struct Layout {
 struct Problem {
   int64_t batch, l, s, d, dv, esize;
   bool causal, scale_scores;  // scale_scores: a vector pass over every score tile
+  int64_t mask_esize = 0;     // 0: no mask
+  bool mask_row = false;      // the mask is one row for every query
 };
 
 // Whether multiplying by `scale` only changes exponents: +-2^k, well inside
@@ -127,8 +144,11 @@ double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::Chi
                   vec(Opcode::V_CVT, tile) + vec(Opcode::V_MAX, br) + vec(Opcode::V_SUB, br) + vec(Opcode::V_EXP, br) +
                   vec(Opcode::V_MUL, br) + vec(Opcode::V_ADD, br) + vec(Opcode::V_MUL, br * pr.dv);
   if (pr.scale_scores) vector += vec(Opcode::V_MUL, tile);
+  const int64_t mask_tile = pr.mask_row ? bc : tile;
+  if (pr.mask_esize) vector += vec(Opcode::V_ADD, tile) + (pr.mask_esize != 4 ? vec(Opcode::V_CVT, mask_tile) : 0.0);
   const double tensor = tc(br, bc, pr.d) + tc(br, pr.dv, bc);
-  const double loads = double(bc * (pr.d + pr.dv) * pr.esize) / dram_share + 2.0 * config.core.dma.descriptor_cycles;
+  const double loads = double(bc * (pr.d + pr.dv) * pr.esize + (pr.mask_esize ? mask_tile * pr.mask_esize : 0)) / dram_share +
+                       (pr.mask_esize ? 3.0 : 2.0) * config.core.dma.descriptor_cycles;
   const double control = 80.0 * config.core.control.issue_cycles;
   const double step = std::max({vector, tensor, loads, control});
   // Causal items see half the keys on average.
@@ -141,9 +161,11 @@ double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::Chi
 }  // namespace
 
 Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
-  if (op.inputs.size() != 3) throw std::invalid_argument("attention takes q, k and v");
+  if (op.inputs.size() != 3 && op.inputs.size() != 4) throw std::invalid_argument("attention takes q, k, v and optionally an additive mask");
   const TensorDesc &q = op.inputs[0], &k = op.inputs[1], &v = op.inputs[2], &out = op.output;
-  for (const TensorDesc* t : {&q, &k, &v, &out}) {
+  const bool has_mask = op.inputs.size() == 4;
+  const TensorDesc& mask = op.inputs.back();  // only read when has_mask
+  for (const TensorDesc* t : {&q, &k, &v, &out, &mask}) {
     if (t->shape.size() < 2) throw std::invalid_argument("attention operands have at least 2 dims");
     for (const int64_t s : t->strides)
       if (s < 0) throw UnsupportedOp("attention with negative strides");
@@ -165,15 +187,26 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   // The DMA copies whole rows of the head dim; other layouts would need element DMA.
   for (const TensorDesc* t : {&q, &k, &v, &out})
     if (t->shape.back() > 1 && t->strides.back() != 1) throw UnsupportedOp("attention with a strided last dim (head dim)");
+  if (has_mask) {
+    if (op.is_causal) throw std::invalid_argument("attention: a mask and is_causal both (PyTorch refuses them together too)");
+    if (mask.dtype != DType::F32 && mask.dtype != dtype)
+      throw std::invalid_argument("attention: the mask is f32 or q's dtype, got " + std::string(isa::dtype_name(mask.dtype)));
+    if (mask.shape.size() > out.shape.size() || (dim(mask, 2) != 1 && dim(mask, 2) != seq_q) || (dim(mask, 1) != 1 && dim(mask, 1) != seq_k))
+      throw std::invalid_argument("attention: the mask " + mask.to_string() + " does not broadcast to the scores [.., L, S]");
+    if (dim(mask, 1) != seq_k || (seq_k > 1 && mask.strides.back() != 1))
+      throw UnsupportedOp("attention with a mask that is not contiguous along the keys");
+  }
 
-  // Batch: the output's leading dims, flattened (they must merge), q, k and v broadcast over them.
+  // Batch: the output's leading dims, merged where every operand allows, into at most
+  // two (outer, inner); q, k, v and the mask broadcast over them.
   const size_t batch_rank = out.shape.size() - 2;
-  const TensorDesc* const operands[] = {&q, &k, &v, &out};
-  std::vector<std::pair<int64_t, std::array<int64_t, 4>>> dims;  // (size, strides of q, k, v, out)
+  const TensorDesc* const operands[] = {&q, &k, &v, &out, &mask};
+  const size_t count = has_mask ? 5 : 4;
+  std::vector<std::pair<int64_t, std::array<int64_t, 5>>> dims;  // (size, strides of q, k, v, out, mask)
   for (size_t i = 0; i < batch_rank; ++i) {
     if (out.shape[i] == 1) continue;
-    std::array<int64_t, 4> s{};
-    for (size_t n = 0; n < 4; ++n) {
+    std::array<int64_t, 5> s{};
+    for (size_t n = 0; n < count; ++n) {
       const TensorDesc& t = *operands[n];
       const int64_t at = int64_t(i) - int64_t(batch_rank) + int64_t(t.shape.size()) - 2;  // the same batch dim in t
       if (at < 0 || t.shape[size_t(at)] == 1) continue;                                  // broadcast: stride 0
@@ -181,25 +214,28 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
       s[n] = t.strides[size_t(at)];
     }
     bool merges = !dims.empty();
-    for (size_t n = 0; n < 4 && merges; ++n) merges = dims.back().second[n] == s[n] * out.shape[i];
+    for (size_t n = 0; n < count && merges; ++n) merges = dims.back().second[n] == s[n] * out.shape[i];
     if (merges) dims.back().first *= out.shape[i], dims.back().second = s;
     else dims.push_back({out.shape[i], s});
   }
-  if (dims.size() > 1) throw UnsupportedOp("attention with batch dims that do not merge into one");
-  const int64_t batch = dims.empty() ? 1 : dims[0].first;
-  Operand qo, ko, vo, oo;
-  Operand* const layouts[] = {&qo, &ko, &vo, &oo};
-  for (size_t n = 0; n < 4; ++n) {
+  if (dims.size() > 2) throw UnsupportedOp("attention with batch dims that do not merge into two");
+  while (dims.size() < 2) dims.insert(dims.begin(), {1, std::array<int64_t, 5>{}});
+  const int64_t batch = dims[0].first * dims[1].first, inner_batch = dims[1].first;
+  Operand qo, ko, vo, oo, mo;
+  Operand* const layouts[] = {&qo, &ko, &vo, &oo, &mo};
+  for (size_t n = 0; n < count; ++n) {
     const TensorDesc& t = *operands[n];
-    layouts[n]->batch_stride = dims.empty() ? 0 : dims[0].second[n];
-    layouts[n]->row_stride = t.strides[t.strides.size() - 2];
+    layouts[n]->batch_stride = {dims[0].second[n], dims[1].second[n]};
+    layouts[n]->row_stride = t.shape[t.shape.size() - 2] == 1 ? 0 : t.strides[t.strides.size() - 2];
     layouts[n]->offset = t.storage_offset;
   }
+  const bool mask_row = has_mask && mo.row_stride == 0;  // the same mask row for every query
+  const int64_t mask_esize = has_mask ? isa::dtype_size_bytes(mask.dtype) : 0;
 
   const auto empty_program = [&](const std::string& why) {
     ProgramBuilder empty("scaled_dot_product_attention (generated, empty output)");
     empty.output("out", dtype, {1});
-    for (size_t i = 0; i < 3; ++i) empty.input("in" + std::to_string(i), dtype, {1});
+    for (size_t i = 0; i < op.inputs.size(); ++i) empty.input("in" + std::to_string(i), op.inputs[i].dtype, {1});
     empty.emit(Opcode::HALT, {});
     Kernel kernel;
     kernel.program = empty.finish();
@@ -219,7 +255,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t e = isa::dtype_size_bytes(dtype);
   const bool causal = op.is_causal, scale_q = op.scale != 1.0 && dtype != DType::F16 && is_power_of_two(op.scale);
   const bool scale_scores = op.scale != 1.0 && !scale_q;
-  const Problem problem{batch, seq_q, seq_k, d, dv, e, causal, scale_scores};
+  const Problem problem{batch, seq_q, seq_k, d, dv, e, causal, scale_scores, mask_esize, mask_row};
   const int64_t scratchpad = int64_t(config.core.scratchpad.size_bytes), accumulator = int64_t(config.core.accumulator.size_bytes);
   struct Candidate {
     int64_t br, bc;
@@ -229,7 +265,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   for (const int64_t cr : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
     for (const int64_t cc : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1}) {
       const int64_t r = std::min(seq_q, cr), c = std::min(seq_k, cc);
-      const Layout fit(r, c, d, dv, e, causal);
+      const Layout fit(r, c, d, dv, e, causal, mask_esize, mask_row ? 1 : r);
       if (fit.scratchpad_bytes <= scratchpad && fit.accumulator_bytes <= accumulator) fitting.push_back({r, c, estimate_cycles(problem, r, c, config)});
     }
   if (fitting.empty())
@@ -241,28 +277,29 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   for (const Candidate& c : fitting)
     if (c.cycles <= 1.05 * best && (!chosen || c.br > chosen->br || (c.br == chosen->br && c.cycles < chosen->cycles))) chosen = &c;
   const int64_t br = chosen->br, bc = chosen->bc;
-  const Layout lay(br, bc, d, dv, e, causal);
+  const Layout lay(br, bc, d, dv, e, causal, mask_esize, mask_row ? 1 : br);
   const int64_t q_tiles = ceil_div(seq_q, br), items = batch * q_tiles;
   const unsigned cores = unsigned(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, items)));
   const unsigned channels = config.core.dma.channels;
-  const unsigned ch_q = 0, ch_v = std::min(1u, channels - 1), ch_out = std::min(2u, channels - 1);
+  const unsigned ch_q = 0, ch_v = std::min(1u, channels - 1), ch_out = std::min(2u, channels - 1), ch_m = channels > 3 ? 3 : ch_v;
 
   ProgramBuilder pb("scaled_dot_product_attention (generated)");
   const uint16_t out_sym = pb.output("out", dtype, {uint64_t(std::max<int64_t>(out.storage_extent(), 1))});
   const uint16_t q_sym = pb.input("in0", dtype, {uint64_t(std::max<int64_t>(q.storage_extent(), 1))});
   const uint16_t k_sym = pb.input("in1", dtype, {uint64_t(std::max<int64_t>(k.storage_extent(), 1))});
   const uint16_t v_sym = pb.input("in2", dtype, {uint64_t(std::max<int64_t>(v.storage_extent(), 1))});
+  const uint16_t m_sym = has_mask ? pb.input("in3", mask.dtype, {uint64_t(std::max<int64_t>(mask.storage_extent(), 1))}) : 0;
 
-  enum : int64_t { Q_LOADED, Q_FULL, Q_FREE, K_FULL, K_FREE, V_FULL, V_FREE, S_FULL, S_FREE, P_FULL, PV_DONE, OUT_FULL, OUT_FREE };
+  enum : int64_t { Q_LOADED, Q_FULL, Q_FREE, K_FULL, K_FREE, V_FULL, V_FREE, S_FULL, S_FREE, P_FULL, PV_DONE, OUT_FULL, OUT_FREE, M_FULL, M_FREE };
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
   const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
   const int64_t dt = int64_t(dtype), f32 = int64_t(DType::F32), i32 = int64_t(DType::I32);
-  constexpr int64_t kFull = 0, kCol = 2, kScalar = 3, kAxis1 = 1, kAcc = 1, kTb = 4;
+  constexpr int64_t kFull = 0, kRow = 1, kCol = 2, kScalar = 3, kAxis1 = 1, kAcc = 1, kTb = 4;
   const int64_t acc0 = int64_t(isa::kAccumulatorBase);
 
   const Label done = pb.label();
   for (int i = 0; i < 2; ++i)
-    for (const int64_t s : {Q_FREE, K_FREE, V_FREE, S_FREE, OUT_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+    for (const int64_t s : {Q_FREE, K_FREE, V_FREE, S_FREE, OUT_FREE, M_FREE}) pb.emit(Opcode::SIGNAL, {kCtl, s});
   // Items are dealt in a zigzag: in round r, core c of P takes item r*P + c
   // when r is even and r*P + P-1-c when it is odd, so that the cores that
   // get the lightest causal items (the first query tiles of a batch element)
@@ -288,6 +325,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     std::memcpy(&bits, &scale, 4);
     fill(scale_q ? dt : f32, lay.scale, bits, one, one);
   }
+  if (has_mask) fill(f32, lay.lowest, 0xff7fffffu, one, one), fill(f32, lay.smallest, 0x00800000u, one, one);
   if (causal) {
     pb.li(l0, br), pb.li(l1, bc);
     fill(f32, lay.neg_inf, 0xff800000u, l0, l1);  // f32 -inf
@@ -298,6 +336,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg bidx = pb.reg(), q0 = pb.reg(), mt = pb.reg(), k_end = pb.reg(), k0 = pb.reg(), nt = pb.reg();
   const Reg slot = pb.reg(), islot = pb.reg(), next_k0 = pb.reg(), next_slot = pb.reg();
   const Reg k_base = pb.reg(), v_base = pb.reg(), m_cur = pb.reg(), m_new = pb.reg();
+  const Reg mask_base = has_mask ? pb.reg() : kZero;  // the mask's row q0 of this item's batch element
   const Reg n0 = pb.reg(), n1 = pb.reg(), ds1 = pb.reg(), ss1 = pb.reg();
   pb.li(slot, 0), pb.li(islot, 0);  // the K/V/S/P rings' slot (per key step), the Q/out rings' slot (per item)
   pb.li(m_cur, lay.max_a), pb.li(m_new, lay.max_b);
@@ -316,11 +355,21 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     pb.li(dst, slot_bytes), pb.mul(dst, dst, which), pb.addi(dst, dst, base);
   };
   // dst = the global address of row `row` of an operand's batch element bidx.
-  const auto row_address = [&](Reg dst, uint16_t symbol, const Operand& o, Reg row) {
+  // (oe: the operand's element size; n0 is free whenever this runs)
+  const auto row_address = [&](Reg dst, uint16_t symbol, const Operand& o, Reg row, int64_t oe) {
     pb.emit(Opcode::LA, {dst.index, symbol});
-    if (o.offset) pb.li(tmp, o.offset * e), pb.add(dst, dst, tmp);
-    if (o.batch_stride) pb.li(tmp, o.batch_stride * e), pb.mul(tmp, tmp, bidx), pb.add(dst, dst, tmp);
-    if (o.row_stride && row.index != 0) pb.li(tmp, o.row_stride * e), pb.mul(tmp, tmp, row), pb.add(dst, dst, tmp);
+    if (o.offset) pb.li(tmp, o.offset * oe), pb.add(dst, dst, tmp);
+    if (o.batch_stride[0]) {  // batch element bidx is (bidx / inner_batch, bidx % inner_batch)
+      pb.li(tmp, inner_batch), pb.emit(Opcode::DIVU, {tmp.index, bidx.index, tmp.index});
+      pb.li(n0, o.batch_stride[0] * oe), pb.mul(tmp, tmp, n0), pb.add(dst, dst, tmp);
+    }
+    if (o.batch_stride[1] && inner_batch == batch) {
+      pb.li(tmp, o.batch_stride[1] * oe), pb.mul(tmp, tmp, bidx), pb.add(dst, dst, tmp);
+    } else if (o.batch_stride[1]) {
+      pb.li(tmp, inner_batch), pb.emit(Opcode::REMU, {tmp.index, bidx.index, tmp.index});
+      pb.li(n0, o.batch_stride[1] * oe), pb.mul(tmp, tmp, n0), pb.add(dst, dst, tmp);
+    }
+    if (o.row_stride && row.index != 0) pb.li(tmp, o.row_stride * oe), pb.mul(tmp, tmp, row), pb.add(dst, dst, tmp);
   };
   // nt = the keys of the tile at key row `first`: up to bc, and none past k_end.
   const auto tile_keys = [&](Reg dst, Reg first) { pb.li(tmp, bc), pb.sub(dst, k_end, first), pb.min(dst, dst, tmp); };
@@ -340,6 +389,17 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     slot_address(l1, lay.v, lay.v_bytes, which);
     dma(Opcode::DMA_LD, ch_v, l1, tmp2);
     pb.emit(Opcode::SIGNAL, {engine_of(ch_v), V_FULL});
+    if (has_mask) {  // the mask's [mt (or 1), keys] tile, dense locally
+      pb.emit(Opcode::WAIT, {engine_of(ch_m), M_FREE});
+      pb.muli(n0, keys, mask_esize), pb.mov(ds1, n0);
+      if (mask_row) pb.li(n1, 1);
+      else pb.mov(n1, mt);
+      pb.li(ss1, mo.row_stride * mask_esize);
+      pb.muli(tmp2, first, mask_esize), pb.add(tmp2, tmp2, mask_base);
+      slot_address(l1, lay.m, lay.m_bytes, which);
+      dma(Opcode::DMA_LD, ch_m, l1, tmp2);
+      pb.emit(Opcode::SIGNAL, {engine_of(ch_m), M_FULL});
+    }
     pb.emit(Opcode::WAIT, {kTc, K_FULL});
     pb.emit(Opcode::WAIT, {kTc, S_FREE});
     slot_address(l2, acc0 + lay.s, lay.s_bytes, which);
@@ -370,11 +430,12 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   pb.li(tmp, seq_q), pb.sub(mt, tmp, q0), pb.li(tmp, br), pb.min(mt, mt, tmp);
   pb.li(k_end, seq_k);
   if (causal) pb.add(tmp, q0, mt), pb.min(k_end, k_end, tmp);  // query i sees keys j <= i
-  row_address(k_base, k_sym, ko, kZero);
-  row_address(v_base, v_sym, vo, kZero);
+  row_address(k_base, k_sym, ko, kZero, e);
+  row_address(v_base, v_sym, vo, kZero, e);
+  if (has_mask) row_address(mask_base, m_sym, mo, q0, mask_esize);
   // Q, once per item.
   pb.emit(Opcode::WAIT, {engine_of(ch_q), Q_FREE});
-  row_address(tmp2, q_sym, qo, q0);
+  row_address(tmp2, q_sym, qo, q0, e);
   tile_shape(mt, d, qo.row_stride, false);
   slot_address(l0, lay.q, lay.q_bytes, islot);
   dma(Opcode::DMA_LD, ch_q, l0, tmp2);
@@ -405,6 +466,18 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg s_at = l2;
   slot_address(s_at, acc0 + lay.s, lay.s_bytes, slot);
   if (scale_scores) pb.li(tmp, lay.scale), v2(Opcode::V_MUL, kScalar, s_at, s_at, tmp, mt, nt);
+  if (has_mask) {
+    pb.emit(Opcode::WAIT, {kVec, M_FULL});
+    slot_address(l0, lay.m, lay.m_bytes, slot);
+    const Reg mask_rows = mask_row ? one : mt;
+    if (mask.dtype != DType::F32) {
+      pb.li(l1, lay.m_f32);
+      pb.emit(Opcode::V_CVT, {f32, int64_t(mask.dtype), l1.index, l0.index, mask_rows.index, nt.index});
+      pb.mov(l0, l1);
+    }
+    v2(Opcode::V_ADD, mask_row ? kRow : kFull, s_at, s_at, l0, mt, nt);
+    pb.emit(Opcode::SIGNAL, {kVec, M_FREE});
+  }
   if (causal) {
     // Only a tile with a key after its first query, k0 + nt - 1 > q0, has anything to mask.
     const Label unmasked = pb.label();
@@ -429,6 +502,8 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   pb.branch(Opcode::BNE, {k0.index, kZero.index}, later_step);
   {  // The first key tile: its own statistics, nothing to rescale.
     pb.emit(Opcode::V_RMAX, {f32, kAxis1, m_cur.index, s_at.index, mt.index, nt.index});
+    // A row the mask hides wholly so far has max -inf: f32's lowest instead keeps exp(S - m) at 0, not NaN.
+    if (has_mask) pb.li(tmp, lay.lowest), v2(Opcode::V_MAX, kScalar, m_cur, m_cur, tmp, mt, one);
     v2(Opcode::V_SUB, kCol, s_at, s_at, m_cur, mt, nt);
     v1(Opcode::V_EXP, s_at, s_at, mt, nt);
     pb.li(tmp, lay.sum);
@@ -487,12 +562,15 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   pb.emit(Opcode::WAIT, {kVec, PV_DONE});
   pb.emit(Opcode::WAIT, {kVec, OUT_FREE});
   pb.li(l0, acc0 + lay.o), pb.li(tmp, lay.sum), pb.li(tmp2, dv);
+  // A row the mask hides wholly has l = 0 and O = 0: l = max(l, smallest normal) makes it 0, not NaN,
+  // as PyTorch's attention gives (its safe softmax); every other row has l >= 1.
+  if (has_mask) pb.li(l1, lay.smallest), v2(Opcode::V_MAX, kScalar, tmp, tmp, l1, mt, one);
   v2(Opcode::V_DIV, kCol, l0, l0, tmp, mt, tmp2);
   slot_address(l1, lay.out, lay.out_bytes, islot);
   to_tc_dtype(l1, l0, mt, tmp2);
   pb.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
   pb.emit(Opcode::WAIT, {engine_of(ch_out), OUT_FULL});
-  row_address(l2, out_sym, oo, q0);
+  row_address(l2, out_sym, oo, q0, e);
   tile_shape(mt, dv, oo.row_stride, true);
   dma(Opcode::DMA_ST, ch_out, l2, l1);
   pb.emit(Opcode::SIGNAL, {engine_of(ch_out), OUT_FREE});
@@ -511,7 +589,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.cores = cores;
   std::ostringstream plan;
   plan << "scaled_dot_product_attention: " << batch << " x softmax(" << op.scale << " * [" << seq_q << " x " << d << "] @ [" << seq_k
-       << " x " << d << "]^T" << (causal ? ", causal" : "") << ") @ [" << seq_k << " x " << dv << "] in " << isa::dtype_name(dtype)
+       << " x " << d << "]^T" << (causal ? ", causal" : "") << (has_mask ? mask_row ? " + a mask row" : " + a mask" : "") << ") @ [" << seq_k << " x " << dv << "] in " << isa::dtype_name(dtype)
        << "; flash-attention tiles of " << br << " queries x " << bc << " keys, " << items << " (batch, query tile) items dealt in a zigzag over "
        << cores << " cores; scores f32 in the accumulator, P rounded to " << isa::dtype_name(dtype)
        << " before P @ V, O in f32, rounded once"

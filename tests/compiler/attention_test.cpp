@@ -59,6 +59,11 @@ OpDesc sdpa(DType dt, const std::vector<int64_t>& batch, int64_t l, int64_t s, i
   return op;
 }
 
+OpDesc with_mask(OpDesc op, const TensorDesc& mask) {
+  op.inputs.push_back(mask);
+  return op;
+}
+
 class Attention : public testing::KernelTest {
  protected:
   // Element (batch index, i, j) of an operand's view, broadcast over the output's batch dims by size.
@@ -77,13 +82,16 @@ class Attention : public testing::KernelTest {
     std::mt19937 rng(seed);
     // q and k in [-2, 2] give scores of a few units: the weights differ, so a wrong key shows.
     std::uniform_real_distribution<double> qk_values(-2, 2), v_values(-1, 1);
-    const testing::KernelRun run = run_op(op, [&](size_t input) { return input < 2 ? qk_values(rng) : v_values(rng); });
+    const testing::KernelRun run = run_op(op, [&](size_t input) {
+      return input == 3 && mask_value_ ? mask_value_() : input < 2 ? qk_values(rng) : v_values(rng);
+    });
     SCOPED_TRACE(run.kernel->plan);
     const TensorDesc &q = op.inputs[0], &k = op.inputs[1], &v = op.inputs[2], &out = op.output;
     const size_t e = isa::dtype_size_bytes(q.dtype);
     const auto element = [&](size_t input, const TensorDesc& t, const std::vector<int64_t>& batch, int64_t i, int64_t j) {
-      return load(t.dtype, &run.inputs[input][size_t(offset_of(t, batch, i, j)) * e]);
+      return load(t.dtype, &run.inputs[input][size_t(offset_of(t, batch, i, j)) * isa::dtype_size_bytes(t.dtype)]);
     };
+    const bool masked = op.inputs.size() == 4;
     const int64_t l = q.shape[q.shape.size() - 2], d = q.shape.back(), s = k.shape[k.shape.size() - 2], dv = v.shape.back();
     const double u = std::ldexp(1.0, -24);
     const bool f32 = q.dtype == DType::F32;
@@ -104,10 +112,15 @@ class Attention : public testing::KernelTest {
             dot += product, magnitude += std::fabs(product);
           }
           score[size_t(j)] = op.scale * dot;
+          if (masked) {  // the mask adds in f32: one more rounding of the sum
+            const double m = element(3, op.inputs[3], index, i, j);
+            score[size_t(j)] += m;
+            if (std::isfinite(m)) magnitude += std::fabs(m) / std::fabs(op.scale);
+          }
           max = std::max(max, score[size_t(j)]), a_max = std::max(a_max, std::fabs(op.scale) * magnitude);
         }
-        for (int64_t j = 0; j < keys; ++j) z += weight[size_t(j)] = std::exp(score[size_t(j)] - max);
-        const double eps = (double(d) + 4 + 2 * double(s)) * u * a_max + (4 + 4 * double(s)) * u;
+        for (int64_t j = 0; j < keys; ++j) z += weight[size_t(j)] = max == -INFINITY ? 0.0 : std::exp(score[size_t(j)] - max);
+        const double eps = (double(d) + 6 + 2 * double(s)) * u * a_max + (4 + 4 * double(s)) * u;
         const double rho = rho_p + 2.01 * eps + (2 * double(s) + 8 + (f32 ? double(s) : 0)) * u;
         for (int64_t c = 0; c < dv; ++c) {
           double want = 0, weighted = 0;
@@ -120,6 +133,8 @@ class Attention : public testing::KernelTest {
           int64_t at = out.storage_offset + i * out.strides[out.shape.size() - 2] + c * out.strides.back();
           for (size_t dim = 0; dim < batch.size(); ++dim) at += index[dim] * out.strides[dim];
           const double got = load(out.dtype, &run.output[size_t(at) * e]);
+          // every key masked: zeros, as PyTorch's attention gives (its safe softmax), where softmax alone gives NaN
+          if (z == 0) want = 0, bound = 0;
           if (!(std::fabs(got - want) <= bound) && ++mismatches <= 5)
             ADD_FAILURE() << "out[" << bi << "][" << i << "][" << c << "] = " << got << ", want " << want << " +- " << bound;
         }
@@ -133,6 +148,8 @@ class Attention : public testing::KernelTest {
   }
 
   DType dtype() const { return GetParam() == "tiny" ? DType::F32 : DType::BF16; }  // base's tensor core takes no f32
+
+  std::function<double()> mask_value_;  // a mask's elements, in storage order
 
   // KernelTest::run with f16 too: compiles `op`, runs it on the chip with
   // inputs from value(input), returns the inputs' and the output's storage.
@@ -328,10 +345,17 @@ TEST_P(Attention, WhatItCannotDoIsSaidSo) {
   OpDesc strided = sdpa(DType::BF16, {}, 4, 4, 4, 4, false);
   strided.inputs[1].strides = {8, 2};  // every other element of the head dim
   EXPECT_THROW(compiler_.compile(strided), UnsupportedOp);
-  // [B, H, L, D] views of [B, L, H, D]: B and H do not merge into one batch stride.
-  OpDesc heads = sdpa(DType::BF16, {2, 3}, 5, 5, 4, 4, false);
-  for (TensorDesc& t : heads.inputs) t.strides = {5 * 3 * 4, 4, 3 * 4, 1};
-  EXPECT_THROW(compiler_.compile(heads), UnsupportedOp);
+  // Three batch dims that do not merge: [B, H, G, L, D] with the sequence between them.
+  OpDesc three = sdpa(DType::BF16, {2, 3, 2}, 5, 5, 4, 4, false);
+  for (TensorDesc& t : three.inputs) t.strides = {120, 4, 60, 12, 1};  // laid out [B, G, L, H, D]
+  EXPECT_THROW(compiler_.compile(three), UnsupportedOp);
+  OpDesc mask_and_causal = with_mask(sdpa(DType::BF16, {}, 4, 5, 4, 4, true), contiguous(DType::F32, {4, 5}));
+  EXPECT_THROW(compiler_.compile(mask_and_causal), std::invalid_argument);
+  EXPECT_THROW(compiler_.compile(with_mask(sdpa(DType::BF16, {}, 4, 5, 4, 4, false), contiguous(DType::I32, {4, 5}))), std::invalid_argument);
+  EXPECT_THROW(compiler_.compile(with_mask(sdpa(DType::BF16, {}, 4, 5, 4, 4, false), contiguous(DType::F32, {3, 5}))), std::invalid_argument);
+  TensorDesc keys_strided = contiguous(DType::F32, {4, 5});
+  keys_strided.strides = {1, 4};
+  EXPECT_THROW(compiler_.compile(with_mask(sdpa(DType::BF16, {}, 4, 5, 4, 4, false), keys_strided)), UnsupportedOp);
   OpDesc wrong = sdpa(DType::BF16, {}, 4, 5, 4, 4, false);
   wrong.inputs[2] = contiguous(DType::BF16, {6, 4});  // v has another key count than k
   EXPECT_THROW(compiler_.compile(wrong), std::invalid_argument);
@@ -342,6 +366,46 @@ TEST_P(Attention, WhatItCannotDoIsSaidSo) {
   if (GetParam() == "tiny") {
     EXPECT_THROW(compiler_.compile(sdpa(DType::BF16, {}, 2, 2, 40000, 8, false)), UnsupportedOp);
   }
+}
+
+// [B, H, L, D] views of [B, L, H, D] (a linear layer's output split into heads): B and H do not
+// merge into one stride, so the kernel walks them as two batch dims, reading in place.
+TEST_P(Attention, HeadsLaidOutBetweenTheSequenceAreTwoBatchDims) {
+  OpDesc heads = sdpa(dtype(), {2, 3}, 5, 7, 4, 4, false);
+  for (TensorDesc& t : heads.inputs) t.strides = {t.shape[2] * 3 * 4, 4, 3 * 4, 1};
+  check(heads);
+  heads.is_causal = true;
+  check(heads);
+}
+
+TEST_P(Attention, AnAdditiveMaskAddsToTheScaledScores) {
+  const DType dt = dtype();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> mask_values(-2, 0);
+  mask_value_ = [&]() { return rng() % 5 == 0 ? -INFINITY : mask_values(rng); };
+  // Per batch and head [B, H, L, S]; per batch broadcast over the heads [B, 1, L, S] (two batch dims);
+  // one [L, S] for all; a padding mask [B, 1, 1, S] (one row per key tile) in q's dtype.
+  check(with_mask(sdpa(dt, {2, 3}, 20, 30, 16, 8, false), contiguous(DType::F32, {2, 3, 20, 30})));
+  check(with_mask(sdpa(dt, {2, 3}, 21, 33, 8, 16, false), contiguous(DType::F32, {2, 1, 21, 33})));
+  check(with_mask(sdpa(dt, {3}, 17, 19, 8, 8, false), contiguous(DType::F32, {17, 19})));
+  check(with_mask(sdpa(dt, {2, 2}, 25, 40, 16, 16, false), contiguous(dt, {2, 1, 1, 40})));
+  OpDesc scaled = with_mask(sdpa(DType::BF16, {2}, 64, 64, 64, 64, false), contiguous(DType::BF16, {2, 64, 64}));
+  scaled.scale = 0.1;  // not a power of two: the scores are scaled, then masked
+  check(scaled);
+  // More keys than a key tile holds, the first 600 hidden: rows see nothing in their first tile.
+  mask_value_ = [&, n = int64_t{0}]() mutable { return n++ % 1100 < 600 ? -INFINITY : mask_values(rng); };
+  check(with_mask(sdpa(DType::BF16, {2}, 40, 1100, 32, 32, false), contiguous(DType::F32, {2, 1, 1100})));
+  // Every key hidden: zeros, as PyTorch gives.
+  mask_value_ = []() { return -INFINITY; };
+  check(with_mask(sdpa(dt, {}, 9, 12, 8, 8, false), contiguous(DType::F32, {9, 12})));
+  mask_value_ = nullptr;
+}
+
+TEST_P(Attention, AMaskRowIsReadOncePerKeyTile) {
+  const OpDesc padded = with_mask(sdpa(DType::BF16, {4, 2}, 128, 128, 64, 64, false), contiguous(DType::F32, {4, 1, 1, 128}));
+  const std::string listing = Compiler::listing(*compiler_.compile(padded));
+  EXPECT_NE(listing.find("+ a mask row"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("v.add f32, row"), std::string::npos) << listing;
 }
 
 TEST_P(Attention, TheKeyHoldsTheScaleAndTheMask) {
@@ -356,7 +420,8 @@ TEST_P(Attention, TheKeyHoldsTheScaleAndTheMask) {
   EXPECT_EQ(kind, OpKind::ATTENTION);
   EXPECT_FALSE(is_elementwise(OpKind::ATTENTION));
   EXPECT_FALSE(is_row_op(OpKind::ATTENTION));
-  EXPECT_EQ(op_arity(OpKind::ATTENTION), 3u);
+  EXPECT_EQ(op_arity(OpKind::ATTENTION), 4u);  // q, k, v and a mask
+  EXPECT_NE(plain.key(), with_mask(plain, contiguous(DType::F32, {8, 8})).key());
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, Attention, ::testing::Values("tiny", "base"), testing::preset_name);

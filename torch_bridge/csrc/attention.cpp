@@ -8,10 +8,11 @@
 // where the compiler declines it (f32 on a tensor core without f32), the
 // unfused sequence on the chip: scores by gemm (the causal mask as its bias),
 // softmax, gemm. With a mask (bool or additive) and nothing that needs a
-// gradient, also OVERRIDEABLE: the unfused sequence with the mask added to the
-// scores in the gemm's epilogue (as its residual), and rows whose keys are all
-// masked give zeros, as PyTorch's math does (graph mode turns a constant
-// causal mask into is_causal, and so into the fused kernel: npusim/lowering.py).
+// gradient, also OVERRIDEABLE: the fused kernel with the mask as its fourth
+// input (bf16, f16), else the unfused sequence with the mask added to the
+// scores in the gemm's epilogue (as its residual); either way rows whose keys
+// are all masked give zeros, as PyTorch's math does (graph mode turns a
+// constant causal mask into is_causal: npusim/lowering.py).
 // With dropout, or a mask and gradients, PyTorch's math decomposition runs, op
 // by op. The same forward is the custom op npusim::attention.
 //
@@ -108,23 +109,37 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   // sequence, B and H > 1) are copied contiguous on the chip: the kernels need one batch stride.
   const at::Tensor qm = batch_dims_merge(q) ? q : q.contiguous(), km = batch_dims_merge(k) ? k : k.contiguous(),
                    vm = batch_dims_merge(v) ? v : v.contiguous();
-  if (!mask) {  // the fused kernel takes no mask tensor
-    at::Tensor out = new_npu(shape, q.scalar_type());
-    const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
-      const auto make_op = [&] {
-        OpDesc op(OpKind::ATTENTION, {describe(q_in), describe(k_in), describe(v_in)}, describe(out));
-        op.scale = scale, op.is_causal = is_causal;
-        return op;
-      };
-      return try_run(make_op, {q_in, k_in, v_in}, out);
+  // The fused kernel takes an additive mask (f32 or q's dtype; a bool mask becomes 0 / -inf in f32) as
+  // it is, broadcast dims and all, and gives zeros where a query's keys are all masked, as PyTorch does.
+  std::optional<at::Tensor> fused_mask;
+  if (mask) {
+    fused_mask = mask->scalar_type() == at::kBool
+                     ? at::where(*mask, at::zeros({}, mask->options().dtype(at::kFloat)),
+                                 at::full({}, -std::numeric_limits<float>::infinity(), mask->options().dtype(at::kFloat)))
+                     : *mask;
+  }
+  at::Tensor out = new_npu(shape, q.scalar_type());
+  const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
+    std::vector<at::Tensor> inputs = {q_in, k_in, v_in};
+    if (fused_mask) inputs.push_back(*fused_mask);
+    const auto make_op = [&] {
+      std::vector<npu::compiler::TensorDesc> described;
+      for (const at::Tensor& t : inputs) described.push_back(describe(t));
+      OpDesc op(OpKind::ATTENTION, described, describe(out));
+      op.scale = scale, op.is_causal = is_causal;
+      return op;
     };
-    if (fused(qm, km, vm)) return laid_out(out);
-    if (qm.stride(-1) != 1 || km.stride(-1) != 1 || vm.stride(-1) != 1) {  // the kernel reads head dims contiguous
-      if (fused(qm.contiguous(), km.contiguous(), vm.contiguous())) return laid_out(out);
-    }
+    return try_run(make_op, inputs, out);
+  };
+  // The kernel walks up to two batch dims (batch and heads laid out apart too) and reads heads in place.
+  if (fused(q, k, v)) return laid_out(out);
+  const bool copied = !qm.is_same(q) || !km.is_same(k) || !vm.is_same(v);
+  if (copied && fused(qm, km, vm)) return laid_out(out);
+  if (qm.stride(-1) != 1 || km.stride(-1) != 1 || vm.stride(-1) != 1) {  // the kernel reads head dims contiguous
+    if (fused(qm.contiguous(), km.contiguous(), vm.contiguous())) return laid_out(out);
   }
   // Where it declines: gemm (the mask in its epilogue), softmax, gemm, the last straight into q's layout.
-  const at::Tensor p = probabilities(qm, km, is_causal, scale, mask);
+  const at::Tensor p = probabilities(qm, km, is_causal, scale, fused_mask ? &*fused_mask : nullptr);
   at::Tensor result = q.is_contiguous() ? new_npu(shape, q.scalar_type()) : new_npu_in_order_of(shape, q.scalar_type(), q);
   if (!gemm_into(p, vm, nullptr, result)) result = gemm_npu(p, vm, std::nullopt, 1.0, 1.0, {});
   return laid_out(mask ? zero_fully_masked_rows(result, *mask) : result);
