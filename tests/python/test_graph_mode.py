@@ -540,7 +540,9 @@ def test_resnet18_compiles_whole_and_matches_the_cpu():
     # Each residual block's second convolution adds the block's input (or its downsampled
     # copy) in its epilogue, before the ReLU.
     assert report.fused.count("convolution + batch_norm + residual add + relu -> npusim::conv2d") == 8
-    assert report.ops.get("aten::add.Tensor") == 2 * 20  # only the norms' var + eps and shift + beta, per convolution
+    # No other add: the norms' scale and shift, from the parameters, are two elementwise chains per convolution.
+    assert "aten::add.Tensor" not in report.ops and report.ops.get("npusim::elementwise_chain") == 2 * 20
+    assert report.fused.count("3 elementwise ops (add, rsqrt, mul) -> npusim::elementwise_chain") == 20  # gamma / sqrt(var + eps)
     assert report.ops.get("npusim::max_pool2d") == 1 and "aten::max_pool2d_with_indices" not in report.ops  # nothing reads its indices
     with torch.no_grad():  # an inference graph: where the batch norms fold
         e = npusim.explain(npu, images.to(NPU))

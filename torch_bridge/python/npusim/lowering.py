@@ -187,6 +187,10 @@ _BATCH_NORM_EVAL = aten._native_batch_norm_legit_no_training.default
 def _call(graph: torch.fx.Graph, target, args, meta) -> torch.fx.Node:
     node = graph.call_function(target, args)
     node.meta = {k: v for k, v in meta.items() if k in ("nn_module_stack", "stack_trace")}  # its layer, not its value
+    # Its own value, from its arguments' (fake tensors: shapes and dtypes only), for the passes after this one.
+    values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+    if all(isinstance(v, torch.Tensor) for a, v in zip(args, values) if isinstance(a, torch.fx.Node)):
+        node.meta["val"] = target(*values)
     return node
 
 
