@@ -1,11 +1,16 @@
-"""A transformer's forward in graph mode on the simulated chip (GPT-2 by
-default, or the BERT encoder): host wall time to simulate it (functional and
-timing-only), against the host CPU's eager time for the same forward measured
-in the same run; simulated cycles and utilization; compile time; and graph
-mode against eager on the chip (device cycles, DRAM bytes, kernels).
+"""A transformer's forward (or, with --train, a training step) in graph mode
+on the simulated chip (GPT-2 by default, or the BERT encoder): host wall time
+to simulate it (functional and timing-only), against the host CPU's eager time
+for the same work measured in the same run; simulated cycles and utilization;
+compile time; and graph mode against eager on the chip (device cycles, DRAM
+bytes, kernels).
 
     .venv/bin/python bench/transformer_graph.py [--model gpt2|bert] [--size full|small] [--seq 128]
-        [--dtype f32|bf16] [--config base] [--runs 2]
+        [--dtype f32|bf16] [--config base] [--runs 2] [--train]
+
+A training step is the forward, a loss (GPT-2: next-token cross entropy; BERT:
+the mean square of its last hidden state) and its backward, dropout off so that
+the chip's gradients can be checked against the CPU's.
 
 GPT-2 full is the 124M config (transformers' GPT2LMHeadModel, its logits); BERT
 full is BERT-base (BertModel, its last hidden state, with an attention mask
@@ -36,16 +41,39 @@ def build(args, torch, transformers):
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     torch.manual_seed(0)
     if args.model == "gpt2":
-        config = transformers.GPT2Config(**SIZES["gpt2"][args.size], bos_token_id=0, eos_token_id=0)
-        model = transformers.GPT2LMHeadModel(config).eval().to(dtype)
+        no_dropout = dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0) if args.train else {}
+        config = transformers.GPT2Config(**SIZES["gpt2"][args.size], bos_token_id=0, eos_token_id=0, **no_dropout)
+        model = transformers.GPT2LMHeadModel(config).train(args.train).to(dtype)
         inputs = (torch.randint(0, config.vocab_size, (1, args.seq)),)
-        return model, lambda m, tokens: m(tokens, use_cache=False).logits, inputs
-    config = transformers.BertConfig(**SIZES["bert"][args.size])
-    model = transformers.BertModel(config, add_pooling_layer=False).eval().to(dtype)
+
+        def gpt2(m, tokens):
+            logits = m(tokens, use_cache=False).logits
+            if not args.train:
+                return logits
+            return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+
+        return model, gpt2, inputs
+    no_dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0) if args.train else {}
+    config = transformers.BertConfig(**SIZES["bert"][args.size], **no_dropout)
+    model = transformers.BertModel(config, add_pooling_layer=False).train(args.train).to(dtype)
     mask = torch.ones(1, args.seq, dtype=torch.long)
     mask[:, args.seq - args.seq // 8:] = 0  # padding
     inputs = (torch.randint(0, config.vocab_size, (1, args.seq)), mask)
-    return model, lambda m, tokens, attention: m(input_ids=tokens, attention_mask=attention).last_hidden_state, inputs
+
+    def bert(m, tokens, attention):
+        hidden = m(input_ids=tokens, attention_mask=attention).last_hidden_state
+        return hidden.float().pow(2).mean() if args.train else hidden
+
+    return model, bert, inputs
+
+
+def step(forward, model, inputs):
+    """A training step's device work: the loss and the gradients (zeroed first)."""
+    for p in model.parameters():
+        p.grad = None
+    loss = forward(model, *inputs)
+    loss.backward()
+    return loss
 
 
 def child(args) -> None:
@@ -62,31 +90,35 @@ def child(args) -> None:
 
     transformers.utils.logging.set_verbosity_error()
     model, forward, inputs = build(args, torch, transformers)
+    work = (lambda m, *x: step(forward, m, x)) if args.train else forward  # noqa: E731
     result = {"mode": args.mode}
-    with torch.no_grad():
+    with torch.set_grad_enabled(args.train):
         # The host's time is noisy (shared cores): the best of several runs on each side.
         result["cpu_eager_s"] = float("inf")
         for _ in range(5):
             start = time.perf_counter()
-            reference = forward(model, *inputs)
+            reference = work(model, *inputs)
             result["cpu_eager_s"] = min(result["cpu_eager_s"], time.perf_counter() - start)
+        cpu_grads = [p.grad for p in model.parameters()] if args.train else []
         model = model.to("npu")
         npu_inputs = [t.to("npu") for t in inputs]
         if args.mode == "eager":
-            forward(model, *npu_inputs)  # programs compiled, memory allocated
-            run = lambda: forward(model, *npu_inputs)  # noqa: E731
+            work(model, *npu_inputs)  # programs compiled, memory allocated
+            run = lambda: work(model, *npu_inputs)  # noqa: E731
         else:
             compiled = torch.compile(model, backend="npu", fullgraph=True)
             start = time.perf_counter()
-            forward(compiled, *npu_inputs)
+            work(compiled, *npu_inputs)
             npusim.synchronize()
             result["compile_and_first_run_s"] = time.perf_counter() - start
-            run = lambda: forward(compiled, *npu_inputs)  # noqa: E731
+            run = lambda: work(compiled, *npu_inputs)  # noqa: E731
         result["npu_s"] = float("inf")
         for _ in range(args.runs):
             with npusim.profile() as prof:
                 start = time.perf_counter()
-                output = run().cpu()
+                output = run().detach().cpu()
+                if args.train:
+                    npusim.synchronize()
                 result["npu_s"] = min(result["npu_s"], time.perf_counter() - start)
     result["device_cycles"] = prof.device_cycles
     result["kernel_cycles"] = sum(row[3] for row in prof.kernels)
@@ -95,7 +127,10 @@ def child(args) -> None:
     result["utilization"] = prof.utilization
     result["fallbacks"] = sum(prof.fallbacks.values())
     if args.mode != "timing-only":
-        result["max_abs_error"] = (output.float() - reference.float()).abs().max().item()
+        result["max_abs_error"] = (output.float() - reference.detach().float()).abs().max().item()
+        if args.train:  # the largest gradient error relative to its tensor's largest gradient
+            result["max_grad_error"] = max(((p.grad.cpu().float() - g.float()).abs().max() / (g.float().abs().max() + 1e-30)).item()
+                                           for p, g in zip(model.parameters(), cpu_grads))
     print(json.dumps(result))
 
 
@@ -107,16 +142,18 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     parser.add_argument("--config", default="base")
     parser.add_argument("--runs", type=int, default=2, help="timed runs of the simulated forward (the best counts)")
+    parser.add_argument("--train", action="store_true", help="a training step (forward, loss, backward) instead of the forward")
     parser.add_argument("--mode", choices=["functional", "timing-only", "eager"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:
         child(args)
         return
-    print(f"{NAMES[args.model, args.size]}, batch 1, sequence {args.seq}, {args.dtype}, chip config '{args.config}'")
+    what = "training step" if args.train else "forward"
+    print(f"{NAMES[args.model, args.size]} {what}, batch 1, sequence {args.seq}, {args.dtype}, chip config '{args.config}'")
     results = {}
     for mode in ("functional", "timing-only", "eager"):
         command = [sys.executable, __file__, "--model", args.model, "--size", args.size, "--seq", str(args.seq), "--dtype", args.dtype, "--config",
-                   args.config, "--runs", str(args.runs), "--mode", mode]
+                   args.config, "--runs", str(args.runs), "--mode", mode] + (["--train"] if args.train else [])
         output = subprocess.run(command, capture_output=True, text=True)
         if output.returncode != 0:
             print(output.stderr[-3000:], file=sys.stderr)
@@ -124,10 +161,12 @@ def main() -> None:
         results[mode] = json.loads(output.stdout.strip().splitlines()[-1])
     f, t, e = results["functional"], results["timing-only"], results["eager"]
     cpu = f["cpu_eager_s"]
-    print(f"CPU eager forward (host, same run, best of 5): {cpu * 1000:.1f} ms")
-    targets = args.model == "gpt2" and args.size == "full"  # issue 7's targets are GPT-2 124M's
+    print(f"CPU eager {what} (host, same run, best of 5): {cpu * 1000:.1f} ms")
+    targets = args.model == "gpt2" and args.size == "full" and not args.train  # issue 7's targets are GPT-2 124M's forward
     print(f"functional, graph mode: {f['npu_s']:.2f} s to simulate = {f['npu_s'] / cpu:.0f}x the CPU{' (target <= 30x)' if targets else ''}; "
-          f"max |output - cpu| = {f['max_abs_error']:.2e}; compile + first run {f['compile_and_first_run_s']:.1f} s")
+          f"max |output - cpu| = {f['max_abs_error']:.2e}"
+          + (f", largest gradient error {f['max_grad_error']:.1e} of its tensor's largest" if args.train else "")
+          + f"; compile + first run {f['compile_and_first_run_s']:.1f} s")
     print(f"timing-only, graph mode: {t['npu_s']:.2f} s to simulate{' (target < 5 s)' if targets else ''}; cycles {t['device_cycles']} "
           f"(functional: {f['device_cycles']})")
     print(f"simulated: {f['device_cycles']} device cycles ({f['kernels']} kernels, {f['kernel_cycles']} cycles in kernels), "

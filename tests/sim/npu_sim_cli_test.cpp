@@ -96,6 +96,50 @@ TEST_F(NpuSim, RunsAreDeterministicAndTimingOnlyGivesTheSameCycles) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
+// Gather indices the chip computes from integers (i32 arithmetic on loaded indices) are computed in
+// timing-only runs too: the gather reads the functional run's rows, in the same cycles. Here the loaded
+// indices (deterministic, in [0, 8)) minus 8 address the rows before the table's end: uncomputed, they
+// would address the 8 rows after it and fault.
+TEST_F(NpuSim, TimingOnlyComputesIntegerIndexArithmetic) {
+  const std::string program = assemble("computed_gather", R"(
+.input  idx, i32, 64
+.input  table, f32, 8, 16
+.output out, f32, 64, 16
+.local  IDX, i32, 0, 64
+.local  EIGHT, i32, 256, 1
+.local  ROWS, f32, 512, 64, 16
+.code 0
+        li      r1, IDX
+        la      r2, idx
+        li      r3, 256
+        dma.ld  ch0, r1, r2, r3, zero, zero, zero, zero, zero, zero
+        fence
+        li      r4, EIGHT
+        li      r5, 8
+        li      r6, 1
+        v.fill  i32, r4, r5, r6, r6
+        li      r7, 64
+        v.sub   i32, scalar, r1, r1, r4, r6, r7
+        fence
+        la      r8, table
+        addi    r8, r8, 512
+        li      r9, ROWS
+        li      r10, 64
+        dma.gather ch1, r9, r8, r1, r7, r10, r10
+        fence
+        la      r11, out
+        li      r12, 4096
+        dma.st  ch0, r11, r9, r12, zero, zero, zero, zero, zero, zero
+        fence
+        halt
+)");
+  const ToolRun functional = run(kSim + " " + program + " --stats " + path("functional.json"));
+  ASSERT_EQ(functional.status, 0) << functional.err;
+  const ToolRun timing = run(kSim + " " + program + " --timing-only --stats " + path("timing.json"));
+  ASSERT_EQ(timing.status, 0) << timing.err;
+  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
+}
+
 TEST_F(NpuSim, TraceHasATrackPerEngineAndValidJson) {
   const std::string program = assemble_example("softmax_rows");
   ASSERT_EQ(run(kSim + " " + program + " --trace " + path("t.pftrace")).status, 0);
