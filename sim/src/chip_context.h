@@ -10,6 +10,7 @@
 
 #include "npusim/sim/chip_config.h"
 #include "npusim/sim/fault.h"
+#include "divider.h"
 
 namespace npu::sim {
 
@@ -18,13 +19,13 @@ class ChipTrace;
 class ChipContext {
  public:
   ChipContext(const ChipConfig& chip_config, bool is_functional, ChipTrace* chip_trace)
-      : config(chip_config), functional(is_functional), trace(chip_trace), cycle_ps_(chip_config.cycle_ps()) {}
+      : config(chip_config), functional(is_functional), trace(chip_trace), cycle_ps_(chip_config.cycle_ps()), per_cycle_(cycle_ps_) {}
 
   const ChipConfig& config;
   const bool functional;  // false: timing only, the tensor core and vector unit skip their arithmetic
   ChipTrace* const trace; // null when not tracing
 
-  uint64_t now_cycle() const { return sc_core::sc_time_stamp().value() / cycle_ps_; }
+  uint64_t now_cycle() const { return per_cycle_.quotient(sc_core::sc_time_stamp().value()); }
   sc_core::sc_time cycles(uint64_t count) const { return sc_core::sc_time::from_value(count * cycle_ps_); }
   // Delay (relative to now) until `cycle`, zero if it has passed.
   sc_core::sc_time until(uint64_t cycle) const {
@@ -58,7 +59,7 @@ class ChipContext {
     fault_.reset();
     reset_event_.notify(sc_core::SC_ZERO_TIME);
   }
-  uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + offset_from_now.value() / cycle_ps_; }
+  uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + per_cycle_.quotient(offset_from_now.value()); }
 
   // The first fault of a run stops the run (sc_pause); later ones are dropped.
   void raise_fault(FaultRecord fault) {
@@ -77,6 +78,7 @@ class ChipContext {
 
  private:
   uint64_t cycle_ps_;
+  Divider per_cycle_;  // picoseconds to cycles
   std::optional<FaultRecord> fault_;
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};

@@ -30,6 +30,10 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
       socket("socket"),
       context_(context),
       config_(context.config.dram),
+      interleave_(config_),
+      row_bytes_(config_.row_bytes),
+      banks_per_channel_(config_.banks_per_channel),
+      refresh_interval_(config_.refresh_interval_cycles ? config_.refresh_interval_cycles : 1),
       storage_(map_zeroed(config_.size_bytes), Unmapper{config_.size_bytes}),
       channels_(config_.channels),
       stats_(config_.channels) {
@@ -44,7 +48,7 @@ bool Dram::in_range(uint64_t address, uint64_t bytes) const {
 uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start) {
   if (config_.refresh_interval_cycles == 0) return start;
   // Refresh k occupies [k * tREFI, k * tREFI + tRFC) for k >= 1 and closes every row.
-  const uint64_t window = start / config_.refresh_interval_cycles;
+  const uint64_t window = refresh_interval_.quotient(start);
   if (window > channel.refreshes_seen) {
     stats.refreshes += window - channel.refreshes_seen;
     channel.refreshes_seen = window;
@@ -56,15 +60,12 @@ uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t
 }
 
 uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
-  const unsigned channel_index = dram_channel_of(config_, address);
+  const unsigned channel_index = interleave_.channel_of(address);
   Channel& channel = channels_[channel_index];
   DramChannelStats& stats = stats_[channel_index];
-  // Address inside the channel: drop the channel-select bits of the interleave.
-  const uint64_t block = address / config_.interleave_bytes / config_.channels;
-  const uint64_t local = block * config_.interleave_bytes + address % config_.interleave_bytes;
-  const uint64_t row_global = local / config_.row_bytes;
-  Bank& bank = channel.banks[row_global % config_.banks_per_channel];
-  const uint64_t row = row_global / config_.banks_per_channel;
+  const uint64_t row_global = row_bytes_.quotient(interleave_.channel_address(address));
+  Bank& bank = channel.banks[banks_per_channel_.remainder(row_global)];
+  const uint64_t row = banks_per_channel_.quotient(row_global);
 
   const uint64_t start = apply_refresh(channel, stats, std::max(ready, bank.ready));
   uint64_t latency;
@@ -108,7 +109,7 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
   // A request that spans interleave blocks is served by several channels in parallel.
   const uint64_t ready = context_.cycle_of(delay);
   for (uint64_t offset = 0; offset < bytes;) {
-    const uint64_t block_end = (address + offset) / config_.interleave_bytes * config_.interleave_bytes + config_.interleave_bytes;
+    const uint64_t block_end = interleave_.next_block(address + offset);
     const uint64_t chunk = std::min<uint64_t>(bytes - offset, block_end - (address + offset));
     uint64_t chunk_wait = 0;
     done = std::max(done, access(address + offset, chunk, is_write, ready, &chunk_wait));

@@ -13,15 +13,11 @@
 
 #include "chip_context.h"
 #include "npusim/sim/stats.h"
+#include "divider.h"
+#include "dram_interleave.h"
 #include "timeline.h"
 
 namespace npu::sim {
-
-// Which channel serves a DRAM address: consecutive interleave blocks go to
-// consecutive channels.
-inline unsigned dram_channel_of(const DramConfig& config, uint64_t address) {
-  return static_cast<unsigned>((address / config.interleave_bytes) % config.channels);
-}
 
 class Dram : public sc_core::sc_module {
  public:
@@ -56,6 +52,8 @@ class Dram : public sc_core::sc_module {
 
   ChipContext& context_;
   const DramConfig& config_;
+  const DramInterleave interleave_;
+  const Divider row_bytes_, banks_per_channel_, refresh_interval_;
   struct Unmapper {
     uint64_t bytes;
     void operator()(uint8_t* memory) const;

@@ -12,37 +12,36 @@ namespace npu::sim {
 LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, CoreStats& stats)
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {
   const CoreConfig& core = context.config.core;
-  scratchpad_ = {&core.scratchpad, std::vector<uint8_t>(core.scratchpad.size_bytes), std::vector<Timeline>(core.scratchpad.banks)};
-  accumulator_ = {&core.accumulator, std::vector<uint8_t>(core.accumulator.size_bytes), std::vector<Timeline>(core.accumulator.banks)};
+  for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
+    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<Timeline>(config->banks), Divider(config->bank_width_bytes),
+               Divider(config->bytes_per_cycle())};
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
 
 std::optional<FaultRecord> LocalMemory::check(uint64_t address, uint64_t bytes, unsigned align) const {
-  FaultRecord fault;
-  fault.has_address = true;
-  fault.address = address;
-  if (align > 1 && address % align != 0) {
-    fault.kind = FaultKind::Misaligned;
-    fault.message = "local address " + hex(address) + " is not aligned to " + std::to_string(align) + " bytes";
-    return fault;
-  }
   const bool in_accumulator = address >= isa::kAccumulatorBase;
   const uint64_t base = in_accumulator ? isa::kAccumulatorBase : 0;
   const uint64_t size = in_accumulator ? accumulator_.bytes.size() : scratchpad_.bytes.size();
+  const bool misaligned = align > 1 && address % align != 0;
+  const bool outside = address - base >= size && !(bytes == 0 && address - base == size);
+  if (!misaligned && !outside && bytes <= size - (address - base)) return std::nullopt;  // (checked on every access: no strings built)
+  FaultRecord fault;
+  fault.has_address = true;
+  fault.address = address;
   const char* name = in_accumulator ? "accumulator" : "scratchpad";
-  if (address - base >= size && !(bytes == 0 && address - base == size)) {
+  if (misaligned) {
+    fault.kind = FaultKind::Misaligned;
+    fault.message = "local address " + hex(address) + " is not aligned to " + std::to_string(align) + " bytes";
+  } else if (outside) {
     fault.kind = FaultKind::AddressOutOfRange;
     fault.message = "local address " + hex(address) + " is outside the " + name + " (" + std::to_string(size) + " bytes at " +
                     hex(base) + ")";
-    return fault;
-  }
-  if (bytes > size - (address - base)) {
+  } else {
     fault.kind = FaultKind::SramOverflow;
     fault.message = "local range [" + hex(address) + ", +" + std::to_string(bytes) + ") runs past the end of the " + name + " (" +
                     std::to_string(size) + " bytes)";
-    return fault;
   }
-  return std::nullopt;
+  return fault;
 }
 
 uint8_t* LocalMemory::data(uint64_t address) {
@@ -68,12 +67,17 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   const uint64_t offset = accumulator ? address - isa::kAccumulatorBase : address;
   // An access of B bytes streams through the banks it touches at one bank
   // width per bank per cycle; a transfer of a full bank row or more uses all banks.
-  const uint64_t first_bank = offset / config.bank_width_bytes;
-  const uint64_t bank_span = std::min<uint64_t>(config.banks, ceil_div(offset % config.bank_width_bytes + bytes, config.bank_width_bytes));
-  const uint64_t cycles = ceil_div(bytes, config.bytes_per_cycle());
+  const uint64_t first_bank = memory.bank_width.quotient(offset) % config.banks;
+  const uint64_t bank_span = std::min<uint64_t>(config.banks, ceil_div(memory.bank_width.remainder(offset) + bytes, config.bank_width_bytes));
+  const uint64_t cycles = memory.bytes_per_cycle.quotient(bytes + config.bytes_per_cycle() - 1);
+  // The banks first_bank, first_bank + 1, ... (wrapping): two runs, without a modulo per bank.
+  Timeline* const banks = memory.banks.data();
+  const uint64_t to_end = std::min<uint64_t>(bank_span, config.banks - first_bank), wrapped = bank_span - to_end;
   uint64_t start = ready;
-  for (uint64_t i = 0; i < bank_span; ++i) start = std::max(start, memory.banks[(first_bank + i) % config.banks].busy_until);
-  for (uint64_t i = 0; i < bank_span; ++i) memory.banks[(first_bank + i) % config.banks].reserve(start, cycles);
+  for (uint64_t i = 0; i < to_end; ++i) start = std::max(start, banks[first_bank + i].busy_until);
+  for (uint64_t i = 0; i < wrapped; ++i) start = std::max(start, banks[i].busy_until);
+  for (uint64_t i = 0; i < to_end; ++i) banks[first_bank + i].reserve(start, cycles);
+  for (uint64_t i = 0; i < wrapped; ++i) banks[i].reserve(start, cycles);
   if (wait_cycles) *wait_cycles = start - ready;
   return start + cycles;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chip_context.h"
+#include "divider.h"
 #include "npusim/sim/fault.h"
 #include "npusim/sim/stats.h"
 #include "timeline.h"
@@ -46,6 +47,7 @@ class LocalMemory : public sc_core::sc_module {
     const SramConfig* config;
     std::vector<uint8_t> bytes;
     std::vector<Timeline> banks;
+    Divider bank_width, bytes_per_cycle;  // the config's, for the per-access arithmetic
   };
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);

@@ -10,7 +10,7 @@
 namespace npu::sim {
 
 Noc::Noc(sc_core::sc_module_name name, ChipContext& context)
-    : sc_module(name), in("in"), out("out"), context_(context), config_(context.config.noc),
+    : sc_module(name), in("in"), out("out"), context_(context), config_(context.config.noc), dram_interleave_(context.config.dram),
       links_(static_cast<size_t>(config_.mesh_cols) * config_.mesh_rows * 4) {
   in.register_b_transport(this, &Noc::b_transport);
 }
@@ -67,7 +67,7 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
   if (address < kCoreWindowBase) {
     target = kDramTarget;
     const auto& ports = context_.config.dram.ports;
-    destination = ports[dram_channel_of(context_.config.dram, address) % ports.size()];
+    destination = ports[dram_interleave_.channel_of(address) % ports.size()];
   } else {
     const uint64_t core = (address - kCoreWindowBase) / kCoreWindowBytes;
     if (core >= context_.config.num_cores) {
