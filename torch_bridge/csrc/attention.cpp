@@ -60,16 +60,19 @@ bool batch_dims_merge(const at::Tensor& t) {
   return true;
 }
 
-// An attention mask as an additive f32 mask of the scores' shape [..., L, S] (a view:
+// A bool mask as 0 (visible) / -inf (hidden) in f32; an additive mask as it is.
+at::Tensor additive(const at::Tensor& mask) {
+  if (mask.scalar_type() != at::kBool) return mask;
+  return at::where(mask, at::zeros({}, mask.options().dtype(at::kFloat)),
+                   at::full({}, -std::numeric_limits<float>::infinity(), mask.options().dtype(at::kFloat)));
+}
+
+// An attention mask as an additive mask of the scores' shape [..., L, S] (a view:
 // broadcast dims stride 0), dense where its batch dims would not merge into one
 // stride, which the matmul kernel needs to add it as a residual.
 at::Tensor additive_mask(const at::Tensor& mask, c10::IntArrayRef scores_shape) {
-  at::Tensor additive = mask.scalar_type() == at::kBool
-                            ? at::where(mask, at::zeros({}, mask.options().dtype(at::kFloat)),
-                                        at::full({}, -std::numeric_limits<float>::infinity(), mask.options().dtype(at::kFloat)))
-                            : mask;
-  additive = additive.expand(scores_shape);
-  return batch_dims_merge(additive) ? additive : additive.contiguous();
+  const at::Tensor additive_view = additive(mask).expand(scores_shape);
+  return batch_dims_merge(additive_view) ? additive_view : additive_view.contiguous();
 }
 
 // P = softmax(scale * q @ k^T + mask), on the chip: the causal mask as the gemm's bias, another mask as its residual.
@@ -111,13 +114,7 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
                    vm = batch_dims_merge(v) ? v : v.contiguous();
   // The fused kernel takes an additive mask (f32 or q's dtype; a bool mask becomes 0 / -inf in f32) as
   // it is, broadcast dims and all, and gives zeros where a query's keys are all masked, as PyTorch does.
-  std::optional<at::Tensor> fused_mask;
-  if (mask) {
-    fused_mask = mask->scalar_type() == at::kBool
-                     ? at::where(*mask, at::zeros({}, mask->options().dtype(at::kFloat)),
-                                 at::full({}, -std::numeric_limits<float>::infinity(), mask->options().dtype(at::kFloat)))
-                     : *mask;
-  }
+  const std::optional<at::Tensor> fused_mask = mask ? std::optional<at::Tensor>(additive(*mask)) : std::nullopt;
   at::Tensor out = new_npu(shape, q.scalar_type());
   const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
     std::vector<at::Tensor> inputs = {q_in, k_in, v_in};
