@@ -170,23 +170,33 @@ def test_masked_attention_runs_on_the_chip_fused_in_bf16_and_fully_masked_rows_g
         assert not got.cpu().isnan().any()
 
 
-def test_masked_attention_with_gradients_runs_pytorchs_math_on_the_chip():
-    # Gradients through a mask: PyTorch's math decomposition op by op (safe softmax included), no fallback.
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 3e-2)])
+def test_masked_attention_with_gradients_runs_the_npus_forward_and_backward(dtype, tol):
+    # The forward on the chip with the mask (fused in bf16), the backward recomputing the probabilities with
+    # it; a fully masked row gives zeros and zero gradients, as PyTorch's math does. No fallback.
     torch.manual_seed(7)
-    q, k, v = (torch.randn(2, 3, 6, 8, requires_grad=True) for _ in range(3))
-    mask = torch.rand(6, 6) > 0.3
-    mask[2] = False  # a fully masked row
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    grad = torch.randn_like(out)
-    out.backward(grad)
-    qn, kn, vn = (t.detach().to(NPU).requires_grad_() for t in (q, k, v))
-    before = dict(npusim.fallback_stats())
-    out_npu = F.scaled_dot_product_attention(qn, kn, vn, attn_mask=mask.to(NPU))
-    out_npu.backward(grad.to(NPU))
-    assert npusim.fallback_stats() == before
-    torch.testing.assert_close(out_npu.cpu(), out, rtol=1e-5, atol=1e-5)
-    for a, b in ((q, qn), (k, kn), (v, vn)):
-        torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-4, atol=1e-5)
+    q, k, v = (torch.randn(2, 3, 6, 8, dtype=dtype, requires_grad=True) for _ in range(3))
+    bool_mask = torch.rand(6, 6) > 0.3
+    bool_mask[2] = False  # a fully masked row
+    additive = torch.randn(2, 1, 6, 6).to(dtype).masked_fill(~bool_mask, float("-inf"))
+    for mask in (bool_mask, additive):
+        for t in (q, k, v):
+            t.grad = None
+        reference = [t.detach().float().requires_grad_() for t in (q, k, v)]
+        out = F.scaled_dot_product_attention(*reference, attn_mask=mask if mask.dtype == torch.bool else mask.float())
+        grad = torch.randn_like(out)
+        out.backward(grad)
+        qn, kn, vn = (t.detach().to(NPU).requires_grad_() for t in (q, k, v))
+        before = dict(npusim.fallback_stats())
+        with npusim.profile() as prof:
+            out_npu = F.scaled_dot_product_attention(qn, kn, vn, attn_mask=mask.to(NPU))
+            out_npu.backward(grad.to(dtype).to(NPU))
+        assert npusim.fallback_stats() == before
+        assert "aten::_scaled_dot_product_fused_attention_overrideable_backward" in prof.ops
+        torch.testing.assert_close(out_npu.cpu().float(), out, rtol=tol, atol=tol)
+        for a, b in zip(reference, (qn, kn, vn)):
+            torch.testing.assert_close(b.grad.cpu().float(), a.grad, rtol=tol, atol=tol)
+        assert not qn.grad.cpu()[:, :, 2].any()  # the hidden query's gradient
 
 
 def test_compiled_attention_keeps_the_fused_op():

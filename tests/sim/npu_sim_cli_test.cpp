@@ -140,6 +140,42 @@ TEST_F(NpuSim, TimingOnlyComputesIntegerIndexArithmetic) {
   EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
 }
 
+// What timing-only leaves in memory (float work skipped) is not the program's data: integer work on it
+// (here an index converted from a float the run did not compute: 2^31 instead of 0) faults nothing.
+TEST_F(NpuSim, TimingOnlyDoesNotFaultOnDataItDidNotCompute) {
+  const std::string program = assemble("stale_index", R"(
+.output out, i32, 64, 4
+.local  X, f32, 0, 64
+.local  IDX, i32, 256, 64
+.local  TABLE, i32, 512, 8, 4
+.local  ROWS, i32, 1024, 64, 4
+.code 0
+        li      r1, X
+        li      r2, 0x4f000000
+        li      r3, 1
+        li      r4, 64
+        v.fill  i32, r1, r2, r3, r4     # 2^31 as f32 bits
+        v.fill  f32, r1, zero, r3, r4   # 0.0 (skipped in timing-only)
+        li      r5, IDX
+        v.cvt   i32, f32, r5, r1, r3, r4
+        li      r6, TABLE
+        li      r7, ROWS
+        li      r8, 4
+        v.gather i32, r7, r6, r5, r4, r8   # integer rows: timing-only gathers them too
+        fence
+        la      r9, out
+        li      r10, 1024
+        dma.st  ch0, r9, r7, r10, zero, zero, zero, zero, zero, zero
+        fence
+        halt
+)");
+  const ToolRun functional = run(kSim + " " + program + " --stats " + path("functional.json"));
+  ASSERT_EQ(functional.status, 0) << functional.err;
+  const ToolRun timing = run(kSim + " " + program + " --timing-only --stats " + path("timing.json"));
+  ASSERT_EQ(timing.status, 0) << timing.err;
+  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
+}
+
 TEST_F(NpuSim, TraceHasATrackPerEngineAndValidJson) {
   const std::string program = assemble_example("softmax_rows");
   ASSERT_EQ(run(kSim + " " + program + " --trace " + path("t.pftrace")).status, 0);

@@ -8,13 +8,14 @@
 // where the compiler declines it (f32 on a tensor core without f32), the
 // unfused sequence on the chip: scores by gemm (the causal mask as its bias),
 // softmax, gemm. With a mask (bool or additive) and nothing that needs a
-// gradient, also OVERRIDEABLE: the fused kernel with the mask as its fourth
-// input (bf16, f16), else the unfused sequence with the mask added to the
-// scores in the gemm's epilogue (as its residual); either way rows whose keys
-// are all masked give zeros, as PyTorch's math does (graph mode turns a
-// constant causal mask into is_causal: npusim/lowering.py).
-// With dropout, or a mask and gradients, PyTorch's math decomposition runs, op
-// by op. The same forward is the custom op npusim::attention.
+// gradient of its own, also OVERRIDEABLE: the fused kernel with the mask as its
+// fourth input (bf16, f16), else the unfused sequence with the mask added to
+// the scores in the gemm's epilogue (as its residual); either way rows whose
+// keys are all masked give zeros, as PyTorch's math does (graph mode turns a
+// constant causal mask into is_causal: npusim/lowering.py). The backward
+// recomputes the probabilities with the mask. With dropout, or a mask that
+// needs a gradient, PyTorch's math decomposition runs, op by op. The same
+// forward is the custom op npusim::attention.
 //
 // The forward does not compute the logsumexp that the op returns (a buffer
 // of the right shape, unwritten): the npu's backward recomputes the
@@ -147,10 +148,10 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
   const bool plain = dropout == 0.0 && !enable_gqa && (q.dim() == 3 || q.dim() == 4) && at::isFloatingType(q.scalar_type()) &&
                      q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
-  // A mask: bool, or additive in q's dtype, and no gradient to take (the npu's backward takes no mask).
-  const bool maskable = !mask || ((mask->scalar_type() == at::kBool || mask->scalar_type() == q.scalar_type()) && !is_causal &&
-                                  mask->dim() <= q.dim() && !q.requires_grad() && !k.requires_grad() && !v.requires_grad() &&
-                                  !mask->requires_grad());
+  // A mask: bool, or additive in q's dtype, that takes no gradient itself (the npu's backward gives q, k and v theirs).
+  const bool maskable =
+      !mask || ((mask->scalar_type() == at::kBool || mask->scalar_type() == q.scalar_type()) && !is_causal && mask->dim() <= q.dim() &&
+                !mask->requires_grad());
   return plain && maskable ? kOverrideable : kMath;
 }
 
@@ -169,21 +170,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
 
 // The gradients from the probabilities, recomputed: with P = softmax(S), S = scale q k^T (+ mask),
 // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+// A query whose keys are all masked has P = 0 (the forward's zeros), so its gradients are 0.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& attn_bias,
     std::array<bool, 4> mask, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, double,
     bool is_causal, const at::Tensor&, const at::Tensor&, std::optional<double> scale_opt) {
-  // fused_sdp_choice sends masked attention that needs gradients to PyTorch's math instead.
-  TORCH_CHECK(!attn_bias.defined(), "npusim: the attention backward takes no mask");
+  // fused_sdp_choice keeps a mask that needs a gradient of its own on PyTorch's math.
+  TORCH_CHECK(!mask[3], "npusim: the attention backward gives no gradient for the mask");
   const double scale = default_scale(q, scale_opt);
-  const at::Tensor p = probabilities(q, k, is_causal, scale);
-  const at::Tensor dp = gemm_npu(grad_out, v.transpose(-2, -1), std::nullopt, 1.0, 1.0, {});
+  const at::Tensor* bias = attn_bias.defined() ? &attn_bias : nullptr;
+  // The gemms need one batch stride per operand (batch and heads laid out apart are copied, as in the forward).
+  const auto merged = [](const at::Tensor& t) { return batch_dims_merge(t) ? t : t.contiguous(); };
+  const at::Tensor qm = merged(q), km = merged(k), vm = merged(v), gm = merged(grad_out);
+  at::Tensor p = probabilities(qm, km, is_causal, scale, bias);
+  if (bias) p = zero_fully_masked_rows(p, *bias);
+  const at::Tensor dp = gemm_npu(gm, vm.transpose(-2, -1), std::nullopt, 1.0, 1.0, {});
   const at::Tensor ds = p * (dp - (dp * p).sum({-1}, true));
   at::Tensor dq, dk, dv;
-  if (mask[0]) dq = gemm_npu(ds, k, std::nullopt, scale, 1.0, {});
-  if (mask[1]) dk = gemm_npu(ds.transpose(-2, -1), q, std::nullopt, scale, 1.0, {});
-  if (mask[2]) dv = gemm_npu(p.transpose(-2, -1), grad_out, std::nullopt, 1.0, 1.0, {});
-  return {dq, dk, dv, at::Tensor()};
+  if (mask[0]) dq = gemm_npu(ds, km, std::nullopt, scale, 1.0, {});
+  if (mask[1]) dk = gemm_npu(ds.transpose(-2, -1), qm, std::nullopt, scale, 1.0, {});
+  if (mask[2]) dv = gemm_npu(p.transpose(-2, -1), gm, std::nullopt, 1.0, 1.0, {});
+  // Each gradient laid out as its input is (as PyTorch's meta function says, and compiled graphs view it so).
+  const auto laid_out_as = [](const at::Tensor& gradient, const at::Tensor& input) {
+    if (!gradient.defined() || gradient.strides() == input.strides()) return gradient;
+    at::Tensor result = at::empty_like(input);
+    result.copy_(gradient);
+    return result;
+  };
+  return {laid_out_as(dq, q), laid_out_as(dk, k), laid_out_as(dv, v), at::Tensor()};
 }
 
 at::Tensor attention_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, std::optional<double> scale) {
