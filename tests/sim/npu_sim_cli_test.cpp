@@ -38,6 +38,16 @@ class NpuSim : public ::testing::Test {
     return match.empty() ? 0 : std::stoull(match[1]);
   }
 
+  // Runs `program` functional and timing-only: both succeed, in the same cycles.
+  void expect_timing_only_runs_the_functional_cycles(const std::string& program) {
+    const std::string sim = NPU_SIM_PATH;
+    const ToolRun functional = run(sim + " " + program + " --stats " + path("functional.json"));
+    ASSERT_EQ(functional.status, 0) << functional.err;
+    const ToolRun timing = run(sim + " " + program + " --timing-only --stats " + path("timing.json"));
+    ASSERT_EQ(timing.status, 0) << timing.err;
+    EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
+  }
+
   npu::testing::ScratchDirectory scratch_{"npusim_sim"};
 };
 
@@ -133,11 +143,7 @@ TEST_F(NpuSim, TimingOnlyComputesIntegerIndexArithmetic) {
         fence
         halt
 )");
-  const ToolRun functional = run(kSim + " " + program + " --stats " + path("functional.json"));
-  ASSERT_EQ(functional.status, 0) << functional.err;
-  const ToolRun timing = run(kSim + " " + program + " --timing-only --stats " + path("timing.json"));
-  ASSERT_EQ(timing.status, 0) << timing.err;
-  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
+  expect_timing_only_runs_the_functional_cycles(program);
 }
 
 // What timing-only leaves in memory (float work skipped) is not the program's data: integer work on it
@@ -169,11 +175,7 @@ TEST_F(NpuSim, TimingOnlyDoesNotFaultOnDataItDidNotCompute) {
         fence
         halt
 )");
-  const ToolRun functional = run(kSim + " " + program + " --stats " + path("functional.json"));
-  ASSERT_EQ(functional.status, 0) << functional.err;
-  const ToolRun timing = run(kSim + " " + program + " --timing-only --stats " + path("timing.json"));
-  ASSERT_EQ(timing.status, 0) << timing.err;
-  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(read(path("functional.json"))));
+  expect_timing_only_runs_the_functional_cycles(program);
 }
 
 TEST_F(NpuSim, TraceHasATrackPerEngineAndValidJson) {
