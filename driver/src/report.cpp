@@ -39,6 +39,11 @@ std::string Device::report() {
          human_bytes(memory.free_bytes) + " free, largest free block " + human_bytes(memory.largest_free_bytes);
   std::snprintf(line, sizeof line, ", fragmentation %.1f%%\n", 100.0 * memory.fragmentation);
   out += line;
+  if (info_.sram_pool_bytes_per_core > 0) {
+    const AllocatorStats sram = sram_stats();
+    out += "SRAM buffers: " + human_bytes(info_.sram_pool_bytes_per_core) + " of each core's " + human_bytes(info_.scratchpad_bytes) +
+           " scratchpad, " + human_bytes(sram.in_use_bytes) + " in use in " + std::to_string(sram.allocations) + " allocations\n";
+  }
   const bool faulted = reg(sim::Register::STATUS) & 1;
   if (faulted) {
     const uint64_t address = reg(sim::Register::FAULT_ADDR_LO) | uint64_t{reg(sim::Register::FAULT_ADDR_HI)} << 32;

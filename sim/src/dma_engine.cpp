@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "address_map.h"
+#include "npusim/sim/address_map.h"
 #include "dram.h"
 #include "format.h"
 
@@ -46,6 +46,20 @@ DmaEngine::~DmaEngine() { payload_.clear_extension(&timing_); }
 
 std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space, uint64_t address, uint64_t bytes,
                                             unsigned remote_core) const {
+  if (space == Space::Global && in_core_window(address)) {
+    // A core's window: its scratchpad reached over the NoC (the driver's SRAM buffers).
+    const unsigned core = window_core(address);
+    if (core < directory_.local_memories.size()) {
+      if (auto problem = directory_.local_memories[core]->check(window_offset(address), bytes, 1)) {
+        FaultRecord fault = fault_from(command, *problem);
+        fault.message += " (in core " + std::to_string(core) + "'s window)";
+        fault.has_address = true;
+        fault.address = address;
+        return fault;
+      }
+      return std::nullopt;
+    }
+  }
   if (space == Space::Global) {
     if (dram_.in_range(address, bytes)) return std::nullopt;
     FaultRecord fault = fault_for(command, FaultKind::AddressOutOfRange,

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "address_map.h"
+#include "npusim/sim/address_map.h"
 #include "chip_trace.h"
 #include "dram.h"
 #include "timing_extension.h"

@@ -67,6 +67,7 @@ uint32_t RegisterBlock::read(uint32_t offset) {
     case Register::MEMORY_SIZE_HI: return static_cast<uint32_t>(context_.config.dram.size_bytes >> 32);
     case Register::CLOCK_MHZ: return static_cast<uint32_t>(context_.config.clock_mhz);
     case Register::FAULT_ENGINE: return fault_ ? fault_engine_code(fault_->engine) : 0;
+    case Register::SCRATCHPAD_SIZE: return static_cast<uint32_t>(context_.config.core.scratchpad.size_bytes);
     default: return 0;  // RESET is write-only; unmapped offsets read as zero
   }
 }

@@ -84,6 +84,34 @@ TEST_F(Faults, GlobalAddressOutOfRange) {
   EXPECT_NE(fault.to_string().find("address 0x10000000000"), std::string::npos) << fault.to_string();
 }
 
+// Core 1's window holds its 64 KiB scratchpad: an address past it faults with
+// the global address; a window of a core the chip lacks is outside memory.
+TEST_F(Faults, CoreWindowAddressOutOfRange) {
+  const std::string load_from = R"(
+.code 0
+    li r1, 1
+    shli r1, r1, 48
+    li r2, CORE
+    shli r2, r2, 32
+    add r1, r1, r2
+    li r3, 0x10000
+    add r1, r1, r3
+    li r2, 64
+    dma.ld ch0, r0, r1, r2, r0, r0, r0, r0, r0, r0
+    halt
+)";
+  const auto for_core = [&](const std::string& core) {
+    std::string source = load_from;
+    source.replace(source.find("CORE"), 4, core);
+    return source;
+  };
+  FaultRecord fault = expect_fault(for_core("1"), FaultKind::AddressOutOfRange);
+  EXPECT_EQ(fault.address, (uint64_t{1} << 48) + (uint64_t{1} << 32) + 0x10000);
+  EXPECT_NE(fault.message.find("core 1's window"), std::string::npos) << fault.to_string();
+  fault = expect_fault(for_core("5"), FaultKind::AddressOutOfRange);
+  EXPECT_EQ(fault.address, (uint64_t{1} << 48) + (uint64_t{5} << 32) + 0x10000);
+}
+
 TEST_F(Faults, LocalAddressOutOfRange) {
   const FaultRecord fault =
       expect_fault(".code 0\n    li r1, 0x30000000\n    li r2, 4\n    v.exp f32, r1, r1, r2, r2\n    halt\n", FaultKind::AddressOutOfRange);

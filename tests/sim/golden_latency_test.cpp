@@ -2,6 +2,7 @@
 // with the expected cycles worked out from the config in a comment.
 #include <gtest/gtest.h>
 
+#include "npusim/sim/address_map.h"
 #include "npusim/sim/simulator.h"
 #include "tensor_core.h"  // systolic_cycles (internal)
 #include "test_chip.h"
@@ -154,6 +155,50 @@ TEST_F(Golden, NocTransferOverTwoHops) {
   // 5 descriptor + 1 scratchpad read + 2 hops x 2 router cycles + 64 B / 16 B
   // per cycle on the links (wormhole: charged once) + 1 remote scratchpad write = 15.
   EXPECT_EQ(busy(before, after, 0, kDma0), 15u);
+}
+
+// A global address in core 2's window is core 2's scratchpad: the host link
+// writes it, core 0 loads from it over the NoC and stores what it read to DRAM.
+TEST_F(Golden, DmaLoadFromAnotherCoresScratchpadThroughItsWindow) {
+  Simulator simulator(test_config(3, 3, 1));
+  std::vector<uint8_t> data(64);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(3 * i + 1);
+  simulator.copy_to_device(core_window_address(2, 256), data.data(), data.size());
+  const isa::Program program = assemble(R"(
+.buffer x, u8, 64
+.code 0
+    li r1, 1
+    shli r1, r1, 48
+    li r2, 2
+    shli r2, r2, 32
+    add r1, r1, r2
+    addi r1, r1, 256
+    li r3, 64
+    dma.ld ch0, r0, r1, r3, r0, r0, r0, r0, r0, r0
+    fence
+    la r4, x
+    dma.st ch1, r4, r0, r3, r0, r0, r0, r0, r0, r0
+    halt
+.code 1
+    halt
+.code 2
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program, 0b111);
+  const ChipStats after = simulator.stats();
+  // 5 descriptor + the read request's 2 hops x 2 router cycles + 1 remote
+  // scratchpad read + the data's 2 hops back (2 x 2 router cycles + 64 B / 16 B
+  // per cycle, wormhole: charged once) + 1 local scratchpad write = 19.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 19u);
+  std::vector<uint8_t> stored(64);
+  simulator.read_dram(bind_symbols(program)[0], stored.data(), stored.size());
+  EXPECT_EQ(stored, data);
+  // No DRAM read: the load came from SRAM.
+  uint64_t dram_read_bytes = 0;
+  for (const auto& channel : after.dram_channels) dram_read_bytes += channel.read_bytes;
+  for (const auto& channel : before.dram_channels) dram_read_bytes -= channel.read_bytes;
+  EXPECT_EQ(dram_read_bytes, 0u);
 }
 
 }  // namespace

@@ -37,10 +37,19 @@ struct DeviceInfo {
   // Device memory the driver keeps for its command queues (rings and fence
   // counters), at the top of memory; Buffers come from the rest.
   uint64_t reserved_bytes = 0;
+  // Each core's scratchpad, and the part of it at its top that holds SRAM
+  // buffers (DeviceOptions::sram_pool_bytes_per_core). Kernels that run while
+  // SRAM buffers may be live must use only kernel_scratchpad_bytes.
+  uint64_t scratchpad_bytes = 0;
+  uint64_t sram_pool_bytes_per_core = 0;
+  uint64_t kernel_scratchpad_bytes() const { return scratchpad_bytes - sram_pool_bytes_per_core; }
 };
 
 struct DeviceOptions {
   uint32_t ring_bytes = 64 << 10;  // each command queue's ring buffer (a multiple of 4, at least 64)
+  // The top this many bytes of every core's scratchpad hold SRAM buffers
+  // (allocate_sram): a multiple of 64, less than the scratchpad. 0: none.
+  uint64_t sram_pool_bytes_per_core = 0;
 };
 
 class Device;
@@ -79,6 +88,14 @@ class Device : public std::enable_shared_from_this<Device> {
   // npu::OutOfMemoryError when no block fits (the message gives the sizes).
   Buffer allocate(uint64_t bytes, uint64_t alignment = 256);
   AllocatorStats memory_stats() const;
+  // A buffer in one core's scratchpad, reached by DMA and the host link through
+  // the core's window (a global address, so kernels take it as any buffer):
+  // from the pool of the core with the most free bytes, or an empty Buffer when
+  // no pool has room (callers fall back to allocate()). Its contents survive
+  // device resets, as DRAM's do.
+  Buffer allocate_sram(uint64_t bytes, uint64_t alignment = 256);
+  AllocatorStats sram_stats() const;  // all cores' pools together (peak: the sum of each pool's peak)
+  static bool is_sram_address(uint64_t address);
   void reset_peak_memory_stats();  // the peak restarts from what is in use now
 
   // Blocking copies through the host link; std::out_of_range outside the buffer.
@@ -157,6 +174,7 @@ class Device : public std::enable_shared_from_this<Device> {
   DeviceInfo info_;
   mutable std::mutex mutex_;  // guards the allocator, core_launches_, the reset report
   DeviceAllocator allocator_;
+  std::vector<DeviceAllocator> sram_pools_;  // one per core, over its window
   std::recursive_mutex wait_mutex_;  // one thread drives the device's waits and resets at a time
   // The driver's own device memory (not Buffers: those would keep the Device
   // alive): each queue's u64 completion counter, 64 bytes apart, and its ring.
