@@ -86,14 +86,14 @@ def child(args) -> None:
 
     import npusim
 
-    npusim.init(args.config, timing_only=args.mode == "timing-only")
+    npusim.init(args.config, timing_only=args.mode == "timing-only", sram_pool=args.sram_pool)
     warnings.filterwarnings("ignore")
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
     model, forward, inputs = build(args, torch, transformers)
     work = (lambda m, *x: step(forward, m, x)) if args.train else forward  # noqa: E731
-    result = {"mode": args.mode}
+    result = {"mode": args.mode, "sram_pool": int(npusim.sram_stats()["pool_bytes_per_core"])}
     with torch.set_grad_enabled(args.train):
         # The host's time is noisy (shared cores): the best of several runs on each side.
         result["cpu_eager_s"] = float("inf")
@@ -146,6 +146,9 @@ def main() -> None:
     parser.add_argument("--config", default="base")
     parser.add_argument("--runs", type=int, default=2, help="timed runs of the simulated forward (the best counts)")
     parser.add_argument("--train", action="store_true", help="a training step (forward, loss, backward) instead of the forward")
+    parser.add_argument("--sram-pool", type=int, default=None,
+                        help="bytes of each core's scratchpad for graph mode's SRAM-resident intermediates (npusim.init(sram_pool=...)); "
+                             "0: none; by default NPUSIM_SRAM_POOL or a quarter of the scratchpad")
     parser.add_argument("--mode", choices=["functional", "timing-only", "eager"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:
@@ -156,7 +159,7 @@ def main() -> None:
     results = {}
     for mode in ("functional", "timing-only", "eager"):
         command = [sys.executable, __file__, "--model", args.model, "--size", args.size, "--seq", str(args.seq), "--dtype", args.dtype, "--config",
-                   args.config, "--runs", str(args.runs), "--mode", mode] + (["--train"] if args.train else [])
+                   args.config, "--runs", str(args.runs), "--mode", mode] + ([] if args.sram_pool is None else ["--sram-pool", str(args.sram_pool)]) + (["--train"] if args.train else [])
         output = subprocess.run(command, capture_output=True, text=True)
         if output.returncode != 0:
             print(output.stderr[-3000:], file=sys.stderr)
@@ -172,6 +175,7 @@ def main() -> None:
           + f"; compile + first run {f['compile_and_first_run_s']:.1f} s")
     print(f"timing-only, graph mode: {t['npu_s']:.2f} s to simulate{' (target < 5 s)' if targets else ''}; cycles {t['device_cycles']} "
           f"(functional: {f['device_cycles']})")
+    print(f"SRAM pool for graph mode's intermediates: {f['sram_pool'] // 1024} KiB per core (kernels use the rest of the scratchpad)")
     print(f"simulated: {f['device_cycles']} device cycles ({f['kernels']} kernels, {f['kernel_cycles']} cycles in kernels), "
           f"{f['fallbacks']} CPU fallbacks; utilization " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in f["utilization"].items()))
     print(f"graph mode against eager on the chip: device cycles {f['device_cycles']} vs {e['device_cycles']} "

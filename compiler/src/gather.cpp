@@ -19,10 +19,11 @@
 // would read other memory. v.gather faults on an index outside its source
 // ("gather index 7 out of range (0..4)"), so the vector unit gathers the
 // tile's indices from a source of exactly V one-byte rows: the last V bytes
-// of the scratchpad (only read; what they hold does not matter). A table of
-// more rows than the scratchpad has bytes cannot be described so; there the
-// indices are clamped to [0, V), those that moved kept and the rest set to 0,
-// and gathered from a source shorter than V: the fault still names the
+// of the accumulator (of the scratchpad on a chip without one; only read:
+// what they hold does not matter). A table of more rows than that memory has
+// bytes cannot be described so; there the indices are clamped to [0, V),
+// those that moved kept and the rest set to 0, and gathered from the whole
+// memory, a source shorter than V: the fault still names the
 // first bad index, but the range it gives is that source's. The rows are
 // fetched only after the check, so a bad index faults the launch (v.gather)
 // before any row moves.
@@ -119,7 +120,14 @@ Kernel lower_embedding(const OpDesc& op, const sim::ChipConfig& config) {
   // lengthen the pipeline's start), and no more than a core's share.
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
-  const bool clamp = vocabulary > scratchpad;
+  // The index check reads the accumulator where there is one: its size is the
+  // chip's, while the scratchpad a kernel is given may stop short of the
+  // memory's end (the driver's SRAM pool takes the top), and v.gather's source
+  // runs to the end of the memory.
+  const bool check_in_accumulator = accumulator > 0;
+  const int64_t check_bytes = check_in_accumulator ? accumulator : scratchpad;
+  const int64_t check_base = check_in_accumulator ? static_cast<int64_t>(isa::kAccumulatorBase) : 0;
+  const bool clamp = vocabulary > check_bytes;
   // Each cut even: the fewest pieces of at most the limit, all of about one size.
   const auto even = [](int64_t size, int64_t limit) { return size == 0 ? 1 : ceil_div(size, ceil_div(size, limit)); };
   const int64_t td = even(d, std::max<int64_t>(1, scratchpad / 8 / e));
@@ -175,8 +183,8 @@ Kernel lower_embedding(const OpDesc& op, const sim::ChipConfig& config) {
 
     b.li(one, 1);
     // The check's source: V one-byte rows, or (clamping) fewer than V.
-    if (!clamp) b.li(source, scratchpad - vocabulary);
-    else b.li(source, accumulator > 0 && accumulator < vocabulary ? static_cast<int64_t>(isa::kAccumulatorBase) : 0);
+    if (!clamp) b.li(source, check_base + check_bytes - vocabulary);
+    else b.li(source, check_base);
     if (clamp) {
       b.li(local, layout.zero);
       b.emit(Opcode::V_FILL, {i32, local.index, kZero.index, one.index, one.index});

@@ -23,10 +23,14 @@ class NpuAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t bytes) override {
     npu::Device& device = Runtime::get().device();
     npu::Buffer buffer;
-    try {
-      buffer = device.allocate(std::max<size_t>(bytes, 1), 64);
-    } catch (const npu::OutOfMemoryError& e) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "npu: ", e.what());
+    // Graph mode's memory plan asks for SRAM; a full pool means DRAM, never an error.
+    if (Runtime::sram_placement()) buffer = device.allocate_sram(std::max<size_t>(bytes, 1), 64);
+    if (!buffer) {
+      try {
+        buffer = device.allocate(std::max<size_t>(bytes, 1), 64);
+      } catch (const npu::OutOfMemoryError& e) {
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "npu: ", e.what());
+      }
     }
     auto* owned = new npu::Buffer(std::move(buffer));
     void* pointer = reinterpret_cast<void*>(kPointerBase + owned->address());

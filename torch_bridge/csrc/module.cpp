@@ -12,7 +12,19 @@ extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { re
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
   m.def("init", &npusim::Runtime::configure, "Chooses the chip config and trace file; False once the device is open.",
-        pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false);
+        pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false, pybind11::arg("sram_pool_bytes") = npusim::Runtime::kDefaultSramPool);
+  m.def("set_sram_placement", &npusim::Runtime::set_sram_placement,
+        "While on (this thread), new npu memory comes from the cores' SRAM pools where one has room; returns the previous setting.");
+  m.def("sram_stats", [] {
+    npu::Device& device = npusim::Runtime::get().device();
+    const npu::AllocatorStats s = device.sram_stats();
+    return std::map<std::string, double>{{"pool_bytes_per_core", double(device.info().sram_pool_bytes_per_core)},
+                                         {"num_cores", double(device.info().num_cores)},
+                                         {"allocated_bytes", double(s.in_use_bytes)},
+                                         {"peak_allocated_bytes", double(s.peak_in_use_bytes)},
+                                         {"allocations", double(s.allocations)},
+                                         {"total_allocations", double(s.total_allocations)}};
+  });
   m.def("is_initialized", &npusim::Runtime::started);
   m.def("default_generator", [] { return npusim::default_npu_generator(); }, "The npu's default torch.Generator (seed and counter offset).");
   m.def("synchronize", [] { npusim::Runtime::get().synchronize(); });

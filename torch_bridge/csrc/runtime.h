@@ -31,7 +31,13 @@ class Runtime {
  public:
   static Runtime& get();
   // Before the first use only; false if the device is already open.
-  static bool configure(const std::string& config, const std::string& trace_path, bool timing_only);
+  // sram_pool_bytes_per_core: the top of each core's scratchpad set aside for
+  // SRAM-resident tensors (graph mode's memory plan); kernels are compiled for
+  // the rest. kDefaultSramPool: NPUSIM_SRAM_POOL's value if set, else a
+  // quarter of the scratchpad (default_sram_pool_bytes).
+  static constexpr int64_t kDefaultSramPool = -1;
+  static bool configure(const std::string& config, const std::string& trace_path, bool timing_only,
+                        int64_t sram_pool_bytes_per_core = kDefaultSramPool);
   static bool started();
 
   npu::Device& device() { return *device_; }
@@ -39,6 +45,11 @@ class Runtime {
 
   // The device address of a tensor's storage (what kernels bind to).
   static const npu::Buffer& buffer_of(const at::Tensor& tensor);
+
+  // While set (per thread), new device memory comes from the SRAM pool when a
+  // core's pool has room, else from DRAM. Returns the previous setting.
+  static bool set_sram_placement(bool on);
+  static bool sram_placement();
 
   // Compiles (or takes from the cache) and launches `op`; returns without
   // waiting. Throws npu::compiler::UnsupportedOp for what the compiler cannot do.

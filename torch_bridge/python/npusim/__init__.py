@@ -20,6 +20,7 @@ def _autoload() -> None:
 
 import atexit  # noqa: E402
 import warnings  # noqa: E402
+from typing import Optional  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -29,17 +30,22 @@ except ImportError as _error:  # not built yet (scripts/build.sh builds it): tor
     _C = None
     warnings.warn(f"npusim: the npu device is unavailable, its extension is not built ({_error}); run scripts/build.sh")
 
-__all__ = ["explain", "profile", "init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "report"]
+__all__ = ["explain", "profile", "init", "write_trace", "is_initialized", "synchronize", "fallback_stats", "kernel_stats", "memory_stats", "sram_stats", "report"]
 
 _DEVICE = "npu"
 
 
-def init(config: str = "base", trace: str = "", timing_only: bool = False) -> None:
+def init(config: str = "base", trace: str = "", timing_only: bool = False, sram_pool: Optional[int] = None) -> None:
     """Chooses the chip config, and a trace file (.pftrace or .json) of the chip and the
     driver written at exit and by write_trace(), before the device is first used.
     timing_only (or NPUSIM_TIMING_ONLY=1): the chip models time but computes nothing;
-    results are meaningless, cycles are those of a functional run."""
-    if not _C.init(config, trace, timing_only):
+    results are meaningless, cycles are those of a functional run.
+    sram_pool (or NPUSIM_SRAM_POOL): bytes at the top of each core's scratchpad that hold
+    tensors, for torch.compile's memory plan (intermediates kept in SRAM between kernels);
+    every kernel is then compiled for the rest of the scratchpad. A multiple of the
+    scratchpad's banks x bank width; 0: none; None: NPUSIM_SRAM_POOL if set, else a
+    quarter of the scratchpad."""
+    if not _C.init(config, trace, timing_only, -1 if sram_pool is None else sram_pool):
         raise RuntimeError("npusim.init: the npu device is already in use; call init before the first npu tensor")
 
 
@@ -69,6 +75,12 @@ def kernel_stats() -> dict:
 
 def memory_stats() -> dict:
     return dict(_C.memory_stats())
+
+
+def sram_stats() -> dict:
+    """The SRAM pools (npusim.init(sram_pool=...)): bytes per core, cores, bytes in use now and at the peak
+    (the sum of each pool's peak), allocations."""
+    return dict(_C.sram_stats())
 
 
 def report() -> str:

@@ -90,9 +90,15 @@ class _LayerNamingInterpreter(torch.fx.Interpreter):
         return super().run_node(n)
 
 
+def sram_pool():
+    """(bytes per core, cores) of the device's SRAM pools (npusim.init(sram_pool=...))."""
+    stats = _C.sram_stats()
+    return int(stats["pool_bytes_per_core"]), int(stats["num_cores"])
+
+
 def _compiler(kind: str):
     def compile_graph(gm: torch.fx.GraphModule, example_inputs):
-        _reports.append(lowering.lower(gm, kind))
+        _reports.append(lowering.lower(gm, kind, sram_pool=sram_pool()))
 
         # Node by node, each op launching its kernel on the chip (or falling back, counted);
         # under npusim.profile, through an interpreter that names each node's layer.

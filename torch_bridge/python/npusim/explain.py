@@ -30,6 +30,8 @@ class GraphExplanation:
     partitions: List[Tuple[str, int, List[str]]]  # ("npu" | "cpu", nodes, the ops of the cpu ones)
     fallbacks: Dict[str, int]
     dropped_clones: int = 0  # copies that changed no layout, removed
+    sram_values: int = 0  # intermediates the memory plan keeps in the SRAM pools
+    sram_peak_bytes: int = 0
 
 
 @dataclasses.dataclass
@@ -49,6 +51,9 @@ class Explanation:
             lines += [f"  fused: {f}" for f in g.fused]
             if g.dropped_clones:
                 lines.append(f"  dropped: {g.dropped_clones} clone(s) that changed no layout")
+            if g.sram_values:
+                lines.append(f"  memory plan: {g.sram_values} intermediate(s) in the SRAM pools, at most "
+                             f"{g.sram_peak_bytes / 1024:.0f} KiB at once")
             for where, count, ops in g.partitions:
                 lines.append(f"  {where}: {count} node(s)" + (f" ({', '.join(ops)})" if ops else ""))
         lines.append("fallbacks: " + (", ".join(f"{op} x{n}" for op, n in sorted(self.fallbacks.items())) or "none"))
@@ -104,7 +109,7 @@ def explain(model, *inputs, **kwargs) -> Explanation:
     def measuring_backend(gm, example_inputs):
         def compiler(kind):
             def compile_graph(g, _):
-                reports.append(lowering.lower(g, kind))
+                reports.append(lowering.lower(g, kind, sram_pool=backend.sram_pool()))
                 record: list = []
                 records.append(record)
                 return lambda *args: _MeasuringInterpreter(g, record).run(*args)
@@ -133,7 +138,8 @@ def explain(model, *inputs, **kwargs) -> Explanation:
                 partitions[-1] = (where, partitions[-1][1] + 1, partitions[-1][2] + list(fell_back))
             else:
                 partitions.append((where, 1, list(fell_back)))
-        graphs.append(GraphExplanation(report.kind, report.nodes_after, report.fused, partitions, fallbacks, report.dropped_clones))
+        graphs.append(GraphExplanation(report.kind, report.nodes_after, report.fused, partitions, fallbacks, report.dropped_clones,
+                                       report.sram_values, report.sram_peak_bytes))
 
     compiled_model = torch.compile(model, backend="npu")
     compiled_model(*inputs, **kwargs)  # compiles (and warms the program cache) outside the measurement

@@ -42,6 +42,15 @@ Passes, in order:
                         backward, an optimizer's update) become one
                         npusim::elementwise_chain: each step rounds as the op alone
                         does, and the intermediates stay on the core.
+  plan_sram             (last; when the device has an SRAM pool: npusim.init(sram_pool=...))
+                        static memory planning: walking the graph in order with each
+                        value's lifetime (to its last reader, through views), the
+                        intermediates that fit in the cores' pools are allocated
+                        there, so the kernels that produce and read them move them
+                        over the NoC instead of through DRAM. A value the graph
+                        returns (or a view of it) stays in DRAM. The plan mirrors the
+                        driver's choice of pool; should a pool be fuller at run time
+                        than planned, the allocation goes to DRAM (never an error).
 Layer norms are fused by the decomposition table itself (npusim.backend).
 
 What a pass does is recorded in a GraphReport, which npusim.explain prints.
@@ -79,6 +88,9 @@ class GraphReport:
     folded: int = 0  # nodes computed at compile time
     dropped_clones: int = 0  # copies that changed no layout
     constant_values: Dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # folded constants, on the CPU
+    sram_values: int = 0  # intermediates planned in the SRAM pools
+    sram_bytes: int = 0  # their bytes, summed
+    sram_peak_bytes: int = 0  # the most planned in the pools at once
     ops: Dict[str, int] = dataclasses.field(default_factory=dict)  # ATen op -> calls in the final graph
 
 
@@ -475,8 +487,85 @@ def fuse_elementwise_chains(gm: torch.fx.GraphModule, report: GraphReport) -> No
         report.fused.append(f"{len(members)} elementwise ops ({', '.join(steps[m][0] for m in members)}) -> npusim::elementwise_chain")
 
 
-def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
-    """Runs the passes on gm in place; returns what they did."""
+def _aliases_an_input(node: torch.fx.Node) -> bool:
+    """Whether the node's result may share its first argument's storage (views, in-place ops)."""
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return node.target is operator.getitem
+    return any(r.alias_info is not None for r in node.target._schema.returns)
+
+
+def _allocates_one_tensor(node: torch.fx.Node) -> bool:
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor) or value.device.type != "npu":
+        return False
+    return not _aliases_an_input(node) and not node.target._schema.is_mutable
+
+
+def _with_sram_placement(target):
+    """target, its outputs allocated in the SRAM pools while it runs (where one has room)."""
+    from . import _C
+
+    def in_sram(*args, **kwargs):
+        previous = _C.set_sram_placement(True)
+        try:
+            return target(*args, **kwargs)
+        finally:
+            _C.set_sram_placement(previous)
+
+    in_sram.__name__ = f"in_sram_{getattr(target, '__name__', 'op').replace('.', '_')}"
+    in_sram.npusim_target = target
+    return in_sram
+
+
+def plan_sram(gm: torch.fx.GraphModule, report: GraphReport, pool_bytes_per_core: int, cores: int) -> None:
+    order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    granule = 64  # the driver's allocation granule
+
+    def storage_users(node):
+        """Every reader of node's storage: its users, and through views and in-place ops theirs."""
+        readers, pending = [], [node]
+        while pending:
+            current = pending.pop()
+            for user in current.users:
+                readers.append(user)
+                if _aliases_an_input(user) and user.args and user.args[0] is current:
+                    pending.append(user)
+        return readers
+
+    free = [pool_bytes_per_core] * cores
+    live = []  # (index of the last reader, core, bytes)
+    in_use = 0
+    for node in list(gm.graph.nodes):
+        if not _allocates_one_tensor(node):
+            continue
+        readers = storage_users(node)
+        if not readers or any(user.op == "output" for user in readers):
+            continue  # unused, or returned: its storage outlives the graph
+        # Values whose last reader ran before this node have been freed (FX drops them after it).
+        here = order[node]
+        for entry in [e for e in live if e[0] < here]:
+            live.remove(entry)
+            free[entry[1]] += entry[2]
+            in_use -= entry[2]
+        value = node.meta["val"]
+        size = -(-max(value.untyped_storage().nbytes(), 1) // granule) * granule
+        core = max(range(cores), key=lambda c: (free[c], -c))  # the driver's choice: the roomiest pool
+        if free[core] < size:
+            continue
+        free[core] -= size
+        in_use += size
+        live.append((max(order[user] for user in readers), core, size))
+        node.target = _with_sram_placement(node.target)
+        report.sram_values += 1
+        report.sram_bytes += size
+        report.sram_peak_bytes = max(report.sram_peak_bytes, in_use)
+
+
+def lower(gm: torch.fx.GraphModule, kind: str, sram_pool=None) -> GraphReport:
+    """Runs the passes on gm in place; returns what they did. sram_pool:
+    (bytes per core, cores) of the device's SRAM pools, or None: no SRAM planning."""
     report = GraphReport(kind=kind, nodes_before=sum(1 for n in gm.graph.nodes if n.op == "call_function"))
     fold_constants(gm, report)
     recognize_gelu(gm, report)
@@ -488,8 +577,6 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
         values_only_max_pool(gm, report)
     gm.graph.eliminate_dead_code()
     fuse_elementwise_chains(gm, report)
-    gm.graph.lint()
-    gm.recompile()
     for node in gm.graph.nodes:
         if node.op == "call_function":
             name = getattr(node.target, "__name__", str(node.target))
@@ -499,4 +586,8 @@ def lower(gm: torch.fx.GraphModule, kind: str) -> GraphReport:
                     report.fused.append("native_layer_norm -> npusim::layer_norm")
             report.ops[name] = report.ops.get(name, 0) + 1
     report.nodes_after = sum(report.ops.values())
+    if sram_pool and sram_pool[0] > 0:
+        plan_sram(gm, report, *sram_pool)
+    gm.graph.lint()
+    gm.recompile()
     return report
