@@ -6,6 +6,8 @@
 
 #include "chip.h"
 #include "chip_trace.h"
+#include "npusim/isa/isa.h"
+#include "npusim/sim/address_map.h"
 
 namespace npu::sim {
 
@@ -68,15 +70,26 @@ void CommandProcessor::set_queue_error(unsigned queue, uint32_t code) { chip_.re
 
 void CommandProcessor::raise_queue_interrupt(unsigned queue) { chip_.registers.raise_interrupt(queue); }
 
+uint8_t* CommandProcessor::device_bytes(uint64_t address, uint64_t bytes) {
+  if (!in_core_window(address)) return chip_.dram.in_range(address, bytes) ? chip_.dram.data(address) : nullptr;
+  const unsigned core = window_core(address);
+  const uint64_t local = window_offset(address);
+  if (core >= chip_.cores.size() || local >= isa::kAccumulatorBase) return nullptr;
+  LocalMemory& memory = chip_.cores[core]->local;
+  return memory.check(local, bytes, 1) ? nullptr : memory.data(local);
+}
+
 bool CommandProcessor::read_memory(uint64_t address, void* data, uint64_t bytes) {
-  if (!chip_.dram.in_range(address, bytes)) return false;
-  std::memcpy(data, chip_.dram.data(address), bytes);
+  const uint8_t* source = device_bytes(address, bytes);
+  if (!source) return false;
+  std::memcpy(data, source, bytes);
   return true;
 }
 
 bool CommandProcessor::write_memory(uint64_t address, const void* data, uint64_t bytes) {
-  if (!chip_.dram.in_range(address, bytes)) return false;
-  std::memcpy(chip_.dram.data(address), data, bytes);
+  uint8_t* target = device_bytes(address, bytes);
+  if (!target) return false;
+  std::memcpy(target, data, bytes);
   return true;
 }
 
@@ -93,8 +106,10 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
   const DramConfig& dram = context_.config.dram;
   switch (kind) {
     case CopyKind::DeviceToDevice: {
-      if (!chip_.dram.in_range(dst, bytes) || !chip_.dram.in_range(src, bytes)) return false;
-      std::memmove(chip_.dram.data(dst), chip_.dram.data(src), bytes);
+      uint8_t* target = device_bytes(dst, bytes);
+      const uint8_t* source = device_bytes(src, bytes);
+      if (!target || !source) return false;
+      std::memmove(target, source, bytes);
       const uint64_t duration = dram.row_closed_cycles + ceil_div(2 * bytes, dram_bytes_per_cycle());
       *done_cycle = copy_engine_.reserve(now, duration) + duration;
       return true;
@@ -104,9 +119,10 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
       const bool to_device = kind == CopyKind::HostToDevice;
       const uint64_t device = to_device ? dst : src;
       uint8_t* host = host_pointer(to_device ? src : dst, bytes);
-      if (host == nullptr || !chip_.dram.in_range(device, bytes)) return false;
-      if (to_device) std::memmove(chip_.dram.data(device), host, bytes);
-      else std::memmove(host, chip_.dram.data(device), bytes);
+      uint8_t* memory = device_bytes(device, bytes);
+      if (host == nullptr || memory == nullptr) return false;
+      if (to_device) std::memmove(memory, host, bytes);
+      else std::memmove(host, memory, bytes);
       const uint64_t start = copy_engine_.reserve(now, 0);
       *done_cycle = std::max(chip_.host_link.reserve_transfer(to_device, bytes, start), start + dram.row_closed_cycles);
       copy_engine_.reserve(*done_cycle, 0);
@@ -117,8 +133,8 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
 }
 
 bool CommandProcessor::fill(uint64_t dst, uint64_t bytes, uint32_t pattern, uint64_t* done_cycle) {
-  if (!chip_.dram.in_range(dst, bytes)) return false;
-  uint8_t* out = chip_.dram.data(dst);
+  uint8_t* out = device_bytes(dst, bytes);
+  if (!out) return false;
   for (uint64_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(pattern >> (8 * (i % 4)));
   const uint64_t duration = context_.config.dram.row_closed_cycles + ceil_div(bytes, dram_bytes_per_cycle());
   *done_cycle = copy_engine_.reserve(context_.now_cycle(), duration) + duration;

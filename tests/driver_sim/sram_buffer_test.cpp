@@ -88,6 +88,18 @@ TEST(SramBuffers, KernelsAndTheHostReadAndWriteThem) {
   device->copy_from_device(back, 0, from_sram.data(), from_sram.size());
   EXPECT_EQ(from_dram, data);
   EXPECT_EQ(from_sram, data);
+  // The command processor's copy engine serves them too: fill, device-to-device and host copies.
+  Queue queue = device->queue(1);
+  queue.fill(back, 0, 64, 0x01020304u);
+  queue.copy(dram, 64, back, 0, 64);
+  std::vector<uint8_t> through_queue(data.size());
+  queue.copy_from_device(through_queue.data(), dram, 0, through_queue.size()).wait();
+  EXPECT_EQ(through_queue[0], 7);  // dram's first 64 bytes: the kernel's copy
+  EXPECT_EQ(through_queue[64], 4);  // then the fill's pattern, little-endian, copied from SRAM
+  EXPECT_EQ(through_queue[65], 3);
+  queue.copy_to_device(in, 0, through_queue.data() + 64, 4);
+  queue.copy_from_device(through_queue.data(), in, 0, 4).wait();
+  EXPECT_EQ(through_queue[0], 4);
   const std::string report = device->report();
   EXPECT_NE(report.find("SRAM buffers: 64.00 KiB of each core's 2.00 MiB scratchpad, 8.00 KiB in use in 2 allocations"), std::string::npos)
       << report;

@@ -380,6 +380,9 @@ def test_explain_reports_fusion_partitions_fallbacks_and_the_savings():
     assert e.compiled["kernels"] == 3 and e.eager["kernels"] > 3
     assert e.compiled["dram_bytes"] < e.eager["dram_bytes"] and e.compiled["cycles"] < e.eager["cycles"]
     assert "graph 0 (inference)" in str(e)
+    # The default SRAM pool holds both intermediates (the first gemm's and the layer norm's, 32 KiB each).
+    assert e.graphs[0].sram_values == 2 and e.graphs[0].sram_peak_bytes == 64 << 10
+    assert "memory plan: 2 intermediate(s) in the SRAM pools, at most 64 KiB at once" in str(e)
 
     def with_a_fallback(x):
         return torch.cumsum(torch.relu(x), 0) * 2

@@ -549,8 +549,10 @@ def plan_sram(gm: torch.fx.GraphModule, report: GraphReport, pool_bytes_per_core
             live.remove(entry)
             free[entry[1]] += entry[2]
             in_use -= entry[2]
-        value = node.meta["val"]
-        size = -(-max(value.untyped_storage().nbytes(), 1) // granule) * granule
+        nbytes = node.meta["val"].untyped_storage().nbytes()
+        if not isinstance(nbytes, int):
+            continue  # a dynamic size: no static plan (and no guard on it)
+        size = -(-max(nbytes, 1) // granule) * granule
         core = max(range(cores), key=lambda c: (free[c], -c))  # the driver's choice: the roomiest pool
         if free[core] < size:
             continue
