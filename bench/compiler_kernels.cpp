@@ -8,6 +8,10 @@
 // shape is held to is printed with it: on `base` (65,536 MACs/cycle, DRAM
 // 128 B/cycle) a GEMM needs 512 MACs per DRAM byte to be compute-bound.
 //
+// Softmax and layer norm, 4096 x 4096 in bf16 and f32: cycles against the
+// DRAM-bandwidth bound (x read and y written once at the DRAM peak); target
+// (issue: compiler) at least 80%.
+//
 // Attention (issue: fused attention): the fused flash-attention kernel at
 // sequence length 2048 (4 heads of 64, bf16) against the same attention as
 // matmul (q k^T), softmax, matmul (p v) through DRAM: cycles and DRAM bytes
@@ -157,6 +161,22 @@ int sc_main(int argc, char* argv[]) {
       std::printf("add %lldx%lld bf16: %llu cycles, %.1f B/cycle = %.1f%% of the DRAM peak; host %.2f s\n  %s", (long long)rows, (long long)cols,
                   (unsigned long long)r.cycles, bytes / double(r.cycles), 100.0 * bytes / double(r.cycles) / dram_bytes_per_cycle, r.host_seconds,
                   r.plan.c_str());
+    }
+    // Softmax and layer norm (target: at least 80% of the DRAM-bandwidth bound): the bound is reading x
+    // and writing y once at the DRAM peak (the layer norm's weight and bias are one row each).
+    for (const npu::isa::DType dtype : {npu::isa::DType::BF16, npu::isa::DType::F32}) {
+      const int64_t rows = 4096, cols = 4096;
+      const auto tensor = [&](std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); };
+      const OpDesc softmax(OpKind::SOFTMAX, {tensor({rows, cols})}, tensor({rows, cols}));
+      const OpDesc layer_norm(OpKind::LAYER_NORM, {tensor({rows, cols}), tensor({cols}), tensor({cols})}, tensor({rows, cols}));
+      for (const OpDesc* op : {&softmax, &layer_norm}) {
+        const Run r = run(*device, device, compiler, *op);
+        const double bytes = double(rows) * cols * npu::isa::dtype_size_bytes(dtype) * 2;
+        const double bound_cycles = bytes / dram_bytes_per_cycle;
+        std::printf("%s %lldx%lld %s: %llu cycles against %.0f at the DRAM peak = %.1f%% of the DRAM-bandwidth bound; host %.2f s\n  %s",
+                    op == &softmax ? "softmax" : "layer_norm", (long long)rows, (long long)cols, std::string(npu::isa::dtype_name(dtype)).c_str(),
+                    (unsigned long long)r.cycles, bound_cycles, 100.0 * bound_cycles / double(r.cycles), r.host_seconds, r.plan.c_str());
+      }
     }
     {
       // Attention, [heads, seq, d] bf16: buffers 0 q, 1 k, 2 v, 3 out, 4 scores, 5 probabilities.
