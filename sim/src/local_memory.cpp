@@ -13,8 +13,8 @@ LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, Cor
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {
   const CoreConfig& core = context.config.core;
   for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
-    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<Timeline>(config->banks), Divider(config->bank_width_bytes),
-               Divider(config->bytes_per_cycle())};
+    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
+               Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle())};
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
 
@@ -56,30 +56,89 @@ uint64_t LocalMemory::bytes_until_end(uint64_t address) const {
   return offset < size ? size - offset : 0;
 }
 
-uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
-  Memory& memory = memory_of(address);
+LocalMemory::BankSpan LocalMemory::bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const {
+  const SramConfig& config = *memory.config;
+  // An access of B bytes streams through the banks it touches at one bank
+  // width per bank per cycle; a transfer of a full bank row or more uses all banks.
+  const uint64_t first = memory.bank_width.quotient(offset) % config.banks;
+  const uint64_t span = std::min<uint64_t>(config.banks, ceil_div(memory.bank_width.remainder(offset) + bytes, config.bank_width_bytes));
+  // The banks first, first + 1, ... (wrapping): two runs, without a modulo per bank.
+  const uint64_t to_end = std::min<uint64_t>(span, config.banks - first);
+  return {first, to_end, span - to_end};
+}
+
+void LocalMemory::count(const Memory& memory, uint64_t bytes, bool is_write) {
   const bool accumulator = &memory == &accumulator_;
   (accumulator ? (is_write ? stats_.accumulator_write_bytes : stats_.accumulator_read_bytes)
                : (is_write ? stats_.scratchpad_write_bytes : stats_.scratchpad_read_bytes)) += bytes;
+}
+
+uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
+  Memory& memory = memory_of(address);
+  count(memory, bytes, is_write);
   if (wait_cycles) *wait_cycles = 0;
   if (bytes == 0) return ready;
-  const SramConfig& config = *memory.config;
-  const uint64_t offset = accumulator ? address - isa::kAccumulatorBase : address;
-  // An access of B bytes streams through the banks it touches at one bank
-  // width per bank per cycle; a transfer of a full bank row or more uses all banks.
-  const uint64_t first_bank = memory.bank_width.quotient(offset) % config.banks;
-  const uint64_t bank_span = std::min<uint64_t>(config.banks, ceil_div(memory.bank_width.remainder(offset) + bytes, config.bank_width_bytes));
-  const uint64_t cycles = memory.bytes_per_cycle.quotient(bytes + config.bytes_per_cycle() - 1);
-  // The banks first_bank, first_bank + 1, ... (wrapping): two runs, without a modulo per bank.
-  Timeline* const banks = memory.banks.data();
-  const uint64_t to_end = std::min<uint64_t>(bank_span, config.banks - first_bank), wrapped = bank_span - to_end;
+  const uint64_t offset = &memory == &accumulator_ ? address - isa::kAccumulatorBase : address;
+  const BankSpan span = bank_span(memory, offset, bytes);
+  BankTimeline* const banks = memory.banks.data();
+  const BankShare* const shares = memory.shares.data();
+  // What streams leave of the banks' bandwidth: the access is slower by their largest share.
+  uint64_t share = 0;
+  const auto shared = [&](uint64_t bank) {
+    if (shares[bank].until > ready) share = std::max(share, shares[bank].share);
+  };
+  for (uint64_t i = 0; i < span.to_end; ++i) shared(span.first + i);
+  for (uint64_t i = 0; i < span.wrapped; ++i) shared(i);
+  const uint64_t full_width_cycles = memory.bytes_per_cycle.quotient(bytes + memory.config->bytes_per_cycle() - 1);
+  const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
+  // The first cycle from which every bank it touches is free (other DMA requests hold them).
   uint64_t start = ready;
-  for (uint64_t i = 0; i < to_end; ++i) start = std::max(start, banks[first_bank + i].busy_until);
-  for (uint64_t i = 0; i < wrapped; ++i) start = std::max(start, banks[i].busy_until);
-  for (uint64_t i = 0; i < to_end; ++i) banks[first_bank + i].reserve(start, cycles);
-  for (uint64_t i = 0; i < wrapped; ++i) banks[i].reserve(start, cycles);
-  if (wait_cycles) *wait_cycles = start - ready;
+  for (bool moved = true; moved;) {
+    moved = false;
+    const auto fit = [&](uint64_t bank) {
+      const uint64_t free = banks[bank].first_free(start, cycles);
+      if (free != start) start = free, moved = true;
+    };
+    for (uint64_t i = 0; i < span.to_end; ++i) fit(span.first + i);
+    for (uint64_t i = 0; i < span.wrapped; ++i) fit(i);
+  }
+  bool crowded = false;
+  const auto take = [&](uint64_t bank) {
+    banks[bank].reserve(start, cycles);
+    crowded = crowded || banks[bank].crowded();
+  };
+  for (uint64_t i = 0; i < span.to_end; ++i) take(span.first + i);
+  for (uint64_t i = 0; i < span.wrapped; ++i) take(i);
+  if (crowded) {
+    const uint64_t now = context_.now_cycle();
+    for (BankTimeline& bank : memory.banks) bank.prune(now);
+  }
+  if (wait_cycles) *wait_cycles = start - ready + (cycles - full_width_cycles);
   return start + cycles;
+}
+
+uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration, uint64_t* wait_cycles) {
+  Memory& memory = memory_of(address);
+  count(memory, bytes, is_write);
+  if (wait_cycles) *wait_cycles = 0;
+  if (bytes == 0) return ready;
+  const uint64_t offset = &memory == &accumulator_ ? address - isa::kAccumulatorBase : address;
+  const BankSpan span = bank_span(memory, offset, bytes);
+  // The stream's bytes spread over its banks and its duration (at least the cycles they take at full width).
+  const uint64_t span_bytes_per_cycle = (span.to_end + span.wrapped) * memory.config->bank_width_bytes;
+  duration = std::max(duration, ceil_div(bytes, span_bytes_per_cycle));
+  // Streams sharing a bank add up, to at most 7/8 of it, so that DMA requests still get through.
+  const uint64_t share = std::min<uint64_t>(kShareUnit, ceil_div(bytes * kShareUnit, span_bytes_per_cycle * duration));
+  const uint64_t until = ready + duration;
+  BankShare* const shares = memory.shares.data();
+  const auto take = [&](uint64_t bank) {
+    BankShare& s = shares[bank];
+    s.share = std::min<uint64_t>(kShareUnit * 7 / 8, (s.until > ready ? s.share : 0) + share);
+    s.until = std::max(s.until, until);
+  };
+  for (uint64_t i = 0; i < span.to_end; ++i) take(span.first + i);
+  for (uint64_t i = 0; i < span.wrapped; ++i) take(i);
+  return until;
 }
 
 void LocalMemory::clear() {

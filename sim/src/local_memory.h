@@ -16,6 +16,7 @@
 #include "divider.h"
 #include "npusim/sim/fault.h"
 #include "npusim/sim/stats.h"
+#include "bank_timeline.h"
 #include "timeline.h"
 
 namespace npu::sim {
@@ -37,18 +38,39 @@ class LocalMemory : public sc_core::sc_module {
 
   // Reserves the banks an access of `bytes` at `address` touches, ready at
   // `ready`; returns the cycle the access completes. `wait_cycles` gets the
-  // bank-conflict delay.
+  // bank-conflict delay. Where a stream shares the banks, the access takes
+  // longer by the stream's share of their bandwidth. (DMA requests.)
   uint64_t access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles);
+  // An engine streaming `bytes` through the banks over `duration` cycles (a
+  // vector instruction's operand, the tensor core's A, B and C): it shares
+  // the banks for its span, using bytes / (their bandwidth x duration) of
+  // them, instead of holding all of them from its first cycle; DMA requests
+  // in that span are slowed by the share, the stream itself is not (the
+  // banks have bandwidth to spare for a vector at a time). Returns when its
+  // bytes are through: at least the cycles they take at the banks' full width.
+  uint64_t stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration, uint64_t* wait_cycles);
 
   void clear();
 
  private:
+  // The streams sharing a bank: until when, and their share of its bandwidth in 1/kShareUnit.
+  struct BankShare {
+    uint64_t until = 0;
+    uint64_t share = 0;
+  };
+  static constexpr uint64_t kShareUnit = 1024;
   struct Memory {
     const SramConfig* config;
     std::vector<uint8_t> bytes;
-    std::vector<Timeline> banks;
+    std::vector<BankTimeline> banks;  // DMA requests' reservations
+    std::vector<BankShare> shares;     // streams, per bank
     Divider bank_width, bytes_per_cycle;  // the config's, for the per-access arithmetic
   };
+  struct BankSpan {
+    uint64_t first, to_end, wrapped;  // banks first .. first + to_end - 1, then 0 .. wrapped - 1
+  };
+  BankSpan bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const;
+  void count(const Memory& memory, uint64_t bytes, bool is_write);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
 

@@ -1,4 +1,4 @@
-// A shared resource (DRAM bus, NoC link, SRAM bank) as a reservation timeline:
+// A shared resource (DRAM bus, NoC link) as a reservation timeline:
 // it is busy until `busy_until`; a use reserves the first free interval at or
 // after the time it is ready. This captures contention without simulating
 // every cycle (ARCHITECTURE.md §4).

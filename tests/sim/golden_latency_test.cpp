@@ -201,5 +201,34 @@ TEST_F(Golden, DmaLoadFromAnotherCoresScratchpadThroughItsWindow) {
   EXPECT_EQ(dram_read_bytes, 0u);
 }
 
+// A vector instruction streams its operands through the scratchpad's banks
+// over its whole time, sharing them: a DMA request meanwhile is slowed by the
+// vector's share of the banks, not held up until the vector is done.
+TEST_F(Golden, DmaSharesTheBanksWithAStreamingVectorOp) {
+  Simulator simulator(test_config());
+  const auto program = [&](bool with_vector) {
+    return assemble(std::string(".buffer x, u8, 64\n.code 0\n  la r1, x\n  li r3, 64\n  li r5, 32768\n") +
+                    (with_vector ? "  li r6, 1\n  li r7, 1024\n  li r8, 4096\n  li r9, 16384\n  v.add f32, full, r9, r0, r8, r6, r7\n" : "") +
+                    "  dma.ld ch0, r5, r1, r3, r0, r0, r0, r0, r0, r0\n  halt\n");
+  };
+  ChipStats before = simulator.stats();
+  run(simulator, program(false));
+  ChipStats after = simulator.stats();
+  EXPECT_EQ(busy(before, after, 0, kDma0), 28u);  // 5 descriptor + 20 (row closed) + 2 (bus) + 1 (scratchpad)
+  before = after;
+  run(simulator, program(false));
+  after = simulator.stats();
+  EXPECT_EQ(busy(before, after, 0, kDma0), 18u);  // the row open: 5 + 10 + 2 + 1
+  before = after;
+  run(simulator, program(true));
+  after = simulator.stats();
+  // v.add of 1024 f32: 128 vectors, 4 + 128 = 132 cycles; each of its three 4 KiB operands spans all 8 banks
+  // (64 B/cycle) for 128 cycles: half of their bandwidth each, 7/8 in all (the cap). The DMA's 64-byte write,
+  // 1 cycle at full width, takes ceil(1 / (1/8)) = 8: 5 + 10 + 2 + 8 = 25. (Holding the banks for the
+  // vector's 3 x 64 cycles of traffic up front, as a first-come reservation would, it took 5 + 10 + 2 + ~190.)
+  EXPECT_EQ(busy(before, after, 0, kVector), 132u);
+  EXPECT_EQ(busy(before, after, 0, kDma0), 25u);
+}
+
 }  // namespace
 }  // namespace npu::sim

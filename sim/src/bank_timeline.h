@@ -1,0 +1,51 @@
+// An SRAM bank as a list of the short intervals for which it is reserved
+// (DMA requests), with the gaps between them usable. Unlike Timeline's single
+// "busy until", a reservation made for a future cycle (a DMA request issued
+// ahead of its data) does not block accesses that come earlier.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace npu::sim {
+
+class BankTimeline {
+ public:
+  // The first cycle at or after `ready` from which the bank is free for `duration` cycles.
+  uint64_t first_free(uint64_t ready, uint64_t duration) const {
+    uint64_t start = ready;
+    for (size_t i = live_; i < busy_.size(); ++i) {
+      const auto [from, to] = busy_[i];
+      if (to <= start) continue;
+      if (from >= start + duration) break;  // sorted by start: the gap before this one fits
+      start = to;
+    }
+    return start;
+  }
+
+  // Reserves [start, start + duration), which must be free (first_free).
+  void reserve(uint64_t start, uint64_t duration) {
+    if (duration == 0) return;
+    size_t at = busy_.size();
+    while (at > live_ && busy_[at - 1].first > start) --at;
+    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), {start, start + duration});
+  }
+
+  // Many intervals kept: time to prune.
+  bool crowded() const { return busy_.size() - live_ > kPruneAt; }
+  // Drops the intervals that ended by `now` (no reservation starts before the current cycle).
+  void prune(uint64_t now) {
+    while (live_ < busy_.size() && busy_[live_].second <= now) ++live_;
+    if (live_ > busy_.size() / 2) {
+      busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(live_));
+      live_ = 0;
+    }
+  }
+
+  static constexpr size_t kPruneAt = 32;
+  std::vector<std::pair<uint64_t, uint64_t>> busy_;  // [from, to), sorted by from, disjoint
+  size_t live_ = 0;  // busy_[0 .. live_) ended before a past `now`
+};
+
+}  // namespace npu::sim
