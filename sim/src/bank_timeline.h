@@ -4,6 +4,7 @@
 // ahead of its data) does not block accesses that come earlier.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -15,11 +16,12 @@ class BankTimeline {
   // The first cycle at or after `ready` from which the bank is free for `duration` cycles.
   uint64_t first_free(uint64_t ready, uint64_t duration) const {
     uint64_t start = ready;
-    for (size_t i = live_; i < busy_.size(); ++i) {
-      const auto [from, to] = busy_[i];
-      if (to <= start) continue;
-      if (from >= start + duration) break;  // sorted by start: the gap before this one fits
-      start = to;
+    // Disjoint and sorted by start, so sorted by end too: skip those that end by `ready` in log time.
+    auto it = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
+                                   [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.second <= start; });
+    for (; it != busy_.end(); ++it) {
+      if (it->first >= start + duration) break;  // the gap before this one fits
+      start = it->second;
     }
     return start;
   }
@@ -27,6 +29,7 @@ class BankTimeline {
   // Reserves [start, start + duration), which must be free (first_free).
   void reserve(uint64_t start, uint64_t duration) {
     if (duration == 0) return;
+    // Usually the latest: a search from the back is one step.
     size_t at = busy_.size();
     while (at > live_ && busy_[at - 1].first > start) --at;
     busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), {start, start + duration});
