@@ -347,6 +347,27 @@ def test_where_and_embeddings_run_on_the_chip():
     assert npusim.fallback_stats() == before
 
 
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh", "exp", "neg", "abs", "sqrt", "silu", "sin", "erf"])
+def test_in_place_unary_ops_run_on_the_chip_with_the_out_of_place_bits(name):
+    """nn.ReLU(inplace=True) and friends: the kernel writes where it read, also through a strided view."""
+    before = npusim.fallback_stats()
+    x = torch.randn(6, 10).abs().to(NPU) if name == "sqrt" else torch.randn(6, 10).to(NPU)
+    op = getattr(torch.nn.functional, name) if name == "silu" else getattr(torch, name)
+    expected = op(x)
+    y = x.clone()
+    if name == "silu":
+        torch.nn.functional.silu(y, inplace=True)
+    else:
+        getattr(y, name + "_")()
+    assert torch.equal(y.cpu(), expected.cpu())
+    z = x.clone()
+    view = z[:, ::3]  # strided: every third column
+    getattr(view, name + "_")() if name != "silu" else torch.nn.functional.silu(view, inplace=True)
+    assert torch.equal(z[:, ::3].cpu(), expected[:, ::3].cpu())
+    assert torch.equal(z[:, 1::3].cpu(), x[:, 1::3].cpu())  # the other columns untouched
+    assert npusim.fallback_stats() == before
+
+
 def test_an_index_outside_the_table_faults_the_device_which_keeps_working():
     table = torch.randn(5, 4).to("npu")
     with pytest.raises(RuntimeError, match="v.gather"):

@@ -223,6 +223,14 @@ at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tens
   return on_cpu(name, [&] { return reference(cpu(self)); });
 }
 
+// In place (nn.ReLU(inplace=True) and friends): the kernel writes each tile where it read it, when self's
+// elements do not overlap; otherwise the result is computed apart and copied back.
+at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
+  if (self.is_non_overlapping_and_dense() && run_elementwise(kind, {self}, self)) return self;
+  self.copy_(unary(kind, name, self, reference));
+  return self;
+}
+
 // Binary ops with broadcasting, after PyTorch's type promotion: a Python
 // number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
 // dtype, and a device tensor of another dtype is cast on the chip first.
@@ -304,8 +312,11 @@ at::Tensor logical_not(const at::Tensor& self) {
   return binary(OpKind::EQ, "aten::logical_not", self, zero, true, [&](auto& x, auto&) { return at::logical_not(x); });
 }
 
-#define NPUSIM_UNARY(NAME, KIND) \
-  at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); }
+#define NPUSIM_UNARY(NAME, KIND)                                                                                                      \
+  at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); } \
+  at::Tensor& NAME##_(at::Tensor& self) {                                                                                            \
+    return unary_(OpKind::KIND, "aten::" #NAME "_", self, [](const at::Tensor& x) { return at::NAME(x); });                          \
+  }
 NPUSIM_UNARY(neg, NEG)
 NPUSIM_UNARY(abs, ABS)
 NPUSIM_UNARY(exp, EXP)
@@ -847,6 +858,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh", tanh);
   m.impl("sigmoid", sigmoid);
   m.impl("relu", relu);
+  for (const auto& [name, kernel] : std::initializer_list<std::pair<const char*, at::Tensor& (*)(at::Tensor&)>>{
+           {"neg_", neg_}, {"abs_", abs_}, {"exp_", exp_}, {"log_", log_}, {"sqrt_", sqrt_}, {"rsqrt_", rsqrt_},
+           {"reciprocal_", reciprocal_}, {"tanh_", tanh_}, {"sigmoid_", sigmoid_}, {"relu_", relu_}, {"silu_", silu_},
+           {"sin_", sin_}, {"cos_", cos_}, {"erf_", erf_}})
+    m.impl(name, kernel);
   m.impl("silu", silu);
   m.impl("sin", sin);
   m.impl("cos", cos);

@@ -77,8 +77,8 @@ Runtime::Runtime() {
     if (sram_pool_bytes == kDefaultSramPool) {
       const std::string text = env_or("NPUSIM_SRAM_POOL", "");
       if (text.empty()) {
-        // A quarter: on base (2 MiB) GPT-2 124M's forward ran in 0.94x the cycles with it, and 1.09x
-        // with half (its gemms' tiles shrink); ResNet-18 in 0.99x (docs/graph.md).
+        // A quarter: on base (2 MiB) GPT-2 124M's forward ran in 0.976x the cycles with it, and 1.19x
+        // with half (its gemms' tiles shrink); ResNet-18 in 0.974x (docs/graph.md).
         sram_pool_bytes = static_cast<int64_t>(chip.core.scratchpad.size_bytes / 4 / bank_row * bank_row);
       } else {
         size_t used = 0;
