@@ -1,5 +1,8 @@
 #include "chip.h"
 
+#include "npusim/isa/isa.h"
+#include "npusim/sim/address_map.h"
+
 namespace npu::sim {
 
 Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
@@ -39,6 +42,15 @@ void Chip::reset() {
   context.reset();
   for (auto& core : cores) core->reset();
   command_processor.wake_event().notify(sc_core::SC_ZERO_TIME);
+}
+
+uint8_t* Chip::device_bytes(uint64_t address, uint64_t bytes) {
+  if (!in_core_window(address)) return dram.in_range(address, bytes) ? dram.data(address) : nullptr;
+  const unsigned core = window_core(address);
+  const uint64_t local = window_offset(address);
+  if (core >= cores.size() || local >= isa::kAccumulatorBase) return nullptr;
+  LocalMemory& memory = cores[core]->local;
+  return memory.check(local, bytes, 1) ? nullptr : memory.data(local);
 }
 
 FaultRecord Chip::stuck_fault(FaultKind kind, const std::vector<unsigned>& stuck_cores) const {

@@ -34,6 +34,12 @@ class Chip : public sc_core::sc_module {
   // memories and the latched fault registers are kept.
   void reset();
 
+  // The bytes at a device address: DRAM, or a core's scratchpad through its
+  // window (the driver's SRAM buffers); nullptr unless [address, +bytes) is
+  // all one of them. For the host link and the command processor, which
+  // reach memory without timing it here.
+  uint8_t* device_bytes(uint64_t address, uint64_t bytes);
+
   // A deadlock or watchdog fault naming the first stuck thing among
   // `stuck_cores` (the unfinished cores of a launch) and listing all of them.
   ChipStats stats() const;

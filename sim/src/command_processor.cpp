@@ -6,8 +6,6 @@
 
 #include "chip.h"
 #include "chip_trace.h"
-#include "npusim/isa/isa.h"
-#include "npusim/sim/address_map.h"
 
 namespace npu::sim {
 
@@ -70,24 +68,15 @@ void CommandProcessor::set_queue_error(unsigned queue, uint32_t code) { chip_.re
 
 void CommandProcessor::raise_queue_interrupt(unsigned queue) { chip_.registers.raise_interrupt(queue); }
 
-uint8_t* CommandProcessor::device_bytes(uint64_t address, uint64_t bytes) {
-  if (!in_core_window(address)) return chip_.dram.in_range(address, bytes) ? chip_.dram.data(address) : nullptr;
-  const unsigned core = window_core(address);
-  const uint64_t local = window_offset(address);
-  if (core >= chip_.cores.size() || local >= isa::kAccumulatorBase) return nullptr;
-  LocalMemory& memory = chip_.cores[core]->local;
-  return memory.check(local, bytes, 1) ? nullptr : memory.data(local);
-}
-
 bool CommandProcessor::read_memory(uint64_t address, void* data, uint64_t bytes) {
-  const uint8_t* source = device_bytes(address, bytes);
+  const uint8_t* source = chip_.device_bytes(address, bytes);
   if (!source) return false;
   std::memcpy(data, source, bytes);
   return true;
 }
 
 bool CommandProcessor::write_memory(uint64_t address, const void* data, uint64_t bytes) {
-  uint8_t* target = device_bytes(address, bytes);
+  uint8_t* target = chip_.device_bytes(address, bytes);
   if (!target) return false;
   std::memcpy(target, data, bytes);
   return true;
@@ -106,8 +95,8 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
   const DramConfig& dram = context_.config.dram;
   switch (kind) {
     case CopyKind::DeviceToDevice: {
-      uint8_t* target = device_bytes(dst, bytes);
-      const uint8_t* source = device_bytes(src, bytes);
+      uint8_t* target = chip_.device_bytes(dst, bytes);
+      const uint8_t* source = chip_.device_bytes(src, bytes);
       if (!target || !source) return false;
       std::memmove(target, source, bytes);
       const uint64_t duration = dram.row_closed_cycles + ceil_div(2 * bytes, dram_bytes_per_cycle());
@@ -119,7 +108,7 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
       const bool to_device = kind == CopyKind::HostToDevice;
       const uint64_t device = to_device ? dst : src;
       uint8_t* host = host_pointer(to_device ? src : dst, bytes);
-      uint8_t* memory = device_bytes(device, bytes);
+      uint8_t* memory = chip_.device_bytes(device, bytes);
       if (host == nullptr || memory == nullptr) return false;
       if (to_device) std::memmove(memory, host, bytes);
       else std::memmove(host, memory, bytes);
@@ -133,7 +122,7 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
 }
 
 bool CommandProcessor::fill(uint64_t dst, uint64_t bytes, uint32_t pattern, uint64_t* done_cycle) {
-  uint8_t* out = device_bytes(dst, bytes);
+  uint8_t* out = chip_.device_bytes(dst, bytes);
   if (!out) return false;
   for (uint64_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(pattern >> (8 * (i % 4)));
   const uint64_t duration = context_.config.dram.row_closed_cycles + ceil_div(bytes, dram_bytes_per_cycle());

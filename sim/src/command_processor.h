@@ -67,9 +67,6 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
   void trace_packet(unsigned queue, const std::string& name, uint64_t begin_cycle, uint64_t end_cycle, uint64_t flow_id) override;
 
  private:
-  // The bytes at a device address (DRAM, or a core's scratchpad through its
-  // window: the driver's SRAM buffers), or nullptr if [address, +bytes) is not all device memory.
-  uint8_t* device_bytes(uint64_t address, uint64_t bytes);
   // What a launch's cores refer to, kept until they have all halted.
   struct ActiveLaunch {
     std::vector<unsigned> cores;

@@ -8,7 +8,6 @@
 
 #include "chip.h"
 #include "chip_trace.h"
-#include "npusim/sim/address_map.h"
 #include "npusim/traces/trace.h"
 
 namespace npu::sim {
@@ -47,14 +46,6 @@ void Simulator::Impl::run_for(uint64_t cycles) {
 
 namespace {
 bool g_elaborated = false;
-
-// What the host link may reach: DRAM, and each core's scratchpad through its window.
-bool host_reachable(Chip& chip, uint64_t address, uint64_t bytes) {
-  if (!in_core_window(address)) return chip.dram.in_range(address, bytes);
-  const unsigned core = window_core(address);
-  return core < chip.cores.size() && window_offset(address) < isa::kAccumulatorBase &&
-         !chip.cores[core]->local.check(window_offset(address), bytes, 1);
-}
 }  // namespace
 
 Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_(std::make_unique<Impl>()) {
@@ -210,20 +201,20 @@ void Simulator::post_register_write(uint32_t offset, uint32_t value) {
 }
 
 void Simulator::post_copy_to_device(uint64_t address, const void* data, uint64_t bytes) {
-  if (!host_reachable(*impl_->chip, address, bytes)) throw std::out_of_range("copy to device outside device memory");
+  if (!impl_->chip->device_bytes(address, bytes)) throw std::out_of_range("copy to device outside device memory");
   HostLink::Request request{HostLink::Request::Kind::WriteMemory, address, 0, static_cast<uint8_t*>(const_cast<void*>(data)), bytes};
   request.posted = true;
   impl_->host_request(request);
 }
 
 void Simulator::copy_to_device(uint64_t address, const void* data, uint64_t bytes) {
-  if (!host_reachable(*impl_->chip, address, bytes)) throw std::out_of_range("copy to device outside device memory");
+  if (!impl_->chip->device_bytes(address, bytes)) throw std::out_of_range("copy to device outside device memory");
   HostLink::Request request{HostLink::Request::Kind::WriteMemory, address, 0, static_cast<uint8_t*>(const_cast<void*>(data)), bytes};
   impl_->host_request(request);
 }
 
 void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
-  if (!host_reachable(*impl_->chip, address, bytes)) throw std::out_of_range("copy from device outside device memory");
+  if (!impl_->chip->device_bytes(address, bytes)) throw std::out_of_range("copy from device outside device memory");
   HostLink::Request request{HostLink::Request::Kind::ReadMemory, address, 0, static_cast<uint8_t*>(data), bytes};
   impl_->host_request(request);
 }
