@@ -62,7 +62,6 @@ LocalMemory::BankSpan LocalMemory::bank_span(const Memory& memory, uint64_t offs
   // width per bank per cycle; a transfer of a full bank row or more uses all banks.
   const uint64_t first = memory.bank_width.quotient(offset) % config.banks;
   const uint64_t span = std::min<uint64_t>(config.banks, ceil_div(memory.bank_width.remainder(offset) + bytes, config.bank_width_bytes));
-  // The banks first, first + 1, ... (wrapping): two runs, without a modulo per bank.
   const uint64_t to_end = std::min<uint64_t>(span, config.banks - first);
   return {first, to_end, span - to_end};
 }
@@ -87,8 +86,7 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   const auto shared = [&](uint64_t bank) {
     if (shares[bank].until > ready) share = std::max(share, shares[bank].share);
   };
-  for (uint64_t i = 0; i < span.to_end; ++i) shared(span.first + i);
-  for (uint64_t i = 0; i < span.wrapped; ++i) shared(i);
+  span.each(shared);
   const uint64_t full_width_cycles = memory.bytes_per_cycle.quotient(bytes + memory.config->bytes_per_cycle() - 1);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   // The first cycle from which every bank it touches is free (other DMA requests hold them).
@@ -99,16 +97,14 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
       const uint64_t free = banks[bank].first_free(start, cycles);
       if (free != start) start = free, moved = true;
     };
-    for (uint64_t i = 0; i < span.to_end; ++i) fit(span.first + i);
-    for (uint64_t i = 0; i < span.wrapped; ++i) fit(i);
+    span.each(fit);
   }
   bool crowded = false;
   const auto take = [&](uint64_t bank) {
     banks[bank].reserve(start, cycles);
     crowded = crowded || banks[bank].crowded();
   };
-  for (uint64_t i = 0; i < span.to_end; ++i) take(span.first + i);
-  for (uint64_t i = 0; i < span.wrapped; ++i) take(i);
+  span.each(take);
   if (crowded) {
     const uint64_t now = context_.now_cycle();
     for (BankTimeline& bank : memory.banks) bank.prune(now);
@@ -125,7 +121,7 @@ uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, ui
   const uint64_t offset = &memory == &accumulator_ ? address - isa::kAccumulatorBase : address;
   const BankSpan span = bank_span(memory, offset, bytes);
   // The stream's bytes spread over its banks and its duration (at least the cycles they take at full width).
-  const uint64_t span_bytes_per_cycle = (span.to_end + span.wrapped) * memory.config->bank_width_bytes;
+  const uint64_t span_bytes_per_cycle = span.size() * memory.config->bank_width_bytes;
   duration = std::max(duration, ceil_div(bytes, span_bytes_per_cycle));
   // Streams sharing a bank add up, to at most 7/8 of it, so that DMA requests still get through.
   const uint64_t share = std::min<uint64_t>(kShareUnit, ceil_div(bytes * kShareUnit, span_bytes_per_cycle * duration));
@@ -136,8 +132,7 @@ uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, ui
     s.share = std::min<uint64_t>(kShareUnit * 7 / 8, (s.until > ready ? s.share : 0) + share);
     s.until = std::max(s.until, until);
   };
-  for (uint64_t i = 0; i < span.to_end; ++i) take(span.first + i);
-  for (uint64_t i = 0; i < span.wrapped; ++i) take(i);
+  span.each(take);
   return until;
 }
 

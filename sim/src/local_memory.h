@@ -68,6 +68,13 @@ class LocalMemory : public sc_core::sc_module {
   };
   struct BankSpan {
     uint64_t first, to_end, wrapped;  // banks first .. first + to_end - 1, then 0 .. wrapped - 1
+    uint64_t size() const { return to_end + wrapped; }
+    // Calls f(bank) for each bank of the span: two runs, without a modulo per bank.
+    template <typename F>
+    void each(F&& f) const {
+      for (uint64_t i = 0; i < to_end; ++i) f(first + i);
+      for (uint64_t i = 0; i < wrapped; ++i) f(i);
+    }
   };
   BankSpan bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const;
   void count(const Memory& memory, uint64_t bytes, bool is_write);
