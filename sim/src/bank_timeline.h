@@ -15,6 +15,7 @@ class BankTimeline {
  public:
   // The first cycle at or after `ready` from which the bank is free for `duration` cycles.
   uint64_t first_free(uint64_t ready, uint64_t duration) const {
+    if (live_ == busy_.size() || busy_.back().second <= ready) return ready;  // the usual case: after them all
     uint64_t start = ready;
     // Disjoint and sorted by start, so sorted by end too: skip those that end by `ready` in log time.
     auto it = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
@@ -29,24 +30,32 @@ class BankTimeline {
   // Reserves [start, start + duration), which must be free (first_free).
   void reserve(uint64_t start, uint64_t duration) {
     if (duration == 0) return;
-    // Usually the latest: a search from the back is one step.
+    if (live_ == busy_.size() || busy_.back().first <= start) {  // usually the latest
+      busy_.emplace_back(start, start + duration);
+      return;
+    }
     size_t at = busy_.size();
     while (at > live_ && busy_[at - 1].first > start) --at;
     busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), {start, start + duration});
   }
 
   // Many intervals kept: time to prune.
-  bool crowded() const { return busy_.size() - live_ > kPruneAt; }
-  // Drops the intervals that ended by `now` (no reservation starts before the current cycle).
+  bool crowded() const { return busy_.size() - live_ > prune_at_; }
+  // Drops the intervals that ended by `now` (no reservation starts before the
+  // current cycle). What is still live after it (reservations issued ahead)
+  // sets the next threshold at twice as many, so that a bank full of future
+  // reservations is not pruned again at every access.
   void prune(uint64_t now) {
     while (live_ < busy_.size() && busy_[live_].second <= now) ++live_;
     if (live_ > busy_.size() / 2) {
       busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(live_));
       live_ = 0;
     }
+    prune_at_ = std::max<size_t>(kPruneAt, 2 * (busy_.size() - live_));
   }
 
   static constexpr size_t kPruneAt = 32;
+  size_t prune_at_ = kPruneAt;
   std::vector<std::pair<uint64_t, uint64_t>> busy_;  // [from, to), sorted by from, disjoint
   size_t live_ = 0;  // busy_[0 .. live_) ended before a past `now`
 };

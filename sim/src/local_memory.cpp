@@ -107,7 +107,9 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   span.each(take);
   if (crowded) {
     const uint64_t now = context_.now_cycle();
-    for (BankTimeline& bank : memory.banks) bank.prune(now);
+    span.each([&](uint64_t bank) {
+      if (banks[bank].crowded()) banks[bank].prune(now);
+    });
   }
   if (wait_cycles) *wait_cycles = start - ready + (cycles - full_width_cycles);
   return start + cycles;
