@@ -66,19 +66,21 @@ LocalMemory::BankSpan LocalMemory::bank_span(const Memory& memory, uint64_t offs
   return {first, to_end, span - to_end};
 }
 
-void LocalMemory::count(const Memory& memory, uint64_t bytes, bool is_write) {
+LocalMemory::BankSpan LocalMemory::begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory_out) {
+  Memory& memory = memory_of(address);
   const bool accumulator = &memory == &accumulator_;
   (accumulator ? (is_write ? stats_.accumulator_write_bytes : stats_.accumulator_read_bytes)
                : (is_write ? stats_.scratchpad_write_bytes : stats_.scratchpad_read_bytes)) += bytes;
+  *memory_out = &memory;
+  return bank_span(memory, accumulator ? address - isa::kAccumulatorBase : address, bytes);
 }
 
 uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
-  Memory& memory = memory_of(address);
-  count(memory, bytes, is_write);
   if (wait_cycles) *wait_cycles = 0;
   if (bytes == 0) return ready;
-  const uint64_t offset = &memory == &accumulator_ ? address - isa::kAccumulatorBase : address;
-  const BankSpan span = bank_span(memory, offset, bytes);
+  Memory* touched;
+  const BankSpan span = begin(address, bytes, is_write, &touched);
+  Memory& memory = *touched;
   BankTimeline* const banks = memory.banks.data();
   const BankShare* const shares = memory.shares.data();
   // What streams leave of the banks' bandwidth: the access is slower by their largest share.
@@ -115,13 +117,11 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   return start + cycles;
 }
 
-uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration, uint64_t* wait_cycles) {
-  Memory& memory = memory_of(address);
-  count(memory, bytes, is_write);
-  if (wait_cycles) *wait_cycles = 0;
+uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration) {
   if (bytes == 0) return ready;
-  const uint64_t offset = &memory == &accumulator_ ? address - isa::kAccumulatorBase : address;
-  const BankSpan span = bank_span(memory, offset, bytes);
+  Memory* touched;
+  const BankSpan span = begin(address, bytes, is_write, &touched);
+  Memory& memory = *touched;
   // The stream's bytes spread over its banks and its duration (at least the cycles they take at full width).
   const uint64_t span_bytes_per_cycle = span.size() * memory.config->bank_width_bytes;
   duration = std::max(duration, ceil_div(bytes, span_bytes_per_cycle));

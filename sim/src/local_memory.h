@@ -48,7 +48,7 @@ class LocalMemory : public sc_core::sc_module {
   // in that span are slowed by the share, the stream itself is not (the
   // banks have bandwidth to spare for a vector at a time). Returns when its
   // bytes are through: at least the cycles they take at the banks' full width.
-  uint64_t stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration, uint64_t* wait_cycles);
+  uint64_t stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration);
 
   void clear();
 
@@ -77,7 +77,8 @@ class LocalMemory : public sc_core::sc_module {
     }
   };
   BankSpan bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const;
-  void count(const Memory& memory, uint64_t bytes, bool is_write);
+  // Counts an access of `bytes` at `address` in the statistics; its memory and the banks it touches.
+  BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
 

@@ -71,21 +71,13 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   const uint64_t a_traffic = m * k * size * n_folds;
   const uint64_t b_traffic = k * n * size * (config.dataflow == Dataflow::WeightStationary ? 1 : m_folds);
   const uint64_t c_bytes = m * n * 4;
-  uint64_t wait = 0, total_wait = 0;
   // A, B and C stream through their banks over the tile's time, sharing them with DMA.
   const uint64_t duration = systolic_cycles(config, m, n, k);
   uint64_t end = start + duration;
-  end = std::max(end, local_.stream(a, a_traffic, false, start, duration, &wait));
-  total_wait += wait;
-  end = std::max(end, local_.stream(b, b_traffic, false, start, duration, &wait));
-  total_wait += wait;
-  if (flags & isa::kTcAcc) {
-    end = std::max(end, local_.stream(dst, c_bytes, false, start, duration, &wait));
-    total_wait += wait;
-  }
-  end = std::max(end, local_.stream(dst, c_bytes, true, start, duration, &wait));
-  total_wait += wait;
-  add_stall(StallReason::SramBankConflict, total_wait);
+  end = std::max(end, local_.stream(a, a_traffic, false, start, duration));
+  end = std::max(end, local_.stream(b, b_traffic, false, start, duration));
+  if (flags & isa::kTcAcc) end = std::max(end, local_.stream(dst, c_bytes, false, start, duration));
+  end = std::max(end, local_.stream(dst, c_bytes, true, start, duration));
   core_stats_.macs += m * n * k;
 
   if (context_.functional) {
