@@ -7,8 +7,8 @@
 // unit computes in f32 (converting the tile first when x is not f32, with
 // per-row statistics in rows x 1 columns), dma ch2 stores: the pipeline of
 // the elementwise kernels. The norms' weight and bias are loaded and
-// converted to f32 once per core. A row that does not fit the scratchpad is
-// an UnsupportedOp (it needs a multi-pass kernel, not written yet).
+// converted to f32 once per core. Rows that do not fit the scratchpad go to
+// the chunked kernel (long_rows.cpp).
 #include "rowwise.h"
 
 #include <algorithm>
@@ -48,7 +48,10 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const TensorDesc& x = op.inputs[0];
   const TensorDesc& out = op.output;
   if (!isa::dtype_is_float(x.dtype)) throw UnsupportedOp(name + " on " + std::string(isa::dtype_name(x.dtype)) + ": floats only");
-  if (out.dtype != x.dtype) throw std::invalid_argument(name + ": the output has the input's dtype");
+  // A sum or mean may also be kept in f32 (PyTorch's sum(dtype=float32) of a bf16 tensor): the kernel
+  // accumulates in f32 anyway and skips the final rounding.
+  const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN) && out.dtype == DType::F32;
+  if (out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
   if (x.shape.empty()) throw UnsupportedOp(name + " of a 0-dim tensor");
   for (const int64_t s : x.strides)
     if (s < 0) throw UnsupportedOp("negative strides");
@@ -73,7 +76,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (!isa::dtype_is_float(p.dtype)) throw std::invalid_argument(name + ": weight and bias are float");
   }
 
-  const int64_t e = isa::dtype_size_bytes(x.dtype), eo = e;
+  const int64_t e = isa::dtype_size_bytes(x.dtype), eo = isa::dtype_size_bytes(out.dtype);
   const bool convert = x.dtype != DType::F32;
   const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm;
   // Per slot, per row: the raw tile (when converting), the f32 work tile, a scratch tile, two statistics, the output.
@@ -82,8 +85,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   for (size_t i = 1; i < op.inputs.size(); ++i) params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
   const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 6 * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
-  if (rows > 0 && tr < 1)
-    throw UnsupportedOp(name + ": a row of " + std::to_string(length) + " elements does not fit the scratchpad (needs a multi-pass kernel)");
+  if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});
   // At least kTilesPerCore tiles per core where the rows allow: the first load and the last store of a core
   // overlap nothing, so a core with one or two huge tiles spends most of its time unpipelined.
   constexpr int64_t kTilesPerCore = 8;
@@ -243,7 +245,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg cols = reduction ? one : len;
     b.addi(addr, slot, out0);
     if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
-    else b.emit(Opcode::V_CVT, {dt, f32, addr.index, result.index, mt.index, cols.index});
+    else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, addr.index, result.index, mt.index, cols.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
 

@@ -72,7 +72,7 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
   // `args`: the launch arguments (csrr arg0..arg7).
   KernelRun run_bytes(const OpDesc& op, std::vector<std::vector<uint8_t>> storage, const std::array<uint64_t, 8>& args = {}) {
     KernelRun run;
-    run.kernel = compiler_.compile(op);
+    run.kernel = compiler().compile(op);
     const Program program = Program::load(device_, run.kernel->program);
     std::vector<Buffer> buffers;
     for (std::vector<uint8_t>& bytes : storage) {
@@ -89,6 +89,10 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
     device_->copy_from_device(buffers.back(), 0, run.output.data(), run.output.size());
     return run;
   }
+
+  // The compiler run() uses: a fixture may compile for a smaller chip than it runs on (a kernel
+  // made for less scratchpad runs on more), to reach a kernel's limits with small tensors.
+  virtual Compiler& compiler() { return compiler_; }
 
   static TensorDesc t(isa::DType dtype, std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); }
 

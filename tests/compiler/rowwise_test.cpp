@@ -136,10 +136,68 @@ TEST_P(RowOps, EmptyInputsGiveProgramsThatHalt) {
 
 TEST_P(RowOps, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::I32, {4, 4})}, t(DType::I32, {4, 4}))), UnsupportedOp);
-  const int64_t huge = 1 << 22;  // a row bigger than any scratchpad
-  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::F32, {2, huge})}, t(DType::F32, {2, huge}))), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::AMAX, {t(DType::BF16, {4, 4})}, t(DType::F32, {4}))), std::invalid_argument);
   EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SUM, {t(DType::F32, {4, 4})}, t(DType::F32, {3}))), std::invalid_argument);
 }
+
+TEST_P(RowOps, SumsAndMeansMayStayInF32) {
+  check(OpDesc(OpKind::SUM, {t(DType::BF16, {16, 200})}, t(DType::F32, {16})));
+  check(OpDesc(OpKind::MEAN, {t(DType::BF16, {5, 3, 70})}, t(DType::F32, {5, 3})));
+}
+
+TEST_P(RowOps, ARowLargerThanAnyScratchpadIsWalkedInChunks) {
+  const int64_t huge = 1 << 22;
+  const auto kernel = compiler_.compile(OpDesc(OpKind::SOFTMAX, {t(DType::F32, {2, huge})}, t(DType::F32, {2, huge})));
+  EXPECT_NE(kernel->plan.find("each too long for the scratchpad"), std::string::npos) << kernel->plan;
+  EXPECT_NE(kernel->plan.find(" 3 passes over x per row"), std::string::npos) << kernel->plan;
+}
+
+// Rows longer than the scratchpad, compiled for the preset with a 16 KiB
+// scratchpad (the kernels then run on the preset's larger one): a few
+// thousand elements make rows of several chunks, the last one partial.
+class LongRows : public RowOps {
+ protected:
+  LongRows() : small_(with_small_scratchpad(sim::load_chip_config(GetParam()))) {}
+  Compiler& compiler() override { return small_; }
+  static sim::ChipConfig with_small_scratchpad(sim::ChipConfig config) {
+    config.core.scratchpad.size_bytes = 16 * 1024;
+    return config;
+  }
+  // The chunked kernel, not the one-tile one, is what ran.
+  void check_chunked(const OpDesc& op) {
+    EXPECT_NE(small_.compile(op)->plan.find("chunks of up to"), std::string::npos) << small_.compile(op)->plan;
+    check(op);
+  }
+  Compiler small_;
+};
+
+TEST_P(LongRows, SoftmaxAndLogSoftmax) {
+  for (const OpKind kind : {OpKind::SOFTMAX, OpKind::LOG_SOFTMAX}) check_chunked(OpDesc(kind, {t(DType::F32, {3, 5000})}, t(DType::F32, {3, 5000})));
+  check_chunked(OpDesc(OpKind::SOFTMAX, {t(DType::BF16, {2, 4099})}, t(DType::BF16, {2, 4099})));
+  TensorDesc x = t(DType::F32, {1500, 5});
+  x.shape = {5, 1500}, x.strides = {1, 5};  // the transpose of a contiguous [1500, 5]: rows read an element at a time
+  check_chunked(OpDesc(OpKind::LOG_SOFTMAX, {x}, t(DType::F32, {5, 1500})));
+}
+
+TEST_P(LongRows, LayerNormAndRmsNorm) {
+  check_chunked(OpDesc(OpKind::LAYER_NORM, {t(DType::F32, {4, 3001})}, t(DType::F32, {4, 3001})));
+  check_chunked(OpDesc(OpKind::LAYER_NORM, {t(DType::BF16, {2, 1001}), t(DType::BF16, {1001}), t(DType::BF16, {1001})},
+                       t(DType::BF16, {2, 1001})));
+  check_chunked(OpDesc(OpKind::LAYER_NORM, {t(DType::F32, {3, 2500}), t(DType::F32, {2500}), t(DType::BF16, {2500})},
+                       t(DType::F32, {3, 2500})));
+  check_chunked(OpDesc(OpKind::RMS_NORM, {t(DType::F32, {5, 2049}), t(DType::F32, {2049})}, t(DType::F32, {5, 2049})));
+}
+
+TEST_P(LongRows, Reductions) {
+  for (const OpKind kind : {OpKind::SUM, OpKind::MEAN, OpKind::AMAX, OpKind::AMIN}) {
+    check_chunked(OpDesc(kind, {t(DType::F32, {6, 4099})}, t(DType::F32, {6})));
+    check_chunked(OpDesc(kind, {t(DType::F32, {1, 10007})}, t(DType::F32, {})));  // a whole tensor: one row, one core
+  }
+  check_chunked(OpDesc(OpKind::SUM, {t(DType::BF16, {3, 6000})}, t(DType::BF16, {3})));
+  check_chunked(OpDesc(OpKind::MEAN, {t(DType::BF16, {3, 6000})}, t(DType::F32, {3, 1})));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, LongRows, ::testing::Values("tiny", "base"), testing::preset_name);
 
 INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), testing::preset_name);
 

@@ -111,6 +111,34 @@ def test_softmax_and_reductions():
     assert npusim.fallback_stats() == before
 
 
+def test_long_rows_and_whole_tensor_reductions_stay_on_the_chip():
+    torch.manual_seed(0)
+    before = dict(npusim.fallback_stats())
+    # 600,000 f32 per row (2.4 MB): longer than a core's scratchpad, so walked in chunks, once per statistic.
+    x = torch.randn(2, 600_000)
+    xn = x.to(NPU)
+    torch.testing.assert_close(torch.softmax(xn, -1).cpu(), torch.softmax(x, -1))
+    torch.testing.assert_close(torch.log_softmax(xn, -1).cpu(), torch.log_softmax(x, -1))
+    torch.testing.assert_close(F.layer_norm(xn, (600_000,)).cpu(), F.layer_norm(x, (600_000,)), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(xn.sum(-1).cpu(), x.sum(-1), rtol=1e-5, atol=1e-2)
+    assert torch.equal(xn.amax(-1).cpu(), x.amax(-1))
+    # A whole tensor: cut into rows for every core, their results (in f32) reduced by one more launch.
+    big = torch.randn(1 << 20)
+    bign = big.to(NPU)
+    torch.testing.assert_close(bign.sum().cpu(), big.sum(), rtol=1e-5, atol=1e-2)
+    torch.testing.assert_close(bign.mean().cpu(), big.mean(), rtol=1e-5, atol=1e-7)
+    assert torch.equal(bign.amin().cpu(), big.amin())
+    half = big.bfloat16()
+    torch.testing.assert_close(half.to(NPU).sum().cpu(), half.sum())  # f32 partial sums, rounded once
+    # A sum of bf16 may stay in f32, as on the CPU.
+    wide = half.to(NPU).sum(dtype=torch.float32)
+    assert wide.dtype == torch.float32
+    torch.testing.assert_close(wide.cpu(), half.float().sum(), rtol=1e-5, atol=1e-2)
+    rows = half.view(64, -1)
+    torch.testing.assert_close(rows.to(NPU).mean(-1, dtype=torch.float32).cpu(), rows.float().mean(-1), rtol=1e-5, atol=1e-6)
+    assert npusim.fallback_stats() == before
+
+
 def test_a_small_mlp_runs_on_the_chip():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 10)).to(torch.bfloat16)

@@ -427,19 +427,36 @@ at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) 
 at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
                        std::optional<at::ScalarType> dtype, const std::function<at::Tensor()>& reference) {
   const bool all_dims = !dims.has_value() || dims->empty();
-  if (all_dims && self.dim() >= 1 && self.is_contiguous() && !keepdim && (!dtype || *dtype == self.scalar_type())) {
-    // Every element: a contiguous tensor is one row.
-    const at::Tensor row = self.view({1, self.numel()});
-    at::Tensor out = new_npu({}, self.scalar_type());
+  const at::ScalarType result_type = dtype.value_or(self.scalar_type());
+  // The kernels sum in f32, so a sum or mean of bf16 or f16 may also stay in f32 (sum(dtype=torch.float32)).
+  const bool sum_or_mean = kind == OpKind::SUM || kind == OpKind::MEAN;
+  const bool dtype_ok = result_type == self.scalar_type() ||
+                        (sum_or_mean && result_type == at::kFloat && (self.scalar_type() == at::kBFloat16 || self.scalar_type() == at::kHalf));
+  if (all_dims && self.dim() >= 1 && self.is_contiguous() && !keepdim && dtype_ok) {
+    // Every element: a contiguous tensor is one row, which one core would walk. A long one is cut
+    // into rows for all the cores first, whose results (sums and means in f32) one more launch reduces.
+    const int64_t n = self.numel();
+    for (const int64_t parts : {256, 64, 16, 4}) {
+      if (n % parts != 0 || n / parts < 4096) continue;
+      const at::Tensor rows = self.view({parts, n / parts});
+      at::Tensor partial = new_npu({parts}, sum_or_mean ? at::kFloat : self.scalar_type());
+      if (!try_run([&] { return OpDesc(kind, {describe(rows)}, describe(partial)); }, {rows}, partial)) break;
+      const at::Tensor row = partial.view({1, parts});
+      at::Tensor out = new_npu({}, partial.scalar_type());
+      if (!try_run([&] { return OpDesc(kind, {describe(row)}, describe(out)); }, {row}, out)) break;
+      return out.scalar_type() == result_type ? out : out.to(result_type);  // rounded once, as the CPU does
+    }
+    const at::Tensor row = self.view({1, n});
+    at::Tensor out = new_npu({}, result_type);
     if (try_run([&] { return OpDesc(kind, {describe(row)}, describe(out)); }, {row}, out)) return out;
   }
   // One dim: moved last as a view; the result's elements are then in the order of the other dims.
-  if (self.dim() > 0 && dims.has_value() && dims->size() == 1 && (!dtype || *dtype == self.scalar_type())) {
+  if (self.dim() > 0 && dims.has_value() && dims->size() == 1 && dtype_ok) {
     const int64_t d = at::maybe_wrap_dim((*dims)[0], self.dim());
     std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
     if (keepdim) shape[size_t(d)] = 1;
     else shape.erase(shape.begin() + d);
-    at::Tensor out = new_npu(shape, self.scalar_type());
+    at::Tensor out = new_npu(shape, result_type);
     const at::Tensor x = self.movedim(d, -1);
     if (try_run([&] { return OpDesc(kind, {describe(x)}, describe(out)); }, {x}, out)) return out;
     // Rows the kernel cannot walk (a middle dim moved last): made dense by the copy kernel first.
@@ -450,7 +467,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
   }
   // Several dims: trailing dims of a contiguous tensor merge into one row; others are
   // reduced one at a time (sums and means through f32, rounded once at the end).
-  if (self.dim() > 0 && dims.has_value() && dims->size() > 1 && (!dtype || *dtype == self.scalar_type()) &&
+  if (self.dim() > 0 && dims.has_value() && dims->size() > 1 && dtype_ok &&
       at::isFloatingType(self.scalar_type())) {
     std::vector<int64_t> order;
     for (const int64_t d : *dims) order.push_back(at::maybe_wrap_dim(d, self.dim()));
@@ -484,7 +501,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
         for (const int64_t d : order) shape[size_t(d)] = 1;
       }
       result = result.reshape(shape);
-      return widen ? result.to(self.scalar_type()) : result;
+      return result.scalar_type() == result_type ? result : result.to(result_type);
     }
   }
   return on_cpu(name, reference);
