@@ -4,9 +4,11 @@
 // again for each statistic they need, then once more to write the output:
 //   softmax, log_softmax  max; sum of exp(x - max); output
 //   layer_norm            sum (the mean); sum of (x - mean)^2; output
+//   var, std              sum (the mean); sum of (x - mean)^2
 //   rms_norm              sum of x^2; output
 // (the statistics the one-tile kernel computes, in the same order, so results
-// differ from it only in how the f32 sums are grouped). Rows are split over
+// differ from it only in how the f32 sums are grouped); var and std are
+// layer_norm's first two passes. argmax and argmin are not chunked. Rows are split over
 // the cores; a core walks its rows one after another. Chunks go through two
 // slots as in the one-tile kernel: dma ch0 loads (x, and for a norm's output
 // pass its weight and bias chunks), the vector unit computes in f32, dma ch2
@@ -30,7 +32,9 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
   const TensorDesc& x = op.inputs[0];
   const TensorDesc& out = op.output;
   const int64_t length = layout.length, rows = layout.rows;
-  const bool reduction = op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::AMAX || op.kind == OpKind::AMIN;
+  const bool reduction = is_row_reduction(op.kind);
+  if (op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN)
+    throw UnsupportedOp(name + " over a row longer than the scratchpad (" + std::to_string(length) + " elements)");
   const size_t params = op.inputs.size() - 1;  // weight, bias
   const int64_t e = isa::dtype_size_bytes(x.dtype), eo = isa::dtype_size_bytes(out.dtype);
   const bool convert = x.dtype != DType::F32;
@@ -46,6 +50,8 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
       case OpKind::SOFTMAX:
       case OpKind::LOG_SOFTMAX: return {Pass::Max, Pass::SumExp, Pass::Output};
       case OpKind::LAYER_NORM: return {Pass::Sum, Pass::SquaredDeviations, Pass::Output};
+      case OpKind::VAR:
+      case OpKind::STD: return {Pass::Sum, Pass::SquaredDeviations};
       case OpKind::RMS_NORM: return {Pass::SumOfSquares, Pass::Output};
       default: throw std::logic_error("not a row op");
     }
@@ -60,7 +66,7 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
     per_element += 4 + (op.inputs[i].dtype == DType::F32 ? 0 : pe);
   }
   // Statistics and constants: 64 bytes each, then the two slots (each buffer 64-byte aligned).
-  enum Stat : int64_t { kInvLength, kEpsilon, kAccumulator, kSecond, kChunk, kResultA, kResultB, kStats };
+  enum Stat : int64_t { kInvLength, kEpsilon, kInvDivisor, kAccumulator, kSecond, kChunk, kResultA, kResultB, kStats };
   const int64_t stats_bytes = kStats * 64;
   const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) - stats_bytes - 2 * 8 * 64;
   // Chunks of whole 64-element vectors, no longer than 32 Ki elements: beyond that a chunk
@@ -113,6 +119,7 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
   };
   fill_f32(kInvLength, 1.0f / float(length));
   fill_f32(kEpsilon, float(op.epsilon));
+  fill_f32(kInvDivisor, variance_scale(length, op.correction));
   const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
     b.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
@@ -263,8 +270,14 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
           v2(Opcode::V_ADD, kScalar, local, local, s0, one);
         }
         break;
-      case Pass::SumOfSquares:
-      case Pass::SquaredDeviations: {
+      case Pass::SquaredDeviations:
+        if (reduction) {  // var, std: into the accumulator, which the reduction stores
+          stat(s2, kInvDivisor), v2(Opcode::V_MUL, kScalar, s0, s1, s2, one);
+          if (op.kind == OpKind::STD) v1(Opcode::V_SQRT, s0, s0, one, one);
+          break;
+        }
+        [[fallthrough]];
+      case Pass::SumOfSquares: {
         const Reg sum = pass == Pass::SumOfSquares ? s0 : s1;
         v2(Opcode::V_MUL, kScalar, w, sum, s2, one);  // the variance (mean square for rms_norm)
         v2(Opcode::V_ADD, kScalar, w, w, tmp, one);

@@ -132,6 +132,11 @@ std::string OpDesc::key() const {
     key += params;
   }
   if (kind == OpKind::ELEMENTWISE_CHAIN) key += " chain " + chain_to_string(chain);
+  if (kind == OpKind::VAR || kind == OpKind::STD) {
+    char text[40];
+    std::snprintf(text, sizeof text, " correction %.17g", correction);
+    key += text;
+  }
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
     char eps[40];
     std::snprintf(eps, sizeof eps, " epsilon %.17g", epsilon);

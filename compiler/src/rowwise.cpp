@@ -50,12 +50,15 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   if (!isa::dtype_is_float(x.dtype)) throw UnsupportedOp(name + " on " + std::string(isa::dtype_name(x.dtype)) + ": floats only");
   // A sum or mean may also be kept in f32 (PyTorch's sum(dtype=float32) of a bf16 tensor): the kernel
   // accumulates in f32 anyway and skips the final rounding.
-  const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN) && out.dtype == DType::F32;
-  if (out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
+  const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
+  const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::VAR || op.kind == OpKind::STD) &&
+                          out.dtype == DType::F32;
+  if (arg && out.dtype != DType::I32) throw std::invalid_argument(name + ": the output is i32 (positions)");
+  if (!arg && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
   if (x.shape.empty()) throw UnsupportedOp(name + " of a 0-dim tensor");
   for (const int64_t s : x.strides)
     if (s < 0) throw UnsupportedOp("negative strides");
-  const bool reduction = op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::AMAX || op.kind == OpKind::AMIN;
+  const bool reduction = is_row_reduction(op.kind);
   const int64_t length = x.shape.back(), rows = length == 0 ? 0 : x.numel() / length;
   int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
   if (!row_view(x, &x_row, &x_col)) throw UnsupportedOp(name + ": the input's leading dims do not merge into rows");
@@ -81,7 +84,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm;
   // Per slot, per row: the raw tile (when converting), the f32 work tile, a scratch tile, two statistics, the output.
   const int64_t per_row = (convert ? length * e : 0) + length * 4 + (needs_scratch ? length * 4 : 0) + 8 + (reduction ? eo : length * eo);
-  int64_t params = 128;  // 1/L and epsilon
+  int64_t params = 192;  // 1/L, epsilon, the variance's 1 / (L - correction)
   for (size_t i = 1; i < op.inputs.size(); ++i) params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
   const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 6 * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
@@ -100,8 +103,8 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t out_bytes = align64(tr * (reduction ? 1 : length) * eo);
   const int64_t raw0 = 0, work0 = raw0 + raw_bytes, scratch0 = work0 + work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
   const int64_t out0 = stat1 + stat_bytes, slot_bytes = out0 + out_bytes;
-  const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64;
-  int64_t param_at = eps_at + 64;
+  const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64, inv_divisor_at = eps_at + 64;
+  int64_t param_at = inv_divisor_at + 64;
   std::vector<int64_t> param_f32, param_raw;
   for (size_t i = 1; i < op.inputs.size(); ++i) {
     param_f32.push_back(param_at), param_at += align64(length * 4);
@@ -138,6 +141,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     };
     fill_f32(inv_at, 1.0f / float(length));
     fill_f32(eps_reg, float(op.epsilon));
+    if (op.kind == OpKind::VAR || op.kind == OpKind::STD) b.li(addr, inv_divisor_at), fill_f32(addr, variance_scale(length, op.correction));
     const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
       b.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
     };
@@ -240,11 +244,26 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
       case OpKind::MEAN: reduce(Opcode::V_RSUM, c0, w), v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one), result = c0; break;
       case OpKind::AMAX: reduce(Opcode::V_RMAX, c0, w), result = c0; break;
       case OpKind::AMIN: reduce(Opcode::V_RMIN, c0, w), result = c0; break;
+      case OpKind::VAR:
+      case OpKind::STD:
+        // Two passes over the row on the core, as layer_norm: the mean, then the squared deviations from it.
+        reduce(Opcode::V_RSUM, c0, w);
+        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v2(Opcode::V_MUL, kFull, w, w, w, mt, len);
+        reduce(Opcode::V_RSUM, c0, w);
+        b.li(tmp, inv_divisor_at), v2(Opcode::V_MUL, kScalar, c0, c0, tmp, mt, one);
+        if (op.kind == OpKind::STD) v1(Opcode::V_SQRT, c0, c0, mt, one);
+        result = c0;
+        break;
+      case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
+      case OpKind::ARGMIN: b.emit(Opcode::V_ARGMIN, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
       default: throw std::logic_error("not a row op");
     }
     const Reg cols = reduction ? one : len;
     b.addi(addr, slot, out0);
-    if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
+    if (arg) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // positions: i32 already
+    else if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
     else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, addr.index, result.index, mt.index, cols.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});

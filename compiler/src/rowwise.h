@@ -1,11 +1,27 @@
 // Lowering of the row ops (softmax, norms, last-dim reductions) to vector-unit programs.
 #pragma once
 
+#include <algorithm>
+#include <limits>
+
 #include "npusim/compiler/compiler.h"
 
 namespace npu::compiler {
 
 Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config);
+
+// The row ops that leave one value per row.
+inline bool is_row_reduction(OpKind kind) {
+  return kind == OpKind::SUM || kind == OpKind::MEAN || kind == OpKind::AMAX || kind == OpKind::AMIN || kind == OpKind::VAR ||
+         kind == OpKind::STD || kind == OpKind::ARGMAX || kind == OpKind::ARGMIN;
+}
+
+// var and std divide the sum of squared deviations by max(0, L - correction): its reciprocal, in f32
+// (infinity for a divisor of 0, so that 0 / 0 gives nan and x / 0 inf, as PyTorch does).
+inline float variance_scale(int64_t length, double correction) {
+  const double divisor = std::max(0.0, double(length) - correction);
+  return divisor == 0 ? std::numeric_limits<float>::infinity() : float(1.0 / divisor);
+}
 
 // x viewed as rows x length, the output as rows x length (or one element per
 // row for the reductions): element strides of both views.

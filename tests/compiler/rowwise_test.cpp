@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -66,6 +67,24 @@ class RowOps : public testing::KernelTest {
         case OpKind::MEAN: expect(r, sum / double(length), u * abs_sum / double(length) + 1e-7 * std::fabs(sum / double(length))); break;
         case OpKind::AMAX: expect(r, max, 0); break;
         case OpKind::AMIN: expect(r, min, 0); break;
+        case OpKind::ARGMAX:
+        case OpKind::ARGMIN: {
+          const double target = op.kind == OpKind::ARGMAX ? max : min;
+          expect(r, double(std::find(v.begin(), v.end(), target) - v.begin()), 0);  // the first of equal extrema
+          break;
+        }
+        case OpKind::VAR:
+        case OpKind::STD: {
+          const double mean = sum / double(length);
+          double squares = 0, abs_squares = 0;
+          for (const double a : v) squares += (a - mean) * (a - mean), abs_squares += a * a;
+          const double var = squares / std::max(0.0, double(length) - op.correction);
+          // The deviations carry the mean's error (u relative to sum |x|); squared and summed: 4 u of sum x^2 (as a variance).
+          const double var_bound = 4 * u * (abs_squares + abs_sum * abs_sum / double(length)) / std::max(1.0, double(length) - op.correction);
+          if (op.kind == OpKind::VAR) expect(r, var, var_bound + 1e-7 * var);
+          else expect(r, std::sqrt(var), var_bound / std::max(std::sqrt(var), 1e-3) + 1e-7 * std::sqrt(var));
+          break;
+        }
         case OpKind::SOFTMAX:
         case OpKind::LOG_SOFTMAX: {
           double z = 0;
@@ -140,6 +159,48 @@ TEST_P(RowOps, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SUM, {t(DType::F32, {4, 4})}, t(DType::F32, {3}))), std::invalid_argument);
 }
 
+TEST_P(RowOps, VarianceAndStandardDeviation) {
+  for (const OpKind kind : {OpKind::VAR, OpKind::STD}) {
+    check(OpDesc(kind, {t(DType::F32, {37, 53})}, t(DType::F32, {37})));
+    OpDesc population(kind, {t(DType::F32, {2, 6, 129})}, t(DType::F32, {2, 6, 1}));
+    population.correction = 0;
+    check(population);
+    check(OpDesc(kind, {t(DType::BF16, {16, 200})}, t(DType::BF16, {16})));
+    check(OpDesc(kind, {t(DType::BF16, {16, 200})}, t(DType::F32, {16})));
+  }
+  TensorDesc x = t(DType::F32, {40, 24});
+  x.strides = {1, 40};  // along a non-last dim of a contiguous [24, 40]
+  check(OpDesc(OpKind::VAR, {x}, t(DType::F32, {40})));
+}
+
+TEST_P(RowOps, VarianceOfTooFewElementsIsNanOrInfinity) {
+  // One element, Bessel's correction: 0 / 0. Two elements, correction 2: a positive sum over 0.
+  OpDesc single(OpKind::VAR, {t(DType::F32, {3, 1})}, t(DType::F32, {3}));
+  const auto single_run = run(single, [](size_t, size_t i) { return double(i); });
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(load(DType::F32, &single_run.output[size_t(i) * 4])));
+  OpDesc pair(OpKind::STD, {t(DType::F32, {1, 2})}, t(DType::F32, {1}));
+  pair.correction = 2;
+  EXPECT_EQ(load(DType::F32, run(pair, [](size_t, size_t i) { return double(i); }).output.data()), INFINITY);
+}
+
+TEST_P(RowOps, ArgmaxAndArgminGiveTheFirstPosition) {
+  for (const OpKind kind : {OpKind::ARGMAX, OpKind::ARGMIN}) {
+    check(OpDesc(kind, {t(DType::F32, {37, 53})}, t(DType::I32, {37})));
+    check(OpDesc(kind, {t(DType::BF16, {9, 1000})}, t(DType::I32, {9, 1})));
+    check(OpDesc(kind, {t(DType::F32, {5, 1})}, t(DType::I32, {5})));
+  }
+  // Ties: integers in [0, 4) repeat; the first of each row's equal extrema is the answer.
+  const OpDesc ties(OpKind::ARGMAX, {t(DType::F32, {8, 100})}, t(DType::I32, {8}));
+  const auto result = run(ties, [](size_t, size_t i) { return double((i * 7 + i / 100) % 4); });
+  for (int r = 0; r < 8; ++r) {
+    int first = 0;
+    for (int j = 0; j < 100; ++j)
+      if ((size_t(r * 100 + j) * 7 + size_t(r)) % 4 == 3) { first = j; break; }
+    EXPECT_EQ(load(DType::I32, &result.output[size_t(r) * 4]), first) << "row " << r;
+  }
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::ARGMAX, {t(DType::F32, {4, 4})}, t(DType::F32, {4}))), std::invalid_argument);
+}
+
 TEST_P(RowOps, SumsAndMeansMayStayInF32) {
   check(OpDesc(OpKind::SUM, {t(DType::BF16, {16, 200})}, t(DType::F32, {16})));
   check(OpDesc(OpKind::MEAN, {t(DType::BF16, {5, 3, 70})}, t(DType::F32, {5, 3})));
@@ -195,6 +256,11 @@ TEST_P(LongRows, Reductions) {
   }
   check_chunked(OpDesc(OpKind::SUM, {t(DType::BF16, {3, 6000})}, t(DType::BF16, {3})));
   check_chunked(OpDesc(OpKind::MEAN, {t(DType::BF16, {3, 6000})}, t(DType::F32, {3, 1})));
+  check_chunked(OpDesc(OpKind::VAR, {t(DType::F32, {4, 5000})}, t(DType::F32, {4})));
+  OpDesc std_op(OpKind::STD, {t(DType::BF16, {2, 7001})}, t(DType::F32, {2}));
+  std_op.correction = 0;
+  check_chunked(std_op);
+  EXPECT_THROW(small_.compile(OpDesc(OpKind::ARGMAX, {t(DType::F32, {2, 5000})}, t(DType::I32, {2}))), UnsupportedOp);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, LongRows, ::testing::Values("tiny", "base"), testing::preset_name);

@@ -396,6 +396,41 @@ def test_in_place_unary_ops_run_on_the_chip_with_the_out_of_place_bits(name):
     assert npusim.fallback_stats() == before
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_gather_and_index_select_along_any_dim_run_on_the_chip(dtype):
+    torch.manual_seed(7)
+    before = dict(npusim.fallback_stats())
+    x = (torch.randn(4, 7, 5) * 100).to(dtype)
+    xn = x.to(NPU)
+    for dim in (0, 1, 2, -1):
+        index = torch.randint(0, x.size(dim), (6,))
+        assert torch.equal(torch.index_select(xn, dim, index.to(NPU)).cpu(), torch.index_select(x, dim, index))
+        shape = list(x.shape)
+        shape[dim] = 9
+        shape[0] = min(shape[0], 3) if dim % 3 != 0 else shape[0]  # smaller than x along another dim
+        picks = torch.randint(0, x.size(dim), shape)
+        assert torch.equal(torch.gather(xn, dim, picks.to(NPU)).cpu(), torch.gather(x, dim, picks))
+    # A strided x (a transpose) and int32 indices.
+    picks = torch.randint(0, 4, (5, 2), dtype=torch.int32)
+    assert torch.equal(torch.gather(xn[:, 0].t(), 1, picks.to(NPU)).cpu(), torch.gather(x[:, 0].t(), 1, picks.long()))
+    # Log-probabilities of chosen tokens, as a fine-tuning loss picks them.
+    if dtype == torch.float32:
+        logits, tokens = torch.randn(3, 8, 50), torch.randint(0, 50, (3, 8, 1))
+        picked = torch.log_softmax(logits.to(NPU), -1).gather(-1, tokens.to(NPU)).cpu()
+        torch.testing.assert_close(picked, torch.log_softmax(logits, -1).gather(-1, tokens))
+    assert npusim.fallback_stats() == before
+
+
+def test_an_index_out_of_range_along_a_dim_is_refused_as_on_the_cpu():
+    x = torch.randn(3, 4).to(NPU)
+    for bad in (torch.tensor([0, 4]), torch.tensor([-1, 0])):
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.index_select(x, 1, bad.to(NPU))
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.gather(x, 1, bad.view(1, 2).to(NPU))
+    torch.testing.assert_close((x * 2).cpu(), x.cpu() * 2)
+
+
 def test_an_index_outside_the_table_faults_the_device_which_keeps_working():
     table = torch.randn(5, 4).to("npu")
     with pytest.raises(RuntimeError, match="v.gather"):
@@ -505,6 +540,33 @@ def test_extrema_and_their_indices_run_on_the_chip(dtype):
             assert torch.equal(torch.argmin(xn, dim, keepdim).cpu(), torch.argmin(x, dim, keepdim))
     assert torch.equal(xn.argmax().cpu(), x.argmax()) and torch.equal(xn.argmin().cpu(), x.argmin())
     assert torch.equal(xn.max().cpu(), x.max()) and torch.equal(xn.min().cpu(), x.min())
+    assert npusim.fallback_stats() == before
+
+
+def test_argmax_and_var_are_one_kernel_each_and_nan_is_the_extreme_as_on_the_cpu():
+    torch.manual_seed(6)
+    x = torch.randn(6, 300)
+    x[1, 17] = x[4, 0] = x[4, 9] = float("nan")
+    xn = x.to(NPU)
+    before, kernels = dict(npusim.fallback_stats()), dict(npusim.kernel_stats())
+    assert torch.equal(torch.argmax(xn, 1).cpu(), torch.argmax(x, 1))
+    assert torch.equal(torch.argmin(xn, 1).cpu(), torch.argmin(x, 1))
+    values, indices = torch.max(xn, 1)
+    expected = torch.max(x, 1)
+    assert torch.equal(indices.cpu(), expected.indices)
+    torch.testing.assert_close(values.cpu(), expected.values, rtol=0, atol=0, equal_nan=True)
+    y = torch.randn(8, 1000) * 3 + 1
+    yn = y.to(NPU)
+    torch.testing.assert_close(torch.var(yn, 1).cpu(), torch.var(y, 1), rtol=1e-5, atol=1e-6)
+    std, mean = torch.std_mean(yn, -1, correction=0, keepdim=True)
+    expected_std, expected_mean = torch.std_mean(y, -1, correction=0, keepdim=True)
+    torch.testing.assert_close(std.cpu(), expected_std, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(mean.cpu(), expected_mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.var(yn.bfloat16(), 0).cpu(), torch.var(y.bfloat16(), 0))
+    after = npusim.kernel_stats()
+    # (Not the composition the bridge falls back to: a comparison with the extremum, a row minimum of positions.)
+    launched = {name: after.get(name, 0) - kernels.get(name, 0) for name in ("argmax", "argmin", "var", "std", "eq", "amin")}
+    assert launched == {"argmax": 2, "argmin": 1, "var": 2, "std": 1, "eq": 0, "amin": 0}
     assert npusim.fallback_stats() == before
 
 

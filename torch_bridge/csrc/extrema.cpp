@@ -1,23 +1,29 @@
 // Maxima and minima with their indices on the npu (max.dim, min.dim, argmax,
-// argmin, and max / min of a whole tensor), from the row kernels and
-// elementwise kernels:
-//   values   amax / amin over the dim (the row kernel)
-//   indices  the first position holding that value: where(x == value,
-//            position, inf), then its minimum over the dim, in f32 (exact for
-//            positions below 2^24), cast to int32 and widened to int64
-// as the CPU returns them (the first of equal extrema). Unlike the CPU, a NaN
-// is not propagated (the chip's maximum ignores it). Other dtypes (integers,
+// argmin, and max / min of a whole tensor), from the row kernels:
+//   values   amax / amin over the dim
+//   indices  argmax / argmin over the dim (i32, widened to int64 as the CPU
+//            returns them): the first of equal extrema, and the first NaN,
+//            as on the CPU
+// A dim longer than the scratchpad, which the argmax kernel does not walk in
+// chunks, takes the first position holding the value instead: where(x ==
+// value, position, inf), then its minimum over the dim, in f32 (exact for
+// positions below 2^24); there a NaN is not found. Other dtypes (integers,
 // f64) and dims of 2^24 or more go to the CPU, counted.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include <functional>
 #include <limits>
 
 #include "kernel_launch.h"
+#include "runtime.h"
 
 namespace npusim {
 namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
 
 bool on_chip(const at::Tensor& x, int64_t dim) {
   return chip_float(x) && x.numel() > 0 && x.dim() > 0 && x.size(dim) < (int64_t{1} << 24);
@@ -30,10 +36,18 @@ at::Tensor positions(const at::Tensor& x, int64_t dim) {
   return to_npu(at::arange(x.size(dim), at::TensorOptions().dtype(at::kFloat)).view(shape));
 }
 
-// The first index along dim where x equals its extremum there (values: kept dim).
-at::Tensor first_index(const at::Tensor& x, const at::Tensor& values, int64_t dim, bool keepdim) {
+// The first index along dim where x holds its extremum: the argmax / argmin kernel, or (values:
+// the extrema, the dim kept) the first position holding the value.
+at::Tensor first_index(bool maximum, const at::Tensor& x, const std::function<at::Tensor()>& values, int64_t dim, bool keepdim) {
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  if (keepdim) shape[size_t(dim)] = 1;
+  else shape.erase(shape.begin() + dim);
+  at::Tensor index = new_npu(shape, at::kInt);
+  const at::Tensor rows = x.movedim(dim, -1);
+  const auto make = [&] { return OpDesc(maximum ? OpKind::ARGMAX : OpKind::ARGMIN, {describe(rows)}, describe(index)); };
+  if (try_run(make, {rows}, index)) return index.to(at::kLong);
   const at::Tensor infinity = at::scalar_tensor(std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(at::kFloat));
-  const at::Tensor candidates = at::where(at::eq(x, values), positions(x, dim), infinity);
+  const at::Tensor candidates = at::where(at::eq(x, values()), positions(x, dim), infinity);
   return at::amin(candidates, {dim}, keepdim).to(at::kInt).to(at::kLong);
 }
 
@@ -45,7 +59,14 @@ std::tuple<at::Tensor, at::Tensor> extremum_dim(bool maximum, const at::Tensor& 
     return {to_npu(v), to_npu(i)};
   }
   const at::Tensor values = maximum ? at::amax(self, {d}, true) : at::amin(self, {d}, true);
-  return {keepdim ? values : values.squeeze(d), first_index(self, values, d, keepdim)};
+  return {keepdim ? values : values.squeeze(d), first_index(maximum, self, [&] { return values; }, d, keepdim)};
+}
+
+// The index alone: no values computed unless the fallback needs them.
+at::Tensor index_dim(bool maximum, const at::Tensor& self, int64_t dim, bool keepdim) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (!on_chip(self, d)) return std::get<1>(extremum_dim(maximum, self, dim, keepdim));
+  return first_index(maximum, self, [&] { return maximum ? at::amax(self, {d}, true) : at::amin(self, {d}, true); }, d, keepdim);
 }
 
 std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(true, self, dim, keepdim); }
@@ -54,11 +75,11 @@ std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, 
 // argmax / argmin: over dim, or over the flattened tensor when none is given.
 at::Tensor arg_extremum(bool maximum, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!dim) {
-    at::Tensor index = std::get<1>(extremum_dim(maximum, self.reshape({-1}), 0, false));
+    at::Tensor index = index_dim(maximum, self.reshape({-1}), 0, false);
     return keepdim ? index.reshape(std::vector<int64_t>(size_t(self.dim()), 1)) : index;
   }
-  if (self.dim() == 0) return std::get<1>(extremum_dim(maximum, self.reshape({1}), 0, false)).reshape(std::vector<int64_t>{});
-  return std::get<1>(extremum_dim(maximum, self, *dim, keepdim));
+  if (self.dim() == 0) return index_dim(maximum, self.reshape({1}), 0, false).reshape(std::vector<int64_t>{});
+  return index_dim(maximum, self, *dim, keepdim);
 }
 at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(true, self, dim, keepdim); }
 at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(false, self, dim, keepdim); }

@@ -11,6 +11,7 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/util/accumulate.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -664,9 +665,35 @@ npu::compiler::TensorDesc describe_index(const at::Tensor& index) {
   return desc;
 }
 
-// index_select along dim 0 (what embedding does): rows gathered from the table in DRAM.
+// An index tensor as i32 on the chip: int64 as its low words.
+at::Tensor index_words(const at::Tensor& index) { return index.scalar_type() == at::kInt ? index : int64_words(index).select(-1, 0); }
+
+// PyTorch refuses an index outside [0, size) along a dim; once flattened with the other dims it
+// could land inside the table (the kernel only checks the table's bounds), so it is checked first,
+// on the chip, and reported as the CPU reports it.
+void check_index_range(const at::Tensor& index, int64_t size, const char* op) {
+  const at::Tensor i = index_words(index);
+  const bool outside = any_dims(npusim::maximum(at::lt(i, 0), at::ge(i, size)), std::nullopt, false).cpu().item<bool>();
+  TORCH_CHECK_INDEX(!outside, op, "(): index out of range in self (the dim has ", size, " elements)");
+}
+
+// index_select along dim 0 (what embedding does): rows gathered from the table in DRAM. Along another
+// dim d of x [A, V, B] (x made contiguous on the chip first): x as a table of A * V rows of B, and
+// row a * V + index[j] for out[a, j].
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const bool integer_index = on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt);
+  if (d > 0 && integer_index && index.dim() <= 1 && index.numel() > 0 && self.numel() > 0 && self.numel() < (int64_t{1} << 31)) {
+    check_index_range(index, self.size(d), "index_select");
+    const int64_t outer = c10::multiply_integers(self.sizes().slice(0, size_t(d)));
+    const int64_t inner = c10::multiply_integers(self.sizes().slice(size_t(d) + 1));
+    const at::Tensor starts = to_npu(at::arange(outer, at::TensorOptions().dtype(at::kInt)).mul_(self.size(d)).view({outer, 1}));
+    const at::Tensor rows = at::add(starts, index_words(index).reshape({1, -1}));
+    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+    shape[size_t(d)] = index.numel();
+    const at::Tensor table = self.contiguous().view({outer * self.size(d), inner});
+    return npusim::index_select(table, 0, rows.reshape({-1})).view(shape);
+  }
   if (d == 0 && self.dim() >= 1 && on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt)) {
     std::vector<int64_t> shape = {index.numel()};
     shape.insert(shape.end(), self.sizes().begin() + 1, self.sizes().end());
@@ -725,13 +752,26 @@ at::Tensor bitwise_or(const at::Tensor& a, const at::Tensor& b) {
   return on_cpu("aten::bitwise_or.Tensor", [&] { return at::bitwise_or(cpu(a), cpu(b)); });
 }
 
-// gather along the last dim of a single row (a 1-D tensor, or [1, N] with a [1, M] index): index_select.
+// gather along any dim: out[i] = x[i with index[i] along dim], the element's flat position in x
+// (made contiguous) computed on the chip in i32, index[i] * stride(dim) + the other dims' positions
+// times their strides, then the elements gathered as rows of one.
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  const bool one_row = (self.dim() == 1 && index.dim() == 1) ||
-                       (self.dim() == 2 && index.dim() == 2 && d == 1 && self.size(0) == 1 && index.size(0) == 1);
-  const bool integer_index = index.scalar_type() == at::kLong || index.scalar_type() == at::kInt;
-  if (one_row && integer_index && self.numel() > 0) return npusim::index_select(self.reshape({-1}), 0, index.reshape({-1})).reshape(index.sizes());
+  bool supported = on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1 &&
+                   index.dim() == self.dim() && index.numel() > 0 && self.numel() < (int64_t{1} << 31);
+  for (int64_t k = 0; supported && k < self.dim(); ++k) supported = k == d || index.size(k) <= self.size(k);
+  if (supported) {
+    check_index_range(index, self.size(d), "gather");
+    const at::Tensor x = self.contiguous();
+    at::Tensor flat = at::mul(index_words(index), x.stride(d));
+    for (int64_t k = 0; k < self.dim(); ++k) {
+      if (k == d || index.size(k) == 1) continue;
+      std::vector<int64_t> shape(size_t(self.dim()), 1);
+      shape[size_t(k)] = index.size(k);
+      flat = at::add(flat, to_npu(at::arange(index.size(k), at::TensorOptions().dtype(at::kInt)).mul_(x.stride(k)).view(shape)));
+    }
+    return npusim::index_select(x.view({x.numel(), 1}), 0, flat.reshape({-1})).view(index.sizes());
+  }
   return on_cpu("aten::gather", [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); });
 }
 

@@ -1,5 +1,6 @@
 // Variance and standard deviation on the npu (var, std, var_mean, std_mean with
-// a correction), over any dims, from the row kernels and elementwise kernels:
+// a correction), over any dims: one row kernel (var / std) where the reduced
+// dims make rows, otherwise from the row kernels and elementwise kernels:
 //   mean = mean(x, dims);  var = sum((x - mean)^2, dims) / max(0, N - correction)
 // two passes in f32 (the CPU uses Welford's one pass: results agree to f32
 // rounding), rounded once to x's dtype. N is the number of elements reduced;
@@ -10,11 +11,16 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kernel_launch.h"
+#include "runtime.h"
 
 namespace npusim {
 namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
 
 struct Moments {
   at::Tensor mean, var;  // f32, the reduced dims kept (size 1)
@@ -60,11 +66,50 @@ at::Tensor shaped(const at::Tensor& statistic, const at::Tensor& like, at::Optio
 
 bool on_chip(const at::Tensor& x) { return chip_float(x) && x.numel() > 0; }
 
+// var or std in one row kernel (the compiler's VAR / STD: mean and squared deviations on the core, x read
+// once), where the reduced dims make rows: one dim (moved last as a view), or trailing dims of a contiguous
+// tensor. A whole large tensor is left to the composition above, which every core shares (one row would
+// be walked by one core).
+std::optional<at::Tensor> one_kernel(OpKind kind, const at::Tensor& self, at::OptionalIntArrayRef dims,
+                                     const std::optional<at::Scalar>& correction, bool keepdim) {
+  if (self.dim() == 0) return std::nullopt;
+  std::vector<int64_t> over = reduced_dims(self, dims);
+  std::sort(over.begin(), over.end());
+  if (std::adjacent_find(over.begin(), over.end()) != over.end()) return std::nullopt;
+  std::vector<int64_t> shape;  // the result's
+  int64_t length = 1;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const bool reduced = std::binary_search(over.begin(), over.end(), d);
+    if (reduced) length *= self.size(d);
+    if (!reduced) shape.push_back(self.size(d));
+    else if (keepdim) shape.push_back(1);
+  }
+  at::Tensor x;
+  if (over.size() == 1) {
+    x = self.movedim(over[0], -1);
+  } else if (self.is_contiguous() && over.back() == self.dim() - 1 && over.back() - over.front() + 1 == int64_t(over.size())) {
+    x = self.view({self.numel() / length, length});
+  } else {
+    return std::nullopt;
+  }
+  if (x.numel() == length && length >= (int64_t{1} << 16)) return std::nullopt;
+  at::Tensor out = new_npu(shape, self.scalar_type());
+  const double c = correction ? correction->toDouble() : 1.0;
+  const auto make = [&] {
+    OpDesc op(kind, {describe(x)}, describe(out));
+    op.correction = c;
+    return op;
+  };
+  if (!try_run(make, {x}, out)) return std::nullopt;
+  return out;
+}
+
 at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
   if (!on_chip(self)) {
     note_cpu_fallback("aten::var.correction");
     return to_npu(at::var(self.cpu(), dims, correction, keepdim));
   }
+  if (auto result = one_kernel(OpKind::VAR, self, dims, correction, keepdim)) return *result;
   return shaped(moments(self, dims, correction).var, self, dims, keepdim);
 }
 
@@ -73,6 +118,7 @@ at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std:
     note_cpu_fallback("aten::std.correction");
     return to_npu(at::std(self.cpu(), dims, correction, keepdim));
   }
+  if (auto result = one_kernel(OpKind::STD, self, dims, correction, keepdim)) return *result;
   return shaped(at::sqrt(moments(self, dims, correction).var), self, dims, keepdim);
 }
 
@@ -83,6 +129,8 @@ std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::Optional
     auto [v, m] = at::var_mean(self.cpu(), dims, correction, keepdim);
     return {to_npu(v), to_npu(m)};
   }
+  if (auto result = one_kernel(OpKind::VAR, self, dims, correction, keepdim))
+    return {*result, shaped(at::mean(self, reduced_dims(self, dims), true), self, dims, keepdim)};
   const Moments m = moments(self, dims, correction);
   return {shaped(m.var, self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
 }
@@ -94,6 +142,8 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::Optional
     auto [s, m] = at::std_mean(self.cpu(), dims, correction, keepdim);
     return {to_npu(s), to_npu(m)};
   }
+  if (auto result = one_kernel(OpKind::STD, self, dims, correction, keepdim))
+    return {*result, shaped(at::mean(self, reduced_dims(self, dims), true), self, dims, keepdim)};
   const Moments m = moments(self, dims, correction);
   return {shaped(at::sqrt(m.var), self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
 }

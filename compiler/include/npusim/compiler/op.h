@@ -101,6 +101,8 @@ struct OpDesc {
   F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
   double epsilon = 1e-5;
+  // var and std: the sum of squared deviations is divided by max(0, N - correction) (PyTorch's correction; 1 is Bessel's).
+  double correction = 1.0;
   // scaled_dot_product_attention: softmax(scale * q @ k^T) @ v. The caller
   // sets the scale (PyTorch's default is 1 / sqrt(D)); is_causal masks keys
   // j > query i (the top-left aligned lower triangle, as PyTorch's is_causal).
