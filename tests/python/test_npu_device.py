@@ -421,6 +421,33 @@ def test_gather_and_index_select_along_any_dim_run_on_the_chip(dtype):
     assert npusim.fallback_stats() == before
 
 
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, {"rtol": 1e-6, "atol": 1e-6}), (torch.bfloat16, {"rtol": 1.6e-2, "atol": 1e-2})])
+def test_scatter_add_and_index_add_run_on_the_chip(dtype, tolerance):
+    torch.manual_seed(8)
+    before = dict(npusim.fallback_stats())
+    x, src = torch.randn(4, 6, 5).to(dtype), torch.randn(8, 9, 8).to(dtype)  # src: larger than the index everywhere
+    for dim in (0, 1, 2):
+        shape = list(x.shape)
+        shape[dim] = 7  # more picks than the dim has: indices repeat
+        index = torch.randint(0, x.size(dim), shape)
+        expected = x.float().scatter_add(dim, index, src.float()).to(dtype)
+        torch.testing.assert_close(x.to(NPU).scatter_add(dim, index.to(NPU), src.to(NPU)).cpu(), expected, **tolerance)
+        picks = torch.tensor([0, 2, 2, 1, 0])
+        source = torch.randn(*[5 if k == dim else n for k, n in enumerate(x.shape)]).to(dtype)
+        expected = x.float().index_add(dim, picks, source.float(), alpha=0.5).to(dtype)
+        torch.testing.assert_close(x.to(NPU).index_add(dim, picks.to(NPU), source.to(NPU), alpha=0.5).cpu(), expected, **tolerance)
+    # gather's backward is a scatter-add: log-probabilities of chosen tokens, differentiated.
+    logits, tokens = torch.randn(3, 8, 50).to(dtype), torch.randint(0, 50, (3, 8, 1))
+    on_chip = logits.to(NPU).requires_grad_()
+    torch.log_softmax(on_chip.float(), -1).gather(-1, tokens.to(NPU)).sum().backward()
+    on_cpu = logits.clone().requires_grad_()
+    torch.log_softmax(on_cpu.float(), -1).gather(-1, tokens).sum().backward()
+    torch.testing.assert_close(on_chip.grad.cpu(), on_cpu.grad, **tolerance)
+    assert npusim.fallback_stats() == before
+    with pytest.raises(IndexError, match="index out of range"):
+        x.to(NPU).scatter_add(0, torch.full((1, 6, 5), 4).to(NPU), src.to(NPU))
+
+
 def test_an_index_out_of_range_along_a_dim_is_refused_as_on_the_cpu():
     x = torch.randn(3, 4).to(NPU)
     for bad in (torch.tensor([0, 4]), torch.tensor([-1, 0])):

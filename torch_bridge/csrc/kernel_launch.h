@@ -71,6 +71,10 @@ inline bool chip_floats(const at::Tensor& x, std::initializer_list<const std::op
 // An int64 npu tensor's storage seen as i32 words: t's shape and a last dim of 2 (low word,
 // high word; little-endian), aliasing t. The chip has no int64: it computes on the words.
 at::Tensor int64_words(const at::Tensor& t);
+// An index tensor as i32 on the chip: int64 as its low words.
+at::Tensor index_words(const at::Tensor& index);
+// Raises an IndexError, as the CPU does, when an index lies outside [0, size) (checked on the chip).
+void check_index_range(const at::Tensor& index, int64_t size, const char* op);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.

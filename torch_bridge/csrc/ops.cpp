@@ -665,18 +665,6 @@ npu::compiler::TensorDesc describe_index(const at::Tensor& index) {
   return desc;
 }
 
-// An index tensor as i32 on the chip: int64 as its low words.
-at::Tensor index_words(const at::Tensor& index) { return index.scalar_type() == at::kInt ? index : int64_words(index).select(-1, 0); }
-
-// PyTorch refuses an index outside [0, size) along a dim; once flattened with the other dims it
-// could land inside the table (the kernel only checks the table's bounds), so it is checked first,
-// on the chip, and reported as the CPU reports it.
-void check_index_range(const at::Tensor& index, int64_t size, const char* op) {
-  const at::Tensor i = index_words(index);
-  const bool outside = any_dims(npusim::maximum(at::lt(i, 0), at::ge(i, size)), std::nullopt, false).cpu().item<bool>();
-  TORCH_CHECK_INDEX(!outside, op, "(): index out of range in self (the dim has ", size, " elements)");
-}
-
 // index_select along dim 0 (what embedding does): rows gathered from the table in DRAM. Along another
 // dim d of x [A, V, B] (x made contiguous on the chip first): x as a table of A * V rows of B, and
 // row a * V + index[j] for out[a, j].
@@ -864,6 +852,18 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+// An index tensor as i32 on the chip: int64 as its low words.
+at::Tensor index_words(const at::Tensor& index) { return index.scalar_type() == at::kInt ? index : int64_words(index).select(-1, 0); }
+
+// PyTorch refuses an index outside [0, size) along a dim; once flattened with the other dims it
+// could land inside the table (the kernel only checks the table's bounds), so it is checked first,
+// on the chip, and reported as the CPU reports it.
+void check_index_range(const at::Tensor& index, int64_t size, const char* op) {
+  const at::Tensor i = index_words(index);
+  const bool outside = any_dims(npusim::maximum(at::lt(i, 0), at::ge(i, size)), std::nullopt, false).cpu().item<bool>();
+  TORCH_CHECK_INDEX(!outside, op, "(): index out of range in self (the dim has ", size, " elements)");
+}
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
 

@@ -1,0 +1,88 @@
+// Scatter-adds on the npu (scatter_add, so gather's backward; index_add). The
+// chip has no atomic add, and cores adding into the same row would race, so
+// each is made of kernels that write every output element once:
+//   scatter_add  with the dim moved last, x [..., V], index and src [..., k]:
+//                out[..., v] = x[..., v] + sum over j of (index[..., j] == v ?
+//                src[..., j] : 0), the [..., V, k] products by a comparison and
+//                a select, their sum by a row kernel, in f32
+//   index_add    one index [k] for every row: the one-hot [k, V] of the index
+//                (0 / 1, exact in every dtype), and out = x + alpha * src @
+//                one-hot on the tensor core, summed in f32
+// rounded once to x's dtype (the CPU adds in x's dtype one source element at a
+// time: equal where no index repeats, within rounding where one does). The
+// one-hot terms cost k x V per row: beyond 2^24 of them (a scatter of a whole
+// vocabulary-sized dim onto itself) the CPU does it, counted. An index outside
+// [0, V) raises an IndexError, as on the CPU (checked on the chip first).
+#include <ATen/Functions.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr int64_t kMaxOneHotTerms = int64_t{1} << 24;
+
+at::Tensor positions(int64_t count) { return to_npu(at::arange(count, at::TensorOptions().dtype(at::kInt))); }
+
+at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+bool integer_index(const at::Tensor& index) { return on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt); }
+
+at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  // Along the other dims the index covers all of x (gather's backward: the index has the gradient's
+  // shape); src may be larger than the index (only the index's part of it is read, as on the CPU).
+  bool supported = chip_float(self) && chip_float(src) && src.scalar_type() == self.scalar_type() && integer_index(index) &&
+                   self.dim() >= 1 && index.dim() == self.dim() && src.dim() == self.dim() && index.numel() > 0;
+  for (int64_t k = 0; supported && k < self.dim(); ++k)
+    supported = (k == d || index.size(k) == self.size(k)) && index.size(k) <= src.size(k);
+  supported = supported && index.numel() <= kMaxOneHotTerms / std::max<int64_t>(self.size(d), 1);
+  if (!supported) {
+    note_cpu_fallback("aten::scatter_add.out");
+    return into(to_npu(at::scatter_add(self.cpu(), dim, index.cpu(), src.cpu())), out);
+  }
+  check_index_range(index, self.size(d), "scatter_add");
+  at::Tensor part = src;
+  for (int64_t k = 0; k < self.dim(); ++k) part = part.narrow(k, 0, index.size(k));
+  // [..., 1, k] against [V, 1]: the products [..., V, k], summed along k (the last dim: rows).
+  const at::Tensor i = index_words(index).movedim(d, -1).unsqueeze(-2);
+  const at::Tensor values = as_f32(part).movedim(d, -1).unsqueeze(-2);
+  const at::Tensor hits = at::eq(i, positions(self.size(d)).view({-1, 1}));
+  const at::Tensor sums = at::where(hits, values, at::zeros({}, values.options())).sum(-1);
+  const at::Tensor result = at::add(as_f32(self).movedim(d, -1), sums).movedim(-1, d);
+  return into(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out);
+}
+
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source, const at::Scalar& alpha,
+                          at::Tensor& out) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t count = index.numel();
+  const bool supported = chip_float(self) && chip_float(source) && source.scalar_type() == self.scalar_type() && integer_index(index) &&
+                         index.dim() <= 1 && self.dim() >= 1 && source.dim() == self.dim() && count > 0 && source.size(d) == count &&
+                         count <= kMaxOneHotTerms / std::max<int64_t>(self.size(d), 1);
+  if (!supported) {
+    note_cpu_fallback("aten::index_add.out");
+    return into(to_npu(at::index_add(self.cpu(), dim, index.cpu(), source.cpu(), alpha)), out);
+  }
+  check_index_range(index, self.size(d), "index_add");
+  // one_hot[j, v] = (index[j] == v), in the source's dtype (0 and 1 are exact).
+  const at::Tensor one_hot = at::eq(index_words(index).reshape({count, 1}), positions(self.size(d)).view({1, -1})).to(source.scalar_type());
+  const at::Tensor added = at::matmul(source.movedim(d, -1), one_hot);  // [..., V]: each column the sum of its sources
+  const at::Tensor result = at::add(as_f32(self), as_f32(added).movedim(-1, d), alpha);
+  return into(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("scatter_add.out", scatter_add_out);
+  m.impl("index_add.out", index_add_out);
+}
+
+}  // namespace npusim
