@@ -119,7 +119,20 @@ IndexSpace collapse_index_space(const std::string& op, const std::vector<int64_t
       for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
     }
   }
-  if (shape.size() > 3) throw UnsupportedOp(op + ": " + std::to_string(shape.size()) + " dimensions that do not merge (at most 3)");
+  if (shape.size() > kMaxIndexDims)
+    throw UnsupportedOp(op + ": " + std::to_string(shape.size()) + " dimensions that do not merge (at most " + std::to_string(kMaxIndexDims) + ")");
+  IndexSpace space;
+  if (shape.size() > 3) {
+    // The dims before the last two are planes: a tile's plane number is split into them on the core.
+    const size_t outer = shape.size() - 2;
+    space.plane_dims.assign(shape.begin(), shape.begin() + std::ptrdiff_t(outer));
+    for (const auto& s : merged) space.plane_strides.emplace_back(s.begin(), s.begin() + std::ptrdiff_t(outer));
+    int64_t planes = 1;
+    for (const int64_t d : space.plane_dims) planes *= d;
+    space.shape = {planes, shape[outer], shape[outer + 1]};
+    for (const auto& s : merged) space.strides.push_back({s[outer - 1], s[outer], s[outer + 1]});
+    return space;
+  }
   while (shape.size() < 3) {
     shape.insert(shape.begin(), 1);
     for (auto& s : merged) s.insert(s.begin(), 0);
@@ -134,9 +147,9 @@ IndexSpace collapse_index_space(const std::string& op, const std::vector<int64_t
       for (auto& s : merged) s[1] = s[2] * width;
     }
   }
-  IndexSpace space;
   space.shape = {shape[0], shape[1], shape[2]};
-  for (const auto& s : merged) space.strides.push_back({s[0], s[1], s[2]});
+  space.plane_dims = {shape[0]};
+  for (const auto& s : merged) space.strides.push_back({s[0], s[1], s[2]}), space.plane_strides.push_back({s[0]});
   return space;
 }
 
@@ -368,7 +381,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     // addr = base + (p*sP + i0*sR + j0*sC) * esize
     const auto global_address = [&](size_t k) {
       const Operand& o = operands[k];
-      b.scaled_address(addr, base[k], {{p, o.stride[0]}, {i0, o.stride[1]}, {j0, o.stride[2]}}, o.esize, tmp);
+      b.tile_address(addr, base[k], p, space.plane_dims, space.plane_strides[k], {{i0, o.stride[1]}, {j0, o.stride[2]}}, o.esize, tmp);
     };
     // The DMA shape of operand k's tile (full, row, column or scalar).
     const auto dma_shape = [&](const Operand& o, Bcast mode) {

@@ -16,11 +16,19 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config);
 // The vector instruction of a unary elementwise op (for epilogues).
 isa::Opcode unary_opcode(OpKind kind);
 
-// An index space collapsed to at most three dimensions.
+// An index space collapsed to planes x rows x cols. Planes may stand for
+// several dims that do not merge (plane_dims, outermost first, their product
+// shape[0]), each with its own stride per operand (plane_strides); with one,
+// strides[k][0] is its stride.
 struct IndexSpace {
   std::array<int64_t, 3> shape{};               // planes, rows, cols
   std::vector<std::array<int64_t, 3>> strides;  // per operand, in elements; 0 broadcasts
+  std::vector<int64_t> plane_dims;
+  std::vector<std::vector<int64_t>> plane_strides;  // per operand
 };
+
+// The most dims a collapsed index space holds (planes of up to kMaxIndexDims - 2 dims).
+inline constexpr size_t kMaxIndexDims = 6;
 
 // An input's strides over the output's dims `shape` (0 where it broadcasts);
 // std::invalid_argument, naming `op`, where it does not broadcast.
@@ -29,7 +37,8 @@ std::vector<int64_t> broadcast_strides(const std::string& op, const TensorDesc& 
 // `dims` with every operand's strides over them, collapsed: dims of size 1
 // dropped, neighbours merged wherever every operand's strides allow, padded
 // to planes x rows x cols, and one long run folded into rows of a power of
-// two. UnsupportedOp for negative strides or more than 3 dims that do not merge.
+// two; the dims before the last two are the planes. UnsupportedOp for
+// negative strides or more than kMaxIndexDims dims that do not merge.
 IndexSpace collapse_index_space(const std::string& op, const std::vector<int64_t>& dims, const std::vector<std::vector<int64_t>>& strides);
 
 // How a kernel reads an operand's mt x nt tile: all of it, one row (the operand

@@ -108,6 +108,8 @@ Kernel lower_embedding(const OpDesc& op, const sim::ChipConfig& config) {
   // The indices' dims with the indices' and the output's strides over them.
   std::vector<std::vector<int64_t>> strides{std::vector<int64_t>(out.strides.begin(), out.strides.begin() + index_rank), indices.strides};
   const IndexSpace space = collapse_index_space("embedding", indices.shape, strides);
+  if (space.plane_dims.size() > 1)
+    throw UnsupportedOp("embedding: indices with " + std::to_string(space.plane_dims.size() + 2) + " dimensions that do not merge (at most 3)");
   const int64_t planes = space.shape[0], rows = space.shape[1], cols = space.shape[2];
   const std::array<int64_t, 3> os = space.strides[0], is = space.strides[1];
   const int64_t count_total = planes * rows * cols;

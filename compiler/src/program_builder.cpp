@@ -95,6 +95,34 @@ void ProgramBuilder::scaled_address(Reg out, Reg base, std::initializer_list<std
   }
 }
 
+void ProgramBuilder::tile_address(Reg out, Reg base, Reg p, const std::vector<int64_t>& plane_dims, const std::vector<int64_t>& plane_strides,
+                                  std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp) {
+  if (plane_dims.size() <= 1) {
+    scaled_address(out, base, {{p, plane_strides.empty() ? 0 : plane_strides[0]}}, esize_bytes, tmp);
+  } else {
+    // Innermost digit first: digit = rest % dim, rest /= dim.
+    const Reg rest = reg(), digit = reg();
+    mov(out, base);
+    mov(rest, p);
+    for (size_t d = plane_dims.size(); d-- > 0;) {
+      li(tmp, plane_dims[d]);
+      emit(isa::Opcode::REMU, {digit.index, rest.index, tmp.index});
+      if (d > 0) emit(isa::Opcode::DIVU, {rest.index, rest.index, tmp.index});
+      if (plane_strides[d] == 0) continue;
+      li(tmp, plane_strides[d] * esize_bytes);
+      mul(tmp, tmp, digit);
+      add(out, out, tmp);
+    }
+    release(rest), release(digit);
+  }
+  for (const auto& [index, stride] : terms) {
+    if (stride == 0) continue;
+    li(tmp, stride * esize_bytes);
+    mul(tmp, tmp, index);
+    add(out, out, tmp);
+  }
+}
+
 void ProgramBuilder::tile_origin(Reg t, int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, Reg p, Reg i0, Reg j0, Reg mt,
                                  Reg nt, Reg tmp) {
   const int64_t row_tiles = (rows + tile_rows - 1) / tile_rows, col_tiles = (cols + tile_cols - 1) / tile_cols;

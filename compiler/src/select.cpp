@@ -255,7 +255,7 @@ Kernel lower_where(const OpDesc& op, const sim::ChipConfig& config) {
     // addr = base + (p*sP + i0*sR + j0*sC) * esize
     const auto global_address = [&](size_t k) {
       const Operand& o = operands[k];
-      b.scaled_address(addr, base[k], {{p, o.stride[0]}, {i0, o.stride[1]}, {j0, o.stride[2]}}, o.esize, tmp);
+      b.tile_address(addr, base[k], p, space.plane_dims, space.plane_strides[k], {{i0, o.stride[1]}, {j0, o.stride[2]}}, o.esize, tmp);
     };
 
     // Loads, on dma ch0.

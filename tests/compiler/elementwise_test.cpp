@@ -199,10 +199,29 @@ TEST_P(Elementwise, EmptyTensorsGiveProgramsThatHalt) {
   }
 }
 
-TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
+// Views whose dims do not merge (a head transpose of [B, L, H, D], a slice of a slice): the
+// dims before the last two are planes, split into their own strides on the core.
+TEST_P(Elementwise, UpToSixDimsThatDoNotMerge) {
   TensorDesc four = t(DType::F32, {2, 3, 4, 5});
-  four.strides = {1000, 100, 10, 1};  // four dimensions that do not merge
-  EXPECT_THROW(compiler_.compile({OpKind::ADD, {four, four}, t(DType::F32, {2, 3, 4, 5})}), UnsupportedOp);
+  four.strides = {1000, 100, 10, 1};
+  check(OpKind::ADD, {four, four}, t(DType::F32, {2, 3, 4, 5}));
+  TensorDesc heads = t(DType::BF16, {3, 4, 7, 16});  // [B, H, L, D] read from a contiguous [B, L, H, D]
+  heads.strides = {7 * 4 * 16, 16, 4 * 16, 1};
+  check(OpKind::COPY, {heads}, t(DType::BF16, {3, 4, 7, 16}));
+  TensorDesc transposed_out = t(DType::F32, {3, 4, 7, 16});
+  transposed_out.strides = {7 * 4 * 16, 16, 4 * 16, 1};
+  check(OpKind::MUL, {t(DType::F32, {3, 4, 7, 16}), t(DType::F32, {4, 1, 16})}, transposed_out);  // a broadcast second operand
+  TensorDesc six = t(DType::F32, {2, 3, 2, 3, 4, 5});
+  six.strides = {5000, 1000, 300, 60, 12, 2};  // every dim strided apart
+  TensorDesc six_out = t(DType::F32, {2, 3, 2, 3, 4, 5});
+  six_out.storage_offset = 7;
+  check(OpKind::SUB, {six, t(DType::F32, {2, 1, 2, 1, 4, 5})}, six_out);
+}
+
+TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
+  TensorDesc seven = t(DType::F32, {2, 2, 2, 2, 2, 2, 2});
+  seven.strides = {1000, 300, 100, 30, 10, 3, 1};  // seven dimensions that do not merge
+  EXPECT_THROW(compiler_.compile({OpKind::ADD, {seven, seven}, t(DType::F32, {2, 2, 2, 2, 2, 2, 2})}), UnsupportedOp);
   EXPECT_THROW(compiler_.compile({OpKind::EXP, {t(DType::I32, {4})}, t(DType::I32, {4})}), UnsupportedOp);
   EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::F32, {5})}, t(DType::F32, {4})}), std::invalid_argument);
   EXPECT_THROW(compiler_.compile({OpKind::ADD, {t(DType::F32, {4}), t(DType::BF16, {4})}, t(DType::F32, {4})}), std::invalid_argument);

@@ -126,6 +126,13 @@ TEST_P(Where, StridedViewsAreReadAndWrittenInPlace) {
         strided(DType::BF16, {23, 19}, {1, 23}));
 }
 
+TEST_P(Where, FourAndFiveDimsThatDoNotMerge) {
+  check(t(DType::U8, {2, 3, 4, 5}), strided(DType::F32, {2, 3, 4, 5}, {1000, 100, 10, 1}), strided(DType::F32, {2, 3, 4, 5}, {1, 2, 6, 24}),
+        t(DType::F32, {2, 3, 4, 5}));
+  check(strided(DType::U8, {2, 2, 3, 4, 5}, {0, 60, 20, 5, 1}), t(DType::BF16, {2, 2, 3, 4, 5}), t(DType::BF16, {1, 2, 1, 1, 5}),
+        strided(DType::BF16, {2, 2, 3, 4, 5}, {2, 1, 200, 50, 10}));
+}
+
 TEST_P(Where, EmptyTensorsGiveProgramsThatHalt) {
   for (const auto& shape : std::vector<std::vector<int64_t>>{{0}, {3, 0}, {0, 5}}) {
     const auto kernel = compiler_.compile({OpKind::WHERE, {t(DType::U8, shape), t(DType::F32, shape), t(DType::F32, {})}, t(DType::F32, shape)});
@@ -153,13 +160,13 @@ TEST_P(Where, WhatItCannotDoIsSaidSo) {
   EXPECT_THROW(compiler_.compile({OpKind::WHERE, {t(DType::U8, {4, 5}), f, t(DType::BF16, {4, 5})}, f}), std::invalid_argument);
   EXPECT_THROW(compiler_.compile({OpKind::WHERE, {t(DType::U8, {4, 5}), f}, f}), std::invalid_argument);
   EXPECT_THROW(compiler_.compile({OpKind::WHERE, {t(DType::U8, {4, 6}), f, f}, f}), std::invalid_argument);  // does not broadcast
-  TensorDesc four = t(DType::F32, {2, 3, 4, 5});
-  four.strides = {1000, 100, 10, 1};  // four dimensions that do not merge
+  TensorDesc seven = t(DType::F32, {2, 2, 2, 2, 2, 2, 2});
+  seven.strides = {1000, 300, 100, 30, 10, 3, 1};  // seven dimensions that do not merge
   try {
-    compiler_.compile({OpKind::WHERE, {t(DType::U8, {2, 3, 4, 5}), four, four}, t(DType::F32, {2, 3, 4, 5})});
-    ADD_FAILURE() << "four dims that do not merge compiled";
+    compiler_.compile({OpKind::WHERE, {t(DType::U8, {2, 2, 2, 2, 2, 2, 2}), seven, seven}, t(DType::F32, {2, 2, 2, 2, 2, 2, 2})});
+    ADD_FAILURE() << "seven dims that do not merge compiled";
   } catch (const UnsupportedOp& e) {
-    EXPECT_NE(std::string(e.what()).find("where: 4 dimensions that do not merge"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("where: 7 dimensions that do not merge (at most 6)"), std::string::npos) << e.what();
   }
   const TensorDesc backwards = strided(DType::F32, {4, 5}, {5, -1}, 4);
   EXPECT_THROW(compiler_.compile({OpKind::WHERE, {t(DType::U8, {4, 5}), backwards, f}, f}), UnsupportedOp);

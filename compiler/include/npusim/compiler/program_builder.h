@@ -67,6 +67,10 @@ class ProgramBuilder {
 
   // out = base + (sum of index * stride) * esize_bytes, skipping zero strides; tmp is scratch.
   void scaled_address(Reg out, Reg base, std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp);
+  // The same with plane p first: p is split into the digits of plane_dims (outermost first), each times
+  // its stride. One plane dim is scaled_address's {p, stride} term (the same code).
+  void tile_address(Reg out, Reg base, Reg p, const std::vector<int64_t>& plane_dims, const std::vector<int64_t>& plane_strides,
+                    std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp);
   // Tile t of a planes x rows x cols index space cut into tile_rows x tile_cols
   // tiles, numbered plane-major, then by rows, then by columns: its plane p,
   // first row i0 and column j0, and its extent mt x nt (clipped at the edges).
