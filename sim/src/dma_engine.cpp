@@ -2,25 +2,65 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include "npusim/sim/address_map.h"
+#include "divider.h"
 #include "dram.h"
 #include "format.h"
 
 namespace npu::sim {
 namespace {
 
-// Rows of a 3-D block; an extent register holding 0 counts as 1.
-std::vector<std::pair<uint64_t, uint64_t>> row_offsets(uint64_t n1, uint64_t n2, uint64_t src_s1, uint64_t dst_s1, uint64_t src_s2,
-                                                       uint64_t dst_s2) {
-  n1 = std::max<uint64_t>(n1, 1);
-  n2 = std::max<uint64_t>(n2, 1);
-  std::vector<std::pair<uint64_t, uint64_t>> rows;
-  rows.reserve(n1 * n2);
-  for (uint64_t p = 0; p < n2; ++p)
-    for (uint64_t r = 0; r < n1; ++r) rows.emplace_back(p * src_s2 + r * src_s1, p * dst_s2 + r * dst_s1);
-  return rows;
-}
+// The rows of a transfer, in order, as (source offset, destination offset)
+// pairs. A 3-D block's (n2 planes of n1 rows; an extent register holding 0
+// counts as 1) are computed as they are walked, so that a large block costs
+// no list; a gather's are listed, read from its index array before any byte
+// moves. Offsets wrap modulo 2^64, as the registers do.
+class Rows {
+ public:
+  Rows(uint64_t n1, uint64_t n2, uint64_t src_s1, uint64_t dst_s1, uint64_t src_s2, uint64_t dst_s2)
+      : n1_(std::max<uint64_t>(n1, 1)), n2_(std::max<uint64_t>(n2, 1)), src_s1_(src_s1), dst_s1_(dst_s1), src_s2_(src_s2), dst_s2_(dst_s2) {}
+  explicit Rows(std::vector<std::pair<uint64_t, uint64_t>> listed) : listed_(std::move(listed)), is_listed_(true) {}
+
+  // The next row's offsets; false after the last.
+  bool next(uint64_t* src_offset, uint64_t* dst_offset) {
+    if (is_listed_) {
+      if (index_ == listed_.size()) return false;
+      std::tie(*src_offset, *dst_offset) = listed_[index_++];
+      return true;
+    }
+    if (plane_ == n2_) return false;
+    *src_offset = src_row_, *dst_offset = dst_row_;
+    if (++row_ < n1_) {
+      src_row_ += src_s1_, dst_row_ += dst_s1_;
+    } else {
+      row_ = 0, ++plane_;
+      src_row_ = src_plane_ += src_s2_, dst_row_ = dst_plane_ += dst_s2_;
+    }
+    return true;
+  }
+
+  // For a block whose strides are all below 2^63 (none "negative"): how far
+  // its last row starts past its first, for source and destination. A row
+  // lies between the first row's start and the last row's end.
+  bool last_row(unsigned __int128* src_offset, unsigned __int128* dst_offset) const {
+    constexpr uint64_t kSign = uint64_t{1} << 63;
+    if (is_listed_ || ((src_s1_ | dst_s1_ | src_s2_ | dst_s2_) & kSign)) return false;
+    *src_offset = static_cast<unsigned __int128>(n1_ - 1) * src_s1_ + static_cast<unsigned __int128>(n2_ - 1) * src_s2_;
+    *dst_offset = static_cast<unsigned __int128>(n1_ - 1) * dst_s1_ + static_cast<unsigned __int128>(n2_ - 1) * dst_s2_;
+    return true;
+  }
+
+ private:
+  uint64_t n1_ = 1, n2_ = 1, src_s1_ = 0, dst_s1_ = 0, src_s2_ = 0, dst_s2_ = 0;
+  uint64_t row_ = 0, plane_ = 0;
+  uint64_t src_row_ = 0, dst_row_ = 0, src_plane_ = 0, dst_plane_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> listed_;
+  size_t index_ = 0;
+  bool is_listed_ = false;
+};
 
 constexpr uint64_t kMaxRows = uint64_t{1} << 24;
 
@@ -76,6 +116,15 @@ std::optional<FaultRecord> DmaEngine::check(const Command& command, Space space,
     return fault;
   }
   return std::nullopt;
+}
+
+bool DmaEngine::holds(Space space, uint64_t address, unsigned __int128 bytes, unsigned remote_core) const {
+  if (bytes > UINT64_MAX - address) return false;
+  const uint64_t size = static_cast<uint64_t>(bytes);
+  // Global: below the core windows (each row is then DRAM), and inside DRAM.
+  if (space == Space::Global) return address + size <= kCoreWindowBase && dram_.in_range(address, size);
+  const LocalMemory& memory = space == Space::Local ? local_ : *directory_.local_memories[remote_core];
+  return !memory.check(address, size, 1);
 }
 
 uint64_t DmaEngine::noc_transport(tlm::tlm_command direction, uint64_t address, uint8_t* data, uint64_t bytes, uint64_t ready, bool* ok) {
@@ -146,7 +195,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   unsigned remote_core = 0;
   uint64_t src = uoperand(command, "src"), dst = uoperand(command, "dst");
   uint64_t n0 = uoperand(command, "n0");
-  std::vector<std::pair<uint64_t, uint64_t>> offsets;  // (src offset, dst offset) per row
+  std::optional<Rows> rows;
 
   switch (op) {
     case isa::Opcode::DMA_LD: src_space = Space::Global, dst_space = Space::Local; break;
@@ -169,35 +218,44 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
                            "dma.send to core " + std::to_string(core) + ", but the chip has " + std::to_string(context_.config.num_cores)),
               {}};
     remote_core = static_cast<unsigned>(core);
-    offsets = row_offsets(n1, 1, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), 0, 0);
+    rows.emplace(n1, 1, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), 0, 0);
   } else if (op == isa::Opcode::DMA_GATHER) {
     const uint64_t count = uoperand(command, "count");
     const uint64_t idx = uoperand(command, "idx");
     if (count > kMaxRows) return {0, fault_for(command, FaultKind::ExecutionError, "dma.gather of more than 2^24 rows"), {}};
     if (auto problem = local_.check(idx, count * 4, 4)) return {0, fault_from(command, *problem, "index array: "), {}};
     const uint64_t stride = uoperand(command, "src_s1");
+    std::vector<std::pair<uint64_t, uint64_t>> offsets;
     for (uint64_t i = 0; i < count; ++i) {
       int32_t index;
       std::memcpy(&index, local_.data(idx + i * 4), 4);
       // A negative index addresses below the table: it faults as out of range.
       offsets.emplace_back(static_cast<uint64_t>(static_cast<int64_t>(index)) * stride, i * n0);
     }
+    rows.emplace(std::move(offsets));
   } else {
-    offsets = row_offsets(n1, n2, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), uoperand(command, "src_s2"),
-                          uoperand(command, "dst_s2"));
+    rows.emplace(n1, n2, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), uoperand(command, "src_s2"), uoperand(command, "dst_s2"));
   }
 
   // Check every row before moving a byte: a faulting transfer has no effect.
-  if (n0 > 0)
-    for (const auto& [src_offset, dst_offset] : offsets) {
+  // Where the rows lie between two ends that one memory holds, none can
+  // fault; otherwise each is checked, in order, for the first fault's report.
+  unsigned __int128 src_last = 0, dst_last = 0;
+  const bool safe = n0 == 0 || (rows->last_row(&src_last, &dst_last) && holds(src_space, src, src_last + n0, remote_core) &&
+                                holds(dst_space, dst, dst_last + n0, remote_core));
+  if (!safe) {
+    Rows walk = *rows;
+    for (uint64_t src_offset, dst_offset; walk.next(&src_offset, &dst_offset);) {
       if (auto fault = check(command, src_space, src + src_offset, n0, remote_core)) return {0, fault, {}};
       if (auto fault = check(command, dst_space, dst + dst_offset, n0, remote_core)) return {0, fault, {}};
     }
+  }
 
   const DmaConfig& config = context_.config.core.dma;
   noc_wait_ = dram_wait_ = sram_wait_ = 0;
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;
+  const Divider request_bytes(config.request_bytes);
   uint64_t next_issue = start + config.descriptor_cycles;
   uint64_t end = next_issue;
   uint64_t bytes_since_yield = 0;
@@ -206,16 +264,16 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   // Requests are cut at request_bytes boundaries of the global (or source)
   // address, so that no request spans two DRAM interleave blocks.
   const bool split_on_dst = src_space != Space::Global && dst_space == Space::Global;
-  for (const auto& [src_offset, dst_offset] : offsets) {
+  for (uint64_t src_offset, dst_offset; rows->next(&src_offset, &dst_offset);) {
     for (uint64_t done_bytes = 0; done_bytes < n0;) {
       const uint64_t aligned_on = (split_on_dst ? dst + dst_offset : src + src_offset) + done_bytes;
-      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - aligned_on % config.request_bytes);
+      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(aligned_on));
       const uint64_t issue = std::max(next_issue, in_flight[slot]);
       const uint64_t done =
           request(src_space, src + src_offset + done_bytes, dst_space, dst + dst_offset + done_bytes, bytes, issue, remote_core, &fault, command);
       if (fault) return {0, fault, {}};
       in_flight[slot] = done;
-      slot = (slot + 1) % in_flight.size();
+      if (++slot == in_flight.size()) slot = 0;
       next_issue = issue + 1;
       end = std::max(end, done);
       done_bytes += bytes;

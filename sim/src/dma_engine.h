@@ -38,6 +38,9 @@ class DmaEngine : public Engine {
   enum class Space { Global, Local, Remote };
 
   std::optional<FaultRecord> check(const Command& command, Space space, uint64_t address, uint64_t bytes, unsigned remote_core) const;
+  // Whether one memory of `space` holds [address, address + bytes), so that no
+  // access within it can fault (false where unsure: the caller checks each row).
+  bool holds(Space space, uint64_t address, unsigned __int128 bytes, unsigned remote_core) const;
   // Issues one request: reads `bytes` at src (from its space) and writes them at dst; returns completion.
   uint64_t request(Space src_space, uint64_t src, Space dst_space, uint64_t dst, uint64_t bytes, uint64_t issue, unsigned remote_core,
                    std::optional<FaultRecord>* fault, const Command& command);
