@@ -25,7 +25,14 @@ class ChipContext {
   const bool functional;  // false: timing only, the tensor core and vector unit skip their arithmetic
   ChipTrace* const trace; // null when not tracing
 
-  uint64_t now_cycle() const { return per_cycle_.quotient(sc_core::sc_time_stamp().value()); }
+  // The current cycle. Asked several times per memory request, at the same
+  // time: the kernel's clock is read inline (sc_time_stamp() is an out-of-line
+  // call) and the last conversion is remembered.
+  uint64_t now_cycle() const {
+    const uint64_t now_ps = sc_core::sc_get_curr_simcontext()->time_stamp().value();
+    if (now_ps != converted_ps_) converted_ps_ = now_ps, converted_cycle_ = per_cycle_.quotient(now_ps);
+    return converted_cycle_;
+  }
   sc_core::sc_time cycles(uint64_t count) const { return sc_core::sc_time::from_value(count * cycle_ps_); }
   // Delay (relative to now) until `cycle`, zero if it has passed.
   sc_core::sc_time until(uint64_t cycle) const {
@@ -79,6 +86,7 @@ class ChipContext {
  private:
   uint64_t cycle_ps_;
   Divider per_cycle_;  // picoseconds to cycles
+  mutable uint64_t converted_ps_ = 0, converted_cycle_ = 0;  // now_cycle()'s last conversion (0 ps is cycle 0)
   std::optional<FaultRecord> fault_;
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};
