@@ -20,6 +20,8 @@ class Divider {
     return q;
   }
   uint64_t remainder(uint64_t n) const { return n - quotient(n) * divisor_; }
+  // ceil(n / d), as ceil_div(n, d) computes it.
+  uint64_t ceil_quotient(uint64_t n) const { return quotient(n + divisor_ - 1); }
 
  private:
   uint64_t divisor_;

@@ -34,6 +34,7 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
       row_bytes_(config_.row_bytes),
       banks_per_channel_(config_.banks_per_channel),
       refresh_interval_(config_.refresh_interval_cycles ? config_.refresh_interval_cycles : 1),
+      bus_width_(config_.bytes_per_cycle_per_channel),
       storage_(map_zeroed(config_.size_bytes), Unmapper{config_.size_bytes}),
       channels_(config_.channels),
       stats_(config_.channels) {
@@ -84,7 +85,7 @@ uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t 
   // The bank is busy while it precharges and activates; column accesses to an
   // open row pipeline behind each other on the bus.
   bank.ready = start + (latency - config_.row_hit_cycles);
-  const uint64_t burst = ceil_div(bytes, config_.bytes_per_cycle_per_channel);
+  const uint64_t burst = bus_width_.ceil_quotient(bytes);
   const uint64_t bus_start = channel.bus.reserve(start + latency, burst);
   stats.busy_cycles += burst;
   (is_write ? stats.write_bytes : stats.read_bytes) += bytes;

@@ -53,7 +53,7 @@ class Dram : public sc_core::sc_module {
   ChipContext& context_;
   const DramConfig& config_;
   const DramInterleave interleave_;
-  const Divider row_bytes_, banks_per_channel_, refresh_interval_;
+  const Divider row_bytes_, banks_per_channel_, refresh_interval_, bus_width_;
   struct Unmapper {
     uint64_t bytes;
     void operator()(uint8_t* memory) const;

@@ -14,7 +14,7 @@ LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, Cor
   const CoreConfig& core = context.config.core;
   for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
     *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
-               Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle())};
+               Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle()), Divider(config->banks)};
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
 
@@ -60,8 +60,8 @@ LocalMemory::BankSpan LocalMemory::bank_span(const Memory& memory, uint64_t offs
   const SramConfig& config = *memory.config;
   // An access of B bytes streams through the banks it touches at one bank
   // width per bank per cycle; a transfer of a full bank row or more uses all banks.
-  const uint64_t first = memory.bank_width.quotient(offset) % config.banks;
-  const uint64_t span = std::min<uint64_t>(config.banks, ceil_div(memory.bank_width.remainder(offset) + bytes, config.bank_width_bytes));
+  const uint64_t first = memory.bank_count.remainder(memory.bank_width.quotient(offset));
+  const uint64_t span = std::min<uint64_t>(config.banks, memory.bank_width.ceil_quotient(memory.bank_width.remainder(offset) + bytes));
   const uint64_t to_end = std::min<uint64_t>(span, config.banks - first);
   return {first, to_end, span - to_end};
 }

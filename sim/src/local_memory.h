@@ -64,7 +64,7 @@ class LocalMemory : public sc_core::sc_module {
     std::vector<uint8_t> bytes;
     std::vector<BankTimeline> banks;  // DMA requests' reservations
     std::vector<BankShare> shares;     // streams, per bank
-    Divider bank_width, bytes_per_cycle;  // the config's, for the per-access arithmetic
+    Divider bank_width, bytes_per_cycle, bank_count;  // the config's, for the per-access arithmetic
   };
   struct BankSpan {
     uint64_t first, to_end, wrapped;  // banks first .. first + to_end - 1, then 0 .. wrapped - 1

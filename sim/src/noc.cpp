@@ -11,7 +11,10 @@ namespace npu::sim {
 
 Noc::Noc(sc_core::sc_module_name name, ChipContext& context)
     : sc_module(name), in("in"), out("out"), context_(context), config_(context.config.noc), dram_interleave_(context.config.dram),
+      link_width_(config_.link_bytes_per_cycle),
       links_(static_cast<size_t>(config_.mesh_cols) * config_.mesh_rows * 4) {
+  const auto& ports = context.config.dram.ports;
+  for (unsigned channel = 0; channel < context.config.dram.channels; ++channel) dram_port_of_channel_.push_back(ports[channel % ports.size()]);
   in.register_b_transport(this, &Noc::b_transport);
 }
 
@@ -29,7 +32,7 @@ unsigned Noc::hops(MeshPosition from, MeshPosition to) const {
 uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles) {
   if (wait_cycles) *wait_cycles = 0;
   if (from.x == to.x && from.y == to.y) return ready;  // same node: no link crossed
-  const uint64_t serialization = ceil_div(bytes, config_.link_bytes_per_cycle);
+  const uint64_t serialization = link_width_.ceil_quotient(bytes);
   uint64_t head = ready;
   uint64_t waited = 0;
   unsigned x = from.x, y = from.y;
@@ -66,8 +69,7 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
   MeshPosition destination;
   if (address < kCoreWindowBase) {
     target = kDramTarget;
-    const auto& ports = context_.config.dram.ports;
-    destination = ports[dram_interleave_.channel_of(address) % ports.size()];
+    destination = dram_port_of_channel_[dram_interleave_.channel_of(address)];
   } else {
     const uint64_t core = (address - kCoreWindowBase) / kCoreWindowBytes;
     if (core >= context_.config.num_cores) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chip_context.h"
+#include "divider.h"
 #include "dram_interleave.h"
 #include "npusim/sim/stats.h"
 #include "timeline.h"
@@ -51,6 +52,8 @@ class Noc : public sc_core::sc_module {
   ChipContext& context_;
   const NocConfig& config_;
   const DramInterleave dram_interleave_;  // which channel's controller (mesh port) an address goes to
+  std::vector<MeshPosition> dram_port_of_channel_;  // the config's ports, repeated if fewer than the channels
+  const Divider link_width_;  // bytes per cycle of a link
   std::vector<MeshPosition> initiator_nodes_;
   std::vector<Link> links_;  // 4 per node, indexed (y * cols + x) * 4 + direction
 };
