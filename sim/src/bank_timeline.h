@@ -13,9 +13,12 @@ namespace npu::sim {
 
 class BankTimeline {
  public:
+  // Whether every reservation has ended by `cycle`: the usual case for an access.
+  bool free_from(uint64_t cycle) const { return live_ == busy_.size() || busy_.back().second <= cycle; }
+
   // The first cycle at or after `ready` from which the bank is free for `duration` cycles.
   uint64_t first_free(uint64_t ready, uint64_t duration) const {
-    if (live_ == busy_.size() || busy_.back().second <= ready) return ready;  // the usual case: after them all
+    if (free_from(ready)) return ready;
     uint64_t start = ready;
     // Disjoint and sorted by start, so sorted by end too: skip those that end by `ready` in log time.
     auto it = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),

@@ -83,17 +83,21 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   Memory& memory = *touched;
   BankTimeline* const banks = memory.banks.data();
   const BankShare* const shares = memory.shares.data();
-  // What streams leave of the banks' bandwidth: the access is slower by their largest share.
+  // What streams leave of the banks' bandwidth: the access is slower by their
+  // largest share. And whether the banks are all free from `ready` on, as
+  // they usually are: then the access starts at once.
   uint64_t share = 0;
-  const auto shared = [&](uint64_t bank) {
+  bool all_free = true;
+  const auto survey = [&](uint64_t bank) {
     if (shares[bank].until > ready) share = std::max(share, shares[bank].share);
+    all_free = all_free && banks[bank].free_from(ready);
   };
-  span.each(shared);
+  span.each(survey);
   const uint64_t full_width_cycles = memory.bytes_per_cycle.quotient(bytes + memory.config->bytes_per_cycle() - 1);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
-  // The first cycle from which every bank it touches is free (other DMA requests hold them).
+  // Otherwise the first cycle from which every bank it touches is free (other DMA requests hold them).
   uint64_t start = ready;
-  for (bool moved = true; moved;) {
+  for (bool moved = !all_free; moved;) {
     moved = false;
     const auto fit = [&](uint64_t bank) {
       const uint64_t free = banks[bank].first_free(start, cycles);
