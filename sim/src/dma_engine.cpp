@@ -138,13 +138,14 @@ uint64_t DmaEngine::noc_transport(tlm::tlm_command direction, uint64_t address, 
   payload.set_streaming_width(static_cast<unsigned>(bytes));
   payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   timing_.reset();
-  sc_core::sc_time delay = context_.until(ready);
+  timing_.cycle = ready;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;  // the extension carries the time
   noc->b_transport(payload, delay);
   noc_wait_ += timing_.noc_wait_cycles;
   dram_wait_ += timing_.dram_wait_cycles;
   sram_wait_ += timing_.sram_wait_cycles;
   *ok = payload.get_response_status() == tlm::TLM_OK_RESPONSE;
-  return context_.cycle_of(delay);
+  return timing_.cycle;
 }
 
 uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint64_t dst, uint64_t bytes, uint64_t issue,

@@ -107,8 +107,9 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
   const bool is_write = payload.is_write();
   uint64_t wait = 0;
   uint64_t done = 0;
+  auto* timing = payload.get_extension<TimingExtension>();
   // A request that spans interleave blocks is served by several channels in parallel.
-  const uint64_t ready = context_.cycle_of(delay);
+  const uint64_t ready = transport_cycle(context_, timing, delay);
   for (uint64_t offset = 0; offset < bytes;) {
     const uint64_t block_end = interleave_.next_block(address + offset);
     const uint64_t chunk = std::min<uint64_t>(bytes - offset, block_end - (address + offset));
@@ -117,7 +118,6 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
     wait = std::max(wait, chunk_wait);
     offset += chunk;
   }
-  auto* timing = payload.get_extension<TimingExtension>();
   if (!timing || timing->move_data) {
     if (is_write) {
       std::memcpy(data(address), payload.get_data_ptr(), bytes);
@@ -126,7 +126,7 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
     }
   }
   if (timing) timing->dram_wait_cycles += wait;
-  delay = context_.until(done);
+  set_transport_cycle(context_, timing, delay, done);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -155,8 +155,8 @@ void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::s
     return;
   }
   uint64_t wait = 0;
-  const uint64_t done = access(address, bytes, payload.is_write(), context_.cycle_of(delay), &wait);
   auto* timing = payload.get_extension<TimingExtension>();
+  const uint64_t done = access(address, bytes, payload.is_write(), transport_cycle(context_, timing, delay), &wait);
   if (!timing || timing->move_data) {
     if (payload.is_write()) {
       std::memcpy(data(address), payload.get_data_ptr(), bytes);
@@ -165,7 +165,7 @@ void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::s
     }
   }
   if (timing) timing->sram_wait_cycles += wait;
-  delay = context_.until(done);
+  set_transport_cycle(context_, timing, delay, done);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -81,7 +81,8 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
     payload.set_address(address - kCoreWindowBase - core * kCoreWindowBytes);
   }
   uint64_t waited = 0;
-  const uint64_t ready = context_.cycle_of(delay);
+  auto* timing = payload.get_extension<TimingExtension>();
+  const uint64_t ready = transport_cycle(context_, timing, delay);
   // Writes carry their data to the target; reads send a request (modelled as
   // its router latencies) and the data travels back.
   uint64_t at_target;
@@ -90,18 +91,19 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
   } else {
     at_target = ready + uint64_t{hops(source, destination)} * config_.router_latency_cycles;
   }
-  sc_core::sc_time target_delay = context_.until(at_target);
+  sc_core::sc_time target_delay = sc_core::SC_ZERO_TIME;
+  set_transport_cycle(context_, timing, target_delay, at_target);
   out[target]->b_transport(payload, target_delay);
   payload.set_address(address);
   if (payload.get_response_status() != tlm::TLM_OK_RESPONSE) return;
-  uint64_t done = context_.cycle_of(target_delay);
+  uint64_t done = transport_cycle(context_, timing, target_delay);
   if (payload.is_read()) {
     uint64_t back_wait = 0;
     done = transfer(destination, source, bytes, done, &back_wait);
     waited += back_wait;
   }
-  if (auto* timing = payload.get_extension<TimingExtension>()) timing->noc_wait_cycles += waited;
-  delay = context_.until(done);
+  if (timing) timing->noc_wait_cycles += waited;
+  set_transport_cycle(context_, timing, delay, done);
 }
 
 std::vector<NocLinkStats> Noc::link_stats() const {
