@@ -35,11 +35,9 @@ class BankTimeline {
     if (duration == 0) return;
     if (live_ == busy_.size() || busy_.back().first <= start) {  // usually the latest
       busy_.emplace_back(start, start + duration);
-      return;
+    } else {
+      insert(start, start + duration);
     }
-    size_t at = busy_.size();
-    while (at > live_ && busy_[at - 1].first > start) --at;
-    busy_.insert(busy_.begin() + static_cast<std::ptrdiff_t>(at), {start, start + duration});
   }
 
   // Many intervals kept: time to prune.
@@ -55,6 +53,13 @@ class BankTimeline {
       live_ = 0;
     }
     prune_at_ = std::max<size_t>(kPruneAt, 2 * (busy_.size() - live_));
+  }
+
+  // A reservation before some made ahead of it: after the last one that starts by `from`.
+  void insert(uint64_t from, uint64_t to) {
+    const auto at = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
+                                         [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.first <= from; });
+    busy_.insert(at, {from, to});
   }
 
   static constexpr size_t kPruneAt = 32;

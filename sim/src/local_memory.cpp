@@ -105,18 +105,11 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
     };
     span.each(fit);
   }
-  bool crowded = false;
   const auto take = [&](uint64_t bank) {
     banks[bank].reserve(start, cycles);
-    crowded = crowded || banks[bank].crowded();
+    if (banks[bank].crowded()) banks[bank].prune(context_.now_cycle());
   };
   span.each(take);
-  if (crowded) {
-    const uint64_t now = context_.now_cycle();
-    span.each([&](uint64_t bank) {
-      if (banks[bank].crowded()) banks[bank].prune(now);
-    });
-  }
   if (wait_cycles) *wait_cycles = start - ready + (cycles - full_width_cycles);
   return start + cycles;
 }
