@@ -42,10 +42,6 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
   socket.register_b_transport(this, &Dram::b_transport);
 }
 
-bool Dram::in_range(uint64_t address, uint64_t bytes) const {
-  return address <= config_.size_bytes && bytes <= config_.size_bytes - address;
-}
-
 uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start) {
   if (config_.refresh_interval_cycles == 0) return start;
   // Refresh k occupies [k * tREFI, k * tREFI + tRFC) for k >= 1 and closes every row.

@@ -26,7 +26,7 @@ class Dram : public sc_core::sc_module {
   Dram(sc_core::sc_module_name name, ChipContext& context);
 
   // Zero-time access for loaders and the host side (no timing, no stats).
-  bool in_range(uint64_t address, uint64_t bytes) const;
+  bool in_range(uint64_t address, uint64_t bytes) const { return address <= config_.size_bytes && bytes <= config_.size_bytes - address; }
   uint8_t* data(uint64_t address) { return storage_.get() + address; }
 
   // Times one access of `bytes` (within one interleave block) that reaches the

@@ -20,15 +20,6 @@ Noc::Noc(sc_core::sc_module_name name, ChipContext& context)
 
 void Noc::add_initiator_node(MeshPosition position) { initiator_nodes_.push_back(position); }
 
-Noc::Link& Noc::link(unsigned x, unsigned y, Direction direction) {
-  return links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + direction];
-}
-
-unsigned Noc::hops(MeshPosition from, MeshPosition to) const {
-  const auto distance = [](uint32_t a, uint32_t b) { return a > b ? a - b : b - a; };
-  return distance(from.x, to.x) + distance(from.y, to.y);
-}
-
 uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles) {
   if (wait_cycles) *wait_cycles = 0;
   if (from.x == to.x && from.y == to.y) return ready;  // same node: no link crossed

@@ -36,7 +36,10 @@ class Noc : public sc_core::sc_module {
   // Moves `bytes` from one node to another, starting at `ready`; returns the
   // arrival cycle of the last byte. `wait_cycles` gets the link contention.
   uint64_t transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles);
-  unsigned hops(MeshPosition from, MeshPosition to) const;
+  unsigned hops(MeshPosition from, MeshPosition to) const {  // (in the class, to be inlined: every request asks)
+    const auto distance = [](uint32_t a, uint32_t b) { return a > b ? a - b : b - a; };
+    return distance(from.x, to.x) + distance(from.y, to.y);
+  }
 
   std::vector<NocLinkStats> link_stats() const;
 
@@ -46,7 +49,9 @@ class Noc : public sc_core::sc_module {
     Timeline timeline;
     uint64_t bytes = 0;
   };
-  Link& link(unsigned x, unsigned y, Direction direction);
+  Link& link(unsigned x, unsigned y, Direction direction) {
+    return links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + direction];
+  }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
 
   ChipContext& context_;
