@@ -69,11 +69,12 @@ class LocalMemory : public sc_core::sc_module {
   struct BankSpan {
     uint64_t first, to_end, wrapped;  // banks first .. first + to_end - 1, then 0 .. wrapped - 1
     uint64_t size() const { return to_end + wrapped; }
-    // Calls f(bank) for each bank of the span: two runs, without a modulo per bank.
+    // Calls f(bank) for each bank of the span, without a modulo per bank. (One
+    // call site, so that the compiler inlines f: it runs for every bank of
+    // every DMA request.)
     template <typename F>
     void each(F&& f) const {
-      for (uint64_t i = 0; i < to_end; ++i) f(first + i);
-      for (uint64_t i = 0; i < wrapped; ++i) f(i);
+      for (uint64_t i = 0, bank = first; i < to_end + wrapped; ++i, bank = i == to_end ? 0 : bank + 1) f(bank);
     }
   };
   BankSpan bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const;
