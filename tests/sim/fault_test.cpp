@@ -131,6 +131,48 @@ TEST_F(Faults, SramOverflow) {
   EXPECT_NE(fault.message.find("runs past the end of the scratchpad"), std::string::npos) << fault.to_string();
 }
 
+// A DMA block is checked row by row, in order, before any byte moves: the
+// fault names the first row that leaves its memory, whatever the rows after it.
+TEST_F(Faults, DmaBlockReportsItsFirstFaultingRow) {
+  // Three 64-byte rows 32 KiB apart in a 64 KiB scratchpad: the third starts at its end.
+  FaultRecord fault = expect_fault(R"(
+.code 0
+    li r1, 64
+    li r2, 3
+    li r3, 0x8000
+    dma.ld ch0, r0, r0, r1, r2, r0, r3, r1, r0, r0
+    halt
+)",
+                                   FaultKind::AddressOutOfRange);
+  EXPECT_EQ(fault.pc, 3);
+  EXPECT_EQ(fault.address, 0x10000u);
+  // Rows 0x7ff0 apart: the third runs past the end.
+  fault = expect_fault(R"(
+.code 0
+    li r1, 64
+    li r2, 3
+    li r3, 0x7ff0
+    dma.ld ch0, r0, r0, r1, r2, r0, r3, r1, r0, r0
+    halt
+)",
+                       FaultKind::SramOverflow);
+  EXPECT_EQ(fault.address, 0xffe0u);
+  // Two planes of two rows from 16 MiB of DRAM: the second plane's second row starts at its end.
+  fault = expect_fault(R"(
+.code 0
+    li r1, 64
+    li r2, 2
+    li r3, 0xffffc0
+    li r4, 128
+    dma.ld ch0, r0, r0, r1, r2, r2, r1, r1, r4, r3
+    halt
+)",
+                       FaultKind::AddressOutOfRange);
+  EXPECT_EQ(fault.pc, 4);
+  EXPECT_EQ(fault.address, 0x1000000u);
+  EXPECT_NE(fault.message.find("global range [0x1000000, +64)"), std::string::npos) << fault.to_string();
+}
+
 TEST_F(Faults, ExecutionErrors) {
   expect_fault(".code 0\n    li r1, 5\n    divu r2, r1, r0\n    halt\n", FaultKind::ExecutionError);
   // Integer division by zero in the vector unit (the scratchpad is zero where b points).
