@@ -86,7 +86,10 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
   set_transport_cycle(context_, timing, target_delay, at_target);
   out[target]->b_transport(payload, target_delay);
   payload.set_address(address);
-  if (payload.get_response_status() != tlm::TLM_OK_RESPONSE) return;
+  if (payload.get_response_status() != tlm::TLM_OK_RESPONSE) {
+    if (timing) timing->cycle = ready;  // a refused transaction takes no time (its delay is left as it came)
+    return;
+  }
   uint64_t done = transport_cycle(context_, timing, target_delay);
   if (payload.is_read()) {
     uint64_t back_wait = 0;
