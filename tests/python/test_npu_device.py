@@ -597,6 +597,63 @@ def test_argmax_and_var_are_one_kernel_each_and_nan_is_the_extreme_as_on_the_cpu
     assert npusim.fallback_stats() == before
 
 
+def test_the_small_ops_of_a_training_loop_run_on_the_chip():
+    """Norms, clamps, int64 comparisons, counts and masks: what gradient clipping, label smoothing and an
+    accuracy metric call between the model's own ops."""
+    torch.manual_seed(9)
+    before = dict(npusim.fallback_stats())
+    x = torch.randn(7, 33) * 3
+    xn = x.to(NPU)
+    for ord in (2, 1, float("inf"), float("-inf"), 0, 3.5):
+        torch.testing.assert_close(torch.linalg.vector_norm(xn, ord).cpu(), torch.linalg.vector_norm(x, ord), rtol=2e-6, atol=1e-5)
+        torch.testing.assert_close(torch.linalg.vector_norm(xn, ord, dim=1, keepdim=True).cpu(),
+                                   torch.linalg.vector_norm(x, ord, dim=1, keepdim=True), rtol=2e-6, atol=1e-5)
+    torch.testing.assert_close(torch.linalg.vector_norm(xn.bfloat16(), dim=(0, 1)).cpu(), torch.linalg.vector_norm(x.bfloat16()))
+    assert torch.equal(torch.clamp(xn, -1.0, 2.0).cpu(), torch.clamp(x, -1.0, 2.0))
+    assert torch.equal(xn.clone().clamp_(max=0.5).cpu(), x.clamp(max=0.5))
+    labels, guesses = torch.randint(-3, 3, (40,)), torch.randint(-3, 3, (40,))
+    labels[5] = guesses[5] = -(2 ** 40) - 7  # beyond the low word
+    ln, gn = labels.to(NPU), guesses.to(NPU)
+    assert torch.equal((ln == gn).cpu(), labels == guesses) and torch.equal((ln != gn).cpu(), labels != guesses)
+    assert torch.equal((ln == -100).cpu(), labels == -100) and torch.equal((ln != 2).cpu(), labels != 2)
+    hits = ln == gn
+    assert torch.equal(hits.sum().cpu(), (labels == guesses).sum()) and hits.sum().dtype == torch.int64
+    assert torch.equal((~hits).cpu(), ~(labels == guesses))
+    torch.testing.assert_close((hits.sum() / 40.0).cpu(), (labels == guesses).sum() / 40.0)  # an int64 count divided
+    torch.testing.assert_close((torch.tensor([3.0, 5.0]).to(NPU) / hits.sum()).cpu(), torch.tensor([3.0, 5.0]) / (labels == guesses).sum())
+    assert torch.equal(labels.to(NPU).float().cpu(), labels.float())
+    y = torch.tensor([1.0, float("nan"), float("inf"), -2.0])
+    yn = y.to(NPU)
+    assert torch.equal(yn.isnan().cpu(), y.isnan())
+    assert torch.equal(yn.isnan().logical_or(yn.isinf()).cpu(), y.isnan() | y.isinf())
+    assert torch.equal(torch.logical_and(yn, yn > 0).cpu(), torch.logical_and(y, y > 0))
+    assert npusim.fallback_stats() == before
+
+    # A training step with them: clip_grad_norm_, label smoothing, AdamW, an accuracy; against the CPU.
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.LayerNorm(128), torch.nn.Linear(128, 10))
+    replica = __import__("copy").deepcopy(model).to(NPU)
+    data, target = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    target[3] = -100  # ignored
+    results = []
+    for net, device in ((model, "cpu"), (replica, NPU)):
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-2)
+        for _ in range(2):
+            loss = F.cross_entropy(net(data.to(device)), target.to(device), label_smoothing=0.1)
+            optimizer.zero_grad()
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(net.parameters(), 0.5)
+            optimizer.step()
+        accuracy = (net(data.to(device)).argmax(-1) == target.to(device)).float().mean()
+        results.append((loss.detach().cpu(), norm.cpu(), accuracy.cpu(), [p.detach().cpu() for p in net.parameters()]))
+    (loss, norm, accuracy, params), (loss_n, norm_n, accuracy_n, params_n) = results
+    torch.testing.assert_close(loss_n, loss, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(norm_n, norm, rtol=1e-4, atol=1e-5)
+    assert accuracy_n == accuracy
+    for p, p_n in zip(params, params_n):
+        torch.testing.assert_close(p_n, p, rtol=1e-4, atol=1e-5)
+    assert npusim.fallback_stats() == before
+
+
 def test_int8_matmul_sums_exactly_into_int32_on_the_tensor_core():
     torch.manual_seed(5)
     a, b = torch.randint(-128, 128, (33, 70), dtype=torch.int8), torch.randint(-128, 128, (70, 17), dtype=torch.int8)

@@ -74,7 +74,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
 
 // A contiguous device copy of a device tensor (the compiled copy kernel reads any strides).
 // dst = src (converted to dst's dtype) by the copy or cast kernel, any strides. The
-// kernel reads at most three dims that do not merge; more are copied a slice of the
+// kernel reads at most six dims that do not merge; more are copied a slice of the
 // first dim at a time (up to kMaxSlices kernels). False if the chip cannot do it.
 // An 8-byte element type the chip has no dtype for (int64, f64) as pairs of i32 words: for copies, which move bits.
 npu::compiler::TensorDesc describe_as_words(const at::Tensor& t) {
@@ -167,6 +167,20 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     if (copy_on_chip(at::maximum(at::ne(words.select(-1, 0), 0), at::ne(words.select(-1, 1), 0)), dst)) return dst;
   }
   if (self.scalar_type() == at::kLong && dst.scalar_type() == at::kInt && copy_on_chip(int64_words(self).select(-1, 0), dst)) return dst;
+  // int64 to a float (counts dividing a loss, labels): a value that fits in 32 bits (its high word the low
+  // word's sign) converts from its low word, rounded once as on the CPU; a larger one is high word * 2^32
+  // + the low word read unsigned, in f32 (two roundings where the CPU makes one: within an f32 rounding).
+  if (self.scalar_type() == at::kLong && (dst.scalar_type() == at::kFloat || dst.scalar_type() == at::kBFloat16 || dst.scalar_type() == at::kHalf)) {
+    const at::Tensor words = int64_words(self);
+    const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
+    const at::Tensor negative = at::lt(low, 0);
+    const at::Tensor fits = at::eq(high, at::where(negative, at::scalar_tensor(-1, low.options().device(at::kCPU)),
+                                                   at::scalar_tensor(0, low.options().device(at::kCPU))));
+    const at::Tensor low_f32 = low.to(at::kFloat);
+    const at::Tensor unsigned_low = at::where(negative, at::add(low_f32, 4294967296.0), low_f32);
+    const at::Tensor large = at::add(at::mul(high.to(at::kFloat), 4294967296.0), unsigned_low);
+    if (copy_on_chip(at::where(fits, low_f32, large), dst)) return dst;
+  }
   if (self.scalar_type() == at::kInt && dst.scalar_type() == at::kLong) {
     const at::Tensor words = int64_words(dst);
     const at::Tensor sign = at::where(at::lt(self, 0), at::scalar_tensor(-1, self.options().device(at::kCPU)),
@@ -198,7 +212,7 @@ at::Tensor on_cpu(const char* op, F compute) {
 }
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
-// An elementwise kernel (inputs broadcast to out). The kernels read at most three dims that do not
+// An elementwise kernel (inputs broadcast to out). The kernels read at most six dims that do not
 // merge; more run a slice of the first dim at a time (up to 256 kernels). False if the chip cannot.
 bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
   const auto make_op = [&] {
@@ -241,10 +255,19 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   const auto chip_dtype = [](at::ScalarType t) { return t != at::kLong && t != at::kDouble && !at::isComplexType(t); };
   const auto prepare = [&](const at::Tensor& t) {
     if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
-    if (on_npu(t) && t.scalar_type() != common && chip_dtype(t.scalar_type()) && chip_dtype(common)) return t.to(common);
+    // (int64 into a float: the cast through its words, below.)
+    const bool castable = chip_dtype(t.scalar_type()) || (t.scalar_type() == at::kLong && at::isFloatingType(common));
+    if (on_npu(t) && t.scalar_type() != common && castable && chip_dtype(common)) return t.to(common);
     return to_npu(t);
   };
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
+  if ((kind == OpKind::EQ || kind == OpKind::NE) && common == at::kLong && a.scalar_type() == common && b.scalar_type() == common) {
+    // int64 (the chip has none): equal when both 32-bit words are (targets against ignore_index, labels
+    // against predictions).
+    const at::Tensor words = binary(kind, name, int64_words(a), int64_words(b), true, reference);
+    const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
+    return kind == OpKind::EQ ? at::minimum(low, high) : at::maximum(low, high);
+  }
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
     if (run_elementwise(kind, {a, b}, out)) return out;
@@ -311,6 +334,27 @@ NPUSIM_COMPARISON_SCALAR(ge, GE)
 at::Tensor logical_not(const at::Tensor& self) {
   const at::Tensor zero = at::zeros({}, self.options().device(at::kCPU));  // of self's dtype: no promotion
   return binary(OpKind::EQ, "aten::logical_not", self, zero, true, [&](auto& x, auto&) { return at::logical_not(x); });
+}
+// x != 0 as bool.
+at::Tensor truth(const at::Tensor& self) {
+  if (self.scalar_type() == at::kBool) return self;
+  const at::Tensor zero = at::zeros({}, self.options().device(at::kCPU));
+  return binary(OpKind::NE, "aten::ne.Scalar", self, zero, true, [&](auto& x, auto&) { return at::ne(x, 0); });
+}
+// logical_and / logical_or of any dtypes: the minimum / maximum of their truth values (bools as 0/1 bytes).
+at::Tensor logical_and(const at::Tensor& a, const at::Tensor& b) { return npusim::minimum(truth(a), truth(b)); }
+at::Tensor logical_or(const at::Tensor& a, const at::Tensor& b) { return npusim::maximum(truth(a), truth(b)); }
+// isnan: x != x for floats; nothing is NaN in an integer tensor.
+at::Tensor isnan(const at::Tensor& self) {
+  if (!at::isFloatingType(self.scalar_type())) return at::zeros(self.sizes(), self.options().dtype(at::kBool));
+  return at::ne(self, self);
+}
+// clamp(x, min, max) = minimum(maximum(x, min), max), after type promotion (a NaN stays NaN; min > max gives max).
+at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  at::Tensor result = self;
+  if (min) result = npusim::maximum(result, at::scalar_tensor(*min, at::TensorOptions().device(at::kCPU)));
+  if (max) result = npusim::minimum(result, at::scalar_tensor(*max, at::TensorOptions().device(at::kCPU)));
+  return result;
 }
 
 #define NPUSIM_UNARY(NAME, KIND)                                                                                                      \
@@ -548,6 +592,10 @@ at::Tensor isneginf(const at::Tensor& self) {
 }
 
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+  // Counting (a sum of bools or bytes, into int64): in f32, exact while the count stays below 2^24.
+  if ((self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) && (!dtype || *dtype == at::kLong) &&
+      self.numel() * (self.scalar_type() == at::kBool ? 1 : 255) < (int64_t{1} << 24))
+    return sum_dim(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
 }
 at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
@@ -798,6 +846,16 @@ at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dims, b
   return into(npusim::all_dims(self, dims, keepdim), out);
 }
 at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::isneginf(self), out); }
+at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max, at::Tensor& out) {
+  return into(npusim::clamp(self, min, max), out);
+}
+at::Tensor& logical_and_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_and(a, b), out); }
+at::Tensor& logical_or_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_or(a, b), out); }
+// ~x of bools (masks): logical_not; other dtypes' bits go to the CPU.
+at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.scalar_type() == at::kBool) return into(npusim::logical_not(self), out);
+  return into(on_cpu("aten::bitwise_not.out", [&] { return at::bitwise_not(cpu(self)); }), out);
+}
 at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::where(cond, a, b), out); }
 // masked_fill_: the select kernel (value where mask holds, else self), copied back into self.
 at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
@@ -944,6 +1002,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.dims_out", all_dims_out);
   m.impl("isneginf", isneginf);
   m.impl("isneginf.out", isneginf_out);
+  m.impl("isnan", isnan);
+  m.impl("clamp.out", clamp_out);
+  m.impl("logical_and.out", logical_and_out);
+  m.impl("logical_or.out", logical_or_out);
+  m.impl("bitwise_not.out", bitwise_not_out);
   m.impl("where.self_out", where_out);
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("pow.Tensor_Scalar", pow_scalar);
