@@ -8,7 +8,8 @@
 //   rms_norm              sum of x^2; output
 // (the statistics the one-tile kernel computes, in the same order, so results
 // differ from it only in how the f32 sums are grouped); var and std are
-// layer_norm's first two passes. argmax and argmin are not chunked. Rows are split over
+// layer_norm's first two passes; argmax and argmin one pass keeping the
+// extremum so far and its position. Rows are split over
 // the cores; a core walks its rows one after another. Chunks go through two
 // slots as in the one-tile kernel: dma ch0 loads (x, and for a norm's output
 // pass its weight and bias chunks), the vector unit computes in f32, dma ch2
@@ -33,20 +34,21 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
   const TensorDesc& out = op.output;
   const int64_t length = layout.length, rows = layout.rows;
   const bool reduction = is_row_reduction(op.kind);
-  if (op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN)
-    throw UnsupportedOp(name + " over a row longer than the scratchpad (" + std::to_string(length) + " elements)");
+  const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
   const size_t params = op.inputs.size() - 1;  // weight, bias
   const int64_t e = isa::dtype_size_bytes(x.dtype), eo = isa::dtype_size_bytes(out.dtype);
   const bool convert = x.dtype != DType::F32;
 
   // The passes over a row: each accumulates one statistic, the last of a non-reduction writes the output.
-  enum class Pass { Sum, SumOfSquares, Max, Min, SumExp, SquaredDeviations, Output };
+  enum class Pass { Sum, SumOfSquares, Max, Min, ArgMax, ArgMin, SumExp, SquaredDeviations, Output };
   const auto passes_of = [](OpKind kind) -> std::vector<Pass> {
     switch (kind) {
       case OpKind::SUM:
       case OpKind::MEAN: return {Pass::Sum};
       case OpKind::AMAX: return {Pass::Max};
       case OpKind::AMIN: return {Pass::Min};
+      case OpKind::ARGMAX: return {Pass::ArgMax};
+      case OpKind::ARGMIN: return {Pass::ArgMin};
       case OpKind::SOFTMAX:
       case OpKind::LOG_SOFTMAX: return {Pass::Max, Pass::SumExp, Pass::Output};
       case OpKind::LAYER_NORM: return {Pass::Sum, Pass::SquaredDeviations, Pass::Output};
@@ -66,7 +68,10 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
     per_element += 4 + (op.inputs[i].dtype == DType::F32 ? 0 : pe);
   }
   // Statistics and constants: 64 bytes each, then the two slots (each buffer 64-byte aligned).
-  enum Stat : int64_t { kInvLength, kEpsilon, kInvDivisor, kAccumulator, kSecond, kChunk, kResultA, kResultB, kStats };
+  // (argmax / argmin: kAccumulator the extremum so far, kSecond its position (i32), kChunk and kChunkIndex
+  // the chunk's, kOffset the chunk's first position, kTake whether the chunk's wins, kNan a scratch flag.)
+  enum Stat : int64_t { kInvLength, kEpsilon, kInvDivisor, kAccumulator, kSecond, kChunk, kResultA, kResultB,
+                        kChunkIndex, kOffset, kTake, kNan, kStats };
   const int64_t stats_bytes = kStats * 64;
   const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) - stats_bytes - 2 * 8 * 64;
   // Chunks of whole 64-element vectors, no longer than 32 Ki elements: beyond that a chunk
@@ -154,11 +159,13 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
   // A row's statistics start from the identity of their combination.
   const float infinity = std::numeric_limits<float>::infinity();
   switch (passes.front()) {
-    case Pass::Max: fill_f32(kAccumulator, -infinity); break;
-    case Pass::Min: fill_f32(kAccumulator, infinity); break;
+    case Pass::Max:
+    case Pass::ArgMax: fill_f32(kAccumulator, -infinity); break;
+    case Pass::Min:
+    case Pass::ArgMin: fill_f32(kAccumulator, infinity); break;
     default: fill_f32(kAccumulator, 0.0f);
   }
-  fill_f32(kSecond, 0.0f);
+  fill_f32(kSecond, 0.0f);  // (0.0f's bits: position 0 for argmax and argmin)
   for (const Pass pass : passes) {
     const bool output = pass == Pass::Output;
     b.li(c, 0);
@@ -195,6 +202,30 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
       case Pass::Sum: accumulate(Opcode::V_RSUM, Opcode::V_ADD, s0); break;
       case Pass::Max: accumulate(Opcode::V_RMAX, Opcode::V_MAX, s0); break;
       case Pass::Min: accumulate(Opcode::V_RMIN, Opcode::V_MIN, s0); break;
+      case Pass::ArgMax:
+      case Pass::ArgMin: {
+        // The chunk's extremum and its position (plus the chunk's start); it replaces the row's so far when
+        // strictly beyond it (the first of equal extrema stays), or when it is the row's first NaN (as PyTorch).
+        const bool max = pass == Pass::ArgMax;
+        const int64_t i32 = int64_t(DType::I32), u8 = int64_t(DType::U8);
+        const Reg index = local, wins = left, flag = tmp;
+        b.emit(max ? Opcode::V_RMAX : Opcode::V_RMIN, {f32, kAxis1, s2.index, w.index, one.index, cn.index});
+        stat(index, kChunkIndex);
+        b.emit(max ? Opcode::V_ARGMAX : Opcode::V_ARGMIN, {f32, kAxis1, index.index, w.index, one.index, cn.index});
+        stat(flag, kOffset);
+        b.emit(Opcode::V_FILL, {i32, flag.index, c.index, one.index, one.index});
+        b.emit(Opcode::V_ADD, {i32, kScalar, index.index, index.index, flag.index, one.index, one.index});
+        stat(wins, kTake);
+        v2(max ? Opcode::V_GT : Opcode::V_LT, kScalar, wins, s2, s0, one);
+        stat(flag, kNan);
+        v2(Opcode::V_NE, kScalar, flag, s2, s2, one);     // the chunk's extremum is NaN
+        b.emit(Opcode::V_MAX, {u8, kScalar, wins.index, wins.index, flag.index, one.index, one.index});
+        v2(Opcode::V_EQ, kScalar, flag, s0, s0, one);     // and the row's so far is not
+        b.emit(Opcode::V_MIN, {u8, kScalar, wins.index, wins.index, flag.index, one.index, one.index});
+        b.emit(Opcode::V_SEL, {i32, s1.index, wins.index, index.index, s1.index, one.index, one.index});
+        b.emit(Opcode::V_SEL, {f32, s0.index, wins.index, s2.index, s0.index, one.index, one.index});
+        break;
+      }
       case Pass::SumOfSquares:
         v2(Opcode::V_MUL, kFull, w, w, w, cn);
         accumulate(Opcode::V_RSUM, Opcode::V_ADD, s0);
@@ -289,10 +320,11 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
     }
   }
   if (reduction) {
-    // One value per row, from the accumulator.
+    // One value per row, from the accumulator (argmax and argmin: the position).
     b.emit(Opcode::WAIT, {kVec, OUT_FREE});
-    stat(s0, kAccumulator), b.addi(local, out_slot, out0);
-    if (out.dtype == DType::F32) v1(Opcode::V_MOV, local, s0, one, one);
+    stat(s0, arg ? kSecond : kAccumulator), b.addi(local, out_slot, out0);
+    if (arg) b.emit(Opcode::V_MOV, {int64_t(DType::I32), local.index, s0.index, one.index, one.index});
+    else if (out.dtype == DType::F32) v1(Opcode::V_MOV, local, s0, one, one);
     else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, local.index, s0.index, one.index, one.index});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
     b.emit(Opcode::WAIT, {kStore, OUT_FULL});

@@ -260,7 +260,29 @@ TEST_P(LongRows, Reductions) {
   OpDesc std_op(OpKind::STD, {t(DType::BF16, {2, 7001})}, t(DType::F32, {2}));
   std_op.correction = 0;
   check_chunked(std_op);
-  EXPECT_THROW(small_.compile(OpDesc(OpKind::ARGMAX, {t(DType::F32, {2, 5000})}, t(DType::I32, {2}))), UnsupportedOp);
+  for (const OpKind kind : {OpKind::ARGMAX, OpKind::ARGMIN}) {
+    check_chunked(OpDesc(kind, {t(DType::F32, {5, 4099})}, t(DType::I32, {5})));
+    check_chunked(OpDesc(kind, {t(DType::BF16, {2, 7001})}, t(DType::I32, {2, 1})));  // bf16: ties across chunks
+  }
+}
+
+TEST_P(LongRows, ArgmaxKeepsTheFirstExtremumAndTheFirstNanAcrossChunks) {
+  // Row 0: the maximum 5 in chunk 0 and again later; row 1: -inf everywhere (position 0); row 2: a NaN
+  // after the maximum, then a larger value and another NaN; row 3: the maximum in the last, partial chunk.
+  const int64_t length = 3000;
+  const OpDesc op(OpKind::ARGMAX, {t(DType::F32, {4, length})}, t(DType::I32, {4}));
+  const auto kernel = small_.compile(op);
+  ASSERT_NE(kernel->plan.find("chunks of up to"), std::string::npos) << kernel->plan;
+  const auto value = [&](size_t, size_t i) {
+    const int64_t row = int64_t(i) / length, j = int64_t(i) % length;
+    if (row == 1) return -double(INFINITY);
+    if (row == 0) return j == 17 || j == 2900 ? 5.0 : 1.0;
+    if (row == 2) return j == 10 ? 3.0 : j == 1500 ? double(NAN) : j == 2000 ? 9.0 : j == 2999 ? double(NAN) : 0.0;
+    return j == length - 1 ? 2.0 : -1.0;
+  };
+  const auto result = run(op, value);
+  const int32_t want[4] = {17, 0, 1500, int32_t(length - 1)};
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(load(DType::I32, &result.output[size_t(r) * 4]), want[r]) << "row " << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, LongRows, ::testing::Values("tiny", "base"), testing::preset_name);

@@ -4,10 +4,10 @@
 //   indices  argmax / argmin over the dim (i32, widened to int64 as the CPU
 //            returns them): the first of equal extrema, and the first NaN,
 //            as on the CPU
-// A dim longer than the scratchpad, which the argmax kernel does not walk in
-// chunks, takes the first position holding the value instead: where(x ==
-// value, position, inf), then its minimum over the dim, in f32 (exact for
-// positions below 2^24); there a NaN is not found. Other dtypes (integers,
+// Where the kernel declines (dims that do not make rows), the first position
+// holding the value instead: where(x == value, position, inf), then its
+// minimum over the dim, in f32 (exact for positions below 2^24); there a NaN
+// is not found. Other dtypes (integers,
 // f64) and dims of 2^24 or more go to the CPU, counted.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
