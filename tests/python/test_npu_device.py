@@ -122,6 +122,9 @@ def test_long_rows_and_whole_tensor_reductions_stay_on_the_chip():
     torch.testing.assert_close(F.layer_norm(xn, (600_000,)).cpu(), F.layer_norm(x, (600_000,)), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(xn.sum(-1).cpu(), x.sum(-1), rtol=1e-5, atol=1e-2)
     assert torch.equal(xn.amax(-1).cpu(), x.amax(-1))
+    comparisons = npusim.kernel_stats().get("eq", 0)
+    assert torch.equal(torch.argmax(xn, -1).cpu(), torch.argmax(x, -1))  # the argmax kernel, in chunks
+    assert npusim.kernel_stats().get("eq", 0) == comparisons  # (not the composition: no comparison with the maximum)
     # A whole tensor: cut into rows for every core, their results (in f32) reduced by one more launch.
     big = torch.randn(1 << 20)
     bign = big.to(NPU)
