@@ -155,10 +155,10 @@ def test_a_small_mlp_runs_on_the_chip():
 
 def test_ops_without_a_kernel_fall_back_to_the_cpu_and_are_counted():
     x = torch.randn(10, 10)
-    result = torch.cumsum(x.to(NPU), 0)
+    result = torch.cumprod(x.to(NPU), 0)
     assert result.device.type == "npu"
-    torch.testing.assert_close(result.cpu(), torch.cumsum(x, 0))
-    assert any(op.startswith("aten::cumsum") for op in npusim.fallback_stats())
+    torch.testing.assert_close(result.cpu(), torch.cumprod(x, 0))
+    assert any(op.startswith("aten::cumprod") for op in npusim.fallback_stats())
 
 
 @pytest.mark.parametrize("precision, max_relative_error", [("highest", 2e-6), ("high", 6e-5), ("medium", 2e-2)])
@@ -209,8 +209,8 @@ def test_autoload_and_its_switch():
 
 
 def test_strict_mode_names_the_op_and_init_picks_the_config():
-    strict = run_python("import torch, npusim; torch.cumsum(torch.ones(3).to('npu'), 0)", NPUSIM_STRICT="1")
-    assert strict.returncode != 0 and "aten::cumsum" in strict.stderr
+    strict = run_python("import torch, npusim; torch.cumprod(torch.ones(3).to('npu'), 0)", NPUSIM_STRICT="1")
+    assert strict.returncode != 0 and "aten::cumprod" in strict.stderr
     tiny = run_python("import npusim, torch; npusim.init('tiny'); torch.ones(1).to('npu'); print(npusim._C.num_cores())")
     assert tiny.returncode == 0 and tiny.stdout.strip() == "1", tiny.stderr
 
@@ -655,6 +655,27 @@ def test_the_small_ops_of_a_training_loop_run_on_the_chip():
     for p, p_n in zip(params, params_n):
         torch.testing.assert_close(p_n, p, rtol=1e-4, atol=1e-5)
     assert npusim.fallback_stats() == before
+
+
+def test_cumsum_runs_on_the_tensor_core():
+    torch.manual_seed(10)
+    before = dict(npusim.fallback_stats())
+    x = torch.randn(5, 300, 3)
+    for dim in (0, 1, -1):
+        torch.testing.assert_close(torch.cumsum(x.to(NPU), dim).cpu(), torch.cumsum(x, dim), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.cumsum(x.bfloat16().to(NPU), 1).cpu(), torch.cumsum(x.bfloat16(), 1), rtol=1.6e-2, atol=2e-2)
+    # Position ids from an attention mask (int64), and a count of flags: exact.
+    mask = torch.ones(3, 40, dtype=torch.long)
+    mask[1, :7] = 0
+    mask[2, 30:] = 0
+    assert torch.equal(mask.to(NPU).cumsum(-1).cpu(), mask.cumsum(-1))  # (the "- 1" after it: int64 arithmetic, the CPU)
+    flags = torch.rand(6, 100) > 0.5
+    assert torch.equal(flags.to(NPU).cumsum(1).cpu(), flags.cumsum(1))
+    assert npusim.fallback_stats() == before
+    # Values beyond int8 go to the CPU, counted, and still give the CPU's sums.
+    big = torch.tensor([1000, 2, 3])
+    assert torch.equal(big.to(NPU).cumsum(0).cpu(), big.cumsum(0))
+    assert npusim.fallback_stats().get("aten::cumsum.out", 0) == before.get("aten::cumsum.out", 0) + 1
 
 
 def test_int8_matmul_sums_exactly_into_int32_on_the_tensor_core():

@@ -69,6 +69,11 @@ void note_cpu_fallback(const char* op) {
   Runtime::get().note_fallback(op, reason);
 }
 
+void note_cpu_fallback(const char* op, const std::string& reason) {
+  t_unsupported_reason.clear();
+  Runtime::get().note_fallback(op, reason);
+}
+
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
                const std::vector<npu::compiler::OpKind>& epilogue, const at::Tensor* scale, const at::Tensor* residual) {
   TORCH_CHECK(!scale || bias, "gemm_into: a scale comes with a bias");

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "npusim/compiler/op.h"
@@ -34,6 +35,8 @@ bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::v
              const std::array<uint64_t, 8>& args = {});
 // Counts a CPU fallback of `op`, with the reason the last try_run gave.
 void note_cpu_fallback(const char* op);
+// The same with the reason given (a case the caller declined itself).
+void note_cpu_fallback(const char* op, const std::string& reason);
 
 // out = a @ b (+ bias broadcast to out), into `out` (any view the matmul kernel
 // writes): batch dims broadcast (a stride-0 batch shares one matrix).

@@ -1,0 +1,87 @@
+// Cumulative sums on the npu (cumsum, so position ids from an attention mask:
+// mask.cumsum(-1) - 1). The chip has no scan; a prefix sum along a dim of L
+// elements is a product with the upper-triangular ones, on the tensor core:
+//   y [..., L] = x [..., L] @ U [L, L],  U[i, j] = (i <= j)
+// with U built on the chip (a comparison of two position vectors), L^2 MACs
+// per row: cheap for the lengths this is for (sequence positions, up to 4096).
+//   floats  in x's dtype, summed in f32, rounded once per element (the CPU
+//           adds in order in a wider type: within f32 rounding; f32 on a
+//           tensor core without f32 as bf16 parts, as every f32 matmul)
+//   integers (bool, uint8, int32, int64 into int64) as int8 on the tensor
+//           core into exact int32 sums, widened: values must lie in [-128,
+//           127] (masks, flags), which is checked on the chip; other values,
+//           and dims longer than 4096, go to the CPU, counted
+#include <ATen/Functions.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr int64_t kMaxLength = 4096;
+
+// U [L, L] of `dtype`: ones on and above the diagonal.
+at::Tensor upper_ones(int64_t length, at::ScalarType dtype) {
+  const at::Tensor positions = to_npu(at::arange(length, at::TensorOptions().dtype(at::kInt)));
+  return at::le(positions.view({length, 1}), positions.view({1, length})).to(dtype);
+}
+
+// An integer tensor as int32 on the chip (int64: its low word).
+at::Tensor as_int32(const at::Tensor& x) { return x.scalar_type() == at::kLong ? index_words(x) : x.to(at::kInt); }
+
+// Whether x's values fit int8 (checked on the chip; int64 also needs its high words to be the low words' signs).
+bool fits_int8(const at::Tensor& x) {
+  if (x.scalar_type() == at::kBool) return true;
+  if (x.scalar_type() == at::kLong) {
+    const at::Tensor words = int64_words(x);
+    const at::Tensor sign = at::where(at::lt(words.select(-1, 0), 0), at::scalar_tensor(-1, words.options().device(at::kCPU)),
+                                      at::scalar_tensor(0, words.options().device(at::kCPU)));
+    if (at::any(at::ne(words.select(-1, 1), sign).reshape({-1}), 0).cpu().item<bool>()) return false;
+  }
+  const at::Tensor values = as_int32(x).to(at::kFloat).reshape({-1});
+  return at::amax(values, {0}).cpu().item<double>() <= 127 && at::amin(values, {0}).cpu().item<double>() >= -128;
+}
+
+at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const at::ScalarType result_type = dtype.value_or(at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
+  const int64_t length = self.dim() == 0 ? 1 : self.size(d);
+  const bool floats = chip_float(self) && result_type == self.scalar_type();
+  const bool integers = on_npu(self) && at::isIntegralType(self.scalar_type(), true) && result_type == at::kLong && self.numel() > 0;
+  at::Tensor result;
+  std::string declined;
+  if (self.numel() == 0 || self.dim() == 0) declined = "an empty or 0-dim tensor";
+  else if (length > kMaxLength) declined = "a dim longer than " + std::to_string(kMaxLength);
+  else if (!floats && !integers) declined = "a dtype or dtype conversion the kernel does not take";
+  else if (integers && !fits_int8(self)) declined = "integers beyond int8";
+  if (declined.empty()) {
+    const at::ScalarType operand = floats ? self.scalar_type() : at::kChar;
+    const at::Tensor values = floats || self.scalar_type() == at::kBool ? self : as_int32(self);
+    const at::Tensor x = values.movedim(d, -1).reshape({-1, length}).to(operand).contiguous();
+    at::Tensor sums = new_npu({x.size(0), length}, floats ? operand : at::kInt);
+    if (gemm_into(x, upper_ones(length, operand), nullptr, sums)) {
+      std::vector<int64_t> moved;  // self's shape with dim d last
+      for (int64_t k = 0; k < self.dim(); ++k)
+        if (k != d) moved.push_back(self.size(k));
+      moved.push_back(length);
+      result = sums.view(moved).movedim(-1, d);
+      if (!floats) result = result.to(at::kLong);
+    }
+  }
+  if (!result.defined()) {
+    if (declined.empty()) note_cpu_fallback("aten::cumsum.out");  // (the kernel's reason)
+    else note_cpu_fallback("aten::cumsum.out", declined);
+    result = at::cumsum(self.cpu(), dim, dtype);
+  }
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("cumsum.out", cumsum_out); }
+
+}  // namespace npusim
