@@ -12,7 +12,6 @@
 //           127] (masks, flags), which is checked on the chip; other values,
 //           and dims longer than 4096, go to the CPU, counted
 #include <ATen/Functions.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "kernel_launch.h"
@@ -75,9 +74,7 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
     else note_cpu_fallback("aten::cumsum.out", declined);
     result = at::cumsum(self.cpu(), dim, dtype);
   }
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
+  return into(result, out);
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ inline bool chip_floats(const at::Tensor& x, std::initializer_list<const std::op
 // An int64 npu tensor's storage seen as i32 words: t's shape and a last dim of 2 (low word,
 // high word; little-endian), aliasing t. The chip has no int64: it computes on the words.
 at::Tensor int64_words(const at::Tensor& t);
+// An out= variant's result: `out` resized to it and overwritten (cast to out's dtype where it differs).
+at::Tensor& into(const at::Tensor& result, at::Tensor& out);
 // An index tensor as i32 on the chip: int64 as its low words.
 at::Tensor index_words(const at::Tensor& index);
 // Raises an IndexError, as the CPU does, when an index lies outside [0, size) (checked on the chip).

@@ -826,12 +826,7 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 }
 
 // out= variants (which in-place ops such as add_ and the optimizers' updates
-// reach): the functional result, copied into `out` on the device.
-at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
-  at::native::resize_output(out, result.sizes());
-  copy_from(result, out, false);
-  return out;
-}
+// reach): the functional result, copied into `out` on the device (into()).
 at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::add(a, b, alpha), out); }
 at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::sub(a, b, alpha), out); }
 at::Tensor& mul_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mul(a, b), out); }
@@ -910,6 +905,12 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
+  at::native::resize_output(out, result.sizes());
+  copy_from(result, out, false);
+  return out;
+}
 
 // An index tensor as i32 on the chip: int64 as its low words.
 at::Tensor index_words(const at::Tensor& index) { return index.scalar_type() == at::kInt ? index : int64_words(index).select(-1, 0); }

@@ -14,7 +14,6 @@
 // vocabulary-sized dim onto itself) the CPU does it, counted. An index outside
 // [0, V) raises an IndexError, as on the CPU (checked on the chip first).
 #include <ATen/Functions.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "kernel_launch.h"
@@ -25,12 +24,6 @@ namespace {
 constexpr int64_t kMaxOneHotTerms = int64_t{1} << 24;
 
 at::Tensor positions(int64_t count) { return to_npu(at::arange(count, at::TensorOptions().dtype(at::kInt))); }
-
-at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
 
 bool integer_index(const at::Tensor& index) { return on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt); }
 

@@ -10,7 +10,6 @@
 // squares beyond f32's range (|x| around 1e19) overflows here. Other dtypes
 // (f64, integers) and empty tensors go to the CPU, counted.
 #include <ATen/Functions.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -48,9 +47,7 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::O
       result = at::pow(sum(at::pow(at::abs(x), p)), 1.0 / p);
     }
   }
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
+  return into(result, out);
 }
 
 }  // namespace
