@@ -18,11 +18,19 @@ class ChipTrace;
 
 class ChipContext {
  public:
-  ChipContext(const ChipConfig& chip_config, bool is_functional, ChipTrace* chip_trace)
-      : config(chip_config), functional(is_functional), trace(chip_trace), cycle_ps_(chip_config.cycle_ps()), per_cycle_(cycle_ps_) {}
+  ChipContext(const ChipConfig& chip_config, bool is_functional, bool timing_only_moves_data, ChipTrace* chip_trace)
+      : config(chip_config),
+        functional(is_functional),
+        moves_data(is_functional || timing_only_moves_data),
+        trace(chip_trace),
+        cycle_ps_(chip_config.cycle_ps()),
+        per_cycle_(cycle_ps_) {}
 
   const ChipConfig& config;
   const bool functional;  // false: timing only, the tensor core and vector unit skip their arithmetic
+  // Whether DMA moves data and integer vector results are computed (always
+  // when functional; SimulatorOptions::timing_only_moves_data otherwise).
+  const bool moves_data;
   ChipTrace* const trace; // null when not tracing
 
   // The current cycle. Asked several times per memory request, at the same

@@ -76,9 +76,10 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigne
   is_dma_ = true;
   payload_.set_byte_enable_ptr(nullptr);
   payload_.set_dmi_allowed(false);
-  // DMA moves bytes in timing-only runs too: only arithmetic is skipped, so that
-  // data-dependent addresses (dma.gather's indices) are the functional run's.
-  timing_.move_data = true;
+  // DMA moves bytes in timing-only runs too (unless told no value can change
+  // an address): only arithmetic is skipped, so that data-dependent addresses
+  // (dma.gather's indices) are the functional run's.
+  timing_.move_data = context.moves_data;
   payload_.set_extension(&timing_);
 }
 
@@ -169,14 +170,14 @@ uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint
     if (src_space == Space::Local) {
       read_done = local_.access(src, bytes, false, issue, &wait);
       sram_wait_ += wait;
-      std::memcpy(buffer_.data(), local_.data(src), bytes);
+      if (timing_.move_data) std::memcpy(buffer_.data(), local_.data(src), bytes);
     } else {
       read_done = noc_transport(tlm::TLM_READ_COMMAND, src, buffer_.data(), bytes, issue, &ok);
     }
     if (dst_space == Space::Local) {
       done = local_.access(dst, bytes, true, read_done, &wait);
       sram_wait_ += wait;
-      std::memcpy(local_.data(dst), buffer_.data(), bytes);
+      if (timing_.move_data) std::memcpy(local_.data(dst), buffer_.data(), bytes);
     } else {
       const uint64_t address = dst_space == Space::Remote ? core_window_address(remote_core, dst) : dst;
       done = noc_transport(tlm::TLM_WRITE_COMMAND, address, buffer_.data(), bytes, read_done, &ok);

@@ -53,7 +53,7 @@ Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_
   g_elaborated = true;
   impl_->config = config;
   if (options.trace) impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, *options.trace);
-  impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, impl_->chip_trace.get());
+  impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, options.timing_only_moves_data, impl_->chip_trace.get());
   impl_->chip = std::make_unique<Chip>("chip", *impl_->context);
   if (options.firmware) impl_->chip->command_processor.install(options.firmware);
   // A zero-length run that finds nothing to do is normal here (a host request

@@ -26,7 +26,8 @@ struct TimingExtension : tlm::tlm_extension<TimingExtension> {
   uint64_t noc_wait_cycles = 0;
   uint64_t dram_wait_cycles = 0;
   uint64_t sram_wait_cycles = 0;
-  // False in timing-only runs: targets time the access but move no bytes.
+  // False in timing-only runs where no value can change an address
+  // (ChipContext::moves_data): targets time the access but move no bytes.
   bool move_data = true;
 
   tlm::tlm_extension_base* clone() const override { return new TimingExtension(*this); }

@@ -96,7 +96,7 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   // from floats). Integer results are computed all the same: they are cheap and rare, and they
   // are what index arithmetic makes (i32 offsets, u8 masks of i32 comparisons), so that a
   // dma.gather whose indices the chip computed from integers reads the functional run's rows.
-  if (context_.functional || !isa::dtype_is_float(dtype)) {
+  if (context_.functional || (context_.moves_data && !isa::dtype_is_float(dtype))) {
     functional::KernelError error;
     uint8_t* out = local_.data(dst);
     const auto in = [&](const char* name) { return local_.data(uoperand(command, name)); };

@@ -52,6 +52,17 @@ void fill_deterministic(const npu::isa::Symbol& symbol, std::vector<uint8_t>& by
   }
 }
 
+// Whether a value in memory can change the program's timing: only dma.gather
+// reads addresses from memory (no instruction loads data into a register).
+bool timing_depends_on_data(const npu::isa::Program& program) {
+  for (const npu::isa::CodeSection& section : program.code)
+    for (const uint64_t word : section.words) {
+      const auto instruction = npu::isa::decode(word);
+      if (instruction && instruction->opcode == npu::isa::Opcode::DMA_GATHER) return true;
+    }
+  return false;
+}
+
 std::map<std::string, std::string> parse_bindings(const std::vector<std::string>& items, const char* option) {
   std::map<std::string, std::string> bindings;
   for (const std::string& item : items) {
@@ -93,7 +104,7 @@ int sc_main(int argc, char* argv[]) {
        "write a buffer's bytes after the run; repeatable")
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace: FILE.pftrace (Perfetto) or FILE.json (Chrome)")
       ("stats", po::value<std::string>()->value_name("FILE.json"), "write statistics as JSON (total in the top-level \"cycles\")")
-      ("timing-only", "skip the tensor-core and vector arithmetic (same cycles, outputs not computed)")
+      ("timing-only", "skip the tensor-core and vector arithmetic (same cycles, outputs not computed); a program without dma.gather moves no data either")
       ("max-cycles", po::value<uint64_t>()->value_name("N"), "fault if the run takes longer (default: the config's watchdog)")
       ("program", po::value<std::string>(), "program file");
   po::positional_options_description positional;
@@ -150,6 +161,11 @@ int sc_main(int argc, char* argv[]) {
     }
     if (core_mask == 0) throw InputError("the program has no code");
 
+    // A timing-only run of a program whose timing no value can change needs
+    // no data: it moves none, and inputs not given are left unwritten.
+    const bool timing_only = vm.count("timing-only") != 0;
+    const bool needs_data = !timing_only || timing_depends_on_data(program);
+
     // Device memory for every global buffer, in symbol order.
     std::vector<uint64_t> addresses(program.symbols.size(), npu::sim::kUnboundSymbol);
     std::vector<std::vector<uint8_t>> contents(program.symbols.size());
@@ -169,7 +185,7 @@ int sc_main(int argc, char* argv[]) {
       } else if (symbol.kind == npu::isa::SymbolKind::Input) {
         const auto given = inputs.find(symbol.name);
         if (given == inputs.end()) {
-          fill_deterministic(symbol, bytes);
+          if (needs_data) fill_deterministic(symbol, bytes);
         } else {
           std::ifstream in(given->second, std::ios::binary);
           if (!in) throw InputError("cannot open input file '" + given->second + "' for " + symbol.name);
@@ -192,7 +208,8 @@ int sc_main(int argc, char* argv[]) {
 
     npu::trace::Trace trace;
     npu::sim::SimulatorOptions sim_options;
-    sim_options.functional = !vm.count("timing-only");
+    sim_options.functional = !timing_only;
+    sim_options.timing_only_moves_data = needs_data;
     sim_options.trace = vm.count("trace") ? &trace : nullptr;
     npu::sim::Simulator simulator(config, sim_options);
     for (size_t i = 0; i < program.symbols.size(); ++i)

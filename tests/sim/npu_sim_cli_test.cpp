@@ -106,6 +106,23 @@ TEST_F(NpuSim, RunsAreDeterministicAndTimingOnlyGivesTheSameCycles) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
+// Without dma.gather no value in memory can change an address, so timing-only moves no data and
+// generates no inputs: every statistic (cycles, stalls, bytes, row hits, link use) is the functional run's.
+TEST_F(NpuSim, TimingOnlyWithoutDataGivesEveryStatisticOfTheFunctionalRun) {
+  const std::regex mode_line("\n  \"timing_only\": (true|false),");
+  for (const char* example : {"gemm", "softmax_rows", "layernorm_rows", "transpose_dma", "transpose_vtrans", "noc_ring"}) {
+    SCOPED_TRACE(example);
+    const std::string program = assemble_example(example);
+    const ToolRun functional = run(kSim + " --config base " + program + " --stats " + path("functional.json"));
+    ASSERT_EQ(functional.status, 0) << functional.err;
+    const ToolRun timing = run(kSim + " --config base " + program + " --timing-only --stats " + path("timing.json"));
+    ASSERT_EQ(timing.status, 0) << timing.err;
+    const std::string functional_stats = read(path("functional.json")), timing_stats = read(path("timing.json"));
+    ASSERT_TRUE(std::regex_search(timing_stats, mode_line)) << timing_stats;
+    EXPECT_EQ(std::regex_replace(timing_stats, mode_line, ""), std::regex_replace(functional_stats, mode_line, ""));
+  }
+}
+
 // Gather indices the chip computes from integers (i32 arithmetic on loaded indices) are computed in
 // timing-only runs too: the gather reads the functional run's rows, in the same cycles. Here the loaded
 // indices (deterministic, in [0, 8)) minus 8 address the rows before the table's end: uncomputed, they

@@ -32,6 +32,11 @@ struct SimulatorOptions {
   // The command processor's program (firmware/); without one, the command
   // queues do nothing and programs run only through launch()/run().
   std::shared_ptr<CommandProcessorFirmware> firmware;
+  // Timing only: whether DMA still moves data and the vector unit still
+  // computes integer results, so that indices the chip loads or computes send
+  // dma.gather to the functional run's rows. Without a dma.gather no value can
+  // change an address or a cycle, and false skips that work with the same result.
+  bool timing_only_moves_data = true;
 };
 
 struct RunResult {
