@@ -8,7 +8,9 @@
 // per-row statistics in rows x 1 columns), dma ch2 stores: the pipeline of
 // the elementwise kernels. The norms' weight and bias are loaded and
 // converted to f32 once per core. Rows that do not fit the scratchpad go to
-// the chunked kernel (long_rows.cpp).
+// the chunked kernel (long_rows.cpp). The backward ops load a second row
+// tensor (y or x) and, for layer_norm's, the forward's per-row mean and rstd
+// with each tile, on the same channel.
 #include "rowwise.h"
 
 #include <algorithm>
@@ -51,10 +53,16 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   // A sum or mean may also be kept in f32 (PyTorch's sum(dtype=float32) of a bf16 tensor): the kernel
   // accumulates in f32 anyway and skips the final rounding.
   const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
+  const bool backward = is_row_backward(op.kind);
+  // Inputs: the row tensors (x, or g then y / x), layer_norm_backward's per-row statistics, then the [L] parameters.
+  const size_t row_inputs = backward ? 2 : 1, stat_inputs = op.kind == OpKind::LAYER_NORM_BACKWARD ? 2 : 0;
+  const size_t first_param = row_inputs + stat_inputs;
+  if (op.inputs.size() < first_param) throw std::invalid_argument(name + ": wrong number of inputs");
   const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::VAR || op.kind == OpKind::STD) &&
                           out.dtype == DType::F32;
   if (arg && out.dtype != DType::I32) throw std::invalid_argument(name + ": the output is i32 (positions)");
-  if (!arg && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
+  if (!arg && !backward && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
+  if (backward && !isa::dtype_is_float(out.dtype)) throw std::invalid_argument(name + ": the output is float");
   if (x.shape.empty()) throw UnsupportedOp(name + " of a 0-dim tensor");
   for (const int64_t s : x.strides)
     if (s < 0) throw UnsupportedOp("negative strides");
@@ -62,6 +70,19 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t length = x.shape.back(), rows = length == 0 ? 0 : x.numel() / length;
   int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
   if (!row_view(x, &x_row, &x_col)) throw UnsupportedOp(name + ": the input's leading dims do not merge into rows");
+  int64_t y_row = 0, y_col = 0;
+  if (backward) {
+    const TensorDesc& y = op.inputs[1];
+    if (y.shape != x.shape) throw std::invalid_argument(name + ": the two row inputs have one shape");
+    if (!isa::dtype_is_float(y.dtype)) throw UnsupportedOp(name + " on " + std::string(isa::dtype_name(y.dtype)) + ": floats only");
+    if (!row_view(y, &y_row, &y_col)) throw UnsupportedOp(name + ": the second input's leading dims do not merge into rows");
+  }
+  for (size_t i = row_inputs; i < first_param; ++i) {
+    const TensorDesc& stat = op.inputs[i];
+    if (stat.numel() != rows) throw std::invalid_argument(name + ": mean and rstd have one element per row");
+    if (stat.strides != TensorDesc::contiguous(stat.dtype, stat.shape).strides) throw UnsupportedOp(name + ": mean and rstd are contiguous");
+    if (!isa::dtype_is_float(stat.dtype)) throw std::invalid_argument(name + ": mean and rstd are float");
+  }
   if (reduction) {
     if (out.numel() != rows) throw std::invalid_argument(name + ": the output has one element per row");
     if (out.strides != TensorDesc::contiguous(out.dtype, out.shape).strides) throw UnsupportedOp(name + " into a non-contiguous output");
@@ -71,8 +92,9 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (!row_view(out, &o_row, &o_col)) throw UnsupportedOp(name + ": the output's leading dims do not merge into rows");
   }
   const bool norm = op.kind == OpKind::LAYER_NORM || op.kind == OpKind::RMS_NORM;
-  const bool has_weight = norm && op.inputs.size() >= 2, has_bias = op.kind == OpKind::LAYER_NORM && op.inputs.size() == 3;
-  for (size_t i = 1; i < op.inputs.size(); ++i) {
+  const bool has_weight = (norm || op.kind == OpKind::LAYER_NORM_BACKWARD) && op.inputs.size() > first_param;
+  const bool has_bias = op.kind == OpKind::LAYER_NORM && op.inputs.size() == 3;
+  for (size_t i = first_param; i < op.inputs.size(); ++i) {
     const TensorDesc& p = op.inputs[i];
     if (p.shape != std::vector<int64_t>{length} || (length > 1 && p.strides[0] != 1))
       throw UnsupportedOp(name + ": weight and bias are contiguous [L]");
@@ -81,13 +103,21 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
 
   const int64_t e = isa::dtype_size_bytes(x.dtype), eo = isa::dtype_size_bytes(out.dtype);
   const bool convert = x.dtype != DType::F32;
-  const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm;
-  // Per slot, per row: the raw tile (when converting), the f32 work tile, a scratch tile, two statistics, the output.
-  const int64_t per_row = (convert ? length * e : 0) + length * 4 + (needs_scratch ? length * 4 : 0) + 8 + (reduction ? eo : length * eo);
+  const DType y_dtype = backward ? op.inputs[1].dtype : DType::F32;
+  const int64_t ye = isa::dtype_size_bytes(y_dtype);
+  const bool convert_y = y_dtype != DType::F32;
+  const bool needs_scratch =
+      op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || op.kind == OpKind::LAYER_NORM_BACKWARD;
+  // Per slot, per row: the raw tile (when converting), the f32 work tile, those of the second row input, a scratch tile,
+  // two statistics (five for layer_norm_backward: its mean and rstd raw and in f32), the output.
+  const int64_t per_row = (convert ? length * e : 0) + length * 4 + (backward ? (convert_y ? length * ye : 0) + length * 4 : 0) +
+                          (needs_scratch ? length * 4 : 0) + (stat_inputs ? 20 : 8) + (reduction ? eo : length * eo);
   int64_t params = 192;  // 1/L, epsilon, the variance's 1 / (L - correction)
-  for (size_t i = 1; i < op.inputs.size(); ++i) params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
-  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 6 * 64;
+  for (size_t i = first_param; i < op.inputs.size(); ++i)
+    params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
+  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 11 * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
+  if (rows > 0 && tr < 1 && backward) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
   if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});
   // At least kTilesPerCore tiles per core where the rows allow: the first load and the last store of a core
   // overlap nothing, so a core with one or two huge tiles spends most of its time unpipelined.
@@ -99,14 +129,18 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
 
   // Local layout: slot buffers, then the parameters.
   const int64_t raw_bytes = convert ? align64(tr * length * e) : 0, work_bytes = align64(tr * length * 4);
+  const int64_t y_raw_bytes = backward && convert_y ? align64(tr * length * ye) : 0, y_work_bytes = backward ? work_bytes : 0;
   const int64_t scratch_bytes = needs_scratch ? align64(tr * length * 4) : 0, stat_bytes = align64(tr * 4);
   const int64_t out_bytes = align64(tr * (reduction ? 1 : length) * eo);
-  const int64_t raw0 = 0, work0 = raw0 + raw_bytes, scratch0 = work0 + work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
-  const int64_t out0 = stat1 + stat_bytes, slot_bytes = out0 + out_bytes;
+  const int64_t raw0 = 0, work0 = raw0 + raw_bytes, y_raw0 = work0 + work_bytes, y_work0 = y_raw0 + y_raw_bytes;
+  const int64_t scratch0 = y_work0 + y_work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
+  // layer_norm_backward's mean and rstd: raw as loaded, then in f32.
+  const int64_t stat_raw0 = stat1 + stat_bytes, mean0 = stat_raw0 + (stat_inputs ? 2 * stat_bytes : 0), rstd0 = mean0 + (stat_inputs ? stat_bytes : 0);
+  const int64_t out0 = rstd0 + (stat_inputs ? stat_bytes : 0), slot_bytes = out0 + out_bytes;
   const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64, inv_divisor_at = eps_at + 64;
   int64_t param_at = inv_divisor_at + 64;
   std::vector<int64_t> param_f32, param_raw;
-  for (size_t i = 1; i < op.inputs.size(); ++i) {
+  for (size_t i = first_param; i < op.inputs.size(); ++i) {
     param_f32.push_back(param_at), param_at += align64(length * 4);
     param_raw.push_back(param_at), param_at += align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
   }
@@ -131,7 +165,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     b.branch(Opcode::BGE, {t.index, t_end.index}, done);
     const Reg tmp = b.reg(), one = b.reg(), len = b.reg(), addr = b.reg(), a0 = b.reg(), a1 = b.reg(), a2 = b.reg(), a3 = b.reg();
     const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
-    const Reg slot = b.reg(), row0 = b.reg(), mt = b.reg(), inv_at = b.reg(), eps_reg = b.reg();
+    const Reg slot = b.reg(), row0 = b.reg(), mt = b.reg(), inv_at = b.reg(), eps_reg = b.reg(), wy = b.reg();
     b.li(one, 1), b.li(len, length), b.li(inv_at, inv_length_at), b.li(eps_reg, eps_at);
     const auto fill_f32 = [&](Reg at, float value) {
       uint32_t bits;
@@ -156,19 +190,19 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
       }
     };
     // Weight and bias: once per core, converted to f32.
-    if (op.inputs.size() > 1) {
-      for (size_t i = 1; i < op.inputs.size(); ++i) {
+    if (op.inputs.size() > first_param) {
+      for (size_t i = first_param; i < op.inputs.size(); ++i) {
         const int64_t pe = isa::dtype_size_bytes(op.inputs[i].dtype);
         b.emit(Opcode::LA, {addr.index, in_syms[i]});
         if (op.inputs[i].storage_offset) b.addi(addr, addr, op.inputs[i].storage_offset * pe);
-        b.li(a0, param_raw[i - 1]);
+        b.li(a0, param_raw[i - first_param]);
         b.li(n0, length * pe), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
         dma(Opcode::DMA_LD, 0, a0, addr);
       }
       b.emit(Opcode::SIGNAL, {kDma0, PARAMS_FULL});
       b.emit(Opcode::WAIT, {kVec, PARAMS_FULL});
-      for (size_t i = 1; i < op.inputs.size(); ++i) {
-        b.li(a0, param_raw[i - 1]), b.li(a1, param_f32[i - 1]);
+      for (size_t i = first_param; i < op.inputs.size(); ++i) {
+        b.li(a0, param_raw[i - first_param]), b.li(a1, param_f32[i - first_param]);
         if (op.inputs[i].dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, a1.index, a0.index, one.index, len.index});
         else b.emit(Opcode::V_CVT, {f32, int64_t(op.inputs[i].dtype), a1.index, a0.index, one.index, len.index});
       }
@@ -188,6 +222,24 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     shape_rows(mt, x_row, x_col, e);
     b.addi(a0, slot, convert ? raw0 : work0);
     dma(Opcode::DMA_LD, 0, a0, addr);
+    if (backward) {
+      const TensorDesc& y = op.inputs[1];
+      b.emit(Opcode::LA, {addr.index, in_syms[1]});
+      b.li(tmp, y_row * ye), b.mul(tmp, tmp, row0), b.add(addr, addr, tmp);
+      if (y.storage_offset) b.addi(addr, addr, y.storage_offset * ye);
+      shape_rows(mt, y_row, y_col, ye);
+      b.addi(a0, slot, convert_y ? y_raw0 : y_work0);
+      dma(Opcode::DMA_LD, 0, a0, addr);
+    }
+    for (size_t i = row_inputs; i < first_param; ++i) {  // mean, rstd: mt contiguous values from row0
+      const int64_t se = isa::dtype_size_bytes(op.inputs[i].dtype);
+      b.emit(Opcode::LA, {addr.index, in_syms[i]});
+      b.li(tmp, se), b.mul(tmp, tmp, row0), b.add(addr, addr, tmp);
+      if (op.inputs[i].storage_offset) b.addi(addr, addr, op.inputs[i].storage_offset * se);
+      b.muli(n0, mt, se), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
+      b.addi(a0, slot, stat_raw0 + int64_t(i - row_inputs) * stat_bytes);
+      dma(Opcode::DMA_LD, 0, a0, addr);
+    }
     b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
 
     // Compute in f32: w (work), s (scratch), c0 / c1 (rows x 1 statistics).
@@ -198,6 +250,17 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (convert) {
       b.addi(tmp, slot, raw0);
       b.emit(Opcode::V_CVT, {f32, dt, w.index, tmp.index, mt.index, len.index});
+    }
+    // The backward ops' second row tile (y or x) in f32, and layer_norm_backward's mean and rstd.
+    if (backward) {
+      b.addi(wy, slot, y_work0);
+      if (convert_y) b.addi(tmp, slot, y_raw0), b.emit(Opcode::V_CVT, {f32, int64_t(y_dtype), wy.index, tmp.index, mt.index, len.index});
+    }
+    for (size_t i = row_inputs; i < first_param; ++i) {
+      const int64_t to = i == row_inputs ? mean0 : rstd0;
+      b.addi(tmp, slot, stat_raw0 + int64_t(i - row_inputs) * stat_bytes), b.addi(addr, slot, to);
+      if (op.inputs[i].dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, addr.index, tmp.index, mt.index, one.index});
+      else b.emit(Opcode::V_CVT, {f32, int64_t(op.inputs[i].dtype), addr.index, tmp.index, mt.index, one.index});
     }
     const auto v2 = [&](Opcode opcode, int64_t bc, Reg dst, Reg a, Reg bb, Reg r, Reg c) {
       b.emit(opcode, {f32, bc, dst.index, a.index, bb.index, r.index, c.index});
@@ -256,6 +319,36 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         if (op.kind == OpKind::STD) v1(Opcode::V_SQRT, c0, c0, mt, one);
         result = c0;
         break;
+      case OpKind::SOFTMAX_BACKWARD:  // y * (g - sum(g * y))
+        v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
+        reduce(Opcode::V_RSUM, c0, s);
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v2(Opcode::V_MUL, kFull, w, w, wy, mt, len);
+        break;
+      case OpKind::LOG_SOFTMAX_BACKWARD:  // g - exp(y) * sum(g)
+        reduce(Opcode::V_RSUM, c0, w);
+        v1(Opcode::V_EXP, wy, wy, mt, len);
+        v2(Opcode::V_MUL, kCol, wy, wy, c0, mt, len);
+        v2(Opcode::V_SUB, kFull, w, w, wy, mt, len);
+        break;
+      case OpKind::LAYER_NORM_BACKWARD: {  // rstd * (h - mean(h) - x^ * mean(h * x^)), h = g * weight
+        const Reg mean = c1;
+        b.addi(mean, slot, mean0);
+        v2(Opcode::V_SUB, kCol, wy, wy, mean, mt, len);
+        b.addi(mean, slot, rstd0);  // (now rstd)
+        v2(Opcode::V_MUL, kCol, wy, wy, mean, mt, len);  // x^
+        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
+        v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
+        reduce(Opcode::V_RSUM, c0, s);
+        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h * x^)
+        v2(Opcode::V_MUL, kCol, s, wy, c0, mt, len);
+        reduce(Opcode::V_RSUM, c0, w);
+        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h)
+        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
+        v2(Opcode::V_MUL, kCol, w, w, mean, mt, len);
+        break;
+      }
       case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
       case OpKind::ARGMIN: b.emit(Opcode::V_ARGMIN, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
       default: throw std::logic_error("not a row op");

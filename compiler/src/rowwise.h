@@ -16,6 +16,11 @@ inline bool is_row_reduction(OpKind kind) {
          kind == OpKind::STD || kind == OpKind::ARGMAX || kind == OpKind::ARGMIN;
 }
 
+// The row ops that give an input's gradient from an output's (g first, then y or x, ...).
+inline bool is_row_backward(OpKind kind) {
+  return kind == OpKind::SOFTMAX_BACKWARD || kind == OpKind::LOG_SOFTMAX_BACKWARD || kind == OpKind::LAYER_NORM_BACKWARD;
+}
+
 // var and std divide the sum of squared deviations by max(0, L - correction): its reciprocal, in f32
 // (infinity for a divisor of 0, so that 0 / 0 gives nan and x / 0 inf, as PyTorch does).
 inline float variance_scale(int64_t length, double correction) {

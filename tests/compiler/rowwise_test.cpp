@@ -173,6 +173,123 @@ TEST_P(RowOps, VarianceAndStandardDeviation) {
   check(OpDesc(OpKind::VAR, {x}, t(DType::F32, {40})));
 }
 
+// The backward row ops against their formulas in double, from the values the chip was given. Bound:
+// the device works in f32 and sums a row of L terms, so each term is within (L + 8) * 2^-24 of the
+// magnitudes it is made of; bf16 outputs add half a bf16 ulp.
+class RowBackward : public testing::KernelTest {
+ protected:
+  void check(const OpDesc& op, uint32_t seed = 3) {
+    SCOPED_TRACE(op.key());
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> unit(0, 1);
+    // g in [-3, 3]; softmax's y in [0, 1], log_softmax's in [-6, 0]; x in [-3, 3], mean in [-0.5, 0.5],
+    // rstd in [0.5, 2], weight in [-1, 3].
+    const auto value = [&](size_t k, size_t) {
+      const double r = unit(rng);
+      if (k == 0) return 6 * r - 3;
+      if (k == 1) return op.kind == OpKind::SOFTMAX_BACKWARD ? r : op.kind == OpKind::LOG_SOFTMAX_BACKWARD ? -6 * r : 6 * r - 3;
+      if (k == 2) return r - 0.5;
+      if (k == 3) return 0.5 + 1.5 * r;
+      return 4 * r - 1;
+    };
+    const testing::KernelRun run = KernelTest::run(op, value);
+    SCOPED_TRACE(run.kernel->plan);
+    const TensorDesc &g = op.inputs[0], &out = op.output;
+    const int64_t length = g.shape.back(), rows = g.numel() / length;
+    const double u = std::ldexp(1.0, -24) * double(length + 8);
+    const double out_rtol = out.dtype == DType::BF16 ? std::ldexp(1.0, -8) : 0;
+    const auto at = [&](size_t k, int64_t r, int64_t j) {  // element (r, j) of input k viewed as rows x L
+      const TensorDesc& t = op.inputs[k];
+      int64_t off = t.storage_offset + j * t.strides.back(), rest = r;
+      for (size_t d = t.shape.size() - 1; d-- > 0;) off += (rest % t.shape[d]) * t.strides[d], rest /= t.shape[d];
+      return load(t.dtype, &run.inputs[k][size_t(off) * isa::dtype_size_bytes(t.dtype)]);
+    };
+    int mismatches = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> want(static_cast<size_t>(length)), scale(static_cast<size_t>(length));
+      if (op.kind == OpKind::SOFTMAX_BACKWARD) {
+        double dot = 0, abs_dot = 0;
+        for (int64_t j = 0; j < length; ++j) dot += at(0, r, j) * at(1, r, j), abs_dot += std::fabs(at(0, r, j) * at(1, r, j));
+        for (int64_t j = 0; j < length; ++j)
+          want[size_t(j)] = at(1, r, j) * (at(0, r, j) - dot), scale[size_t(j)] = std::fabs(at(1, r, j)) * (std::fabs(at(0, r, j)) + abs_dot);
+      } else if (op.kind == OpKind::LOG_SOFTMAX_BACKWARD) {
+        double sum = 0, abs_sum = 0;
+        for (int64_t j = 0; j < length; ++j) sum += at(0, r, j), abs_sum += std::fabs(at(0, r, j));
+        for (int64_t j = 0; j < length; ++j)
+          want[size_t(j)] = at(0, r, j) - std::exp(at(1, r, j)) * sum,
+          scale[size_t(j)] = std::fabs(at(0, r, j)) + std::exp(at(1, r, j)) * abs_sum + 1e-6 / u;
+      } else {
+        const double mean = load(op.inputs[2].dtype, &run.inputs[2][size_t(r) * isa::dtype_size_bytes(op.inputs[2].dtype)]);
+        const double rstd = load(op.inputs[3].dtype, &run.inputs[3][size_t(r) * isa::dtype_size_bytes(op.inputs[3].dtype)]);
+        std::vector<double> h(static_cast<size_t>(length)), xhat(static_cast<size_t>(length));
+        double h_mean = 0, hx_mean = 0, abs_h = 0, abs_hx = 0;
+        for (int64_t j = 0; j < length; ++j) {
+          const double w = op.inputs.size() == 5 ? load(op.inputs[4].dtype, &run.inputs[4][size_t(j) * isa::dtype_size_bytes(op.inputs[4].dtype)]) : 1;
+          h[size_t(j)] = at(0, r, j) * w, xhat[size_t(j)] = (at(1, r, j) - mean) * rstd;
+          h_mean += h[size_t(j)] / double(length), hx_mean += h[size_t(j)] * xhat[size_t(j)] / double(length);
+          abs_h += std::fabs(h[size_t(j)]) / double(length), abs_hx += std::fabs(h[size_t(j)] * xhat[size_t(j)]) / double(length);
+        }
+        for (int64_t j = 0; j < length; ++j) {
+          want[size_t(j)] = rstd * (h[size_t(j)] - h_mean - xhat[size_t(j)] * hx_mean);
+          scale[size_t(j)] = 2 * rstd * (std::fabs(h[size_t(j)]) + abs_h + (std::fabs(xhat[size_t(j)]) + std::fabs(mean) * rstd + 1) * abs_hx);
+        }
+      }
+      for (int64_t j = 0; j < length; ++j) {
+        int64_t off = out.storage_offset + j * out.strides.back(), rest = r;
+        for (size_t d = out.shape.size() - 1; d-- > 0;) off += (rest % out.shape[d]) * out.strides[d], rest /= out.shape[d];
+        const double got = load(out.dtype, &run.output[size_t(off) * isa::dtype_size_bytes(out.dtype)]);
+        const double bound = 4 * u * scale[size_t(j)] + out_rtol * std::fabs(want[size_t(j)]);
+        if (!(std::fabs(got - want[size_t(j)]) <= bound) && ++mismatches <= 5)
+          ADD_FAILURE() << "row " << r << " element " << j << ": got " << got << ", want " << want[size_t(j)] << " +- " << bound;
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+};
+
+TEST_P(RowBackward, SoftmaxAndLogSoftmax) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{1, 1}, {7, 13}, {33, 1000}, {4, 5, 67}, {1000}})
+    for (const OpKind kind : {OpKind::SOFTMAX_BACKWARD, OpKind::LOG_SOFTMAX_BACKWARD})
+      check(OpDesc(kind, {t(DType::F32, shape), t(DType::F32, shape)}, t(DType::F32, shape)));
+  // bf16 gradients and outputs; an f32 output of a bf16 forward's input.
+  check(OpDesc(OpKind::SOFTMAX_BACKWARD, {t(DType::BF16, {64, 300}), t(DType::BF16, {64, 300})}, t(DType::BF16, {64, 300})));
+  check(OpDesc(OpKind::LOG_SOFTMAX_BACKWARD, {t(DType::F32, {9, 130}), t(DType::BF16, {9, 130})}, t(DType::F32, {9, 130})));
+}
+
+TEST_P(RowBackward, AlongAStridedDim) {
+  TensorDesc g = t(DType::F32, {40, 24}), y = t(DType::F32, {40, 24}), out = t(DType::F32, {40, 24});
+  g.strides = {1, 40};  // softmax over dim 0 of [24, 40] tensors: the bridge moves that dim last
+  out.strides = {1, 40};
+  check(OpDesc(OpKind::SOFTMAX_BACKWARD, {g, y}, out));
+}
+
+TEST_P(RowBackward, LayerNorm) {
+  check(OpDesc(OpKind::LAYER_NORM_BACKWARD, {t(DType::F32, {9, 77}), t(DType::F32, {9, 77}), t(DType::F32, {9, 1}), t(DType::F32, {9, 1})},
+               t(DType::F32, {9, 77})));
+  check(OpDesc(OpKind::LAYER_NORM_BACKWARD,
+               {t(DType::F32, {3, 11, 64}), t(DType::F32, {3, 11, 64}), t(DType::F32, {3, 11, 1}), t(DType::F32, {3, 11, 1}), t(DType::F32, {64})},
+               t(DType::F32, {3, 11, 64})));
+  check(OpDesc(OpKind::LAYER_NORM_BACKWARD,
+               {t(DType::BF16, {50, 128}), t(DType::BF16, {50, 128}), t(DType::BF16, {50, 1}), t(DType::BF16, {50, 1}), t(DType::BF16, {128})},
+               t(DType::BF16, {50, 128})));
+  check(OpDesc(OpKind::LAYER_NORM_BACKWARD, {t(DType::F32, {1, 1}), t(DType::F32, {1, 1}), t(DType::F32, {1}), t(DType::F32, {1})},
+               t(DType::F32, {1, 1})));
+}
+
+TEST_P(RowBackward, WhatItCannotDoIsSaidSo) {
+  // Rows longer than the scratchpad holds (the bridge composes these from other kernels).
+  const std::vector<int64_t> huge{2, int64_t(sim::load_chip_config(GetParam()).core.scratchpad.size_bytes)};
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX_BACKWARD, {t(DType::F32, huge), t(DType::F32, huge)}, t(DType::F32, huge))), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::SOFTMAX_BACKWARD, {t(DType::F32, {4, 4}), t(DType::F32, {4, 5})}, t(DType::F32, {4, 4}))),
+               std::invalid_argument);
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::LAYER_NORM_BACKWARD, {t(DType::F32, {4, 4}), t(DType::F32, {4, 4})}, t(DType::F32, {4, 4}))),
+               std::invalid_argument);  // no mean and rstd
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::LAYER_NORM_BACKWARD, {t(DType::F32, {4, 4}), t(DType::F32, {4, 4}), t(DType::F32, {3}),
+                                                                      t(DType::F32, {4})},
+                                        t(DType::F32, {4, 4}))),
+               std::invalid_argument);  // one mean per row
+}
+
 TEST_P(RowOps, VarianceOfTooFewElementsIsNanOrInfinity) {
   // One element, Bessel's correction: 0 / 0. Two elements, correction 2: a positive sum over 0.
   OpDesc single(OpKind::VAR, {t(DType::F32, {3, 1})}, t(DType::F32, {3}));
@@ -288,6 +405,7 @@ TEST_P(LongRows, ArgmaxKeepsTheFirstExtremumAndTheFirstNanAcrossChunks) {
 INSTANTIATE_TEST_SUITE_P(Presets, LongRows, ::testing::Values("tiny", "base"), testing::preset_name);
 
 INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), testing::preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, RowBackward, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler
