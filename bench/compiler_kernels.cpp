@@ -11,7 +11,8 @@
 // Softmax and layer norm, 4096 x 4096 in bf16 and f32: cycles against the
 // DRAM-bandwidth bound (x read and y written once at the DRAM peak); target
 // (issue: compiler) at least 80%. And softmax over rows longer than the
-// scratchpad (16 x 1 Mi f32), walked in chunks.
+// scratchpad (16 x 1 Mi f32), walked in chunks. Last, the backward kernels of
+// softmax and layer norm (4096 x 4096 f32) against their bound (two reads, one write).
 //
 // Attention (issue: fused attention): the fused flash-attention kernel at
 // sequence length 2048 (4 heads of 64, bf16) against the same attention as
@@ -222,6 +223,23 @@ int sc_main(int argc, char* argv[]) {
       std::printf("  fused, causal:            %9llu cycles, %6.1f MiB of DRAM traffic; host %.2f s in all\n  %s  %s",
                   (unsigned long long)masked.cycles, double(masked.dram_bytes) / (1 << 20), seconds, compiler.compile(fused)->plan.c_str(),
                   compiler.compile(causal)->plan.c_str());
+    }
+    {
+      // The gradients of softmax and layer norm (row kernels of their own; last, so that the figures above
+      // start from the chip state they always did): the bound reads g and y (or x) and writes the result once.
+      const int64_t rows = 4096, cols = 4096;
+      const auto tensor = [&](std::vector<int64_t> shape) { return TensorDesc::contiguous(npu::isa::DType::F32, std::move(shape)); };
+      const OpDesc softmax_backward(OpKind::SOFTMAX_BACKWARD, {tensor({rows, cols}), tensor({rows, cols})}, tensor({rows, cols}));
+      const OpDesc layer_norm_backward(OpKind::LAYER_NORM_BACKWARD,
+                                       {tensor({rows, cols}), tensor({rows, cols}), tensor({rows, 1}), tensor({rows, 1}), tensor({cols})},
+                                       tensor({rows, cols}));
+      for (const OpDesc* op : {&softmax_backward, &layer_norm_backward}) {
+        const Run r = run(*device, device, compiler, *op);
+        const double bound_cycles = double(rows) * cols * 4 * 3 / dram_bytes_per_cycle;
+        std::printf("%s %lldx%lld f32: %llu cycles against %.0f at the DRAM peak = %.1f%% of the DRAM-bandwidth bound; host %.2f s\n  %s",
+                    op == &softmax_backward ? "softmax_backward" : "layer_norm_backward", (long long)rows, (long long)cols,
+                    (unsigned long long)r.cycles, bound_cycles, 100.0 * bound_cycles / double(r.cycles), r.host_seconds, r.plan.c_str());
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "npu-bench-compiler: error: %s\n", e.what());

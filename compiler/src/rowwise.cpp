@@ -115,7 +115,8 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   int64_t params = 192;  // 1/L, epsilon, the variance's 1 / (L - correction)
   for (size_t i = first_param; i < op.inputs.size(); ++i)
     params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
-  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - 11 * 64;
+  // (Alignment: up to 64 bytes per buffer of a slot.)
+  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (stat_inputs ? 12 : backward ? 8 : 6) * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
   if (rows > 0 && tr < 1 && backward) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
   if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});

@@ -711,3 +711,39 @@ def test_gelu_backward_and_erf_run_on_the_chip(approximate, dtype, tolerance):
     torch.testing.assert_close(actual, expected, **tolerance)
     torch.testing.assert_close(torch.erf(x.to(NPU)).cpu(), torch.erf(x), **tolerance)
     assert {op: n for op, n in npusim.fallback_stats().items() if n != before.get(op, 0)} == {}
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, {"rtol": 1e-5, "atol": 1e-5}), (torch.bfloat16, {"rtol": 1.6e-2, "atol": 1e-2})])
+def test_softmax_and_layer_norm_backward_are_one_kernel_each(dtype, tolerance):
+    """The gradients of softmax, log_softmax (along any dim) and layer_norm's input are row kernels of
+    their own: one launch each, not the composition of reductions and elementwise ops. f32 against
+    the CPU; bf16 against the same math in f64 from the same bf16 values (the CPU's bf16 sums over
+    240 rows for the weight's gradient are several bf16 ulps off it, the chip's f32 sums are not)."""
+    x = (torch.randn(6, 40, 96) * 2).to(dtype)
+    grad = torch.randn(6, 40, 96).to(dtype)
+    weight, bias = torch.randn(96).to(dtype), torch.randn(96).to(dtype)
+
+    def gradients(device, as_dtype=None):
+        cast = (lambda t: t.to(as_dtype)) if as_dtype else (lambda t: t)
+        leaf = cast(x).to(device).requires_grad_()
+        w, b = cast(weight).to(device).requires_grad_(), cast(bias).to(device).requires_grad_()
+        g = cast(grad).to(device)
+        outputs = [torch.softmax(leaf, -1), torch.log_softmax(leaf, 1), F.layer_norm(leaf, (96,), w, b)]
+        results = []
+        for out in outputs:
+            results += torch.autograd.grad(out, [leaf] + ([w, b] if out is outputs[2] else []), g)
+        return [r.cpu() for r in results]
+
+    expected = gradients("cpu") if dtype == torch.float32 else [r.to(dtype) for r in gradients("cpu", torch.float64)]
+    before, kernels = dict(npusim.fallback_stats()), dict(npusim.kernel_stats())
+    actual = gradients(NPU)
+    launched = {op: n - kernels.get(op, 0) for op, n in npusim.kernel_stats().items() if n != kernels.get(op, 0)}
+    assert {op: n for op, n in npusim.fallback_stats().items() if n != before.get(op, 0)} == {}
+    for op in ("softmax_backward", "log_softmax_backward", "layer_norm_backward"):
+        assert launched.get(op) == 1, launched
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype
+        if got.shape == (96,):  # weight and bias gradients: sums over 240 rows
+            torch.testing.assert_close(got, want, rtol=tolerance["rtol"], atol=tolerance["atol"] * 16)
+        else:
+            torch.testing.assert_close(got, want, **tolerance)

@@ -63,6 +63,30 @@ bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::v
   return false;
 }
 
+bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& rows, const at::Tensor& out) {
+  const auto run = [&](const std::vector<at::Tensor>& inputs, const at::Tensor& result) {
+    return try_run(
+        [&] {
+          std::vector<npu::compiler::TensorDesc> described;
+          for (const at::Tensor& t : inputs) described.push_back(describe(t));
+          return npu::compiler::OpDesc(kind, described, describe(result));
+        },
+        inputs, result);
+  };
+  if (run(rows, out)) return true;
+  bool strided = !out.is_contiguous();
+  for (const at::Tensor& t : rows) strided |= !t.is_contiguous();
+  if (!strided) return false;
+  // Leading dims that do not merge into one row stride (a softmax over a middle dim, moved last):
+  // the rows made contiguous by the copy kernel first, and the result copied into `out`.
+  std::vector<at::Tensor> dense_rows;
+  for (const at::Tensor& t : rows) dense_rows.push_back(t.contiguous());
+  const at::Tensor dense_out = new_npu(out.sizes(), out.scalar_type());
+  if (!run(dense_rows, dense_out)) return false;
+  out.copy_(dense_out);
+  return true;
+}
+
 void note_cpu_fallback(const char* op) {
   const std::string reason = std::move(t_unsupported_reason);
   t_unsupported_reason.clear();

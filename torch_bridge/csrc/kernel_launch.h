@@ -34,6 +34,10 @@ at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initia
 bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out,
              const std::array<uint64_t, 8>& args = {});
 // Counts a CPU fallback of `op`, with the reason the last try_run gave.
+// A row kernel whose inputs are all row tensors (softmax and its gradient): rows along the last
+// dim of each input and of `out`, any strides (made contiguous on the chip first where the
+// leading dims do not merge into one row stride).
+bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& rows, const at::Tensor& out);
 void note_cpu_fallback(const char* op);
 // The same with the reason given (a case the caller declined itself).
 void note_cpu_fallback(const char* op, const std::string& reason);

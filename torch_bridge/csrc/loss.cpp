@@ -6,16 +6,20 @@
 //                   as their low 32-bit words); ignored targets weigh 0
 //   its backward    -grad * weight[class] at each row's class (a comparison with
 //                   the class numbers and a select), 0 elsewhere
-//   log_softmax'    grad - exp(out) * sum(grad)
-//   softmax'        out * (grad - sum(grad * out))
+//   log_softmax'    grad - exp(out) * sum(grad)    } one row kernel each (their dim
+//   softmax'        out * (grad - sum(grad * out)) } moved last), else composed
 // Together with log_softmax, `F.cross_entropy` trains on the chip.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include "kernel_launch.h"
+#include "runtime.h"
 
 namespace npusim {
 namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
 
 // i32 [n] on the npu: 0, step, 2 * step, ...
 at::Tensor iota(int64_t n, int64_t step) {
@@ -80,9 +84,21 @@ at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
                                       ignore_index, total_weight.cpu()));
 }
 
+// The row kernel of a softmax's or log_softmax's backward along `dim` (moved last in the gradient,
+// the output and the result); false where it cannot run (rows too long for the scratchpad).
+bool row_backward(OpKind kind, const at::Tensor& grad, const at::Tensor& output, int64_t dim, const at::Tensor& result) {
+  if (grad.sizes() != output.sizes()) return false;
+  const int64_t d = at::maybe_wrap_dim(dim, grad.dim());
+  return try_run_rows(kind, {grad.movedim(d, -1), output.movedim(d, -1)}, result.movedim(d, -1));
+}
+
+bool chip_float_type(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
+
 // The gradients of log_softmax and softmax from their outputs, in f32, rounded once to the input's dtype.
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
-  if (chip_float(grad) && chip_float(output) && output.dim() > 0) {
+  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_type(input_dtype)) {
+    at::Tensor result = new_npu(grad.sizes(), input_dtype);
+    if (row_backward(OpKind::LOG_SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
     const at::Tensor g = as_f32(grad), y = as_f32(output);
     return at::sub(g, at::mul(at::exp(y), at::sum(g, {dim}, true))).to(input_dtype);
   }
@@ -91,7 +107,9 @@ at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output
 }
 
 at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
-  if (chip_float(grad) && chip_float(output) && output.dim() > 0) {
+  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_type(input_dtype)) {
+    at::Tensor result = new_npu(grad.sizes(), input_dtype);
+    if (row_backward(OpKind::SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
     const at::Tensor g = as_f32(grad), y = as_f32(output);
     return at::mul(y, at::sub(g, at::sum(at::mul(g, y), {dim}, true))).to(input_dtype);
   }

@@ -455,8 +455,7 @@ at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t
   if (self.dim() > 0) {
     const int64_t d = at::maybe_wrap_dim(dim, self.dim());
     at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-    const at::Tensor x = self.movedim(d, -1), y = out.movedim(d, -1);
-    if (try_run([&] { return OpDesc(kind, {describe(x)}, describe(y)); }, {x}, y)) return out;
+    if (try_run_rows(kind, {self.movedim(d, -1)}, out.movedim(d, -1))) return out;
   }
   return on_cpu(name, reference);
 }
@@ -628,8 +627,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   return {out, mean.to(x.scalar_type()), rstd.to(x.scalar_type())};  // in x's dtype, as the CPU gives them
 }
 
-// Its backward from the same kernels: with x^ = (x - mean) * rstd and g = grad * weight,
-// grad_x = rstd * (g - mean(g) - x^ * mean(g * x^)); grad_weight and grad_bias sum over the rows.
+// Its backward: with x^ = (x - mean) * rstd and g = grad * weight, grad_x = rstd * (g - mean(g) -
+// x^ * mean(g * x^)) in one row kernel from the saved mean and rstd (composed from the row and
+// elementwise kernels where that cannot run: rows too long for the scratchpad); grad_weight and
+// grad_bias sum over the rows.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef shape,
                                                                           const at::Tensor& mean, const at::Tensor& rstd,
                                                                           const std::optional<at::Tensor>& weight,
@@ -641,12 +642,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
                                                        bias ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, mask);
     return {gx.defined() ? to_npu(gx) : gx, gw.defined() ? to_npu(gw) : gw, gb.defined() ? to_npu(gb) : gb};
   }
-  const at::Tensor gf = grad.to(at::kFloat), normalized = (x.to(at::kFloat) - mean) * rstd;
-  const at::Tensor g = weight && weight->defined() ? gf * weight->to(at::kFloat) : gf;
+  const bool has_weight = weight && weight->defined();
   at::Tensor grad_x, grad_weight, grad_bias;
-  if (mask[0]) grad_x = (rstd * (g - g.mean(-1, true) - normalized * (g * normalized).mean(-1, true))).to(x.scalar_type());
+  if (mask[0] && chip_float(grad) && chip_float(x) && chip_float(mean) && chip_float(rstd) && (!has_weight || chip_float(*weight))) {
+    at::Tensor result = new_npu(x.sizes(), x.scalar_type());
+    std::vector<at::Tensor> inputs = {grad, x, mean, rstd};
+    if (has_weight) inputs.push_back(*weight);
+    const auto make_op = [&] {
+      std::vector<npu::compiler::TensorDesc> described;
+      for (const at::Tensor& t : inputs) described.push_back(describe(t));
+      return OpDesc(OpKind::LAYER_NORM_BACKWARD, described, describe(result));
+    };
+    if (try_run(make_op, inputs, result)) grad_x = result;
+  }
+  const at::Tensor gf = grad.to(at::kFloat);
+  const auto normalized = [&] { return (x.to(at::kFloat) - mean) * rstd; };
+  if (mask[0] && !grad_x.defined()) {
+    const at::Tensor xhat = normalized(), g = has_weight ? gf * weight->to(at::kFloat) : gf;
+    grad_x = (rstd * (g - g.mean(-1, true) - xhat * (g * xhat).mean(-1, true))).to(x.scalar_type());
+  }
   const at::Tensor rows = gf.reshape({-1, x.size(-1)});
-  if (mask[1] && weight && weight->defined()) grad_weight = (rows * normalized.reshape(rows.sizes())).sum(0).to(weight->scalar_type());
+  if (mask[1] && has_weight) grad_weight = (rows * normalized().reshape(rows.sizes())).sum(0).to(weight->scalar_type());
   if (mask[2] && bias && bias->defined()) grad_bias = rows.sum(0).to(bias->scalar_type());
   return {grad_x, grad_weight, grad_bias};
 }
