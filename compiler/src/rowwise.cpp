@@ -55,7 +55,8 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
   const bool backward = is_row_backward(op.kind);
   // Inputs: the row tensors (x, or g then y / x), layer_norm_backward's per-row statistics, then the [L] parameters.
-  const size_t row_inputs = backward ? 2 : 1, stat_inputs = op.kind == OpKind::LAYER_NORM_BACKWARD ? 2 : 0;
+  const size_t row_inputs = backward ? 2 : 1;
+  const size_t stat_inputs = op.kind == OpKind::LAYER_NORM_BACKWARD ? 2 : op.kind == OpKind::RMS_NORM_BACKWARD ? 1 : 0;  // mean, rstd
   const size_t first_param = row_inputs + stat_inputs;
   if (op.inputs.size() < first_param) throw std::invalid_argument(name + ": wrong number of inputs");
   const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::VAR || op.kind == OpKind::STD) &&
@@ -79,9 +80,9 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   }
   for (size_t i = row_inputs; i < first_param; ++i) {
     const TensorDesc& stat = op.inputs[i];
-    if (stat.numel() != rows) throw std::invalid_argument(name + ": mean and rstd have one element per row");
-    if (stat.strides != TensorDesc::contiguous(stat.dtype, stat.shape).strides) throw UnsupportedOp(name + ": mean and rstd are contiguous");
-    if (!isa::dtype_is_float(stat.dtype)) throw std::invalid_argument(name + ": mean and rstd are float");
+    if (stat.numel() != rows) throw std::invalid_argument(name + ": the statistics have one element per row");
+    if (stat.strides != TensorDesc::contiguous(stat.dtype, stat.shape).strides) throw UnsupportedOp(name + ": the statistics are contiguous");
+    if (!isa::dtype_is_float(stat.dtype)) throw std::invalid_argument(name + ": the statistics are float");
   }
   if (reduction) {
     if (out.numel() != rows) throw std::invalid_argument(name + ": the output has one element per row");
@@ -92,7 +93,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (!row_view(out, &o_row, &o_col)) throw UnsupportedOp(name + ": the output's leading dims do not merge into rows");
   }
   const bool norm = op.kind == OpKind::LAYER_NORM || op.kind == OpKind::RMS_NORM;
-  const bool has_weight = (norm || op.kind == OpKind::LAYER_NORM_BACKWARD) && op.inputs.size() > first_param;
+  const bool has_weight = (norm || stat_inputs > 0) && op.inputs.size() > first_param;
   const bool has_bias = op.kind == OpKind::LAYER_NORM && op.inputs.size() == 3;
   for (size_t i = first_param; i < op.inputs.size(); ++i) {
     const TensorDesc& p = op.inputs[i];
@@ -106,17 +107,16 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const DType y_dtype = backward ? op.inputs[1].dtype : DType::F32;
   const int64_t ye = isa::dtype_size_bytes(y_dtype);
   const bool convert_y = y_dtype != DType::F32;
-  const bool needs_scratch =
-      op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || op.kind == OpKind::LAYER_NORM_BACKWARD;
+  const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || stat_inputs > 0;
   // Per slot, per row: the raw tile (when converting), the f32 work tile, those of the second row input, a scratch tile,
   // two statistics (five for layer_norm_backward: its mean and rstd raw and in f32), the output.
   const int64_t per_row = (convert ? length * e : 0) + length * 4 + (backward ? (convert_y ? length * ye : 0) + length * 4 : 0) +
-                          (needs_scratch ? length * 4 : 0) + (stat_inputs ? 20 : 8) + (reduction ? eo : length * eo);
+                          (needs_scratch ? length * 4 : 0) + 8 + 8 * int64_t(stat_inputs) + (reduction ? eo : length * eo);
   int64_t params = 192;  // 1/L, epsilon, the variance's 1 / (L - correction)
   for (size_t i = first_param; i < op.inputs.size(); ++i)
     params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
   // (Alignment: up to 64 bytes per buffer of a slot.)
-  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (stat_inputs ? 12 : backward ? 8 : 6) * 64;
+  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (6 + (backward ? 2 : 0) + 2 * int64_t(stat_inputs)) * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
   if (rows > 0 && tr < 1 && backward) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
   if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});
@@ -135,9 +135,10 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t out_bytes = align64(tr * (reduction ? 1 : length) * eo);
   const int64_t raw0 = 0, work0 = raw0 + raw_bytes, y_raw0 = work0 + work_bytes, y_work0 = y_raw0 + y_raw_bytes;
   const int64_t scratch0 = y_work0 + y_work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
-  // layer_norm_backward's mean and rstd: raw as loaded, then in f32.
-  const int64_t stat_raw0 = stat1 + stat_bytes, mean0 = stat_raw0 + (stat_inputs ? 2 * stat_bytes : 0), rstd0 = mean0 + (stat_inputs ? stat_bytes : 0);
-  const int64_t out0 = rstd0 + (stat_inputs ? stat_bytes : 0), slot_bytes = out0 + out_bytes;
+  // The backward norms' statistics (layer_norm's mean and rstd, rms_norm's rstd): raw as loaded, then in f32.
+  const int64_t stat_raw0 = stat1 + stat_bytes, stat_f32_0 = stat_raw0 + int64_t(stat_inputs) * stat_bytes;
+  const int64_t mean0 = stat_f32_0, rstd0 = stat_f32_0 + (stat_inputs == 2 ? stat_bytes : 0);  // (rstd comes last)
+  const int64_t out0 = stat_f32_0 + int64_t(stat_inputs) * stat_bytes, slot_bytes = out0 + out_bytes;
   const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64, inv_divisor_at = eps_at + 64;
   int64_t param_at = inv_divisor_at + 64;
   std::vector<int64_t> param_f32, param_raw;
@@ -258,8 +259,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
       if (convert_y) b.addi(tmp, slot, y_raw0), b.emit(Opcode::V_CVT, {f32, int64_t(y_dtype), wy.index, tmp.index, mt.index, len.index});
     }
     for (size_t i = row_inputs; i < first_param; ++i) {
-      const int64_t to = i == row_inputs ? mean0 : rstd0;
-      b.addi(tmp, slot, stat_raw0 + int64_t(i - row_inputs) * stat_bytes), b.addi(addr, slot, to);
+      b.addi(tmp, slot, stat_raw0 + int64_t(i - row_inputs) * stat_bytes), b.addi(addr, slot, stat_f32_0 + int64_t(i - row_inputs) * stat_bytes);
       if (op.inputs[i].dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, addr.index, tmp.index, mt.index, one.index});
       else b.emit(Opcode::V_CVT, {f32, int64_t(op.inputs[i].dtype), addr.index, tmp.index, mt.index, one.index});
     }
@@ -348,6 +348,19 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
         v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
         v2(Opcode::V_MUL, kCol, w, w, mean, mt, len);
+        break;
+      }
+      case OpKind::RMS_NORM_BACKWARD: {  // rstd * (h - x^ * mean(h * x^)), x^ = x * rstd, h = g * weight
+        const Reg rstd = c1;
+        b.addi(rstd, slot, rstd0);
+        v2(Opcode::V_MUL, kCol, wy, wy, rstd, mt, len);  // x^
+        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
+        v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
+        reduce(Opcode::V_RSUM, c0, s);
+        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h * x^)
+        v2(Opcode::V_MUL, kCol, s, wy, c0, mt, len);
+        v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
+        v2(Opcode::V_MUL, kCol, w, w, rstd, mt, len);
         break;
       }
       case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;

@@ -18,7 +18,8 @@ inline bool is_row_reduction(OpKind kind) {
 
 // The row ops that give an input's gradient from an output's (g first, then y or x, ...).
 inline bool is_row_backward(OpKind kind) {
-  return kind == OpKind::SOFTMAX_BACKWARD || kind == OpKind::LOG_SOFTMAX_BACKWARD || kind == OpKind::LAYER_NORM_BACKWARD;
+  return kind == OpKind::SOFTMAX_BACKWARD || kind == OpKind::LOG_SOFTMAX_BACKWARD || kind == OpKind::LAYER_NORM_BACKWARD ||
+         kind == OpKind::RMS_NORM_BACKWARD;
 }
 
 // var and std divide the sum of squared deviations by max(0, L - correction): its reciprocal, in f32

@@ -184,13 +184,14 @@ class RowBackward : public testing::KernelTest {
     std::uniform_real_distribution<double> unit(0, 1);
     // g in [-3, 3]; softmax's y in [0, 1], log_softmax's in [-6, 0]; x in [-3, 3], mean in [-0.5, 0.5],
     // rstd in [0.5, 2], weight in [-1, 3].
+    const bool rms = op.kind == OpKind::RMS_NORM_BACKWARD;
+    const size_t first_param = rms ? 3 : 4;
     const auto value = [&](size_t k, size_t) {
       const double r = unit(rng);
       if (k == 0) return 6 * r - 3;
       if (k == 1) return op.kind == OpKind::SOFTMAX_BACKWARD ? r : op.kind == OpKind::LOG_SOFTMAX_BACKWARD ? -6 * r : 6 * r - 3;
-      if (k == 2) return r - 0.5;
-      if (k == 3) return 0.5 + 1.5 * r;
-      return 4 * r - 1;
+      if (k == first_param) return 4 * r - 1;
+      return k == first_param - 1 ? 0.5 + 1.5 * r : r - 0.5;
     };
     const testing::KernelRun run = KernelTest::run(op, value);
     SCOPED_TRACE(run.kernel->plan);
@@ -218,17 +219,20 @@ class RowBackward : public testing::KernelTest {
         for (int64_t j = 0; j < length; ++j)
           want[size_t(j)] = at(0, r, j) - std::exp(at(1, r, j)) * sum,
           scale[size_t(j)] = std::fabs(at(0, r, j)) + std::exp(at(1, r, j)) * abs_sum + 1e-6 / u;
-      } else {
-        const double mean = load(op.inputs[2].dtype, &run.inputs[2][size_t(r) * isa::dtype_size_bytes(op.inputs[2].dtype)]);
-        const double rstd = load(op.inputs[3].dtype, &run.inputs[3][size_t(r) * isa::dtype_size_bytes(op.inputs[3].dtype)]);
+      } else {  // layer_norm_backward, rms_norm_backward (whose mean is 0 and mean(h) unused)
+        const auto stat = [&](size_t k) { return load(op.inputs[k].dtype, &run.inputs[k][size_t(r) * isa::dtype_size_bytes(op.inputs[k].dtype)]); };
+        const double mean = rms ? 0 : stat(2), rstd = stat(first_param - 1);
         std::vector<double> h(static_cast<size_t>(length)), xhat(static_cast<size_t>(length));
         double h_mean = 0, hx_mean = 0, abs_h = 0, abs_hx = 0;
         for (int64_t j = 0; j < length; ++j) {
-          const double w = op.inputs.size() == 5 ? load(op.inputs[4].dtype, &run.inputs[4][size_t(j) * isa::dtype_size_bytes(op.inputs[4].dtype)]) : 1;
+          const double w = op.inputs.size() > first_param
+                               ? load(op.inputs[first_param].dtype, &run.inputs[first_param][size_t(j) * isa::dtype_size_bytes(op.inputs[first_param].dtype)])
+                               : 1;
           h[size_t(j)] = at(0, r, j) * w, xhat[size_t(j)] = (at(1, r, j) - mean) * rstd;
           h_mean += h[size_t(j)] / double(length), hx_mean += h[size_t(j)] * xhat[size_t(j)] / double(length);
           abs_h += std::fabs(h[size_t(j)]) / double(length), abs_hx += std::fabs(h[size_t(j)] * xhat[size_t(j)]) / double(length);
         }
+        if (rms) h_mean = abs_h = 0;
         for (int64_t j = 0; j < length; ++j) {
           want[size_t(j)] = rstd * (h[size_t(j)] - h_mean - xhat[size_t(j)] * hx_mean);
           scale[size_t(j)] = 2 * rstd * (std::fabs(h[size_t(j)]) + abs_h + (std::fabs(xhat[size_t(j)]) + std::fabs(mean) * rstd + 1) * abs_hx);
@@ -274,6 +278,15 @@ TEST_P(RowBackward, LayerNorm) {
                t(DType::BF16, {50, 128})));
   check(OpDesc(OpKind::LAYER_NORM_BACKWARD, {t(DType::F32, {1, 1}), t(DType::F32, {1, 1}), t(DType::F32, {1}), t(DType::F32, {1})},
                t(DType::F32, {1, 1})));
+}
+
+TEST_P(RowBackward, RmsNorm) {
+  check(OpDesc(OpKind::RMS_NORM_BACKWARD, {t(DType::F32, {9, 77}), t(DType::F32, {9, 77}), t(DType::F32, {9, 1})}, t(DType::F32, {9, 77})));
+  check(OpDesc(OpKind::RMS_NORM_BACKWARD, {t(DType::F32, {3, 11, 64}), t(DType::F32, {3, 11, 64}), t(DType::F32, {3, 11, 1}), t(DType::F32, {64})},
+               t(DType::F32, {3, 11, 64})));
+  // bf16 as PyTorch's _fused_rms_norm gives it: rstd in f32.
+  check(OpDesc(OpKind::RMS_NORM_BACKWARD, {t(DType::BF16, {50, 128}), t(DType::BF16, {50, 128}), t(DType::F32, {50, 1}), t(DType::BF16, {128})},
+               t(DType::BF16, {50, 128})));
 }
 
 TEST_P(RowBackward, WhatItCannotDoIsSaidSo) {
