@@ -6,7 +6,8 @@
 //              the mean, then the mean square of x - mean; y = x^ * weight[c] +
 //              bias[c] (without an affine, x^ by the layer-norm row kernel)
 //   backward   x^ = (x - mean) * rstd, g = grad * weight[c];
-//              grad_x = rstd * (g - mean_D(g) - x^ * mean_D(g * x^)),
+//              grad_x = rstd * (g - mean_D(g) - x^ * mean_D(g * x^)): the layer-norm
+//              backward row kernel on the groups as rows (g, x, mean, rstd),
 //              grad_weight[c] = sum over N and positions of grad * x^,
 //              grad_bias[c] = sum of grad
 #include <ATen/Functions.h>
@@ -18,6 +19,8 @@
 
 namespace npusim {
 namespace {
+
+using npu::compiler::OpKind;
 
 // [C] as [1, G, C/G, 1], to broadcast over x viewed as [N, G, C/G, positions].
 at::Tensor per_channel(const at::Tensor& v, int64_t group) { return as_f32(v).view({1, group, -1, 1}); }
@@ -59,20 +62,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Ten
     return {back(gx), back(gw), back(gb)};
   }
   const at::ScalarType dtype = input.scalar_type();
-  // [N, G, C/G, positions]: the group's elements are the last two dims.
-  const at::Tensor x = as_f32(dense(input)).view({n, group, c / group, -1}), gf = as_f32(dense(grad)).view(x.sizes());
+  // [N, G, C/G, positions]: the group's elements are the last two dims. (f32 copies only where used.)
+  const std::vector<int64_t> grouped = {n, group, c / group, input.numel() / std::max<int64_t>(n * c, 1)};
+  const auto x = [&] { return as_f32(dense(input)).view(grouped); };
+  const auto gf = [&] { return as_f32(dense(grad)).view(grouped); };
   const at::Tensor mean4 = as_f32(mean).view({n, group, 1, 1}), rstd4 = as_f32(rstd).view({n, group, 1, 1});
-  const at::Tensor normalized = (x - mean4) * rstd4;
+  const auto normalized = [&] { return (x() - mean4) * rstd4; };
   at::Tensor grad_x, grad_weight, grad_bias;
   if (mask[0]) {
-    const at::Tensor g = defined(weight) ? gf * per_channel(*weight, group) : gf;
-    const std::vector<int64_t> elements = {2, 3};
-    grad_x = (rstd4 * (g - g.mean(elements, true) - normalized * (g * normalized).mean(elements, true))).to(dtype).view(input.sizes());
+    // The row kernel reads grad and x in their dtype; the weight (per channel, not per element of a
+    // group's row) is applied to grad first.
+    const at::Tensor g = defined(weight) ? gf() * per_channel(*weight, group) : dense(grad).view(grouped);
+    const std::vector<int64_t> rows = {n * group, input.numel() / std::max<int64_t>(n * group, 1)};
+    const at::Tensor result = new_npu(rows, dtype);
+    if (try_run_kind(OpKind::LAYER_NORM_BACKWARD, {g.view(rows), dense(input).view(rows), mean.reshape({rows[0], 1}), rstd.reshape({rows[0], 1})},
+                     result)) {
+      grad_x = result.view(input.sizes());
+    } else {  // groups longer than the scratchpad holds
+      const at::Tensor xhat = normalized(), h = as_f32(g);
+      const std::vector<int64_t> elements = {2, 3};
+      grad_x = (rstd4 * (h - h.mean(elements, true) - xhat * (h * xhat).mean(elements, true))).to(dtype).view(input.sizes());
+    }
   }
   // Per channel: over the batch and the positions.
   const auto channel_sum = [&](const at::Tensor& t) { return t.view({n, c, -1}).sum({0, 2}); };
-  if (mask[1] && defined(weight)) grad_weight = channel_sum(gf * normalized).to(weight->scalar_type());
-  if (mask[2]) grad_bias = channel_sum(gf).to(dtype);
+  if (mask[1] && defined(weight)) grad_weight = channel_sum(gf() * normalized()).to(weight->scalar_type());
+  if (mask[2]) grad_bias = channel_sum(gf()).to(dtype);
   return {grad_x, grad_weight, grad_bias};
 }
 

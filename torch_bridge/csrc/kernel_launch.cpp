@@ -63,17 +63,18 @@ bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::v
   return false;
 }
 
+bool try_run_kind(npu::compiler::OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
+  return try_run(
+      [&] {
+        std::vector<npu::compiler::TensorDesc> described;
+        for (const at::Tensor& t : inputs) described.push_back(describe(t));
+        return npu::compiler::OpDesc(kind, described, describe(out));
+      },
+      inputs, out);
+}
+
 bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& rows, const at::Tensor& out) {
-  const auto run = [&](const std::vector<at::Tensor>& inputs, const at::Tensor& result) {
-    return try_run(
-        [&] {
-          std::vector<npu::compiler::TensorDesc> described;
-          for (const at::Tensor& t : inputs) described.push_back(describe(t));
-          return npu::compiler::OpDesc(kind, described, describe(result));
-        },
-        inputs, result);
-  };
-  if (run(rows, out)) return true;
+  if (try_run_kind(kind, rows, out)) return true;
   bool strided = !out.is_contiguous();
   for (const at::Tensor& t : rows) strided |= !t.is_contiguous();
   if (!strided) return false;
@@ -82,7 +83,7 @@ bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& row
   std::vector<at::Tensor> dense_rows;
   for (const at::Tensor& t : rows) dense_rows.push_back(t.contiguous());
   const at::Tensor dense_out = new_npu(out.sizes(), out.scalar_type());
-  if (!run(dense_rows, dense_out)) return false;
+  if (!try_run_kind(kind, dense_rows, dense_out)) return false;
   out.copy_(dense_out);
   return true;
 }

@@ -34,6 +34,8 @@ at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initia
 bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out,
              const std::array<uint64_t, 8>& args = {});
 // Counts a CPU fallback of `op`, with the reason the last try_run gave.
+// An op that is its kind and its tensors (no attributes), every input described as it is.
+bool try_run_kind(npu::compiler::OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out);
 // A row kernel whose inputs are all row tensors (softmax and its gradient): rows along the last
 // dim of each input and of `out`, any strides (made contiguous on the chip first where the
 // leading dims do not merge into one row stride).

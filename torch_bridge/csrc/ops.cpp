@@ -648,12 +648,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
     at::Tensor result = new_npu(x.sizes(), x.scalar_type());
     std::vector<at::Tensor> inputs = {grad, x, mean, rstd};
     if (has_weight) inputs.push_back(*weight);
-    const auto make_op = [&] {
-      std::vector<npu::compiler::TensorDesc> described;
-      for (const at::Tensor& t : inputs) described.push_back(describe(t));
-      return OpDesc(OpKind::LAYER_NORM_BACKWARD, described, describe(result));
-    };
-    if (try_run(make_op, inputs, result)) grad_x = result;
+    if (try_run_kind(OpKind::LAYER_NORM_BACKWARD, inputs, result)) grad_x = result;
   }
   const at::Tensor gf = grad.to(at::kFloat);
   const auto normalized = [&] { return (x.to(at::kFloat) - mean) * rstd; };
