@@ -137,6 +137,7 @@ std::string OpDesc::key() const {
     std::snprintf(text, sizeof text, " correction %.17g", correction);
     key += text;
   }
+  if (kind == OpKind::TOPK) key += largest ? " largest" : " smallest";
   if (kind == OpKind::LAYER_NORM || kind == OpKind::RMS_NORM) {
     char eps[40];
     std::snprintf(eps, sizeof eps, " epsilon %.17g", epsilon);

@@ -53,6 +53,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   // A sum or mean may also be kept in f32 (PyTorch's sum(dtype=float32) of a bf16 tensor): the kernel
   // accumulates in f32 anyway and skips the final rounding.
   const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
+  const bool topk = op.kind == OpKind::TOPK;
   const bool backward = is_row_backward(op.kind);
   // Inputs: the row tensors (x, or g then y / x), layer_norm_backward's per-row statistics, then the [L] parameters.
   const size_t row_inputs = backward ? 2 : 1;
@@ -61,8 +62,8 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   if (op.inputs.size() < first_param) throw std::invalid_argument(name + ": wrong number of inputs");
   const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::VAR || op.kind == OpKind::STD) &&
                           out.dtype == DType::F32;
-  if (arg && out.dtype != DType::I32) throw std::invalid_argument(name + ": the output is i32 (positions)");
-  if (!arg && !backward && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
+  if ((arg || topk) && out.dtype != DType::I32) throw std::invalid_argument(name + ": the output is i32 (positions)");
+  if (!arg && !topk && !backward && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");
   if (backward && !isa::dtype_is_float(out.dtype)) throw std::invalid_argument(name + ": the output is float");
   if (x.shape.empty()) throw UnsupportedOp(name + " of a 0-dim tensor");
   for (const int64_t s : x.strides)
@@ -84,7 +85,15 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (stat.strides != TensorDesc::contiguous(stat.dtype, stat.shape).strides) throw UnsupportedOp(name + ": the statistics are contiguous");
     if (!isa::dtype_is_float(stat.dtype)) throw std::invalid_argument(name + ": the statistics are float");
   }
-  if (reduction) {
+  // topk: k positions per row, contiguous.
+  const int64_t k = topk && !out.shape.empty() ? out.shape.back() : 1;
+  const int64_t out_cols = topk ? k : reduction ? 1 : length;
+  if (topk) {
+    if (out.shape.size() != x.shape.size() || !std::equal(x.shape.begin(), x.shape.end() - 1, out.shape.begin()) || k < 1 || k > length)
+      throw std::invalid_argument(name + ": the output is x's shape with k, 1 <= k <= L, last");
+    if (out.strides != TensorDesc::contiguous(out.dtype, out.shape).strides) throw UnsupportedOp(name + " into a non-contiguous output");
+    o_row = k;
+  } else if (reduction) {
     if (out.numel() != rows) throw std::invalid_argument(name + ": the output has one element per row");
     if (out.strides != TensorDesc::contiguous(out.dtype, out.shape).strides) throw UnsupportedOp(name + " into a non-contiguous output");
     o_row = 1;
@@ -107,18 +116,21 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const DType y_dtype = backward ? op.inputs[1].dtype : DType::F32;
   const int64_t ye = isa::dtype_size_bytes(y_dtype);
   const bool convert_y = y_dtype != DType::F32;
-  const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || stat_inputs > 0;
+  const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || stat_inputs > 0 || topk;
   // Per slot, per row: the raw tile (when converting), the f32 work tile, those of the second row input, a scratch tile,
   // two statistics (five for layer_norm_backward: its mean and rstd raw and in f32), the output.
   const int64_t per_row = (convert ? length * e : 0) + length * 4 + (backward ? (convert_y ? length * ye : 0) + length * 4 : 0) +
-                          (needs_scratch ? length * 4 : 0) + 8 + 8 * int64_t(stat_inputs) + (reduction ? eo : length * eo);
-  int64_t params = 192;  // 1/L, epsilon, the variance's 1 / (L - correction)
+                          (needs_scratch ? length * 4 : 0) + 8 + 8 * int64_t(stat_inputs) + out_cols * eo +
+                          // topk: a u8 mask and the positions (k x rows) per slot; the core's position and sentinel tiles
+                          // (counted in each slot: a slot's rows bound them).
+                          (topk ? length + 4 * k + 8 * length + 4 : 0);
+  int64_t params = topk ? 384 : 192;  // 1/L, epsilon, the variance's 1 / (L - correction); topk's INT32_MIN, 0, L
   for (size_t i = first_param; i < op.inputs.size(); ++i)
     params += align64(length * 4) + align64(length * isa::dtype_size_bytes(op.inputs[i].dtype));
   // (Alignment: up to 64 bytes per buffer of a slot.)
-  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (6 + (backward ? 2 : 0) + 2 * int64_t(stat_inputs)) * 64;
+  const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (6 + (backward ? 2 : 0) + 2 * int64_t(stat_inputs) + (topk ? 5 : 0)) * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
-  if (rows > 0 && tr < 1 && backward) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
+  if (rows > 0 && tr < 1 && (backward || topk)) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
   if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});
   // At least kTilesPerCore tiles per core where the rows allow: the first load and the last store of a core
   // overlap nothing, so a core with one or two huge tiles spends most of its time unpipelined.
@@ -132,15 +144,22 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t raw_bytes = convert ? align64(tr * length * e) : 0, work_bytes = align64(tr * length * 4);
   const int64_t y_raw_bytes = backward && convert_y ? align64(tr * length * ye) : 0, y_work_bytes = backward ? work_bytes : 0;
   const int64_t scratch_bytes = needs_scratch ? align64(tr * length * 4) : 0, stat_bytes = align64(tr * 4);
-  const int64_t out_bytes = align64(tr * (reduction ? 1 : length) * eo);
+  const int64_t out_bytes = align64(tr * out_cols * eo);
   const int64_t raw0 = 0, work0 = raw0 + raw_bytes, y_raw0 = work0 + work_bytes, y_work0 = y_raw0 + y_raw_bytes;
   const int64_t scratch0 = y_work0 + y_work_bytes, stat0 = scratch0 + scratch_bytes, stat1 = stat0 + stat_bytes;
   // The backward norms' statistics (layer_norm's mean and rstd, rms_norm's rstd): raw as loaded, then in f32.
   const int64_t stat_raw0 = stat1 + stat_bytes, stat_f32_0 = stat_raw0 + int64_t(stat_inputs) * stat_bytes;
   const int64_t mean0 = stat_f32_0, rstd0 = stat_f32_0 + (stat_inputs == 2 ? stat_bytes : 0);  // (rstd comes last)
-  const int64_t out0 = stat_f32_0 + int64_t(stat_inputs) * stat_bytes, slot_bytes = out0 + out_bytes;
+  const int64_t out0 = stat_f32_0 + int64_t(stat_inputs) * stat_bytes;
+  // topk's mask and positions (k rows of mt, transposed into the output at the end).
+  const int64_t mask0 = out0 + out_bytes, positions0 = mask0 + (topk ? align64(tr * length) : 0);
+  const int64_t slot_bytes = positions0 + (topk ? align64(tr * k * 4) : 0);
   const int64_t inv_length_at = 2 * slot_bytes, eps_at = inv_length_at + 64, inv_divisor_at = eps_at + 64;
-  int64_t param_at = inv_divisor_at + 64;
+  // topk's per-core tiles: each element's flat position i * L + j, the masked-out key, each row's i * L; two i32 constants.
+  const int64_t flat_at = inv_divisor_at + 64, sentinel_at = flat_at + (topk ? align64(tr * length * 4) : 0);
+  const int64_t row_base_at = sentinel_at + (topk ? align64(tr * length * 4) : 0), int_min_at = row_base_at + (topk ? align64(tr * 4) : 0);
+  const int64_t zero_at = int_min_at + 64, length_at = zero_at + 64;
+  int64_t param_at = length_at + 64;
   std::vector<int64_t> param_f32, param_raw;
   for (size_t i = first_param; i < op.inputs.size(); ++i) {
     param_f32.push_back(param_at), param_at += align64(length * 4);
@@ -208,6 +227,26 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         if (op.inputs[i].dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, a1.index, a0.index, one.index, len.index});
         else b.emit(Opcode::V_CVT, {f32, int64_t(op.inputs[i].dtype), a1.index, a0.index, one.index, len.index});
       }
+    }
+    const int64_t i32 = int64_t(DType::I32);
+    // topk: a write pointer into the positions, its step, the rounds left.
+    const Reg positions = topk ? b.reg() : Reg{}, position_step = topk ? b.reg() : Reg{}, rounds = topk ? b.reg() : Reg{};
+    if (topk) {
+      // Once per core: each element's flat position i * L + j, each row's i * L, the masked-out key
+      // INT32_MIN (below every key) as a tile, and the constants INT32_MIN and 0.
+      const auto fill_i32 = [&](int64_t at, int64_t value, Reg r, Reg c) {
+        b.li(tmp, value), b.li(addr, at);
+        b.emit(Opcode::V_FILL, {i32, addr.index, tmp.index, r.index, c.index});
+      };
+      const Reg tile_rows = a0, zero = a1;
+      b.li(tile_rows, tr), b.li(zero, 0);
+      b.li(addr, flat_at), b.emit(Opcode::V_IOTA, {addr.index, zero.index, tile_rows.index, len.index});
+      fill_i32(length_at, length, one, one);
+      b.li(addr, row_base_at), b.emit(Opcode::V_IOTA, {addr.index, zero.index, tile_rows.index, one.index});
+      b.li(tmp, length_at), b.emit(Opcode::V_MUL, {i32, kScalar, addr.index, addr.index, tmp.index, tile_rows.index, one.index});
+      fill_i32(sentinel_at, std::numeric_limits<int32_t>::min(), tile_rows, len);
+      fill_i32(int_min_at, std::numeric_limits<int32_t>::min(), one, one);
+      fill_i32(zero_at, 0, one, one);
     }
     for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kCtl, IN_FREE}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE});
     b.li(slot, 0);
@@ -365,11 +404,49 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
       }
       case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
       case OpKind::ARGMIN: b.emit(Opcode::V_ARGMIN, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
+      case OpKind::TOPK: {
+        const auto vi = [&](Opcode opcode, int64_t bc, Reg dst, Reg a, Reg bb, Reg c) {
+          b.emit(opcode, {i32, bc, dst.index, a.index, bb.index, mt.index, c.index});
+        };
+        const Reg mask = c1;
+        b.addi(mask, slot, mask0);
+        // Keys: the f32 bits b as an i32 that orders as the floats do (b >= 0: b; b < 0: INT32_MIN - b,
+        // so that -0.0 and 0.0 tie), a NaN of either sign made positive first (so above +inf).
+        v2(Opcode::V_NE, kFull, mask, w, w, mt, len);
+        v1(Opcode::V_ABS, s, w, mt, len);
+        b.emit(Opcode::V_SEL, {i32, w.index, mask.index, s.index, w.index, mt.index, len.index});
+        b.li(tmp, zero_at), vi(Opcode::V_LT, kScalar, mask, w, tmp, len);
+        b.emit(Opcode::V_NEG, {i32, s.index, w.index, mt.index, len.index});
+        b.li(tmp, int_min_at), vi(Opcode::V_ADD, kScalar, s, s, tmp, len);
+        b.emit(Opcode::V_SEL, {i32, w.index, mask.index, s.index, w.index, mt.index, len.index});
+        // The smallest are the largest of the negated keys (NaN still last; INT32_MIN, the masked-out key, below all).
+        if (!op.largest) b.emit(Opcode::V_NEG, {i32, w.index, w.index, mt.index, len.index});
+        // k rounds: each row's first largest key's position (row j of the positions), then that key masked out.
+        b.addi(positions, slot, positions0), b.muli(position_step, mt, 4);
+        if (k > 1) {
+          b.li(rounds, k - 1);
+          const Label round = b.label();
+          b.bind(round);
+          b.emit(Opcode::V_ARGMAX, {i32, kAxis1, positions.index, w.index, mt.index, len.index});
+          b.li(tmp, row_base_at), vi(Opcode::V_ADD, kFull, c0, positions, tmp, one);  // its flat position
+          b.li(tmp, flat_at), vi(Opcode::V_EQ, kCol, mask, tmp, c0, len);
+          b.li(tmp, sentinel_at), b.emit(Opcode::V_SEL, {i32, w.index, mask.index, tmp.index, w.index, mt.index, len.index});
+          b.add(positions, positions, position_step);
+          b.branch(Opcode::DBNZ, {rounds.index}, round);
+        }
+        b.emit(Opcode::V_ARGMAX, {i32, kAxis1, positions.index, w.index, mt.index, len.index});
+        // k x mt positions into the mt x k output tile.
+        b.addi(addr, slot, out0), b.addi(tmp, slot, positions0), b.li(rounds, k);
+        b.emit(Opcode::V_TRANS, {i32, addr.index, tmp.index, rounds.index, mt.index});
+        break;
+      }
       default: throw std::logic_error("not a row op");
     }
     const Reg cols = reduction ? one : len;
     b.addi(addr, slot, out0);
-    if (arg) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // positions: i32 already
+    if (topk) {
+      // (the positions are in the output tile already)
+    } else if (arg) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // positions: i32 already
     else if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
     else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, addr.index, result.index, mt.index, cols.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
@@ -382,8 +459,8 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::LA, {addr.index, out_sym});
     b.li(tmp, o_row * eo), b.mul(tmp, tmp, row0), b.add(addr, addr, tmp);
     if (out.storage_offset) b.addi(addr, addr, out.storage_offset * eo);
-    if (reduction) {
-      b.muli(n0, mt, eo), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
+    if (reduction || topk) {
+      b.muli(n0, mt, eo * out_cols), b.li(n1, 1), b.li(n2, 0), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
     } else {
       shape_rows(mt, o_row, o_col, eo);
       b.mov(tmp, ds1), b.mov(ds1, ss1), b.mov(ss1, tmp);  // the store's destination is the strided side

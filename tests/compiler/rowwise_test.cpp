@@ -303,6 +303,64 @@ TEST_P(RowBackward, WhatItCannotDoIsSaidSo) {
                std::invalid_argument);  // one mean per row
 }
 
+// topk: each row's k positions against a stable sort of the row (NaN above +inf, as PyTorch ranks it),
+// with ties, NaNs of both signs, infinities and signed zeros among the values.
+class TopK : public testing::KernelTest {
+ protected:
+  void check(DType dtype, std::vector<int64_t> shape, int64_t k, bool largest, uint32_t seed = 5) {
+    std::vector<int64_t> out_shape = shape;
+    out_shape.back() = k;
+    OpDesc op(OpKind::TOPK, {t(dtype, shape)}, t(DType::I32, out_shape));
+    op.largest = largest;
+    SCOPED_TRACE(op.key());
+    std::mt19937 rng(seed);
+    const double specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0};
+    const auto value = [&](size_t, size_t) {
+      const uint32_t r = rng() % 16;
+      if (r < 3) return specials[rng() % 7];
+      return double(int(rng() % 41) - 20) / 4;  // few distinct values: many ties
+    };
+    const testing::KernelRun run = KernelTest::run(op, value);
+    SCOPED_TRACE(run.kernel->plan);
+    const int64_t length = shape.back(), rows = op.inputs[0].numel() / length;
+    const auto before = [&](double a, double b) {  // a ranks before b
+      if (std::isnan(a) || std::isnan(b)) return largest ? std::isnan(a) && !std::isnan(b) : !std::isnan(a) && std::isnan(b);
+      return largest ? a > b : a < b;
+    };
+    int mismatches = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(static_cast<size_t>(length));
+      for (int64_t j = 0; j < length; ++j) v[size_t(j)] = load(dtype, &run.inputs[0][size_t(r * length + j) * isa::dtype_size_bytes(dtype)]);
+      std::vector<int64_t> order(static_cast<size_t>(length));
+      for (int64_t j = 0; j < length; ++j) order[size_t(j)] = j;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return before(v[size_t(a)], v[size_t(b)]); });
+      for (int64_t j = 0; j < k; ++j) {
+        const double got = load(DType::I32, &run.output[size_t(r * k + j) * 4]);
+        if (got != double(order[size_t(j)]) && ++mismatches <= 5)
+          ADD_FAILURE() << "row " << r << " rank " << j << ": got position " << got << ", want " << order[size_t(j)];
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+};
+
+TEST_P(TopK, LargestAndSmallestWithTiesNanAndInfinities) {
+  for (const bool largest : {true, false}) {
+    check(DType::F32, {7, 13}, 5, largest);
+    check(DType::F32, {3, 4, 100}, 100, largest);  // a whole sort
+    check(DType::F32, {1, 1}, 1, largest);
+    check(DType::BF16, {40, 300}, 17, largest);
+    check(DType::F32, {2, 5000}, 3, largest);
+  }
+}
+
+TEST_P(TopK, WhatItCannotDoIsSaidSo) {
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::TOPK, {t(DType::F32, {4, 4})}, t(DType::F32, {4, 2}))), std::invalid_argument);  // i32 out
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::TOPK, {t(DType::F32, {4, 4})}, t(DType::I32, {4, 5}))), std::invalid_argument);  // k > L
+  const std::vector<int64_t> huge{2, int64_t(sim::load_chip_config(GetParam()).core.scratchpad.size_bytes)};
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::TOPK, {t(DType::F32, huge)}, t(DType::I32, {2, 3}))), UnsupportedOp);
+}
+
 TEST_P(RowOps, VarianceOfTooFewElementsIsNanOrInfinity) {
   // One element, Bessel's correction: 0 / 0. Two elements, correction 2: a positive sum over 0.
   OpDesc single(OpKind::VAR, {t(DType::F32, {3, 1})}, t(DType::F32, {3}));
@@ -419,6 +477,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, LongRows, ::testing::Values("tiny", "base"), t
 
 INSTANTIATE_TEST_SUITE_P(Presets, RowOps, ::testing::Values("tiny", "base"), testing::preset_name);
 INSTANTIATE_TEST_SUITE_P(Presets, RowBackward, ::testing::Values("tiny", "base"), testing::preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, TopK, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler

@@ -103,6 +103,8 @@ struct OpDesc {
   double epsilon = 1e-5;
   // var and std: the sum of squared deviations is divided by max(0, N - correction) (PyTorch's correction; 1 is Bessel's).
   double correction = 1.0;
+  // topk: the k largest elements of each row (false: the k smallest).
+  bool largest = true;
   // scaled_dot_product_attention: softmax(scale * q @ k^T) @ v. The caller
   // sets the scale (PyTorch's default is 1 / sqrt(D)); is_causal masks keys
   // j > query i (the top-left aligned lower triangle, as PyTorch's is_causal).
