@@ -770,3 +770,38 @@ def test_rms_norm_and_group_norm_gradients_use_the_norm_row_kernels():
     F.rms_norm(xc, (64,), wc, 1e-6).backward(torch.ones(8, 16, 64))
     torch.testing.assert_close(xn.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(wn.grad.cpu(), wc.grad, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_topk_and_sort_run_on_the_chip(dtype):
+    """topk (largest and smallest, any dim) and sort (both directions) by the topk kernel, equal to the
+    CPU's: the values exactly; sort's indices exactly (equal values in order of position, as the CPU's
+    stable sort; NaN above +inf); topk's pick those values, each position once (the CPU's topk orders
+    equal values as it likes)."""
+    torch.manual_seed(0)
+    x = torch.randn(6, 50, 30).to(dtype)
+    x[0, :5, 0] = 1.5                 # ties
+    x[1, 3, 2] = float("nan")         # NaN ranks above everything
+    x[2, 7, 1] = float("inf")
+    xn = x.to(NPU)
+    before, kernels = dict(npusim.fallback_stats()), npusim.kernel_stats().get("topk", 0)
+    for dim in (1, -1):
+        for largest in (True, False):
+            got, want = torch.topk(xn, 7, dim=dim, largest=largest), torch.topk(x, 7, dim=dim, largest=largest)
+            torch.testing.assert_close(got.values.cpu(), want.values, rtol=0, atol=0, equal_nan=True)
+            # (the CPU's topk orders equal values as it likes: the indices must pick the values, each once)
+            indices = got.indices.cpu()
+            assert indices.dtype == torch.int64
+            torch.testing.assert_close(torch.gather(x, dim, indices), want.values, rtol=0, atol=0, equal_nan=True)
+            assert (indices.sort(dim).values.diff(dim=dim) > 0).all()
+        for descending in (False, True):
+            got, want = torch.sort(xn, dim=dim, descending=descending, stable=True), torch.sort(x, dim=dim, descending=descending, stable=True)
+            torch.testing.assert_close(got.values.cpu(), want.values, rtol=0, atol=0, equal_nan=True)
+            assert torch.equal(got.indices.cpu(), want.indices)
+    # Top-k sampling as generation loops write it.
+    logits = torch.randn(4, 1000)
+    values, _ = torch.topk(logits.to(NPU), 50)
+    masked = torch.where(logits.to(NPU) < values[:, -1:], torch.tensor(float("-inf")), logits.to(NPU))
+    assert torch.equal(torch.isfinite(masked).sum(-1).cpu(), torch.full((4,), 50))
+    assert npusim.fallback_stats() == before
+    assert npusim.kernel_stats()["topk"] == kernels + 9

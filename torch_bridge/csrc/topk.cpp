@@ -1,0 +1,104 @@
+// topk and sort on the npu, from the topk row kernel: the i32 positions of each
+// row's k largest (or smallest) elements along the dim (moved last); the values
+// picked from x by the gather kernel (x as rows of one element, row r's
+// position p at r * L + p); the positions widened to int64. Equal values come
+// in order of position and NaN ranks above +inf: what the CPU's stable sort
+// gives, and its topk in practice (PyTorch leaves topk's order among equal
+// values unspecified). sort is topk with k the dim's size, so stable either way.
+// The kernel takes k rounds over a row: beyond k x L = 2^24 element-rounds per
+// row (a sort of more than 4096, a top-500 of a 50k vocabulary) the CPU runs it,
+// counted, with that reason.
+#include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "kernel_launch.h"
+#include "runtime.h"
+
+namespace npusim {
+namespace {
+
+using npu::compiler::OpDesc;
+using npu::compiler::OpKind;
+
+constexpr int64_t kMaxElementRounds = int64_t{1} << 24;
+
+// (values, indices) with k along dim, or nothing where the chip cannot (the caller runs the CPU's).
+std::optional<std::tuple<at::Tensor, at::Tensor>> top(const at::Tensor& self, int64_t k, int64_t dim, bool largest, std::string* reason) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t length = self.dim() == 0 ? 1 : self.size(d);
+  TORCH_CHECK(k >= 0 && k <= length, "selected index k out of range");
+  if (!chip_float(self)) return std::nullopt;
+  if (k * length > kMaxElementRounds) {
+    *reason = "k x L = " + std::to_string(k * length) + " element-rounds per row, above 2^24";
+    return std::nullopt;
+  }
+  if (self.numel() >= (int64_t{1} << 31)) return std::nullopt;
+  at::Tensor x = self.dim() == 0 ? self.view({1}) : self.movedim(d, -1);
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = k;
+  at::Tensor values = new_npu(shape, self.scalar_type()), indices;
+  if (k == 0 || x.numel() == 0) {
+    indices = new_npu(shape, at::kLong);
+  } else {
+    const at::Tensor positions = new_npu(shape, at::kInt);
+    const auto make = [&] {
+      OpDesc op(OpKind::TOPK, {describe(x)}, describe(positions));
+      op.largest = largest;
+      return op;
+    };
+    // Leading dims that do not merge into one row stride (a middle dim moved last): x copied dense first.
+    if (!try_run(make, {x}, positions) && (x.is_contiguous() || !try_run(make, {x = x.contiguous()}, positions))) return std::nullopt;
+    const int64_t rows = x.numel() / length;
+    const at::Tensor row_starts = to_npu(at::arange(0, rows * length, length, at::TensorOptions().dtype(at::kInt)).view({rows, 1}));
+    const at::Tensor flat = at::add(positions.view({rows, k}), row_starts).view({rows * k});
+    const at::Tensor table = x.contiguous().view({x.numel(), 1});
+    const at::Tensor picked = values.view({rows * k, 1});
+    if (!try_run_kind(OpKind::EMBEDDING, {table, flat}, picked)) return std::nullopt;
+    indices = positions.to(at::kLong);
+  }
+  if (self.dim() == 0) return std::make_tuple(values.view({}), indices.view({}));
+  return std::make_tuple(values.movedim(-1, d).contiguous(), indices.movedim(-1, d).contiguous());
+}
+
+std::tuple<at::Tensor, at::Tensor> topk_npu(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  std::string reason;
+  if (auto result = top(self, k, dim, largest, &reason)) return *result;  // (sorted or not: sorted)
+  reason.empty() ? note_cpu_fallback("aten::topk") : note_cpu_fallback("aten::topk", reason);
+  auto [values, indices] = at::topk(self.cpu(), k, dim, largest, sorted);
+  return {to_npu(values), to_npu(indices)};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, at::Tensor& values,
+                                              at::Tensor& indices) {
+  auto [v, i] = topk_npu(self, k, dim, largest, sorted);
+  return {into(v, values), into(i, indices)};
+}
+
+std::tuple<at::Tensor, at::Tensor> sort_npu(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
+  std::string reason;
+  const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1)));
+  if (auto result = top(self, length, dim, descending, &reason)) return *result;
+  reason.empty() ? note_cpu_fallback("aten::sort") : note_cpu_fallback("aten::sort", reason);
+  auto [values, indices] = at::sort(self.cpu(), stable, dim, descending);
+  return {to_npu(values), to_npu(indices)};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> sort_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, at::Tensor& values,
+                                              at::Tensor& indices) {
+  auto [v, i] = sort_npu(self, stable, dim, descending);
+  return {into(v, values), into(i, indices)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("topk", topk_npu);
+  m.impl("topk.values", topk_out);
+  m.impl("sort.stable", sort_npu);
+  m.impl("sort.values_stable", sort_out);
+}
+
+}  // namespace npusim
