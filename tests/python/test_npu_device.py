@@ -805,3 +805,24 @@ def test_topk_and_sort_run_on_the_chip(dtype):
     assert torch.equal(torch.isfinite(masked).sum(-1).cpu(), torch.full((4,), 50))
     assert npusim.fallback_stats() == before
     assert npusim.kernel_stats()["topk"] == kernels + 9
+
+
+def test_a_scalar_to_a_tensor_power_runs_on_the_chip():
+    """base ** x (RoPE's inverse frequencies, 10000 ** (-i / d)): v.pow of the filled base, exp(x ln base)
+    in f32, within a few f32 ulps of the CPU's powf times the exponent's magnitude (here |x ln base| < 10)."""
+    x = torch.linspace(-1, 1, 97)
+    before = dict(npusim.fallback_stats())
+    for base in (10000.0, 2.0, 0.5):
+        torch.testing.assert_close((base ** x.to(NPU)).cpu(), base ** x, rtol=2e-6, atol=0)
+    out = torch.empty(97, device=NPU)
+    torch.pow(3.0, x.to(NPU), out=out)
+    torch.testing.assert_close(out.cpu(), 3.0 ** x, rtol=2e-6, atol=0)
+    assert npusim.fallback_stats() == before
+
+
+def test_item_of_a_one_element_tensor_of_any_shape():
+    for shape in ((), (1,), (1, 1)):
+        for dtype in (torch.float32, torch.int64, torch.bool):
+            assert torch.ones(shape, dtype=dtype).to(NPU).item() == 1
+    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+        torch.ones(2).to(NPU).item()

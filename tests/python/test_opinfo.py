@@ -12,8 +12,12 @@ and the results are compared:
   - ops with neither float dtype (bitwise_and): bool and int32, exactly.
 Ops whose results are undefined (the empty family) are compared on shape,
 dtype and strides only; random ops (bernoulli) on shape, dtype and their
-support (0 or 1; certain where p is 0 or 1), since the npu's generator is not
-the CPU's (test_random.py checks its values against a reference). Pass counts per op are printed (pytest -s shows them).
+support (0 or 1; certain where p is 0 or 1), multinomial on shape, dtype and
+categories of positive probability, since the npu's generator is not the
+CPU's (test_random.py checks its values against a reference). topk, whose
+order among equal values (and, unsorted, at all) PyTorch leaves open: its
+values as the CPU's (sorted first where the sample does not ask for them
+sorted) and its indices picking exactly those values. Pass counts per op are printed (pytest -s shows them).
 """
 import collections
 
@@ -28,6 +32,14 @@ import npusim  # noqa: E402,F401
 NPU = torch.device("npu")
 UNDEFINED_VALUES = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
 RANDOM_VALUES = {"bernoulli"}
+SAMPLED = {"multinomial"}
+TIES_OPEN = {"topk"}
+
+
+def topk_arguments(sample):
+    names = ("k", "dim", "largest", "sorted")
+    given = dict(zip(names, sample.args), **sample.kwargs)
+    return given.get("dim", -1), given.get("sorted", True)
 
 
 def has_npu_kernel(aten_name: str) -> bool:
@@ -90,6 +102,18 @@ def test_every_sample_matches_the_cpu(op):
             where = f"{op.name} {dtype} input {tuple(getattr(sample.input, 'shape', ()))} args {sample.args} kwargs {sample.kwargs}"
             if op.name in UNDEFINED_VALUES:
                 assert actual.shape == expected.shape and actual.dtype == expected.dtype and actual.stride() == expected.stride(), where
+            elif op.name in SAMPLED:
+                actual, p = to_cpu(actual), sample.input
+                assert actual.shape == expected.shape and actual.dtype == expected.dtype, where
+                assert (p.reshape(-1, p.shape[-1]).gather(-1, actual.reshape(p.reshape(-1, p.shape[-1]).shape[0], -1)) > 0).all(), where
+            elif op.name in TIES_OPEN:
+                (values, indices), (want, _) = to_cpu(actual), expected
+                dim, is_sorted = topk_arguments(sample)
+                if sample.input.dim() > 0:
+                    torch.testing.assert_close(torch.gather(sample.input, dim, indices), values, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{where}: {m}")
+                    if not is_sorted:
+                        values, want = values.sort(dim).values, want.sort(dim).values
+                torch.testing.assert_close(values, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{where}: {m}")
             elif op.name in RANDOM_VALUES:
                 actual, p = to_cpu(actual), sample.input
                 assert actual.shape == expected.shape and actual.dtype == expected.dtype, where

@@ -158,3 +158,28 @@ def test_a_model_with_dropout_initializes_and_trains_on_the_chip():
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
     assert new_fallbacks(before) == {}
+
+
+def test_multinomial_draws_on_the_chip_with_the_distributions_frequencies():
+    """Inverse transform on the chip: frequencies within 4 standard deviations of the probabilities,
+    a zero-probability category (first, middle, last) never drawn, the CPU's errors for bad rows, and
+    the same draws for the same seed."""
+    probabilities = torch.tensor([[0.0, 0.1, 0.0, 0.6, 0.3, 0.0], [1.0, 1.0, 2.0, 0.0, 0.0, 4.0]])  # unnormalized rows too
+    torch.npu.manual_seed(7)
+    before = dict(npusim.fallback_stats())
+    draws = torch.multinomial(probabilities.to(NPU), 20000, replacement=True).cpu()
+    assert npusim.fallback_stats() == before and draws.dtype == torch.int64 and draws.shape == (2, 20000)
+    for row in range(2):
+        want = probabilities[row] / probabilities[row].sum()
+        got = torch.bincount(draws[row], minlength=6).double() / 20000
+        assert (got[want == 0] == 0).all()
+        assert ((got - want.double()).abs() <= 4 * (want.double() * (1 - want.double()) / 20000).sqrt() + 1e-9).all(), (got, want)
+    one = torch.multinomial(torch.tensor([0.2, 0.0, 0.8]).to(NPU), 1)
+    assert one.shape == (1,) and one.item() in (0, 2)
+    torch.npu.manual_seed(7)
+    again = torch.multinomial(probabilities.to(NPU), 20000, replacement=True).cpu()
+    assert torch.equal(again, draws)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        torch.multinomial(torch.tensor([0.5, -0.1]).to(NPU), 1)
+    with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
+        torch.multinomial(torch.zeros(2, 3).to(NPU), 1)

@@ -197,8 +197,10 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
+// item(): the one element of a tensor of any shape ([1], [1, 1] as well as []).
 at::Scalar local_scalar_dense(const at::Tensor& self) {
-  const at::Tensor host = copy_from(self, at::empty({}, self.options().device(at::kCPU)), false);
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  const at::Tensor host = copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false);
   return host.item();
 }
 
@@ -304,6 +306,17 @@ at::Tensor pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
                 [&](auto& x, auto&) { return at::pow(x, exponent); });
 }
 at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
+// base ** x (pow.Scalar, as RoPE's 10000 ** (i / d)): v.pow of the base filled to x's shape, for floats.
+at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
+  const at::ScalarType dtype = at::result_type(base, exponent);
+  const auto reference = [&] { return at::pow(base, cpu(exponent)); };
+  if (!at::isFloatingType(dtype) || dtype == at::kDouble || !on_npu(exponent)) return on_cpu("aten::pow.Scalar", reference);
+  const at::Tensor filled = at::full(exponent.sizes(), base, exponent.options().dtype(dtype));
+  return binary(OpKind::POW, "aten::pow.Scalar", filled, exponent, false, [&](auto&, auto&) { return reference(); });
+}
+at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
+  return into(pow_scalar_base(base, exponent), out);
+}
 
 #define NPUSIM_COMPARISON(NAME, KIND)                                                                                       \
   at::Tensor NAME(const at::Tensor& a, const at::Tensor& b) {                                                              \
@@ -1023,6 +1036,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("pow.Tensor_Scalar", pow_scalar);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
+  m.impl("pow.Scalar", pow_scalar_base);
+  m.impl("pow.Scalar_out", pow_scalar_base_out);
   m.impl("cat", cat);
   m.impl("where.self", where);
   m.impl("masked_fill_.Scalar", masked_fill_scalar);

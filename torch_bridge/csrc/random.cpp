@@ -11,6 +11,9 @@
 //   native_dropout                     bernoulli(1 - p) as the bool mask, then
 //                                      where(mask, x * scale, 0) in f32, rounded once
 //   native_dropout_backward            where(mask, grad * scale, 0), likewise
+//   multinomial                        inverse transform: u times each row's total, the
+//                                      draw the count of cumulative sums at or below it
+//                                      (with replacement, or one draw)
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/core/DistributionsHelper.h>
@@ -18,6 +21,7 @@
 #include <c10/core/GeneratorImpl.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -152,6 +156,37 @@ at::Tensor bernoulli(const at::Tensor& probabilities, std::optional<at::Generato
   return at::bernoulli(probabilities.cpu()).to(probabilities.device());
 }
 
+// Draws by inverse transform on the chip: u uniform from the npu generator times each row's total;
+// the category drawn is the count of the row's cumulative sums (the cumsum kernel, f32) at or below
+// it, so a category of probability 0 is never drawn (its cumulative sum equals the one before). The
+// product is kept below the total (a u that rounds it up would count every category). With replacement, or
+// one draw; without replacement beyond one draw, and beyond 2^26 comparisons, the CPU, counted. The
+// CPU's checks first (one read of two flags from the device).
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> generator) {
+  TORCH_CHECK(self.dim() == 1 || self.dim() == 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  const int64_t categories = self.size(-1), rows = self.dim() == 1 ? 1 : self.size(0);
+  TORCH_CHECK(replacement || n_sample <= categories, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (chip_float(self) && (replacement || n_sample == 1) && categories > 0 && rows * n_sample * categories <= (int64_t{1} << 26)) {
+    const at::Tensor p = as_f32(self.view({rows, categories}));
+    // Per row: an invalid probability, a total of 0 (the rows' flags read once, checked on the host).
+    const at::Tensor invalid = at::logical_or(at::lt(p, 0.0), at::logical_not(at::isfinite(p))).any(-1);
+    const at::Tensor cdf = at::cumsum(p, -1);
+    const at::Tensor total = cdf.narrow(1, categories - 1, 1);
+    const at::Tensor flags = at::stack({invalid, at::le(total, 0.0).view({rows})}).cpu();
+    TORCH_CHECK(!flags[0].any().item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
+    TORCH_CHECK(!flags[1].any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
+    at::Tensor u = new_npu({rows, n_sample}, at::kFloat);
+    if (generate(OpKind::UNIFORM, u, 0, 1, generator)) {
+      const at::Tensor target = at::minimum(at::mul(u, total), at::mul(total, 1.0 - std::ldexp(1.0, -23)));
+      const at::Tensor drawn = at::le(cdf.unsqueeze(1), target.unsqueeze(2)).sum(-1);  // int64
+      return self.dim() == 1 ? drawn.view({n_sample}) : drawn;
+    }
+  }
+  note_cpu_fallback("aten::multinomial");
+  return to_npu(at::multinomial(self.cpu(), n_sample, replacement));
+}
+
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
 at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
   const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
@@ -183,6 +218,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", normal_);
   m.impl("bernoulli_.float", bernoulli_float_);
   m.impl("bernoulli", bernoulli);
+  m.impl("multinomial", multinomial);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
 }

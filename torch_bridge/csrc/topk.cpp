@@ -59,7 +59,7 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> top(const at::Tensor& self, in
     if (!try_run_kind(OpKind::EMBEDDING, {table, flat}, picked)) return std::nullopt;
     indices = positions.to(at::kLong);
   }
-  if (self.dim() == 0) return std::make_tuple(values.view({}), indices.view({}));
+  if (self.dim() == 0) return std::make_tuple(values.view(c10::IntArrayRef{}), indices.view(c10::IntArrayRef{}));
   return std::make_tuple(values.movedim(-1, d).contiguous(), indices.movedim(-1, d).contiguous());
 }
 
