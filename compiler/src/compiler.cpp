@@ -30,7 +30,7 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
                                                : op.kind == OpKind::WHERE     ? lower_where(op, config_)
                                                : op.kind == OpKind::EMBEDDING ? lower_embedding(op, config_)
                                                : op.kind == OpKind::IM2COL    ? lower_im2col(op, config_)
-                                               : is_random_op(op.kind)        ? lower_random(op, config_)
+                                               : is_random_op(op.kind) || op.kind == OpKind::ARANGE ? lower_random(op, config_)
                                                : is_row_op(op.kind)           ? lower_row_op(op, config_)
                                                                               : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -24,6 +24,7 @@ const OpInfo kOps[] = {
 #define NPU_GATHER_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_RANDOM_OP(ID, NAME, INPUTS) {NAME, INPUTS},
+#define NPU_RANGE_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_CHAIN_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
 #include "ops.def"
 };
@@ -126,7 +127,7 @@ std::string OpDesc::key() const {
                   static_cast<long long>(window.dilation[1]), window.flip ? 1 : 0, pad_value);
     key += attributes;
   }
-  if (is_random_op(kind)) {
+  if (is_random_op(kind) || kind == OpKind::ARANGE) {
     char params[64];
     std::snprintf(params, sizeof params, " params %.17g %.17g", random_params[0], random_params[1]);
     key += params;

@@ -1,5 +1,6 @@
 // Random numbers on the vector unit: v.rand (a counter-based generator) and a
-// transform per distribution, in f32, rounded once to the output's dtype.
+// transform per distribution, in f32, rounded once to the output's dtype. And
+// arange, the same kernel with v.iota (the element's index) in place of v.rand.
 //
 // The output (contiguous) is cut into runs of E elements; core c of P takes
 // runs [c*T/P, (c+1)*T/P). Run t uses counters offset + t*E onwards (normal
@@ -38,7 +39,8 @@ Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {
   const TensorDesc& out = op.output;
   const DType dtype = out.dtype;
   const bool float_out = isa::dtype_is_float(dtype);
-  if (!float_out && !(op.kind == OpKind::BERNOULLI && dtype == DType::U8))
+  const bool arange = op.kind == OpKind::ARANGE;
+  if (!float_out && !(op.kind == OpKind::BERNOULLI && dtype == DType::U8) && !(arange && dtype == DType::I32))
     throw UnsupportedOp(std::string(op_name(op.kind)) + " into " + std::string(isa::dtype_name(dtype)) + " (floats only; bernoulli also u8)");
   if (out.numel() > 0 && out.storage_extent() != out.numel())
     throw UnsupportedOp(std::string(op_name(op.kind)) + " into a non-contiguous output");
@@ -87,8 +89,12 @@ Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {
     };
     const Reg seed = b.reg(), ctr = b.reg(), ctr2 = b.reg(), len = b.reg(), left = b.reg();
     const Reg u = b.reg(), w = b.reg(), mask = b.reg(), slot = b.reg(), toggle = b.reg(), dst = b.reg(), bytes = b.reg();
-    b.emit(Opcode::CSRR, {seed.index, 3});  // arg0
-    b.emit(Opcode::CSRR, {ctr.index, 4});   // arg1
+    if (arange) {
+      b.li(ctr, 0);  // (the element's index in place of the counter)
+    } else {
+      b.emit(Opcode::CSRR, {seed.index, 3});  // arg0
+      b.emit(Opcode::CSRR, {ctr.index, 4});   // arg1
+    }
     b.li(u, u0), b.li(w, w0), b.li(mask, mask0), b.li(slot, out0), b.li(toggle, out0 ^ (out0 + slot_bytes));
     // This core's first run: counters and the output address.
     b.li(tmp, run), b.mul(tmp, tmp, t), b.add(ctr, ctr, tmp);
@@ -106,6 +112,21 @@ Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {
       minus_one = constant(-1.0), plus_one = constant(1.0), minus_two = constant(-2.0), two_pi = constant(2.0 * M_PI);
       if (param1 != 1.0) scale = constant(param1);
       if (param0 != 0.0) shift = constant(param0);
+    } else if (arange) {
+      if (dtype == DType::I32) {
+        // i32 constants: start and step, wrapped to 32 bits.
+        const auto constant_i32 = [&](double value) {
+          const Reg at = b.reg();
+          b.li(at, consts + 4 * static_cast<int64_t>(constants.size()));
+          b.li(tmp, static_cast<int64_t>(static_cast<int32_t>(static_cast<int64_t>(value))));
+          b.emit(Opcode::V_FILL, {int64_t(DType::I32), at.index, tmp.index, one.index, one.index});
+          constants.push_back(value);
+          return at;
+        };
+        shift = constant_i32(param0), scale = constant_i32(param1);
+      } else {
+        shift = constant(param0), scale = constant(param1);
+      }
     } else {
       scale = constant(param0);  // p
     }
@@ -118,7 +139,20 @@ Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {
       b.emit(opcode, {f32, bcast, d.index, a.index, c.index, one.index, len.index});
     };
     constexpr int64_t kFull = 0, kScalar = 3;
-    if (op.kind == OpKind::UNIFORM) {
+    if (arange) {
+      const int64_t i32 = int64_t(DType::I32);
+      b.emit(Opcode::V_IOTA, {(dtype == DType::I32 ? slot : u).index, ctr.index, one.index, len.index});
+      if (dtype == DType::I32) {
+        b.emit(Opcode::V_MUL, {i32, kScalar, slot.index, slot.index, scale.index, one.index, len.index});
+        b.emit(Opcode::V_ADD, {i32, kScalar, slot.index, slot.index, shift.index, one.index, len.index});
+      } else {
+        b.emit(Opcode::V_CVT, {f32, i32, u.index, u.index, one.index, len.index});
+        vec2(Opcode::V_MUL, kScalar, u, u, scale);
+        vec2(Opcode::V_ADD, kScalar, u, u, shift);
+        if (dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, slot.index, u.index, one.index, len.index});
+        else b.emit(Opcode::V_CVT, {dt, f32, slot.index, u.index, one.index, len.index});
+      }
+    } else if (op.kind == OpKind::UNIFORM) {
       // u in the output's own precision, so that it is < 1 there too; the transform in f32.
       const bool transform = scale_uniform || shift_uniform;
       if (!transform || dtype == DType::F32) {
@@ -180,8 +214,10 @@ Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.program = b.finish();
   kernel.cores = cores;
   std::ostringstream plan;
-  plan << op_name(op.kind) << ": " << out.to_string() << " (" << param0 << ", " << param1 << "), " << random_counters(op)
-       << " counters from launch argument 1 under the seed in argument 0; runs of " << run << " elements, " << runs << " runs over "
+  plan << op_name(op.kind) << ": " << out.to_string() << " (" << param0 << ", " << param1 << "), ";
+  if (arange) plan << "the element's index by v.iota";
+  else plan << random_counters(op) << " counters from launch argument 1 under the seed in argument 0";
+  plan << "; runs of " << run << " elements, " << runs << " runs over "
        << cores << " cores; stores on dma ch" << store_channel << "\n";
   kernel.plan = plan.str();
   return kernel;

@@ -90,11 +90,29 @@ TEST_P(RandomTest, BernoulliIsUniformBelowP) {
     }
 }
 
+// arange (the generator kernel without v.rand): i32 in wrapping i32 arithmetic; floats as
+// f32(i) * f32(step) + f32(start) rounded once, which is what the test computes too.
+TEST_P(RandomTest, ArangeIsStartPlusTheIndexTimesStep) {
+  for (const int64_t n : kSizes) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::vector<double> ints = generate(OpKind::ARANGE, DType::I32, n, {-7, 3}, 0, 0);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(ints[size_t(i)], double(int32_t(-7 + 3 * i))) << "element " << i;
+    for (const DType dtype : {DType::F32, DType::BF16}) {
+      const std::vector<double> floats = generate(OpKind::ARANGE, dtype, n, {0.5, 0.1}, 0, 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(floats[size_t(i)], round_to(dtype, float(i) * 0.1f + 0.5f)) << "element " << i;
+    }
+  }
+  // Integers below 2^24 are exact in f32: position ids.
+  const std::vector<double> positions = generate(OpKind::ARANGE, DType::F32, 100003, {0, 1}, 0, 0);
+  for (int64_t i = 0; i < 100003; ++i) ASSERT_EQ(positions[size_t(i)], double(i));
+}
+
 TEST_P(RandomTest, RejectsWhatItCannotGenerate) {
   OpDesc ints(OpKind::UNIFORM, {}, t(DType::I32, {8}));
   EXPECT_THROW(compiler_.compile(ints), UnsupportedOp);
   OpDesc strided(OpKind::NORMAL, {}, TensorDesc{DType::F32, {4, 4}, {1, 4}, 0});
   EXPECT_THROW(compiler_.compile(strided), UnsupportedOp);
+  EXPECT_THROW(compiler_.compile(OpDesc(OpKind::ARANGE, {}, t(DType::U8, {8}))), UnsupportedOp);
   OpDesc with_input(OpKind::BERNOULLI, {t(DType::F32, {4})}, t(DType::F32, {4}));
   EXPECT_THROW(compiler_.compile(with_input), std::invalid_argument);
 }

@@ -826,3 +826,80 @@ def test_item_of_a_one_element_tensor_of_any_shape():
             assert torch.ones(shape, dtype=dtype).to(NPU).item() == 1
     with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
         torch.ones(2).to(NPU).item()
+
+
+def test_arange_runs_on_the_chip():
+    """Position ids and index ranges (int64, exactly), float ranges (exact for integers below 2^24,
+    else within an f32 rounding or two of the CPU's double arithmetic), the CPU's size and errors."""
+    before, kernels = dict(npusim.fallback_stats()), npusim.kernel_stats().get("arange", 0)
+    for args in ((17,), (3, 40, 7), (10, -5, -3), (0, 1)):
+        assert torch.equal(torch.arange(*args, device=NPU).cpu(), torch.arange(*args))
+    assert torch.equal(torch.arange(0, 5000, dtype=torch.float32, device=NPU).cpu(), torch.arange(0, 5000, dtype=torch.float32))
+    # bf16: each integer rounded once to bf16 (the CPU's bf16 arange is up to an ulp off that: 4113 -> 4096, not 4128)
+    assert torch.equal(torch.arange(0, 5000, dtype=torch.bfloat16, device=NPU).cpu(), torch.arange(0, 5000).to(torch.bfloat16))
+    torch.testing.assert_close(torch.arange(-1, 1, 0.01, device=NPU).cpu(), torch.arange(-1, 1, 0.01), rtol=0, atol=2.5e-7)
+    assert torch.arange(0, device=NPU).shape == (0,)
+    assert npusim.fallback_stats() == before and npusim.kernel_stats()["arange"] == kernels + 7
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 3, 0, device=NPU)
+    big = torch.arange(2**33, 2**33 + 3, device=NPU)  # beyond 32 bits: the CPU's values, counted
+    assert torch.equal(big.cpu(), torch.arange(2**33, 2**33 + 3))
+
+
+def test_a_llama_style_block_trains_and_samples_with_zero_cpu_fallbacks():
+    """RMSNorm, rotary embeddings (arange, a scalar-base power, cos/sin, cat), grouped-query causal
+    attention (repeat_interleave), a SiLU-gated MLP, cross-entropy and its backward, then top-k sampling
+    (softmax, topk, a mask, multinomial): every op on the chip, the loss as the CPU's."""
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self, d=64, heads=4, kv_heads=2):
+            super().__init__()
+            self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+            self.norm1, self.norm2 = torch.nn.RMSNorm(d), torch.nn.RMSNorm(d)
+            self.q = torch.nn.Linear(d, d, bias=False)
+            self.kv = torch.nn.Linear(d, 2 * kv_heads * self.hd, bias=False)
+            self.o = torch.nn.Linear(d, d, bias=False)
+            self.gate, self.up, self.down = (torch.nn.Linear(d, 4 * d, bias=False), torch.nn.Linear(d, 4 * d, bias=False),
+                                             torch.nn.Linear(4 * d, d, bias=False))
+
+        def rope(self, x):
+            inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2, device=x.device).float() / self.hd))
+            angles = torch.arange(x.shape[-2], device=x.device)[:, None].float() * inv[None, :]
+            cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+            half = self.hd // 2
+            return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
+
+        def forward(self, x):
+            b, t, d = x.shape
+            y = self.norm1(x)
+            q = self.q(y).view(b, t, self.heads, self.hd).transpose(1, 2)
+            k, v = self.kv(y).view(b, t, 2 * self.kv_heads, self.hd).transpose(1, 2).chunk(2, 1)
+            q, k = self.rope(q), self.rope(k)
+            repeat = self.heads // self.kv_heads
+            a = F.scaled_dot_product_attention(q, k.repeat_interleave(repeat, 1), v.repeat_interleave(repeat, 1), is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+            y = self.norm2(x)
+            return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+    model, embed, head = Block(), torch.nn.Embedding(100, 64), torch.nn.Linear(64, 100, bias=False)
+    ids = torch.randint(0, 100, (2, 16))
+
+    def step(device):
+        for module in (model, embed, head):
+            module.to(device).zero_grad()
+        logits = head(model(embed(ids.to(device))))
+        loss = F.cross_entropy(logits.view(-1, 100), ids.to(device).view(-1))
+        loss.backward()
+        probs = torch.softmax(logits[:, -1].detach() / 0.8, -1)
+        top = torch.topk(probs, 5)
+        kept = torch.where(probs < top.values[:, -1:], torch.zeros((), device=device), probs)
+        return loss.item(), torch.multinomial(kept, 1).cpu(), top.indices.cpu(), head.weight.grad.cpu().clone()
+
+    cpu_loss, _, cpu_top, cpu_grad = step("cpu")
+    before = dict(npusim.fallback_stats())
+    npu_loss, token, npu_top, npu_grad = step(NPU)
+    assert npusim.fallback_stats() == before
+    assert abs(npu_loss - cpu_loss) <= 1e-4 * abs(cpu_loss)
+    torch.testing.assert_close(npu_grad, cpu_grad, rtol=1e-3, atol=1e-5)
+    assert all(token[r].item() in npu_top[r].tolist() for r in range(2))  # drawn from the top 5

@@ -14,6 +14,7 @@
 //   multinomial                        inverse transform: u times each row's total, the
 //                                      draw the count of cumulative sums at or below it
 //                                      (with replacement, or one draw)
+// and arange.start_out, which shares the generator kernel (v.iota in place of v.rand).
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/core/DistributionsHelper.h>
@@ -23,6 +24,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "kernel_launch.h"
@@ -187,6 +189,40 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacemen
   return to_npu(at::multinomial(self.cpu(), n_sample, replacement));
 }
 
+// arange into an npu tensor: the size and the argument checks are PyTorch's (its meta kernel),
+// the values the arange kernel's: floats directly (f32(i) * step + start, exact for integers below
+// 2^24), integers in i32 (widened to int64 on the chip) where every value fits 32 bits. int64
+// beyond 32 bits and f64 take the CPU's values, counted.
+at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  const at::Tensor meta = at::arange(start, end, step, out.options().device(at::kMeta));
+  if (out.sizes() != meta.sizes()) out.resize_(meta.sizes());
+  const int64_t n = meta.numel();
+  if (n == 0) return out;
+  const at::ScalarType dtype = out.scalar_type();
+  const bool float_out = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
+  bool fits_i32 = false;
+  if (dtype == at::kLong || dtype == at::kInt) {
+    const auto in_i32 = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); };
+    const int64_t first = start.toLong(), stride = step.toLong();
+    fits_i32 = n < (int64_t{1} << 31) && in_i32(first) && in_i32(stride) && in_i32(first + stride * (n - 1));
+  }
+  if ((float_out || fits_i32) && n < (int64_t{1} << 31) && out.is_contiguous() && on_npu(out)) {  // (the index is an i32)
+    const at::Tensor values = dtype == at::kLong ? new_npu({n}, at::kInt) : out.view({n});
+    const auto make = [&] {
+      OpDesc op(OpKind::ARANGE, {}, describe(values));
+      op.random_params = {start.toDouble(), step.toDouble()};
+      return op;
+    };
+    if (try_run(make, {}, values)) {
+      if (dtype == at::kLong) out.view({n}).copy_(values);
+      return out;
+    }
+  }
+  note_cpu_fallback("aten::arange.start_out");
+  out.copy_(at::arange(start, end, step, out.options().device(at::kCPU)));
+  return out;
+}
+
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
 at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
   const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
@@ -219,6 +255,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.float", bernoulli_float_);
   m.impl("bernoulli", bernoulli);
   m.impl("multinomial", multinomial);
+  m.impl("arange.start_out", arange_out);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
 }

@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
 #define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) ID,
 #define NPU_RANDOM_OP(ID, NAME, INPUTS) ID,
+#define NPU_RANGE_OP(ID, NAME, INPUTS) ID,
 #define NPU_CHAIN_OP(ID, NAME, MAX_INPUTS) ID,
 #include "ops.def"
 };
