@@ -9,8 +9,9 @@
 // the elementwise kernels. The norms' weight and bias are loaded and
 // converted to f32 once per core. Rows that do not fit the scratchpad go to
 // the chunked kernel (long_rows.cpp). The backward ops load a second row
-// tensor (y or x) and, for layer_norm's, the forward's per-row mean and rstd
-// with each tile, on the same channel.
+// tensor (y or x) and, for the norms', the statistics the forward saved (one
+// per row) with each tile, on the same channel. topk keeps i32 keys in the
+// work tile and takes k rounds over it.
 #include "rowwise.h"
 
 #include <algorithm>
@@ -55,7 +56,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
   const bool topk = op.kind == OpKind::TOPK;
   const bool backward = is_row_backward(op.kind);
-  // Inputs: the row tensors (x, or g then y / x), layer_norm_backward's per-row statistics, then the [L] parameters.
+  // Inputs: the row tensors (x, or g then y / x), the backward norms' per-row statistics, then the [L] parameters.
   const size_t row_inputs = backward ? 2 : 1;
   const size_t stat_inputs = op.kind == OpKind::LAYER_NORM_BACKWARD ? 2 : op.kind == OpKind::RMS_NORM_BACKWARD ? 1 : 0;  // mean, rstd
   const size_t first_param = row_inputs + stat_inputs;
@@ -118,7 +119,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const bool convert_y = y_dtype != DType::F32;
   const bool needs_scratch = op.kind == OpKind::LOG_SOFTMAX || norm || op.kind == OpKind::SOFTMAX_BACKWARD || stat_inputs > 0 || topk;
   // Per slot, per row: the raw tile (when converting), the f32 work tile, those of the second row input, a scratch tile,
-  // two statistics (five for layer_norm_backward: its mean and rstd raw and in f32), the output.
+  // two statistics and the backward norms' saved ones (raw and in f32), the output.
   const int64_t per_row = (convert ? length * e : 0) + length * 4 + (backward ? (convert_y ? length * ye : 0) + length * 4 : 0) +
                           (needs_scratch ? length * 4 : 0) + 8 + 8 * int64_t(stat_inputs) + out_cols * eo +
                           // topk: a u8 mask and the positions (k x rows) per slot; the core's position and sentinel tiles
@@ -292,7 +293,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
       b.addi(tmp, slot, raw0);
       b.emit(Opcode::V_CVT, {f32, dt, w.index, tmp.index, mt.index, len.index});
     }
-    // The backward ops' second row tile (y or x) in f32, and layer_norm_backward's mean and rstd.
+    // The backward ops' second row tile (y or x) in f32, and the backward norms' statistics.
     if (backward) {
       b.addi(wy, slot, y_work0);
       if (convert_y) b.addi(tmp, slot, y_raw0), b.emit(Opcode::V_CVT, {f32, int64_t(y_dtype), wy.index, tmp.index, mt.index, len.index});
@@ -372,11 +373,11 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_SUB, kFull, w, w, wy, mt, len);
         break;
       case OpKind::LAYER_NORM_BACKWARD: {  // rstd * (h - mean(h) - x^ * mean(h * x^)), h = g * weight
-        const Reg mean = c1;
-        b.addi(mean, slot, mean0);
-        v2(Opcode::V_SUB, kCol, wy, wy, mean, mt, len);
-        b.addi(mean, slot, rstd0);  // (now rstd)
-        v2(Opcode::V_MUL, kCol, wy, wy, mean, mt, len);  // x^
+        const Reg stat = c1;  // mean, then rstd
+        b.addi(stat, slot, mean0);
+        v2(Opcode::V_SUB, kCol, wy, wy, stat, mt, len);
+        b.addi(stat, slot, rstd0);
+        v2(Opcode::V_MUL, kCol, wy, wy, stat, mt, len);  // x^
         if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
         v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
         reduce(Opcode::V_RSUM, c0, s);
@@ -386,7 +387,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h)
         v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
         v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
-        v2(Opcode::V_MUL, kCol, w, w, mean, mt, len);
+        v2(Opcode::V_MUL, kCol, w, w, stat, mt, len);
         break;
       }
       case OpKind::RMS_NORM_BACKWARD: {  // rstd * (h - x^ * mean(h * x^)), x^ = x * rstd, h = g * weight

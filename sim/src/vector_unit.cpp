@@ -95,7 +95,8 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   // Timing-only runs skip the float arithmetic (and so cannot check gather indices computed
   // from floats). Integer results are computed all the same: they are cheap and rare, and they
   // are what index arithmetic makes (i32 offsets, u8 masks of i32 comparisons), so that a
-  // dma.gather whose indices the chip computed from integers reads the functional run's rows.
+  // dma.gather whose indices the chip computed from integers reads the functional run's rows
+  // (unless the run moves no data at all: no value can change an address, ChipContext::moves_data).
   if (context_.functional || (context_.moves_data && !isa::dtype_is_float(dtype))) {
     functional::KernelError error;
     uint8_t* out = local_.data(dst);

@@ -162,7 +162,7 @@ int sc_main(int argc, char* argv[]) {
     if (core_mask == 0) throw InputError("the program has no code");
 
     // A timing-only run of a program whose timing no value can change needs
-    // no data: it moves none, and inputs not given are left unwritten.
+    // no data: it moves none, and inputs not given stay zero (none generated).
     const bool timing_only = vm.count("timing-only") != 0;
     const bool needs_data = !timing_only || timing_depends_on_data(program);
 

@@ -62,10 +62,9 @@ struct OffChip {};
 inline void require(bool ok) {
   if (!ok) throw OffChip{};
 }
-// An npu tensor of a float dtype the chip computes in (f32, bf16, f16).
-inline bool chip_float(const at::Tensor& t) {
-  return on_npu(t) && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
-}
+// A float dtype the chip computes in (f32, bf16, f16), and an npu tensor of one.
+inline bool chip_float_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
+inline bool chip_float(const at::Tensor& t) { return on_npu(t) && chip_float_dtype(t.scalar_type()); }
 inline at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
 // Optional operands (a norm's weight, bias, statistics): present, on the host, all on the chip.
 inline bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }

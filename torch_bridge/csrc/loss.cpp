@@ -13,12 +13,10 @@
 #include <torch/library.h>
 
 #include "kernel_launch.h"
-#include "runtime.h"
 
 namespace npusim {
 namespace {
 
-using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
 
 // i32 [n] on the npu: 0, step, 2 * step, ...
@@ -92,11 +90,9 @@ bool row_backward(OpKind kind, const at::Tensor& grad, const at::Tensor& output,
   return try_run_rows(kind, {grad.movedim(d, -1), output.movedim(d, -1)}, result.movedim(d, -1));
 }
 
-bool chip_float_type(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
-
 // The gradients of log_softmax and softmax from their outputs, in f32, rounded once to the input's dtype.
 at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
-  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_type(input_dtype)) {
+  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_dtype(input_dtype)) {
     at::Tensor result = new_npu(grad.sizes(), input_dtype);
     if (row_backward(OpKind::LOG_SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
     const at::Tensor g = as_f32(grad), y = as_f32(output);
@@ -107,7 +103,7 @@ at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output
 }
 
 at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
-  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_type(input_dtype)) {
+  if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_dtype(input_dtype)) {
     at::Tensor result = new_npu(grad.sizes(), input_dtype);
     if (row_backward(OpKind::SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
     const at::Tensor g = as_f32(grad), y = as_f32(output);

@@ -170,7 +170,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   // int64 to a float (counts dividing a loss, labels): a value that fits in 32 bits (its high word the low
   // word's sign) converts from its low word, rounded once as on the CPU; a larger one is high word * 2^32
   // + the low word read unsigned, in f32 (two roundings where the CPU makes one: within an f32 rounding).
-  if (self.scalar_type() == at::kLong && (dst.scalar_type() == at::kFloat || dst.scalar_type() == at::kBFloat16 || dst.scalar_type() == at::kHalf)) {
+  if (self.scalar_type() == at::kLong && chip_float_dtype(dst.scalar_type())) {
     const at::Tensor words = int64_words(self);
     const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
     const at::Tensor negative = at::lt(low, 0);

@@ -199,7 +199,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   const int64_t n = meta.numel();
   if (n == 0) return out;
   const at::ScalarType dtype = out.scalar_type();
-  const bool float_out = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
+  const bool float_out = chip_float_dtype(dtype);
   bool fits_i32 = false;
   if (dtype == at::kLong || dtype == at::kInt) {
     const auto in_i32 = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); };

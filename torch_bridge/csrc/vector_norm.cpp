@@ -23,7 +23,7 @@ namespace {
 at::Tensor& vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype, at::Tensor& out) {
   const at::ScalarType result_type = dtype.value_or(self.scalar_type());
-  const bool supported = chip_float(self) && self.numel() > 0 && (result_type == at::kFloat || result_type == at::kBFloat16 || result_type == at::kHalf);
+  const bool supported = chip_float(self) && self.numel() > 0 && chip_float_dtype(result_type);
   at::Tensor result;
   if (!supported) {
     note_cpu_fallback("aten::linalg_vector_norm.out");
