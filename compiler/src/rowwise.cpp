@@ -372,10 +372,13 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_MUL, kCol, wy, wy, c0, mt, len);
         v2(Opcode::V_SUB, kFull, w, w, wy, mt, len);
         break;
-      case OpKind::LAYER_NORM_BACKWARD: {  // rstd * (h - mean(h) - x^ * mean(h * x^)), h = g * weight
+      case OpKind::LAYER_NORM_BACKWARD:
+      case OpKind::RMS_NORM_BACKWARD: {
+        // layer norm: rstd * (h - mean(h) - x^ * mean(h * x^)), x^ = (x - mean) * rstd;
+        // rms norm:   rstd * (h - x^ * mean(h * x^)),           x^ = x * rstd;   h = g * weight
+        const bool centred = op.kind == OpKind::LAYER_NORM_BACKWARD;
         const Reg stat = c1;  // mean, then rstd
-        b.addi(stat, slot, mean0);
-        v2(Opcode::V_SUB, kCol, wy, wy, stat, mt, len);
+        if (centred) b.addi(stat, slot, mean0), v2(Opcode::V_SUB, kCol, wy, wy, stat, mt, len);
         b.addi(stat, slot, rstd0);
         v2(Opcode::V_MUL, kCol, wy, wy, stat, mt, len);  // x^
         if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
@@ -383,24 +386,13 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         reduce(Opcode::V_RSUM, c0, s);
         v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h * x^)
         v2(Opcode::V_MUL, kCol, s, wy, c0, mt, len);
-        reduce(Opcode::V_RSUM, c0, w);
-        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h)
-        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        if (centred) {
+          reduce(Opcode::V_RSUM, c0, w);
+          v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h)
+          v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        }
         v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
         v2(Opcode::V_MUL, kCol, w, w, stat, mt, len);
-        break;
-      }
-      case OpKind::RMS_NORM_BACKWARD: {  // rstd * (h - x^ * mean(h * x^)), x^ = x * rstd, h = g * weight
-        const Reg rstd = c1;
-        b.addi(rstd, slot, rstd0);
-        v2(Opcode::V_MUL, kCol, wy, wy, rstd, mt, len);  // x^
-        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
-        v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
-        reduce(Opcode::V_RSUM, c0, s);
-        v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one);  // mean(h * x^)
-        v2(Opcode::V_MUL, kCol, s, wy, c0, mt, len);
-        v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
-        v2(Opcode::V_MUL, kCol, w, w, rstd, mt, len);
         break;
       }
       case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
