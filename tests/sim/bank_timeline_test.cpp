@@ -3,6 +3,10 @@
 
 #include "bank_timeline.h"
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 namespace npu::sim {
 namespace {
 
@@ -30,6 +34,28 @@ TEST(BankTimeline, PruningForgetsOnlyWhatEndedByNow) {
   EXPECT_EQ(bank.first_free(200, 6), 395u);  // no 5-cycle gap holds 6: after the last
   EXPECT_EQ(bank.first_free(395, 1), 395u);  // after the last, [390, 395)
   EXPECT_EQ(bank.first_free(392, 1), 395u);
+}
+
+// Against the definition, on random reservations: the first start at or after
+// `ready` whose `duration` cycles overlap no reservation.
+TEST(BankTimeline, FindsTheFirstGapThatHoldsTheAccessAsABruteForceSearchDoes) {
+  std::mt19937_64 random(7);
+  BankTimeline bank;
+  std::vector<bool> busy(20000, false);
+  uint64_t now = 0;
+  for (int step = 0; step < 20000; ++step) {
+    now += random() % 3;
+    const uint64_t ready = now + random() % 300, duration = 1 + random() % (random() % 8 == 0 ? 150 : 4);
+    uint64_t expected = ready;
+    while (std::any_of(busy.begin() + static_cast<std::ptrdiff_t>(expected), busy.begin() + static_cast<std::ptrdiff_t>(expected + duration),
+                       [](bool b) { return b; }))
+      ++expected;
+    ASSERT_EQ(bank.first_free(ready, duration), expected) << "step " << step << ": ready " << ready << ", duration " << duration;
+    if (expected + duration >= busy.size() - 200) break;
+    bank.reserve(expected, duration);
+    std::fill(busy.begin() + static_cast<std::ptrdiff_t>(expected), busy.begin() + static_cast<std::ptrdiff_t>(expected + duration), true);
+    if (bank.crowded()) bank.prune(now);
+  }
 }
 
 }  // namespace
