@@ -49,11 +49,19 @@ std::string Compiler::listing(const Kernel& kernel) {
   std::string text = "# " + kernel.plan;
   for (size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\n' && i + 1 < text.size()) text.insert(i + 1, "# ");
-  text += "# launch on " + std::to_string(kernel.cores) + " cores\n";
-  const auto& words = kernel.program.code.at(0).words;
-  for (size_t pc = 0; pc < words.size(); ++pc) {
-    std::string number = std::to_string(pc);
-    text += std::string(number.size() < 5 ? 5 - number.size() : 0, ' ') + number + ":  " + isa::describe_word(words[pc], pc, nullptr) + "\n";
+  text += "# launch on " + std::to_string(kernel.cores) + " cores" +
+          (kernel.cores_exchange_data ? std::string(" (exactly cores 0.." + std::to_string(kernel.cores - 1) + ": they send each other data)") : "") + "\n";
+  for (const isa::CodeSection& section : kernel.program.code) {
+    if (kernel.program.code.size() > 1) {  // code per core (the matmul that shares B: per member of a group)
+      text += "# code for cores";
+      for (unsigned core = 0; core < 64; ++core)
+        if (section.core_mask >> core & 1) text += " " + std::to_string(core);
+      text += "\n";
+    }
+    for (size_t pc = 0; pc < section.words.size(); ++pc) {
+      std::string number = std::to_string(pc);
+      text += std::string(number.size() < 5 ? 5 - number.size() : 0, ' ') + number + ":  " + isa::describe_word(section.words[pc], pc, nullptr) + "\n";
+    }
   }
   return text;
 }

@@ -21,6 +21,8 @@
 // An operand stored transposed (unit stride along its first matrix dim) is
 // loaded as it lies and multiplied with the tensor core's ta / tb flags; any
 // other strides are read with strided DMA, an element at a time along rows.
+// The other schedule, in which the cores share B's tiles over the NoC
+// (matmul_shared.cpp), replaces this one where its estimate is clearly lower.
 #include "matmul.h"
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include <sstream>
 
 #include "elementwise.h"
+#include "matmul_operands.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
 
@@ -36,22 +39,6 @@ namespace {
 
 using isa::DType;
 using isa::Opcode;
-
-
-// How a matrix operand lies in memory, in elements.
-struct Matrix {
-  int64_t batch_stride = 0;
-  int64_t row_stride = 0;  // along its first matrix dim (M for A, K for B, M for C)
-  int64_t col_stride = 0;  // along its second (K, N, N)
-  int64_t offset = 0;
-  int64_t esize = 0;
-  DType dtype = DType::F32;
-  bool transposed() const { return col_stride != 1 && row_stride == 1; }
-};
-
-std::string layout(const Matrix& m) {
-  return m.col_stride == 1 ? "row-major" : m.transposed() ? "transposed (tensor-core flag)" : "strided (element DMA)";
-}
 
 }  // namespace
 
@@ -198,7 +185,6 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
-  const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
   const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
   int64_t tm = 0, tn = 0, tk = 0;
   bool panel = false;
@@ -227,11 +213,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const double a_reads = with_panel ? double(std::min(tiles_, batch * m_tiles_ + config.num_cores - 1)) : double(tiles_);
           const double bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e) +
                                double(tiles_) * double(k) * double(std::min(TN, n)) * double(e) + double(batch * m * n * eo);
-          // The tensor core per tile: weight-stationary folds of max(TM, R) rows, and a fill and drain per K step.
-          const double folds = double((TN + array_cols - 1) / array_cols) * double((k + array_rows - 1) / array_rows);
-          const double tile_cycles = config.core.tensor_core.weight_double_buffering
-                                         ? folds * double(std::max(TM, array_rows)) + double(k_steps) * double(2 * array_rows + array_cols)
-                                         : folds * double(TM + 2 * array_rows + array_cols);
+          const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k, k_steps);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(bytes / dram_bytes_per_cycle, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
           // Ties (compute-bound shapes) go to the fewer DRAM bytes.
@@ -240,6 +222,11 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         }
       }
   if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");
+  {
+    // Against the other schedule's estimate plus its last store, which nothing overlaps.
+    const double last_store = double(tm * tn * eo) / (dram_bytes_per_cycle / config.num_cores);
+    if (auto shared = lower_matmul_shared(op, {m, n, k, batch, am, bm, cm, integer, split}, config, best + last_store)) return *shared;
+  }
   // Enough tiles for every core: split the larger output tile side while there are fewer tiles than cores.
   const auto tile_count = [&] { return batch * ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
   while (tile_count() < int64_t{config.num_cores} && std::max(tm, tn) > 16) {
@@ -341,33 +328,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.muli(m0, m0, tm), pb.muli(n0, n0, tn);
     pb.li(tmp, m), pb.sub(mt, tmp, m0), pb.li(tmp, tm), pb.min(mt, mt, tmp);
     pb.li(tmp, n), pb.sub(nt, tmp, n0), pb.li(tmp, tn), pb.min(nt, nt, tmp);
-    // Global address of element (row, col) of a matrix for this tile's batch element.
+    const DmaShape shape{r_n0, r_n1, r_n2, ds1, ss1, ds2, ss2};
     const auto address = [&](Reg out, uint16_t symbol, const Matrix& mx, Reg row, Reg col) {
-      pb.emit(Opcode::LA, {out.index, symbol});
-      const std::pair<Reg, int64_t> terms[] = {{bidx, mx.batch_stride}, {row, mx.row_stride}, {col, mx.col_stride}};
-      for (const auto& [index, stride] : terms) {
-        if (stride == 0 || index.index == 0) continue;
-        pb.li(tmp, stride * mx.esize);
-        pb.mul(tmp, tmp, index);
-        pb.add(out, out, tmp);
-      }
-      if (mx.offset) pb.addi(out, out, mx.offset * mx.esize);
+      emit_element_address(pb, out, symbol, mx, bidx, row, col, tmp);
     };
-    const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
-      pb.emit(opcode, {int64_t(channel), dst.index, src.index, r_n0.index, r_n1.index, r_n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
-    };
-    // A tile (rows x cols of the matrix) dense in local memory; transposed operands lie as stored.
-    const auto load_shape = [&](const Matrix& mx, Reg rows, Reg cols) {
-      pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);
-      if (mx.col_stride == 1) {
-        pb.muli(r_n0, cols, mx.esize), pb.mov(r_n1, rows), pb.muli(ds1, cols, mx.esize), pb.li(ss1, mx.row_stride * mx.esize);
-      } else if (mx.transposed()) {  // stored cols x rows
-        pb.muli(r_n0, rows, mx.esize), pb.mov(r_n1, cols), pb.muli(ds1, rows, mx.esize), pb.li(ss1, mx.col_stride * mx.esize);
-      } else {  // an element at a time along each row
-        pb.li(r_n0, mx.esize), pb.mov(r_n1, cols), pb.li(ds1, mx.esize), pb.li(ss1, mx.col_stride * mx.esize);
-        pb.mov(r_n2, rows), pb.muli(ds2, cols, mx.esize), pb.li(ss2, mx.row_stride * mx.esize);
-      }
-    };
+    const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) { emit_dma(pb, opcode, channel, dst, src, shape); };
+    const auto load_shape = [&](const Matrix& mx, Reg rows, Reg cols) { emit_tile_shape(pb, mx, rows, cols, shape); };
     const Reg zero_col = kZero;
     address(a_src, a_sym, am, m0, zero_col);
     address(b_src, b_sym, bm, zero_col, n0);

@@ -266,6 +266,9 @@ TEST_P(Matmul, Int8OperandsSumExactlyIntoInt32) {
     check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {m, k}), contiguous(DType::I8, {k, n})}, contiguous(DType::I32, {m, n})}, random);
   check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {3, 20, 48}), transposed(DType::I8, 48, 36)}, contiguous(DType::I32, {3, 20, 36})},
               random);
+  OpDesc shared{OpKind::MATMUL, {contiguous(DType::I8, {100, 300}), contiguous(DType::I8, {300, 200})}, contiguous(DType::I32, {100, 200})};
+  shared.schedule = MatmulSchedule::SharedB;  // (base: B shared over the NoC)
+  check_exact(shared, random);
   // 140,000 products of -128 * -128 = 2^14 each: 2.29e9, past 2^31, wraps to a negative sum.
   check_exact(OpDesc{OpKind::MATMUL, {contiguous(DType::I8, {2, 140000}), contiguous(DType::I8, {140000, 3})}, contiguous(DType::I32, {2, 3})},
               [](size_t, size_t) { return -128.0; });
@@ -297,6 +300,45 @@ TEST_P(Matmul, TheTilesFollowTheChip) {
   EXPECT_EQ(kernel->cores, device_->info().num_cores);
   EXPECT_NE(Compiler::listing(*kernel).find("tc.mm bf16"), std::string::npos);
   std::printf("%s", kernel->plan.c_str());
+}
+
+// The schedule that shares B's tiles over the NoC (four cores of base in one group): rows of
+// tiles that do not fill the group's last round (members with no row still send their tiles),
+// columns past N in the last round (empty tiles), a batch over one B, B transposed (a linear
+// layer's weight), A strided, alpha and an epilogue, one row (int8: Int8OperandsSumExactlyIntoInt32); and a size where each
+// member loads the columns its own DRAM controller serves. On tiny (one core) there is no group:
+// the other schedule, the same values.
+TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
+  const bool base = GetParam() == "base";
+  const DType dt = dtype();
+  const auto shared = [&](OpDesc op) {
+    op.schedule = MatmulSchedule::SharedB;
+    const bool is_shared = compiler_.compile(op)->plan.find("B shared over the NoC") != std::string::npos;
+    EXPECT_EQ(is_shared, base) << compiler_.compile(op)->plan;
+    return op;
+  };
+  check(shared(mm(dt, 300, 130, 200)));
+  check(shared(OpDesc{OpKind::MATMUL, {contiguous(dt, {3, 70, 96}), contiguous(dt, {96, 260})}, contiguous(dt, {3, 70, 260})}), 2);
+  OpDesc linear{OpKind::MATMUL, {transposed(dt, 90, 150), transposed(dt, 150, 200)}, contiguous(dt, {90, 200})};
+  linear.alpha = 0.5, linear.epilogue = {OpKind::GELU};
+  check(shared(linear), 3);
+  TensorDesc strided_a = contiguous(dt, {33, 64});
+  strided_a.strides = {128, 2};  // every other column of a [33, 128] tensor
+  check(shared(OpDesc{OpKind::MATMUL, {strided_a, contiguous(dt, {64, 700})}, contiguous(dt, {33, 700})}), 4);
+  check(shared(mm(dt, 1, 300, 64)), 5);
+  check(shared(mm(dt, 512, 512, 512)), 6);
+  if (base) {
+    // The compiler's own choice: shared where its estimate is a quarter below, not for a small matmul.
+    const auto big = compiler_.compile(mm(DType::BF16, 1024, 1024, 1024));
+    EXPECT_NE(big->plan.find("B shared over the NoC"), std::string::npos);
+    EXPECT_TRUE(big->cores_exchange_data);
+    EXPECT_NE(Compiler::listing(*big).find("exactly cores 0..3"), std::string::npos);
+    EXPECT_NE(Compiler::listing(*big).find("# code for cores 3\n"), std::string::npos);  // one section per member
+    EXPECT_EQ(compiler_.compile(mm(DType::BF16, 512, 512, 512))->plan.find("B shared over the NoC"), std::string::npos);
+    OpDesc own = mm(DType::BF16, 1024, 1024, 1024);
+    own.schedule = MatmulSchedule::OwnTiles;
+    EXPECT_EQ(compiler_.compile(own)->plan.find("B shared over the NoC"), std::string::npos);
+  }
 }
 
 TEST_P(Matmul, AnEmptyOutputGivesAProgramThatHalts) {

@@ -84,6 +84,10 @@ def test_matmul_family_in_bf16():
     bf16_close(F.linear(a.to(NPU), w.to(NPU), bias.to(NPU)).cpu(), F.linear(a.float(), w.float(), bias.float()).bfloat16(), 64)
     x, y = torch.randn(3, 20, 30, dtype=torch.bfloat16), torch.randn(3, 30, 10, dtype=torch.bfloat16)
     bf16_close(torch.bmm(x.to(NPU), y.to(NPU)).cpu(), torch.bmm(x.float(), y.float()).bfloat16(), 30)
+    # Large enough that the compiler has the cores share B's tiles over the NoC (on base; docs/compiler.md):
+    # f32 sums rounded once to bf16, so within half a bf16 ulp of the f32 product plus the f32 sums' error.
+    a, b = torch.randn(1024, 1024, dtype=torch.bfloat16), torch.randn(1024, 1024, dtype=torch.bfloat16)
+    torch.testing.assert_close((a.to(NPU) @ b.to(NPU)).cpu().float(), a.float() @ b.float(), rtol=2.0**-8, atol=0.05)
 
 
 def test_softmax_and_reductions():

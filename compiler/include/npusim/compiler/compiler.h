@@ -29,7 +29,9 @@ class UnsupportedOp : public std::runtime_error {
 // symbol of the same position: inputs "in0", "in1", output "out".
 struct Kernel {
   isa::Program program;
-  unsigned cores = 1;  // launch on cores 0..cores-1 (any `cores` cores will do)
+  unsigned cores = 1;  // launch on cores 0..cores-1 (any `cores` cores will do, unless cores_exchange_data)
+  // The cores send each other data (dma.send to core ids): launch on exactly cores 0..cores-1.
+  bool cores_exchange_data = false;
   std::string plan;    // the tiling decisions, for people who tune kernels
   uint64_t core_mask() const { return cores >= 64 ? ~uint64_t{0} : (uint64_t{1} << cores) - 1; }
 };

@@ -60,6 +60,14 @@ enum class F32MatmulPrecision : uint8_t {
   Medium,   // 1 part, 1 product: bf16 inputs
 };
 
+// How a matmul's work is laid on the cores (docs/compiler.md, "Matmul"): the
+// compiler's choice by its estimate of time, or one of the two schedules.
+enum class MatmulSchedule : uint8_t {
+  Auto,
+  OwnTiles,  // every core loads the A and B tiles of its own output tiles
+  SharedB,   // the cores of a group share B's tiles over the NoC (where it applies)
+};
+
 // The sliding window of im2col (compiler/ops.def), per spatial dim (rows, cols).
 struct Window {
   std::array<int64_t, 2> stride{1, 1};
@@ -100,6 +108,7 @@ struct OpDesc {
   bool residual = false;
   std::vector<OpKind> epilogue;  // unary elementwise ops, in order
   F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
+  MatmulSchedule schedule = MatmulSchedule::Auto;  // for tuning and tests: Auto unless a schedule is asked for
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
   double epsilon = 1e-5;
   // var and std: the sum of squared deviations is divided by max(0, N - correction) (PyTorch's correction; 1 is Bessel's).

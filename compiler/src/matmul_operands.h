@@ -1,0 +1,81 @@
+// What both matmul schedules share: how an operand lies in memory, and the
+// code that addresses its tiles and loads them dense into local memory.
+// (matmul.cpp: every core loads its own tiles; matmul_shared.cpp: the cores
+// of a group share B's tiles over the NoC.)
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+#include "npusim/sim/chip_config.h"
+
+namespace npu::compiler {
+
+// How a matrix operand lies in memory, in elements.
+struct Matrix {
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;  // along its first matrix dim (M for A, K for B, M for C)
+  int64_t col_stride = 0;  // along its second (K, N, N)
+  int64_t offset = 0;
+  int64_t esize = 0;
+  isa::DType dtype = isa::DType::F32;
+  bool transposed() const { return col_stride != 1 && row_stride == 1; }
+};
+
+inline std::string layout(const Matrix& m) {
+  return m.col_stride == 1 ? "row-major" : m.transposed() ? "transposed (tensor-core flag)" : "strided (element DMA)";
+}
+
+// The shape operands of a 3-D DMA instruction (dma.ld, dma.st).
+struct DmaShape {
+  Reg n0, n1, n2, dst_s1, src_s1, dst_s2, src_s2;
+};
+
+// `shape` copies a rows x cols tile of `mx` dense into local memory: row by
+// row, transposed operands as they lie (cols x rows), any other strides an
+// element at a time along each row.
+inline void emit_tile_shape(ProgramBuilder& pb, const Matrix& mx, Reg rows, Reg cols, const DmaShape& shape) {
+  pb.li(shape.n2, 0), pb.li(shape.dst_s2, 0), pb.li(shape.src_s2, 0);
+  if (mx.col_stride == 1) {
+    pb.muli(shape.n0, cols, mx.esize), pb.mov(shape.n1, rows), pb.muli(shape.dst_s1, cols, mx.esize), pb.li(shape.src_s1, mx.row_stride * mx.esize);
+  } else if (mx.transposed()) {
+    pb.muli(shape.n0, rows, mx.esize), pb.mov(shape.n1, cols), pb.muli(shape.dst_s1, rows, mx.esize), pb.li(shape.src_s1, mx.col_stride * mx.esize);
+  } else {
+    pb.li(shape.n0, mx.esize), pb.mov(shape.n1, cols), pb.li(shape.dst_s1, mx.esize), pb.li(shape.src_s1, mx.col_stride * mx.esize);
+    pb.mov(shape.n2, rows), pb.muli(shape.dst_s2, cols, mx.esize), pb.li(shape.src_s2, mx.row_stride * mx.esize);
+  }
+}
+
+inline void emit_dma(ProgramBuilder& pb, isa::Opcode opcode, unsigned channel, Reg dst, Reg src, const DmaShape& shape) {
+  pb.emit(opcode, {int64_t(channel), dst.index, src.index, shape.n0.index, shape.n1.index, shape.n2.index, shape.dst_s1.index,
+                   shape.src_s1.index, shape.dst_s2.index, shape.src_s2.index});
+}
+
+// out = the global address of element (row, col) of batch element `batch` of
+// `mx`, whose buffer is `symbol`; tmp is scratch.
+inline void emit_element_address(ProgramBuilder& pb, Reg out, uint16_t symbol, const Matrix& mx, Reg batch, Reg row, Reg col, Reg tmp) {
+  pb.emit(isa::Opcode::LA, {out.index, symbol});
+  const std::pair<Reg, int64_t> terms[] = {{batch, mx.batch_stride}, {row, mx.row_stride}, {col, mx.col_stride}};
+  for (const auto& [index, stride] : terms) {
+    if (stride == 0 || index.index == 0) continue;
+    pb.li(tmp, stride * mx.esize);
+    pb.mul(tmp, tmp, index);
+    pb.add(out, out, tmp);
+  }
+  if (mx.offset) pb.addi(out, out, mx.offset * mx.esize);
+}
+
+// The tensor core's cycles for a tm x tn output tile over depth k in k_steps
+// steps: weight-stationary folds of max(tm, array rows) rows, and a fill and
+// drain per K step (per fold without weight double buffering).
+inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k, int64_t k_steps) {
+  const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
+  const double folds = double((tn + array_cols - 1) / array_cols) * double((k + array_rows - 1) / array_rows);
+  return config.core.tensor_core.weight_double_buffering ? folds * double(std::max(tm, array_rows)) + double(k_steps) * double(2 * array_rows + array_cols)
+                                                         : folds * double(tm + 2 * array_rows + array_cols);
+}
+
+}  // namespace npu::compiler

@@ -1,0 +1,386 @@
+// Matmul with B's tiles shared over the NoC.
+//
+// On a chip whose DRAM is narrow for its tensor cores, a matmul is bound by
+// the bytes it reads, and B is most of them: every row of output tiles reads
+// all of B again. Here the cores of a group (Q of them: up to four, since each
+// member takes two semaphores and the rings eight more, of sixteen) work on Q
+// different rows of output tiles and on the same Q columns at the same time.
+// Per K step, each member loads one of the Q tiles of B from DRAM once and
+// sends it to the other members, so B is read once per Q rows, and the Q loads
+// of a step come from Q different columns (different DRAM channels where a
+// tile row is one interleave block; then each member loads the column its own
+// channel's controller serves). Each core accumulates its Q output tiles together, so the
+// accumulator holds Q x TM x TN f32, and A stays resident as the row's panel
+// (TM x K) for all the columns.
+//
+// Rows of output tiles (batch element, row) are dealt to the groups, and
+// within a group row i goes to member i % Q; a member without a row in the
+// group's last round ("phantom": 0 rows) still loads and sends its B tiles.
+// Columns past N are empty tiles (0 columns) that raise their semaphores.
+//
+// Engines of member q (code generated per member: semaphores are immediates),
+// per K step, with B slot s of a ring of three (two where three do not fit):
+//   dma ch0  wait MINE_FREE (our tensor core is done with slot s) and SENT (ch1
+//            has sent what slot s held); tell every peer, by a send of no bytes
+//            raising CREDIT[q] there; load our tile into part q of slot s;
+//            signal FULL[q] (tc) and LOADED (ch1)
+//   dma ch1  wait LOADED; for each peer p in turn (q + 1, q + 2, ...): wait
+//            CREDIT[p] (p's slot s is free), send part q into p's slot s, which
+//            raises FULL[q] there; signal SENT
+//   tc       wait FULL[0 .. Q-1]; Q tc.mm into the Q accumulator tiles; signal MINE_FREE
+// and per round of Q columns / per row:
+//   vector   the Q tiles' epilogue, into an output slot of two           -> dma ch2
+//   dma ch2  store the Q tiles, each member starting at a different column
+//   dma ch3  the row's A panel, a K step at a time (ch0 where there is no fourth channel)
+// One semaphore per sender for data and for credits: a count shared by
+// several senders could be raised by a fast one for a later step. The cores
+// meet at a barrier before the first send: a launch starts each core with its
+// semaphores at 0, which must not undo a peer's early send.
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "elementwise.h"
+#include "matmul.h"
+#include "npusim/compiler/program_builder.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+using isa::Opcode;
+
+struct SharedPlan {
+  unsigned group = 0;  // Q: cores that share B
+  int64_t tm = 0, tn = 0, tk = 0;
+  int64_t b_slots = 2;  // the B ring's depth
+  double cycles = 0, dram_bytes = 0;
+};
+
+// The group size: the largest of 4, 3, 2 that divides the core count (0: one core).
+unsigned group_size(unsigned cores) {
+  for (const unsigned q : {4u, 3u, 2u})
+    if (cores % q == 0) return q;
+  return 0;
+}
+
+// Tile sizes by an estimate of time like the other schedule's: the longest of
+// DRAM bytes at the DRAM peak, the NoC's share of the exchange and the tensor
+// core, plus what does not overlap them (the first loads, the last stores).
+SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config) {
+  SharedPlan best;
+  const unsigned q_size = group_size(config.num_cores);
+  if (q_size == 0) return best;
+  const int64_t groups = config.num_cores / q_size, q = q_size;
+  const int64_t e = mm.a.esize, eo = mm.c.esize;
+  const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
+  const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
+  const bool alpha_const = op.alpha != 1.0;
+  for (const int64_t cm : {512, 256, 128, 64, 32, 16})
+    for (const int64_t cn : {512, 256, 128, 64, 32, 16})
+      for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
+        const int64_t tm = std::min(mm.m, cm), tn = std::min(mm.n, cn), tk = std::min(mm.k, ck);
+        // K steps of at least two array heights: the tensor core fills and drains once per step and
+        // product, which shallower steps cannot hide (the estimate's maximum assumes they overlap).
+        if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
+        if (q * align64(tm * tn * 4) > accumulator) continue;
+        const int64_t k_steps = ceil_div(mm.k, tk);
+        // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
+        const auto local = [&](int64_t slots) {
+          return k_steps * align64(tm * tk * e) + slots * q * align64(tk * tn * e) + 2 * q * align64(tm * tn * eo) + (alpha_const ? 64 : 0);
+        };
+        const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
+        if (local(b_slots) > scratchpad) continue;
+        const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
+        const int64_t rounds = ceil_div(ceil_div(rows, groups), q);  // per core, the busiest group's
+        const int64_t column_rounds = ceil_div(n_tiles, q);
+        // A once per row, B once per round of each group that has rows, C once.
+        const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
+        const double bytes = double(mm.batch * mm.m * mm.k * e) + b_bytes + double(mm.batch * mm.m * mm.n * eo);
+        // Each core sends its loads to Q - 1 peers over its links (about one and a half hops each).
+        const double noc = b_bytes / config.num_cores * double(q - 1) * 1.5 / config.noc.link_bytes_per_cycle;
+        const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k, k_steps);
+        // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
+        const double core_share = dram_bytes_per_cycle / config.num_cores;
+        const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
+        const double drain = double(q * tm * tn * eo) / core_share;
+        const double cycles = std::max({bytes / dram_bytes_per_cycle, noc, compute}) + fill + drain;
+        if (best.group == 0 || cycles < best.cycles || (cycles == best.cycles && (bytes < best.dram_bytes || (bytes == best.dram_bytes && b_slots > best.b_slots))))
+          best = {q_size, tm, tn, tk, b_slots, cycles, bytes};
+      }
+  return best;
+}
+
+// The program of member q of every group.
+isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, const SharedPlan& plan, unsigned member) {
+  const int64_t q_size = plan.group, q = member, groups = config.num_cores / plan.group;
+  const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
+  const int64_t e = mm.a.esize, eo = mm.c.esize;
+  const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), n_tiles = ceil_div(n, tn), rows = mm.batch * m_tiles;
+  // Local memory: the A panel (k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
+  const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo), acc_bytes = align64(tm * tn * 4);
+  const int64_t b_slots = plan.b_slots;
+  const int64_t a0 = 0, b0 = a0 + k_steps * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes;
+  const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
+  // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE), then the local rings.
+  const auto full = [&](int64_t p) { return p; };
+  const auto credit = [&](int64_t p) { return q_size + p; };
+  const int64_t mine_free = credit(q), a_full = 2 * q_size, a_free = a_full + 1, acc_full = a_full + 2, acc_free = a_full + 3,
+                out_full = a_full + 4, out_free = a_full + 5, loaded = a_full + 6, sent = a_full + 7;
+  const int64_t kCtl = 0, kTc = 5, kVec = 6;
+  const unsigned channels = config.core.dma.channels;
+  // ch_a: B loads, ch_b: B sends, ch_c: stores, ch_panel: the A panel (a fourth channel where there is one).
+  const unsigned ch_a = 0, ch_b = std::min(1u, channels - 1), ch_c = std::min(2u, channels - 1), ch_panel = channels >= 4 ? 3 : ch_a;
+  const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
+  const int64_t f32 = static_cast<int64_t>(DType::F32), tc_dt = static_cast<int64_t>(mm.a.dtype);
+  const int64_t flags = (mm.a.transposed() ? 2 : 0) | (mm.b.transposed() ? 4 : 0);
+
+  // Which member loads which column of a round: where a tile row of B is one DRAM interleave block
+  // (so a column of tiles lies in one channel) and each member sits at one channel's controller,
+  // the member whose controller serves the column, so that its loads cross no link; otherwise
+  // member p loads column p. Channel c's member: member_of_channel[c] (-1: none).
+  const sim::DramConfig& dram = config.dram;
+  std::vector<int64_t> channel_of_member(size_t(q_size), -1);
+  if (groups == 1 && dram.channels == unsigned(q_size) && mm.b.col_stride == 1 && tn * e == int64_t(dram.interleave_bytes) &&
+      (mm.b.row_stride * e) % int64_t(dram.interleave_bytes * dram.channels) == 0) {
+    for (unsigned c = 0; c < dram.channels; ++c) {
+      const sim::MeshPosition port = dram.ports[c % dram.ports.size()];
+      for (unsigned core = 0; core < config.num_cores; ++core)
+        if (config.core_position(core).x == port.x && config.core_position(core).y == port.y) channel_of_member[core] = c;
+    }
+    std::vector<int64_t> sorted = channel_of_member;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t c = 0; c < q_size; ++c)
+      if (sorted[size_t(c)] != c) channel_of_member.assign(size_t(q_size), -1);  // not one member per channel
+  }
+  const bool local_columns = channel_of_member[0] >= 0;
+
+  ProgramBuilder pb("matmul, B shared over the NoC (generated)");
+  const uint16_t c_sym = pb.output("out", mm.c.dtype, {uint64_t(std::max<int64_t>(op.output.storage_extent(), 1))});
+  const uint16_t a_sym = pb.input("in0", mm.a.dtype, {uint64_t(std::max<int64_t>(op.inputs[0].storage_extent(), 1))});
+  const uint16_t b_sym = pb.input("in1", mm.b.dtype, {uint64_t(std::max<int64_t>(op.inputs[1].storage_extent(), 1))});
+
+  for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
+  for (const int64_t s : {a_free, acc_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  const Reg tmp = pb.reg(), tmp2 = pb.reg(), peers = pb.reg();
+  const Reg rr = pb.reg(), rr_stop = pb.reg(), row_end = pb.reg();
+  // Group g = id / Q holds rows [g R / G, (g + 1) R / G); member q takes every Q-th from the first + q.
+  pb.emit(Opcode::CSRR, {tmp.index, 0});
+  pb.li(tmp2, q_size), pb.emit(Opcode::DIVU, {tmp.index, tmp.index, tmp2.index});  // g
+  pb.muli(peers, tmp, q_size);                                                    // the group's first core
+  pb.li(tmp2, rows), pb.mul(rr, tmp, tmp2), pb.li(tmp2, groups), pb.emit(Opcode::DIVU, {rr.index, rr.index, tmp2.index});
+  pb.addi(row_end, tmp, 1), pb.li(tmp2, rows), pb.mul(row_end, row_end, tmp2), pb.li(tmp2, groups);
+  pb.emit(Opcode::DIVU, {row_end.index, row_end.index, tmp2.index});
+  // Rounds: ceil((end - first) / Q); rr_stop = first + q + rounds * Q.
+  pb.sub(rr_stop, row_end, rr), pb.addi(rr_stop, rr_stop, q_size - 1), pb.li(tmp2, q_size);
+  pb.emit(Opcode::DIVU, {rr_stop.index, rr_stop.index, tmp2.index}), pb.muli(rr_stop, rr_stop, q_size);
+  pb.add(rr_stop, rr_stop, rr), pb.addi(rr_stop, rr_stop, q), pb.addi(rr, rr, q);
+  const Reg one = pb.reg();
+  pb.li(one, 1);
+  if (op.alpha != 1.0) {
+    float alpha = float(op.alpha);
+    uint32_t bits;
+    std::memcpy(&bits, &alpha, 4);
+    pb.li(tmp2, alpha_at), pb.li(tmp, bits);
+    pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});
+  }
+  // shift: the channel of B's column 0 (and of every Q-th column).
+  const Reg shift = pb.reg();
+  if (local_columns) {
+    emit_element_address(pb, shift, b_sym, mm.b, kZero, kZero, kZero, tmp);
+    pb.li(tmp, dram.interleave_bytes), pb.emit(Opcode::DIVU, {shift.index, shift.index, tmp.index});
+    pb.li(tmp, dram.channels), pb.emit(Opcode::REMU, {shift.index, shift.index, tmp.index});
+  }
+  pb.emit(Opcode::BARRIER, {0});
+
+  const Reg bidx = pb.reg(), m0 = pb.reg(), mt = pb.reg(), col0 = pb.reg(), n0 = pb.reg(), nt = pb.reg();
+  const Reg k_left = pb.reg(), kt = pb.reg(), bslot = pb.reg(), oslot = pb.reg(), a_src = pb.reg(), b_src = pb.reg(), apanel = pb.reg();
+  const Reg l0 = pb.reg(), l1 = pb.reg();
+  const DmaShape shape{pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg()};
+  pb.li(bslot, 0), pb.li(oslot, 0);
+  const Label done = pb.label(), row_loop = pb.label();
+  pb.branch(Opcode::BGE, {rr.index, rr_stop.index}, done);
+  pb.bind(row_loop);
+  // Row rr: batch element bidx, rows m0 .. +mt (0 rows past the group's end).
+  {
+    const Label phantom = pb.label();
+    pb.li(bidx, 0), pb.li(m0, 0), pb.li(mt, 0);
+    pb.branch(Opcode::BGE, {rr.index, row_end.index}, phantom);
+    pb.li(tmp, m_tiles), pb.emit(Opcode::DIVU, {bidx.index, rr.index, tmp.index}), pb.emit(Opcode::REMU, {m0.index, rr.index, tmp.index});
+    pb.muli(m0, m0, tm), pb.li(tmp, m), pb.sub(mt, tmp, m0), pb.li(tmp, tm), pb.min(mt, mt, tmp);
+    pb.bind(phantom);
+  }
+  // The A panel, a K step at a time.
+  pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
+  emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);
+  pb.li(k_left, k), pb.li(apanel, a0);
+  {
+    const Label a_loop = pb.label();
+    pb.bind(a_loop);
+    pb.li(tmp, tk), pb.min(kt, k_left, tmp);
+    emit_tile_shape(pb, mm.a, mt, kt, shape);
+    emit_dma(pb, Opcode::DMA_LD, ch_panel, apanel, a_src, shape);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_panel), a_full});
+    pb.li(tmp, tk * mm.a.col_stride * e), pb.add(a_src, a_src, tmp), pb.addi(apanel, apanel, a_bytes);
+    pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
+    pb.branch(Opcode::BLT, {kZero.index, k_left.index}, a_loop);
+  }
+  // Rounds of Q columns of tiles.
+  pb.li(col0, 0);
+  const Label column_loop = pb.label();
+  pb.bind(column_loop);
+  // Member p's column of this round: n0 = (col0 + j) TN with j = p, or the j whose channel,
+  // (shift + j) % Q, is member p's; nt = clamp(N - n0, 0, TN).
+  const auto column = [&](int64_t p) {
+    if (local_columns) {
+      pb.li(n0, channel_of_member[size_t(p)] + q_size), pb.sub(n0, n0, shift), pb.li(tmp, q_size);
+      pb.emit(Opcode::REMU, {n0.index, n0.index, tmp.index}), pb.add(n0, n0, col0);
+    } else {
+      pb.addi(n0, col0, p);
+    }
+    pb.muli(n0, n0, tn);
+    pb.li(tmp, n), pb.sub(nt, tmp, n0), pb.li(tmp, tn), pb.min(nt, nt, tmp), pb.emit(Opcode::MAX, {nt.index, nt.index, kZero.index});
+    pb.li(tmp, n), pb.min(n0, n0, tmp);  // (an empty column's address stays inside B)
+  };
+  column(q);
+  emit_element_address(pb, b_src, b_sym, mm.b, kZero, kZero, n0, tmp);
+  pb.li(k_left, k), pb.li(apanel, a0);
+  const Label k_loop = pb.label();
+  pb.bind(k_loop);
+  pb.li(tmp, tk), pb.min(kt, k_left, tmp);
+  // B: dma ch0 loads our tile into part q of slot bslot once the slot is free here (our tensor core is
+  // done with it, and ch1 has sent what it held), and tells the peers; ch1 sends it to each peer
+  // once that peer's slot is free.
+  column(q);
+  pb.li(l1, q_size * b_bytes), pb.mul(l1, l1, bslot), pb.addi(l1, l1, b0 + q * b_bytes);
+  pb.emit(Opcode::WAIT, {engine_of(ch_a), mine_free});
+  pb.emit(Opcode::WAIT, {engine_of(ch_a), sent});
+  for (int64_t p = 0; p < q_size; ++p) {
+    if (p == q) continue;
+    pb.addi(tmp2, peers, p);
+    pb.emit(Opcode::DMA_SEND, {int64_t(ch_a), tmp2.index, credit(q), l1.index, l1.index, kZero.index, kZero.index, kZero.index, kZero.index});
+  }
+  emit_tile_shape(pb, mm.b, kt, nt, shape);
+  emit_dma(pb, Opcode::DMA_LD, ch_a, l1, b_src, shape);
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_a), full(q)});
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_a), loaded});
+  pb.emit(Opcode::WAIT, {engine_of(ch_b), loaded});
+  pb.mul(tmp, kt, nt), pb.muli(tmp, tmp, e);  // the part's bytes, dense
+  // (Member q sends to q + 1, q + 2, ... in turn: at each turn every member receives from one.)
+  for (int64_t i = 1; i < q_size; ++i) {
+    const int64_t p = (q + i) % q_size;
+    pb.emit(Opcode::WAIT, {engine_of(ch_b), credit(p)});
+    pb.addi(tmp2, peers, p);
+    pb.emit(Opcode::DMA_SEND, {int64_t(ch_b), tmp2.index, full(q), l1.index, l1.index, tmp.index, one.index, kZero.index, kZero.index});
+  }
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_b), sent});
+  // The tensor core: Q products into the Q accumulator tiles.
+  {
+    const Label resident = pb.label(), not_first = pb.label();
+    pb.branch(Opcode::BNE, {col0.index, kZero.index}, resident);
+    pb.emit(Opcode::WAIT, {kTc, a_full});
+    pb.bind(resident);
+    pb.li(tmp, k);
+    pb.branch(Opcode::BNE, {k_left.index, tmp.index}, not_first);
+    pb.emit(Opcode::WAIT, {kTc, acc_free});
+    pb.bind(not_first);
+  }
+  for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::WAIT, {kTc, full(p)});
+  for (int64_t p = 0; p < q_size; ++p) {
+    column(p);
+    pb.li(l1, q_size * b_bytes), pb.mul(l1, l1, bslot), pb.addi(l1, l1, b0 + p * b_bytes);
+    pb.li(l0, acc0 + p * acc_bytes);
+    const Label accumulate = pb.label(), issued = pb.label();
+    pb.li(tmp, k);
+    pb.branch(Opcode::BNE, {k_left.index, tmp.index}, accumulate);
+    pb.emit(Opcode::TC_MM, {tc_dt, flags, l0.index, apanel.index, l1.index, mt.index, nt.index, kt.index});
+    pb.branch(Opcode::JMP, {}, issued);
+    pb.bind(accumulate);
+    pb.emit(Opcode::TC_MM, {tc_dt, flags | 1, l0.index, apanel.index, l1.index, mt.index, nt.index, kt.index});
+    pb.bind(issued);
+  }
+  pb.emit(Opcode::SIGNAL, {kTc, mine_free});
+  pb.addi(bslot, bslot, 1), pb.li(tmp, b_slots), pb.emit(Opcode::REMU, {bslot.index, bslot.index, tmp.index});
+  pb.li(tmp, tk * mm.b.row_stride * e), pb.add(b_src, b_src, tmp), pb.addi(apanel, apanel, a_bytes);
+  pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
+  pb.branch(Opcode::BLT, {kZero.index, k_left.index}, k_loop);
+  pb.emit(Opcode::SIGNAL, {kTc, acc_full});
+
+  // The epilogue of the Q tiles on the vector unit, in f32 in the accumulator, rounded into the output slot.
+  pb.emit(Opcode::WAIT, {kVec, acc_full});
+  pb.emit(Opcode::WAIT, {kVec, out_free});
+  for (int64_t p = 0; p < q_size; ++p) {
+    column(p);
+    pb.li(l0, acc0 + p * acc_bytes);
+    pb.li(l1, q_size * o_bytes), pb.mul(l1, l1, oslot), pb.addi(l1, l1, o0 + p * o_bytes);
+    if (op.alpha != 1.0) pb.li(tmp2, alpha_at), pb.emit(Opcode::V_MUL, {f32, 3, l0.index, l0.index, tmp2.index, mt.index, nt.index});
+    for (const OpKind step : op.epilogue) pb.emit(unary_opcode(step), {f32, l0.index, l0.index, mt.index, nt.index});
+    if (mm.integer) pb.emit(Opcode::V_MOV, {static_cast<int64_t>(DType::I32), l1.index, l0.index, mt.index, nt.index});
+    else if (mm.c.dtype == DType::F32) pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, mt.index, nt.index});
+    else pb.emit(Opcode::V_CVT, {static_cast<int64_t>(mm.c.dtype), f32, l1.index, l0.index, mt.index, nt.index});
+  }
+  pb.emit(Opcode::SIGNAL, {kVec, acc_free});
+  pb.emit(Opcode::SIGNAL, {kVec, out_full});
+  // Store them.
+  pb.emit(Opcode::WAIT, {engine_of(ch_c), out_full});
+  for (int64_t i = 0; i < q_size; ++i) {
+    const int64_t p = (q + i) % q_size;  // (members store different columns at a time: different DRAM channels)
+    column(p);
+    pb.li(l1, q_size * o_bytes), pb.mul(l1, l1, oslot), pb.addi(l1, l1, o0 + p * o_bytes);
+    emit_element_address(pb, l0, c_sym, mm.c, bidx, m0, n0, tmp);
+    pb.li(shape.n2, 0), pb.li(shape.dst_s2, 0), pb.li(shape.src_s2, 0);
+    pb.muli(shape.n0, nt, eo), pb.mov(shape.n1, mt), pb.li(shape.dst_s1, mm.c.row_stride * eo), pb.muli(shape.src_s1, nt, eo);
+    emit_dma(pb, Opcode::DMA_ST, ch_c, l0, l1, shape);
+  }
+  pb.emit(Opcode::SIGNAL, {engine_of(ch_c), out_free});
+  pb.emit(Opcode::XORI, {oslot.index, oslot.index, 1});
+  pb.addi(col0, col0, q_size);
+  pb.li(tmp, n_tiles);
+  pb.branch(Opcode::BLT, {col0.index, tmp.index}, column_loop);
+  // The row is done: the panel is free.
+  pb.emit(Opcode::SIGNAL, {kTc, a_free});
+  pb.addi(rr, rr, q_size);
+  pb.branch(Opcode::BLT, {rr.index, rr_stop.index}, row_loop);
+  pb.bind(done);
+  pb.emit(Opcode::HALT, {});
+  return pb.finish();
+}
+
+}  // namespace
+
+std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, double tiled_cycles) {
+  // B the same for every row of tiles, no bias, scale or residual, no split f32, more than one core.
+  if (op.inputs.size() != 2 || mm.split || (mm.batch > 1 && mm.b.batch_stride != 0) || mm.m * mm.n * mm.k == 0) return std::nullopt;
+  if (op.schedule == MatmulSchedule::OwnTiles) return std::nullopt;
+  const SharedPlan plan = plan_shared(op, mm, config);
+  // Only where the estimate is clearly better (by a quarter: the exchange's latencies, which the
+  // estimate leaves out, cost small matmuls more than that), unless asked for.
+  if (plan.group == 0 || (op.schedule == MatmulSchedule::Auto && plan.cycles > 0.75 * tiled_cycles)) return std::nullopt;
+  Kernel kernel;
+  kernel.program = member_program(op, mm, config, plan, 0);
+  kernel.program.code.front().core_mask = 0;
+  for (unsigned member = 1; member < plan.group; ++member) kernel.program.code.push_back(member_program(op, mm, config, plan, member).code.front());
+  for (unsigned member = 0; member < plan.group; ++member) {
+    uint64_t mask = 0;
+    for (unsigned core = member; core < config.num_cores && core < 64; core += plan.group) mask |= uint64_t{1} << core;
+    kernel.program.code[member].core_mask = mask;
+  }
+  isa::validate_program(kernel.program);
+  kernel.cores = config.num_cores;
+  kernel.cores_exchange_data = true;
+  std::ostringstream text;
+  text << "matmul: " << mm.batch << " x [" << mm.m << " x " << mm.k << "] @ [" << mm.k << " x " << mm.n << "] in " << isa::dtype_name(mm.a.dtype)
+       << (mm.integer ? ", i32 accumulation (wrapping)" : ", f32 accumulation") << "; B shared over the NoC by groups of " << plan.group
+       << " cores (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
+       << " (M x N x K), " << plan.group << " output tiles accumulated at once per core; A panel resident; A " << layout(mm.a) << ", B "
+       << layout(mm.b) << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
+  if (op.alpha != 1.0) text << ", alpha " << op.alpha;
+  for (const OpKind step : op.epilogue) text << ", then " << op_name(step);
+  text << "\n";
+  kernel.plan = text.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler
