@@ -7,6 +7,10 @@
 // 4096 x 4096 x 1024: at least 85% for the largest. The roofline each
 // shape is held to is printed with it: on `base` (65,536 MACs/cycle, DRAM
 // 128 B/cycle) a GEMM needs 512 MACs per DRAM byte to be compute-bound.
+// The largest also runs in each of the matmul's two schedules (every core
+// loading its own tiles; B shared over the NoC). A shape whose MACs alone
+// would take more than a quarter of the watchdog's limit is skipped (the
+// largest on tiny).
 //
 // Softmax and layer norm, 4096 x 4096 in bf16 and f32: cycles against the
 // DRAM-bandwidth bound (x read and y written once at the DRAM peak); target
@@ -39,6 +43,13 @@ using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
 using npu::compiler::TensorDesc;
 
+// Every buffer starts at a page (4 KiB). A kernel's cycles depend on where its buffers lie (which
+// DRAM channel and bank each row falls in): as the allocator's history moved them, 4096 x 4096
+// layer norm in f32 took from 1.26 M to 1.36 M cycles (77% to 84% of its bound; alignments from
+// 256 B to 1 MiB), softmax 1.16 M to 1.19 M. A fixed alignment keeps each figure independent of
+// the kernels measured before it.
+constexpr uint64_t kBufferAlignment = 4096;
+
 struct Run {
   uint64_t cycles;
   double host_seconds;
@@ -51,8 +62,8 @@ Run run(npu::Device& device, const std::shared_ptr<npu::Device>& shared, npu::co
   std::vector<npu::Buffer> buffers;
   std::vector<npu::Binding> bindings;
   for (size_t i = 0; i < op.inputs.size(); ++i)
-    buffers.push_back(device.allocate(uint64_t(op.inputs[i].storage_extent()) * npu::isa::dtype_size_bytes(op.inputs[i].dtype)));
-  buffers.push_back(device.allocate(uint64_t(op.output.storage_extent()) * npu::isa::dtype_size_bytes(op.output.dtype)));
+    buffers.push_back(device.allocate(uint64_t(op.inputs[i].storage_extent()) * npu::isa::dtype_size_bytes(op.inputs[i].dtype), kBufferAlignment));
+  buffers.push_back(device.allocate(uint64_t(op.output.storage_extent()) * npu::isa::dtype_size_bytes(op.output.dtype), kBufferAlignment));
   for (size_t i = 0; i < op.inputs.size(); ++i) bindings.push_back({"in" + std::to_string(i), &buffers[i]});
   bindings.push_back({"out", &buffers.back()});
   npu::Queue queue = device.queue(0);
@@ -88,7 +99,7 @@ struct Measured {
 Measured run_steps(npu::Device& device, const std::shared_ptr<npu::Device>& shared, npu::compiler::Compiler& compiler,
                    const std::vector<uint64_t>& buffer_bytes, const std::vector<Step>& steps) {
   std::vector<npu::Buffer> buffers;
-  for (const uint64_t bytes : buffer_bytes) buffers.push_back(device.allocate(bytes));
+  for (const uint64_t bytes : buffer_bytes) buffers.push_back(device.allocate(bytes, kBufferAlignment));
   std::vector<npu::Program> programs;  // loaded before counting
   std::vector<uint64_t> masks;
   for (const Step& step : steps) {
@@ -134,9 +145,19 @@ int sc_main(int argc, char* argv[]) {
     const double dram_bytes_per_cycle = double(chip.dram.channels) * chip.dram.bytes_per_cycle_per_channel;
     std::printf("config %s: %u cores, peak %.0f MACs/cycle, DRAM %.0f B/cycle\n\n", config.c_str(), chip.num_cores, peak_macs,
                 dram_bytes_per_cycle);
+    // A GEMM whose MACs alone take more than a quarter of the watchdog's limit on this chip (the 4096
+    // one on tiny) would not finish within it: skipped, and said so.
+    const auto too_long = [&](int64_t m, int64_t n, int64_t k) {
+      const double cycles = double(m) * n * k / peak_macs;
+      if (cycles <= double(chip.simulation.watchdog_cycles) / 4) return false;
+      std::printf("GEMM %lldx%lldx%lld bf16: skipped, its MACs alone take %.0f cycles on this chip (watchdog: %llu)\n", (long long)m,
+                  (long long)n, (long long)k, cycles, (unsigned long long)chip.simulation.watchdog_cycles);
+      return true;
+    };
     const int64_t shapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 4096, 1024}};
     for (const auto& s : shapes) {
       const int64_t m = s[0], n = s[1], k = s[2];
+      if (too_long(m, n, k)) continue;
       const OpDesc op(OpKind::MATMUL,
                       {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
                       TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
@@ -152,6 +173,24 @@ int sc_main(int argc, char* argv[]) {
                   100.0 * roofline, r.host_seconds, r.plan.c_str());
       std::printf("  DRAM traffic %.1f MiB = %.2fx the minimum; at the DRAM peak it alone takes %.0f cycles (%.0f%% of the run)\n",
                   moved / 1048576.0, moved / min_bytes, moved / dram_bytes_per_cycle, 100.0 * moved / dram_bytes_per_cycle / double(r.cycles));
+    }
+    {
+      // The largest GEMM in each of the matmul's two schedules, whichever the compiler picked above.
+      const int64_t m = 4096, n = 4096, k = 1024;
+      const bool fits = double(m) * n * k / peak_macs <= double(chip.simulation.watchdog_cycles) / 4;  // (else skipped above)
+      if (fits) std::printf("GEMM %lldx%lldx%lld bf16 by schedule:", (long long)m, (long long)n, (long long)k);
+      for (const npu::compiler::MatmulSchedule schedule : {npu::compiler::MatmulSchedule::OwnTiles, npu::compiler::MatmulSchedule::SharedB}) {
+        if (!fits) break;
+        OpDesc op(OpKind::MATMUL, {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
+                  TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
+        op.schedule = schedule;
+        const Run r = run(*device, device, compiler, op);
+        const bool shared = r.plan.find("B shared over the NoC") != std::string::npos;
+        std::printf("  %s %llu cycles (%.1f%% of peak)", shared ? "B shared over the NoC" : "own tiles", (unsigned long long)r.cycles,
+                    100.0 * double(m) * n * k / (double(r.cycles) * peak_macs));
+        if (schedule == npu::compiler::MatmulSchedule::SharedB && !shared) std::printf(" (B sharing does not apply on this chip)");
+        if (schedule == npu::compiler::MatmulSchedule::SharedB) std::printf("\n");
+      }
     }
     {
       const int64_t rows = 4096, cols = 4096;
