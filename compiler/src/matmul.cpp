@@ -225,7 +225,10 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   {
     // Against the other schedule's estimate plus its last store, which nothing overlaps.
     const double last_store = double(tm * tn * eo) / (dram_bytes_per_cycle / config.num_cores);
-    if (auto shared = lower_matmul_shared(op, {m, n, k, batch, am, bm, cm, integer, split}, config, best + last_store)) return *shared;
+    MatmulShape shape{m, n, k, batch, am, bm, cm, integer, split, false, {}};
+    if (vectors.size() == 1 && vectors[0].role == Role::Bias && vectors[0].mode == BiasMode::Row && vectors[0].mx.dtype == dtype)
+      shape.bias_row = true, shape.bias = vectors[0].mx;
+    if (auto shared = lower_matmul_shared(op, shape, config, best + last_store)) return *shared;
   }
   // Enough tiles for every core: split the larger output tile side while there are fewer tiles than cores.
   const auto tile_count = [&] { return batch * ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };

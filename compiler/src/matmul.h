@@ -16,6 +16,10 @@ struct MatmulShape {
   Matrix a, b, c;
   bool integer = false;  // i8 operands, i32 sums
   bool split = false;    // f32 as bf16 parts on a tensor core without f32
+  // A bias that is one row of N (op.inputs[2]) in A's dtype, with unit stride: `bias` then lies
+  // as that row (its col_stride 1). Other biases, scales and residuals are not described here.
+  bool bias_row = false;
+  Matrix bias;
 };
 
 // The schedule that shares B's tiles between cores over the NoC

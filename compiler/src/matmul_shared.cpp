@@ -58,6 +58,11 @@ struct SharedPlan {
   double cycles = 0, dram_bytes = 0;
 };
 
+// A bias row in A's dtype joins the schedule as one more product: ones [TM x 1] @ bias [1 x TN], on
+// the tensor core after the last K step, the bias row travelling with the last B tile of its column.
+// (The vector unit could not add it: its tile would need a ring and two semaphores more.)
+bool has_bias(const OpDesc& op, const MatmulShape& mm) { return op.inputs.size() == 3 && !op.residual && mm.bias_row; }
+
 // The group size: the largest of 4, 3, 2 that divides the core count (0: one core).
 unsigned group_size(unsigned cores) {
   for (const unsigned q : {4u, 3u, 2u})
@@ -77,7 +82,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
   const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
-  const bool alpha_const = op.alpha != 1.0;
+  const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
@@ -88,8 +93,9 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         if (q * align64(tm * tn * 4) > accumulator) continue;
         const int64_t k_steps = ceil_div(mm.k, tk);
         // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
+        const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
         const auto local = [&](int64_t slots) {
-          return k_steps * align64(tm * tk * e) + slots * q * align64(tk * tn * e) + 2 * q * align64(tm * tn * eo) + (alpha_const ? 64 : 0);
+          return k_steps * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) + ones;
         };
         const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
         if (local(b_slots) > scratchpad) continue;
@@ -120,9 +126,13 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t e = mm.a.esize, eo = mm.c.esize;
   const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), n_tiles = ceil_div(n, tn), rows = mm.batch * m_tiles;
   // Local memory: the A panel (k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
-  const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo), acc_bytes = align64(tm * tn * 4);
+  // A B part: the tile, then (with a bias, on the last K step) the bias row of its column at bias_off.
+  const bool bias = has_bias(op, mm);
+  const int64_t bias_off = align64(tk * tn * e);
+  const int64_t a_bytes = align64(tm * tk * e), b_bytes = bias_off + (bias ? align64(tn * e) : 0), o_bytes = align64(tm * tn * eo),
+                acc_bytes = align64(tm * tn * 4);
   const int64_t b_slots = plan.b_slots;
-  const int64_t a0 = 0, b0 = a0 + k_steps * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes;
+  const int64_t a0 = 0, b0 = a0 + k_steps * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE), then the local rings.
   const auto full = [&](int64_t p) { return p; };
@@ -161,6 +171,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const uint16_t c_sym = pb.output("out", mm.c.dtype, {uint64_t(std::max<int64_t>(op.output.storage_extent(), 1))});
   const uint16_t a_sym = pb.input("in0", mm.a.dtype, {uint64_t(std::max<int64_t>(op.inputs[0].storage_extent(), 1))});
   const uint16_t b_sym = pb.input("in1", mm.b.dtype, {uint64_t(std::max<int64_t>(op.inputs[1].storage_extent(), 1))});
+  const uint16_t bias_sym = bias ? pb.input("in2", mm.bias.dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
   for (const int64_t s : {a_free, acc_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
@@ -200,6 +211,10 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Reg l0 = pb.reg(), l1 = pb.reg();
   const DmaShape shape{pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg()};
   pb.li(bslot, 0), pb.li(oslot, 0);
+  if (bias) {  // the ones column (1.0 rounded to A's dtype: exact)
+    pb.li(l0, ones_at), pb.li(l1, 0x3f800000), pb.li(mt, tm);
+    pb.emit(Opcode::V_FILL, {tc_dt, l0.index, l1.index, mt.index, one.index});
+  }
   const Label done = pb.label(), row_loop = pb.label();
   pb.branch(Opcode::BGE, {rr.index, rr_stop.index}, done);
   pb.bind(row_loop);
@@ -264,10 +279,25 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   }
   emit_tile_shape(pb, mm.b, kt, nt, shape);
   emit_dma(pb, Opcode::DMA_LD, ch_a, l1, b_src, shape);
+  const Label not_last = pb.label(), sized = pb.label();
+  if (bias) {  // the last K step: the column's bias row after the tile
+    pb.li(tmp, tk), pb.branch(Opcode::BLT, {tmp.index, k_left.index}, not_last);
+    emit_element_address(pb, tmp2, bias_sym, mm.bias, kZero, kZero, n0, tmp);
+    pb.addi(l0, l1, bias_off);
+    pb.muli(shape.n0, nt, e), pb.li(shape.n1, 1), pb.li(shape.n2, 0), pb.li(shape.dst_s1, 0), pb.li(shape.src_s1, 0);
+    pb.li(shape.dst_s2, 0), pb.li(shape.src_s2, 0);
+    emit_dma(pb, Opcode::DMA_LD, ch_a, l0, tmp2, shape);
+    pb.bind(not_last);
+  }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_a), full(q)});
   pb.emit(Opcode::SIGNAL, {engine_of(ch_a), loaded});
   pb.emit(Opcode::WAIT, {engine_of(ch_b), loaded});
-  pb.mul(tmp, kt, nt), pb.muli(tmp, tmp, e);  // the part's bytes, dense
+  pb.mul(tmp, kt, nt), pb.muli(tmp, tmp, e);  // the part's bytes, dense (the last step's: up to the bias row's end)
+  if (bias) {
+    pb.li(tmp2, tk), pb.branch(Opcode::BLT, {tmp2.index, k_left.index}, sized);
+    pb.muli(tmp, nt, e), pb.addi(tmp, tmp, bias_off);
+    pb.bind(sized);
+  }
   // (Member q sends to q + 1, q + 2, ... in turn: at each turn every member receives from one.)
   for (int64_t i = 1; i < q_size; ++i) {
     const int64_t p = (q + i) % q_size;
@@ -300,6 +330,18 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.bind(accumulate);
     pb.emit(Opcode::TC_MM, {tc_dt, flags | 1, l0.index, apanel.index, l1.index, mt.index, nt.index, kt.index});
     pb.bind(issued);
+  }
+  if (bias) {  // the last K step: + ones @ bias row, into each tile
+    const Label no_bias = pb.label();
+    pb.li(tmp, tk), pb.branch(Opcode::BLT, {tmp.index, k_left.index}, no_bias);
+    pb.li(tmp2, ones_at);
+    for (int64_t p = 0; p < q_size; ++p) {
+      column(p);
+      pb.li(l1, q_size * b_bytes), pb.mul(l1, l1, bslot), pb.addi(l1, l1, b0 + p * b_bytes + bias_off);
+      pb.li(l0, acc0 + p * acc_bytes);
+      pb.emit(Opcode::TC_MM, {tc_dt, 1, l0.index, tmp2.index, l1.index, mt.index, nt.index, one.index});
+    }
+    pb.bind(no_bias);
   }
   pb.emit(Opcode::SIGNAL, {kTc, mine_free});
   pb.addi(bslot, bslot, 1), pb.li(tmp, b_slots), pb.emit(Opcode::REMU, {bslot.index, bslot.index, tmp.index});
@@ -351,8 +393,10 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
 }  // namespace
 
 std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, double tiled_cycles) {
-  // B the same for every row of tiles, no bias, scale or residual, no split f32, more than one core.
-  if (op.inputs.size() != 2 || mm.split || (mm.batch > 1 && mm.b.batch_stride != 0) || mm.m * mm.n * mm.k == 0) return std::nullopt;
+  // B the same for every row of tiles; no scale or residual, a bias only as a row in A's dtype (and
+  // then alpha and beta 1: it is summed with the products); no split f32, no integers with a bias.
+  const bool bias_ok = has_bias(op, mm) && op.alpha == 1.0 && op.beta == 1.0 && !mm.integer;
+  if ((op.inputs.size() != 2 && !bias_ok) || mm.split || (mm.batch > 1 && mm.b.batch_stride != 0) || mm.m * mm.n * mm.k == 0) return std::nullopt;
   if (op.schedule == MatmulSchedule::OwnTiles) return std::nullopt;
   const SharedPlan plan = plan_shared(op, mm, config);
   // Only where the estimate is clearly better (by a quarter: the exchange's latencies, which the
@@ -375,7 +419,7 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
        << (mm.integer ? ", i32 accumulation (wrapping)" : ", f32 accumulation") << "; B shared over the NoC by groups of " << plan.group
        << " cores (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
        << " (M x N x K), " << plan.group << " output tiles accumulated at once per core; A panel resident; A " << layout(mm.a) << ", B "
-       << layout(mm.b) << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
+       << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
   for (const OpKind step : op.epilogue) text << ", then " << op_name(step);
   text << "\n";

@@ -305,7 +305,7 @@ TEST_P(Matmul, TheTilesFollowTheChip) {
 // The schedule that shares B's tiles over the NoC (four cores of base in one group): rows of
 // tiles that do not fill the group's last round (members with no row still send their tiles),
 // columns past N in the last round (empty tiles), a batch over one B, B transposed (a linear
-// layer's weight), A strided, alpha and an epilogue, one row (int8: Int8OperandsSumExactlyIntoInt32); and a size where each
+// layer's weight), A strided, alpha and an epilogue, one row, a bias (int8: Int8OperandsSumExactlyIntoInt32); and a size where each
 // member loads the columns its own DRAM controller serves. On tiny (one core) there is no group:
 // the other schedule, the same values.
 TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
@@ -326,6 +326,12 @@ TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
   strided_a.strides = {128, 2};  // every other column of a [33, 128] tensor
   check(shared(OpDesc{OpKind::MATMUL, {strided_a, contiguous(dt, {64, 700})}, contiguous(dt, {33, 700})}), 4);
   check(shared(mm(dt, 1, 300, 64)), 5);
+  // A linear layer: B transposed, a bias row (added on the tensor core as ones @ bias), an epilogue;
+  // and a bias with K and N not multiples of the tiles.
+  OpDesc with_bias{OpKind::MATMUL, {contiguous(dt, {90, 150}), transposed(dt, 150, 200), contiguous(dt, {200})}, contiguous(dt, {90, 200})};
+  with_bias.epilogue = {OpKind::GELU};
+  check(shared(with_bias), 8);
+  check(shared(OpDesc{OpKind::MATMUL, {contiguous(dt, {300, 600}), contiguous(dt, {600, 130}), contiguous(dt, {1, 130})}, contiguous(dt, {300, 130})}), 9);
   check(shared(mm(dt, 512, 512, 512)), 6);
   if (base) {
     // The compiler's own choice: shared where its estimate is a quarter below, not for a small matmul.

@@ -88,6 +88,9 @@ def test_matmul_family_in_bf16():
     # f32 sums rounded once to bf16, so within half a bf16 ulp of the f32 product plus the f32 sums' error.
     a, b = torch.randn(1024, 1024, dtype=torch.bfloat16), torch.randn(1024, 1024, dtype=torch.bfloat16)
     torch.testing.assert_close((a.to(NPU) @ b.to(NPU)).cpu().float(), a.float() @ b.float(), rtol=2.0**-8, atol=0.05)
+    bias = torch.randn(1024, dtype=torch.bfloat16)  # a linear layer: the bias joins the shared schedule
+    torch.testing.assert_close(F.linear(a.to(NPU), b.to(NPU), bias.to(NPU)).cpu().float(), F.linear(a.float(), b.float(), bias.float()),
+                               rtol=2.0**-8, atol=0.05)
 
 
 def test_softmax_and_reductions():
