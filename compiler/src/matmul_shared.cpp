@@ -150,7 +150,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   // Which member loads which column of a round: where a tile row of B is one DRAM interleave block
   // (so a column of tiles lies in one channel) and each member sits at one channel's controller,
   // the member whose controller serves the column, so that its loads cross no link; otherwise
-  // member p loads column p. Channel c's member: member_of_channel[c] (-1: none).
+  // member p loads column p. channel_of_member[p]: the channel whose controller sits at member
+  // p's mesh node (all -1: the mapping does not apply).
   const sim::DramConfig& dram = config.dram;
   std::vector<int64_t> channel_of_member(size_t(q_size), -1);
   if (groups == 1 && dram.channels == unsigned(q_size) && mm.b.col_stride == 1 && tn * e == int64_t(dram.interleave_bytes) &&
