@@ -43,12 +43,12 @@ using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
 using npu::compiler::TensorDesc;
 
-// Every buffer starts at a page (4 KiB). A kernel's cycles depend on where its buffers lie (which
-// DRAM channel and bank each row falls in): as the allocator's history moved them, 4096 x 4096
-// layer norm in f32 took from 1.26 M to 1.36 M cycles (77% to 84% of its bound; alignments from
-// 256 B to 1 MiB), softmax 1.16 M to 1.19 M. A fixed alignment keeps each figure independent of
-// the kernels measured before it.
-constexpr uint64_t kBufferAlignment = 4096;
+// Every buffer starts at a multiple of 1 MiB, a whole period of the DRAM address map on the presets
+// (channels x banks x row bytes: 128 KiB on base, 1 MiB on large), so each row of a tensor falls in
+// the same channel and bank whatever was measured before it. Where buffers lie matters: as the
+// allocator's history moved them, 4096 x 4096 layer norm in f32 took from 1.26 M to 1.36 M cycles
+// (84% to 77% of its bound), softmax 1.16 M to 1.19 M.
+constexpr uint64_t kBufferAlignment = 1 << 20;
 
 struct Run {
   uint64_t cycles;
@@ -147,9 +147,11 @@ int sc_main(int argc, char* argv[]) {
                 dram_bytes_per_cycle);
     // A GEMM whose MACs alone take more than a quarter of the watchdog's limit on this chip (the 4096
     // one on tiny) would not finish within it: skipped, and said so.
+    const auto mac_cycles = [&](int64_t m, int64_t n, int64_t k) { return double(m) * n * k / peak_macs; };
+    const auto fits_watchdog = [&](int64_t m, int64_t n, int64_t k) { return mac_cycles(m, n, k) <= double(chip.simulation.watchdog_cycles) / 4; };
     const auto too_long = [&](int64_t m, int64_t n, int64_t k) {
-      const double cycles = double(m) * n * k / peak_macs;
-      if (cycles <= double(chip.simulation.watchdog_cycles) / 4) return false;
+      if (fits_watchdog(m, n, k)) return false;
+      const double cycles = mac_cycles(m, n, k);
       std::printf("GEMM %lldx%lldx%lld bf16: skipped, its MACs alone take %.0f cycles on this chip (watchdog: %llu)\n", (long long)m,
                   (long long)n, (long long)k, cycles, (unsigned long long)chip.simulation.watchdog_cycles);
       return true;
@@ -174,13 +176,10 @@ int sc_main(int argc, char* argv[]) {
       std::printf("  DRAM traffic %.1f MiB = %.2fx the minimum; at the DRAM peak it alone takes %.0f cycles (%.0f%% of the run)\n",
                   moved / 1048576.0, moved / min_bytes, moved / dram_bytes_per_cycle, 100.0 * moved / dram_bytes_per_cycle / double(r.cycles));
     }
-    {
+    if (const int64_t m = 4096, n = 4096, k = 1024; fits_watchdog(m, n, k)) {  // (else skipped above)
       // The largest GEMM in each of the matmul's two schedules, whichever the compiler picked above.
-      const int64_t m = 4096, n = 4096, k = 1024;
-      const bool fits = double(m) * n * k / peak_macs <= double(chip.simulation.watchdog_cycles) / 4;  // (else skipped above)
-      if (fits) std::printf("GEMM %lldx%lldx%lld bf16 by schedule:", (long long)m, (long long)n, (long long)k);
+      std::printf("GEMM %lldx%lldx%lld bf16 by schedule:", (long long)m, (long long)n, (long long)k);
       for (const npu::compiler::MatmulSchedule schedule : {npu::compiler::MatmulSchedule::OwnTiles, npu::compiler::MatmulSchedule::SharedB}) {
-        if (!fits) break;
         OpDesc op(OpKind::MATMUL, {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
                   TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
         op.schedule = schedule;
@@ -189,8 +188,8 @@ int sc_main(int argc, char* argv[]) {
         std::printf("  %s %llu cycles (%.1f%% of peak)", shared ? "B shared over the NoC" : "own tiles", (unsigned long long)r.cycles,
                     100.0 * double(m) * n * k / (double(r.cycles) * peak_macs));
         if (schedule == npu::compiler::MatmulSchedule::SharedB && !shared) std::printf(" (B sharing does not apply on this chip)");
-        if (schedule == npu::compiler::MatmulSchedule::SharedB) std::printf("\n");
       }
+      std::printf("\n");
     }
     {
       const int64_t rows = 4096, cols = 4096;
