@@ -27,6 +27,16 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value && *value ? value : fallback;
 }
 
+// NPUSIM_MATMUL_SCHEDULE: how matmuls are laid on the cores (docs/compiler.md, "Matmul"), read at
+// every matmul so that one process can compare the schedules.
+npu::compiler::MatmulSchedule matmul_schedule_from_env() {
+  const std::string value = env_or("NPUSIM_MATMUL_SCHEDULE", "auto");
+  if (value == "auto") return npu::compiler::MatmulSchedule::Auto;
+  if (value == "own-tiles") return npu::compiler::MatmulSchedule::OwnTiles;
+  if (value == "shared-b") return npu::compiler::MatmulSchedule::SharedB;
+  TORCH_CHECK(false, "npusim: NPUSIM_MATMUL_SCHEDULE is auto, own-tiles or shared-b, not '", value, "'");
+}
+
 }  // namespace
 
 bool Runtime::configure(const std::string& config, const std::string& trace_path, bool timing_only, int64_t sram_pool_bytes_per_core) {
@@ -135,7 +145,15 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   // A package replays its launches as recorded: a generator's seed and offset would be frozen in it.
   if (capture_ && npu::compiler::is_random_op(op.kind))
     throw npu::compiler::UnsupportedOp("random numbers inside a deployment package (not yet: the replay would repeat one draw)");
-  const std::shared_ptr<const npu::compiler::Kernel> kernel = compiler_->compile(op);  // also checks the op
+  std::shared_ptr<const npu::compiler::Kernel> kernel;
+  if (op.kind == npu::compiler::OpKind::MATMUL && op.schedule == npu::compiler::MatmulSchedule::Auto &&
+      matmul_schedule_from_env() != npu::compiler::MatmulSchedule::Auto) {
+    npu::compiler::OpDesc scheduled = op;
+    scheduled.schedule = matmul_schedule_from_env();
+    kernel = compiler_->compile(scheduled);
+  } else {
+    kernel = compiler_->compile(op);  // also checks the op
+  }
   if (output.numel() == 0) return;  // nothing to compute, nothing to launch
   const std::lock_guard<std::mutex> lock(mutex_);
   auto it = programs_.find(kernel.get());
