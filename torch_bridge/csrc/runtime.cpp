@@ -145,15 +145,16 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   // A package replays its launches as recorded: a generator's seed and offset would be frozen in it.
   if (capture_ && npu::compiler::is_random_op(op.kind))
     throw npu::compiler::UnsupportedOp("random numbers inside a deployment package (not yet: the replay would repeat one draw)");
-  std::shared_ptr<const npu::compiler::Kernel> kernel;
-  if (op.kind == npu::compiler::OpKind::MATMUL && op.schedule == npu::compiler::MatmulSchedule::Auto &&
-      matmul_schedule_from_env() != npu::compiler::MatmulSchedule::Auto) {
-    npu::compiler::OpDesc scheduled = op;
-    scheduled.schedule = matmul_schedule_from_env();
-    kernel = compiler_->compile(scheduled);
-  } else {
-    kernel = compiler_->compile(op);  // also checks the op
+  const npu::compiler::OpDesc* described = &op;
+  npu::compiler::OpDesc scheduled;
+  if (op.kind == npu::compiler::OpKind::MATMUL && op.schedule == npu::compiler::MatmulSchedule::Auto) {
+    if (const npu::compiler::MatmulSchedule schedule = matmul_schedule_from_env(); schedule != npu::compiler::MatmulSchedule::Auto) {
+      scheduled = op;
+      scheduled.schedule = schedule;
+      described = &scheduled;
+    }
   }
+  const std::shared_ptr<const npu::compiler::Kernel> kernel = compiler_->compile(*described);  // also checks the op
   if (output.numel() == 0) return;  // nothing to compute, nothing to launch
   const std::lock_guard<std::mutex> lock(mutex_);
   auto it = programs_.find(kernel.get());
