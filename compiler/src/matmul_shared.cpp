@@ -281,8 +281,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   }
   emit_tile_shape(pb, mm.b, kt, nt, shape);
   emit_dma(pb, Opcode::DMA_LD, ch_a, l1, b_src, shape);
-  const Label not_last = pb.label(), sized = pb.label();
   if (bias) {  // the last K step: the column's bias row after the tile
+    const Label not_last = pb.label();
     pb.li(tmp, tk), pb.branch(Opcode::BLT, {tmp.index, k_left.index}, not_last);
     emit_element_address(pb, tmp2, bias_sym, mm.bias, kZero, kZero, n0, tmp);
     pb.addi(l0, l1, bias_off);
@@ -296,6 +296,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.emit(Opcode::WAIT, {engine_of(ch_b), loaded});
   pb.mul(tmp, kt, nt), pb.muli(tmp, tmp, e);  // the part's bytes, dense (the last step's: up to the bias row's end)
   if (bias) {
+    const Label sized = pb.label();
     pb.li(tmp2, tk), pb.branch(Opcode::BLT, {tmp2.index, k_left.index}, sized);
     pb.muli(tmp, nt, e), pb.addi(tmp, tmp, bias_off);
     pb.bind(sized);
