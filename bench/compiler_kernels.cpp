@@ -19,7 +19,7 @@
 // softmax and layer norm (4096 x 4096 f32) against their bound (two reads, one write).
 //
 // Attention (issue: fused attention): the fused flash-attention kernel at
-// sequence length 2048 (4 heads of 64, bf16) against the same attention as
+// sequence length 2048 (4 heads of 64, bf16, and last f32) against the same attention as
 // matmul (q k^T), softmax, matmul (p v) through DRAM: cycles and DRAM bytes
 // (the chip's own counters) of each.
 //
@@ -230,29 +230,29 @@ int sc_main(int argc, char* argv[]) {
                   (long long)rows, (long long)cols, (unsigned long long)r.cycles, bound_cycles, 100.0 * bound_cycles / double(r.cycles),
                   r.host_seconds, r.plan.c_str());
     }
-    {
-      // Attention, [heads, seq, d] bf16: buffers 0 q, 1 k, 2 v, 3 out, 4 scores, 5 probabilities.
-      const int64_t heads = 4, seq = 2048, d = 64;
-      const auto bf16 = [](std::vector<int64_t> shape) { return TensorDesc::contiguous(npu::isa::DType::BF16, std::move(shape)); };
-      OpDesc fused(OpKind::ATTENTION, {bf16({heads, seq, d}), bf16({heads, seq, d}), bf16({heads, seq, d})}, bf16({heads, seq, d}));
+    // Attention, [heads, seq, d]: buffers 0 q, 1 k, 2 v, 3 out, 4 scores, 5 probabilities.
+    const auto attention = [&](npu::isa::DType dtype) {
+      const int64_t heads = 4, seq = 2048, d = 64, e = npu::isa::dtype_size_bytes(dtype);
+      const auto tensor = [&](std::vector<int64_t> shape) { return TensorDesc::contiguous(dtype, std::move(shape)); };
+      OpDesc fused(OpKind::ATTENTION, {tensor({heads, seq, d}), tensor({heads, seq, d}), tensor({heads, seq, d})}, tensor({heads, seq, d}));
       fused.scale = 1.0 / std::sqrt(double(d));
       OpDesc causal = fused;
       causal.is_causal = true;
-      TensorDesc k_transposed = bf16({heads, d, seq});
+      TensorDesc k_transposed = tensor({heads, d, seq});
       k_transposed.strides = {seq * d, 1, d};
-      OpDesc scores(OpKind::MATMUL, {fused.inputs[0], k_transposed}, bf16({heads, seq, seq}));
+      OpDesc scores(OpKind::MATMUL, {fused.inputs[0], k_transposed}, tensor({heads, seq, seq}));
       scores.alpha = fused.scale;
-      const OpDesc softmax(OpKind::SOFTMAX, {bf16({heads, seq, seq})}, bf16({heads, seq, seq}));
-      const OpDesc weighted(OpKind::MATMUL, {bf16({heads, seq, seq}), fused.inputs[2]}, bf16({heads, seq, d}));
-      const uint64_t qkv_bytes = uint64_t(heads * seq * d * 2), score_bytes = uint64_t(heads * seq * seq * 2);
+      const OpDesc softmax(OpKind::SOFTMAX, {tensor({heads, seq, seq})}, tensor({heads, seq, seq}));
+      const OpDesc weighted(OpKind::MATMUL, {tensor({heads, seq, seq}), fused.inputs[2]}, tensor({heads, seq, d}));
+      const uint64_t qkv_bytes = uint64_t(heads * seq * d * e), score_bytes = uint64_t(heads * seq * seq * e);
       const std::vector<uint64_t> buffer_bytes = {qkv_bytes, qkv_bytes, qkv_bytes, qkv_bytes, score_bytes, score_bytes};
       const auto start = std::chrono::steady_clock::now();
       const Measured one = run_steps(*device, device, compiler, buffer_bytes, {{fused, {0, 1, 2, 3}}});
       const Measured masked = run_steps(*device, device, compiler, buffer_bytes, {{causal, {0, 1, 2, 3}}});
       const Measured three = run_steps(*device, device, compiler, buffer_bytes, {{scores, {0, 1, 4}}, {softmax, {4, 5}}, {weighted, {5, 2, 3}}});
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("attention %lld heads x [%lld x %lld] bf16 (q, k, v, out: %.1f MiB):\n", (long long)heads, (long long)seq, (long long)d,
-                  4.0 * double(qkv_bytes) / (1 << 20));
+      std::printf("attention %lld heads x [%lld x %lld] %s (q, k, v, out: %.1f MiB):\n", (long long)heads, (long long)seq, (long long)d,
+                  std::string(npu::isa::dtype_name(dtype)).c_str(), 4.0 * double(qkv_bytes) / (1 << 20));
       std::printf("  fused:                    %9llu cycles, %6.1f MiB of DRAM traffic\n", (unsigned long long)one.cycles,
                   double(one.dram_bytes) / (1 << 20));
       std::printf("  matmul, softmax, matmul:  %9llu cycles, %6.1f MiB of DRAM traffic (fused: %.2fx faster, %.1fx fewer bytes)\n",
@@ -261,7 +261,8 @@ int sc_main(int argc, char* argv[]) {
       std::printf("  fused, causal:            %9llu cycles, %6.1f MiB of DRAM traffic; host %.2f s in all\n  %s  %s",
                   (unsigned long long)masked.cycles, double(masked.dram_bytes) / (1 << 20), seconds, compiler.compile(fused)->plan.c_str(),
                   compiler.compile(causal)->plan.c_str());
-    }
+    };
+    attention(npu::isa::DType::BF16);
     {
       // The gradients of softmax and layer norm (row kernels of their own; last, so that the figures above
       // start from the chip state they always did): the bound reads g and y (or x) and writes the result once.
@@ -279,6 +280,9 @@ int sc_main(int argc, char* argv[]) {
                     (unsigned long long)r.cycles, bound_cycles, 100.0 * bound_cycles / double(r.cycles), r.host_seconds, r.plan.c_str());
       }
     }
+    // And in f32 (last, so that the figures above start from the chip state they always did): on a tensor
+    // core without f32 (base), q, k, v and P as bf16 parts, the unfused matmuls likewise.
+    attention(npu::isa::DType::F32);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "npu-bench-compiler: error: %s\n", e.what());
     return 1;

@@ -39,6 +39,7 @@
 #include <sstream>
 #include <vector>
 
+#include "f32_split.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
 
@@ -60,8 +61,18 @@ struct Operand {
 
 // One core's local memory for query tiles of br rows and key tiles of bc rows.
 struct Layout {
-  // Scratchpad addresses: two slots of each ring buffer (x_bytes apart).
+  // The per-key-step rings (K, V, S, P, the mask and the K and V parts) have
+  // `steps` slots: two, or three where the vector unit splits f32 into parts
+  // (it splits the next step's K and V before this step's softmax, into the
+  // slot of two steps back, whose P V it has waited for). Q and the output: two.
+  int64_t steps = 2;
+  // Scratchpad addresses: the slots of each ring buffer (x_bytes apart).
   int64_t q = 0, q_bytes = 0, k = 0, k_bytes = 0, v = 0, v_bytes = 0, p = 0, p_bytes = 0, out = 0, out_bytes = 0;
+  // Split f32 (f32_split.h): P's slot holds its parts (p_part_bytes apart); Q's
+  // parts (two slots); each K/V parts slot holds K's parts then V's; and one f32
+  // tile as large as the largest split, for the parts back in f32.
+  int64_t p_part_bytes = 0, qp = 0, qp_bytes = 0, qp_part_bytes = 0, kvp = 0, kvp_bytes = 0, kp_part_bytes = 0, vp_part_bytes = 0;
+  int64_t temp = 0;
   // br x 1 f32 row statistics: the running maximum (two buffers, swapped each
   // step), the running sum, one step's sum.
   int64_t max_a = 0, max_b = 0, sum = 0, step_sum = 0;
@@ -78,18 +89,27 @@ struct Layout {
   // Accumulator offsets (from isa::kAccumulatorBase): two slots of scores, then O.
   int64_t s = 0, s_bytes = 0, o = 0, accumulator_bytes = 0;
 
-  // P is in the tensor core's input dtype, which is q's.
+  // P is in the tensor core's input dtype: q's, or bf16 parts.
   // mask_esize: 0 without a mask; mask_rows: br, or 1 for a row per key tile.
-  Layout(int64_t br, int64_t bc, int64_t d, int64_t dv, int64_t esize, bool causal, int64_t mask_esize = 0, int64_t mask_rows = 0) {
+  // parts: 0 where the tensor core takes q's dtype, else the bf16 parts of f32.
+  Layout(int64_t br, int64_t bc, int64_t d, int64_t dv, int64_t esize, bool causal, int64_t mask_esize, int64_t mask_rows, int64_t parts) {
     int64_t at = 0;
     const auto take = [&at](int64_t bytes) {
       const int64_t start = at;
       at += align64(bytes);
       return start;
     };
+    steps = parts ? 3 : 2;
     q_bytes = align64(br * d * esize), k_bytes = align64(bc * d * esize), v_bytes = align64(bc * dv * esize);
-    p_bytes = align64(br * bc * esize), out_bytes = align64(br * dv * esize);
-    q = take(2 * q_bytes), k = take(2 * k_bytes), v = take(2 * v_bytes), p = take(2 * p_bytes), out = take(2 * out_bytes);
+    p_part_bytes = align64(br * bc * (parts ? 2 : esize)), p_bytes = std::max<int64_t>(parts, 1) * p_part_bytes;
+    out_bytes = align64(br * dv * esize);
+    q = take(2 * q_bytes), k = take(steps * k_bytes), v = take(steps * v_bytes), p = take(steps * p_bytes), out = take(2 * out_bytes);
+    if (parts) {
+      qp_part_bytes = align64(br * d * 2), kp_part_bytes = align64(bc * d * 2), vp_part_bytes = align64(bc * dv * 2);
+      qp_bytes = parts * qp_part_bytes, kvp_bytes = parts * (kp_part_bytes + vp_part_bytes);
+      qp = take(2 * qp_bytes), kvp = take(steps * kvp_bytes);
+      if (parts > 1) temp = take(4 * std::max({br * d, bc * d, bc * dv, br * bc}));
+    }
     max_a = take(br * 4), max_b = take(br * 4), sum = take(br * 4), step_sum = take(br * 4);
     scale = take(4);
     if (causal) {
@@ -98,12 +118,12 @@ struct Layout {
     }
     if (mask_esize) {
       m_bytes = align64(mask_rows * bc * mask_esize);
-      m = take(2 * m_bytes), lowest = take(4), smallest = take(4);
+      m = take(steps * m_bytes), lowest = take(4), smallest = take(4);
       if (mask_esize != 4) m_f32 = take(mask_rows * bc * 4);
     }
     scratchpad_bytes = at;
     s_bytes = align64(br * bc * 4);
-    s = 0, o = 2 * s_bytes;
+    s = 0, o = steps * s_bytes;
     accumulator_bytes = o + align64(br * dv * 4);
   }
 };
@@ -114,6 +134,7 @@ struct Problem {
   bool causal, scale_scores;  // scale_scores: a vector pass over every score tile
   int64_t mask_esize = 0;     // 0: no mask
   bool mask_row = false;      // the mask is one row for every query
+  int64_t parts = 0;          // f32 split into bf16 parts (0: none)
 };
 
 // Whether multiplying by `scale` only changes exponents: +-2^k, well inside
@@ -140,21 +161,29 @@ double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::Chi
   const int64_t tile = br * bc, items = pr.batch * ceil_div(pr.l, br);
   const int64_t active = std::min<int64_t>(config.num_cores, items);
   const double dram_share = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel / double(active);
+  // Splitting n elements into the parts: a conversion per part, and per part but the last one back and a subtraction.
+  const auto split = [&](int64_t elements) {
+    return double(pr.parts) * vec(Opcode::V_CVT, elements) + double(pr.parts - 1) * (vec(Opcode::V_CVT, elements) + vec(Opcode::V_SUB, elements));
+  };
   double vector = vec(Opcode::V_RMAX, tile) + vec(Opcode::V_SUB, tile) + vec(Opcode::V_EXP, tile) + vec(Opcode::V_RSUM, tile) +
                   vec(Opcode::V_CVT, tile) + vec(Opcode::V_MAX, br) + vec(Opcode::V_SUB, br) + vec(Opcode::V_EXP, br) +
                   vec(Opcode::V_MUL, br) + vec(Opcode::V_ADD, br) + vec(Opcode::V_MUL, br * pr.dv);
+  // Split f32: P's parts in place of its conversion, and K's and V's parts.
+  if (pr.parts) vector += split(tile) - vec(Opcode::V_CVT, tile) + split(bc * pr.d) + split(bc * pr.dv);
   if (pr.scale_scores) vector += vec(Opcode::V_MUL, tile);
   const int64_t mask_tile = pr.mask_row ? bc : tile;
   if (pr.mask_esize) vector += vec(Opcode::V_ADD, tile) + (pr.mask_esize != 4 ? vec(Opcode::V_CVT, mask_tile) : 0.0);
-  const double tensor = tc(br, bc, pr.d) + tc(br, pr.dv, bc);
+  const double products = pr.parts ? double(pr.parts * (pr.parts + 1) / 2) : 1.0;
+  const double tensor = (tc(br, bc, pr.d) + tc(br, pr.dv, bc)) * products;
   const double loads = double(bc * (pr.d + pr.dv) * pr.esize + (pr.mask_esize ? mask_tile * pr.mask_esize : 0)) / dram_share +
                        (pr.mask_esize ? 3.0 : 2.0) * config.core.dma.descriptor_cycles;
-  const double control = 80.0 * config.core.control.issue_cycles;
+  // (split f32: some 14 more per product, for its operands' addresses, and 30 for the splits)
+  const double control = (80.0 + (pr.parts ? 14.0 * products + 30.0 : 0.0)) * config.core.control.issue_cycles;
   const double step = std::max({vector, tensor, loads, control});
   // Causal items see half the keys on average.
   const int64_t steps = ceil_div(pr.causal ? std::min(pr.s, (pr.l + br) / 2) : pr.s, bc);
   const double item = double(steps) * step + vec(Opcode::V_DIV, br * pr.dv) + vec(Opcode::V_CVT, br * pr.dv) +
-                      double(br * (pr.d + pr.dv) * pr.esize) / dram_share;
+                      (pr.parts ? split(br * pr.d) : 0.0) + double(br * (pr.d + pr.dv) * pr.esize) / dram_share;
   return double(ceil_div(items, config.num_cores)) * item;
 }
 
@@ -179,11 +208,14 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   if (k.dtype != dtype || v.dtype != dtype || out.dtype != dtype)
     throw std::invalid_argument("attention: q, k, v and the output have one dtype (cast first)");
   const auto& accepted = config.core.tensor_core.input_dtypes;
+  const auto takes = [&](DType t) { return std::find(accepted.begin(), accepted.end(), t) != accepted.end(); };
   if (!isa::dtype_is_float(dtype)) throw UnsupportedOp("attention on " + std::string(isa::dtype_name(dtype)) + ": floats only");
-  if (std::find(accepted.begin(), accepted.end(), dtype) == accepted.end())
-    throw UnsupportedOp("attention in " + std::string(isa::dtype_name(dtype)) +
-                        ": this chip's tensor core does not take it (cast to bf16, or run matmul, softmax, matmul: "
-                        "matmul splits f32 into bf16 parts)");
+  // f32 on a tensor core without f32: Q, K, V and P as bf16 parts (f32_split.h), as matmul does.
+  const bool split = dtype == DType::F32 && !takes(DType::F32) && takes(DType::BF16);
+  if (!split && !takes(dtype))
+    throw UnsupportedOp("attention in " + std::string(isa::dtype_name(dtype)) + ": this chip's tensor core does not take it (cast to bf16)");
+  const int64_t parts = split ? f32_split_parts(op.f32_precision) : 0;
+  const std::vector<std::pair<int64_t, int64_t>> products = f32_split_products(std::max<int64_t>(parts, 1));
   // The DMA copies whole rows of the head dim; other layouts would need element DMA.
   for (const TensorDesc* t : {&q, &k, &v, &out})
     if (t->shape.back() > 1 && t->strides.back() != 1) throw UnsupportedOp("attention with a strided last dim (head dim)");
@@ -255,7 +287,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t e = isa::dtype_size_bytes(dtype);
   const bool causal = op.is_causal, scale_q = op.scale != 1.0 && dtype != DType::F16 && is_power_of_two(op.scale);
   const bool scale_scores = op.scale != 1.0 && !scale_q;
-  const Problem problem{batch, seq_q, seq_k, d, dv, e, causal, scale_scores, mask_esize, mask_row};
+  const Problem problem{batch, seq_q, seq_k, d, dv, e, causal, scale_scores, mask_esize, mask_row, parts};
   const int64_t scratchpad = int64_t(config.core.scratchpad.size_bytes), accumulator = int64_t(config.core.accumulator.size_bytes);
   struct Candidate {
     int64_t br, bc;
@@ -265,7 +297,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   for (const int64_t cr : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
     for (const int64_t cc : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1}) {
       const int64_t r = std::min(seq_q, cr), c = std::min(seq_k, cc);
-      const Layout fit(r, c, d, dv, e, causal, mask_esize, mask_row ? 1 : r);
+      const Layout fit(r, c, d, dv, e, causal, mask_esize, mask_row ? 1 : r, parts);
       if (fit.scratchpad_bytes <= scratchpad && fit.accumulator_bytes <= accumulator) fitting.push_back({r, c, estimate_cycles(problem, r, c, config)});
     }
   if (fitting.empty())
@@ -277,7 +309,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   for (const Candidate& c : fitting)
     if (c.cycles <= 1.05 * best && (!chosen || c.br > chosen->br || (c.br == chosen->br && c.cycles < chosen->cycles))) chosen = &c;
   const int64_t br = chosen->br, bc = chosen->bc;
-  const Layout lay(br, bc, d, dv, e, causal, mask_esize, mask_row ? 1 : br);
+  const Layout lay(br, bc, d, dv, e, causal, mask_esize, mask_row ? 1 : br, parts);
   const int64_t q_tiles = ceil_div(seq_q, br), items = batch * q_tiles;
   const unsigned cores = unsigned(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, items)));
   const unsigned channels = config.core.dma.channels;
@@ -290,10 +322,15 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const uint16_t v_sym = pb.input("in2", dtype, {uint64_t(std::max<int64_t>(v.storage_extent(), 1))});
   const uint16_t m_sym = has_mask ? pb.input("in3", mask.dtype, {uint64_t(std::max<int64_t>(mask.storage_extent(), 1))}) : 0;
 
-  enum : int64_t { Q_LOADED, Q_FULL, Q_FREE, K_FULL, K_FREE, V_FULL, V_FREE, S_FULL, S_FREE, P_FULL, PV_DONE, OUT_FULL, OUT_FREE, M_FULL, M_FREE };
+  // Split f32: Q, K and V go to the vector unit (Q_LOADED, K_FULL, V_FULL), which frees K's and V's
+  // slots once it has split them and tells the tensor core with PARTS_FULL.
+  enum : int64_t { Q_LOADED, Q_FULL, Q_FREE, K_FULL, K_FREE, V_FULL, V_FREE, S_FULL, S_FREE, P_FULL, PV_DONE, OUT_FULL, OUT_FREE, M_FULL, M_FREE,
+                   PARTS_FULL };
+  static_assert(PARTS_FULL < int64_t(isa::kNumSemaphores));
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
   const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
   const int64_t dt = int64_t(dtype), f32 = int64_t(DType::F32), i32 = int64_t(DType::I32);
+  const int64_t tc_dt = split ? int64_t(DType::BF16) : dt;
   constexpr int64_t kFull = 0, kRow = 1, kCol = 2, kScalar = 3, kAxis1 = 1, kAcc = 1, kTb = 4;
   const int64_t acc0 = int64_t(isa::kAccumulatorBase);
 
@@ -400,13 +437,38 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
       dma(Opcode::DMA_LD, ch_m, l1, tmp2);
       pb.emit(Opcode::SIGNAL, {engine_of(ch_m), M_FULL});
     }
-    pb.emit(Opcode::WAIT, {kTc, K_FULL});
+    if (!split) {
+      pb.emit(Opcode::WAIT, {kTc, K_FULL});
+      pb.emit(Opcode::WAIT, {kTc, S_FREE});
+      slot_address(l2, acc0 + lay.s, lay.s_bytes, which);
+      slot_address(l1, lay.q, lay.q_bytes, islot);
+      pb.li(tmp2, d);
+      pb.emit(Opcode::TC_MM, {dt, kTb, l2.index, l1.index, l0.index, mt.index, keys.index, tmp2.index});
+      pb.emit(Opcode::SIGNAL, {kTc, K_FREE});
+      pb.emit(Opcode::SIGNAL, {kTc, S_FULL});
+      return;
+    }
+    // Split f32: the vector unit splits K and V into this slot's parts (before this step's
+    // softmax, so that the tensor core's scores overlap it), then S = sum of Q_i K_j^T.
+    pb.li(l2, lay.temp);
+    pb.emit(Opcode::WAIT, {kVec, K_FULL});
+    slot_address(l0, lay.k, lay.k_bytes, which), slot_address(l1, lay.kvp, lay.kvp_bytes, which), pb.li(tmp2, d);
+    emit_f32_split(pb, parts, l0, l1, lay.kp_part_bytes, l2, keys, tmp2);
+    pb.emit(Opcode::SIGNAL, {kVec, K_FREE});
+    pb.emit(Opcode::WAIT, {kVec, V_FULL});
+    slot_address(l0, lay.v, lay.v_bytes, which), slot_address(l1, lay.kvp + parts * lay.kp_part_bytes, lay.kvp_bytes, which), pb.li(tmp2, dv);
+    emit_f32_split(pb, parts, l0, l1, lay.vp_part_bytes, l2, keys, tmp2);
+    pb.emit(Opcode::SIGNAL, {kVec, V_FREE});
+    pb.emit(Opcode::SIGNAL, {kVec, PARTS_FULL});
+    pb.emit(Opcode::WAIT, {kTc, PARTS_FULL});
     pb.emit(Opcode::WAIT, {kTc, S_FREE});
     slot_address(l2, acc0 + lay.s, lay.s_bytes, which);
-    slot_address(l1, lay.q, lay.q_bytes, islot);
     pb.li(tmp2, d);
-    pb.emit(Opcode::TC_MM, {dt, kTb, l2.index, l1.index, l0.index, mt.index, keys.index, tmp2.index});
-    pb.emit(Opcode::SIGNAL, {kTc, K_FREE});
+    for (size_t n = 0; n < products.size(); ++n) {
+      slot_address(l1, lay.qp + products[n].first * lay.qp_part_bytes, lay.qp_bytes, islot);
+      slot_address(l0, lay.kvp + products[n].second * lay.kp_part_bytes, lay.kvp_bytes, which);
+      pb.emit(Opcode::TC_MM, {tc_dt, kTb | (n ? kAcc : 0), l2.index, l1.index, l0.index, mt.index, keys.index, tmp2.index});
+    }
     pb.emit(Opcode::SIGNAL, {kTc, S_FULL});
   };
   const auto v1 = [&](Opcode opcode, Reg dst, Reg src, Reg rows, Reg cols) {
@@ -439,11 +501,12 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   tile_shape(mt, d, qo.row_stride, false);
   slot_address(l0, lay.q, lay.q_bytes, islot);
   dma(Opcode::DMA_LD, ch_q, l0, tmp2);
-  if (scale_q) {
+  if (scale_q || split) {
     pb.emit(Opcode::SIGNAL, {engine_of(ch_q), Q_LOADED});
     pb.emit(Opcode::WAIT, {kVec, Q_LOADED});
-    pb.li(tmp, lay.scale), pb.li(tmp2, d);
-    pb.emit(Opcode::V_MUL, {dt, kScalar, l0.index, l0.index, tmp.index, mt.index, tmp2.index});
+    pb.li(tmp2, d);
+    if (scale_q) pb.li(tmp, lay.scale), pb.emit(Opcode::V_MUL, {dt, kScalar, l0.index, l0.index, tmp.index, mt.index, tmp2.index});
+    if (split) slot_address(l1, lay.qp, lay.qp_bytes, islot), pb.li(l2, lay.temp), emit_f32_split(pb, parts, l0, l1, lay.qp_part_bytes, l2, mt, tmp2);
     pb.emit(Opcode::SIGNAL, {kVec, Q_FULL});
   } else {
     pb.emit(Opcode::SIGNAL, {engine_of(ch_q), Q_FULL});
@@ -456,7 +519,11 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const Label key_loop = pb.label(), no_next = pb.label();
   pb.bind(key_loop);
   pb.addi(next_k0, k0, bc);
-  pb.emit(Opcode::XORI, {next_slot.index, slot.index, 1});
+  if (lay.steps == 2) {
+    pb.emit(Opcode::XORI, {next_slot.index, slot.index, 1});
+  } else {
+    pb.addi(next_slot, slot, 1), pb.li(tmp, lay.steps), pb.emit(Opcode::REMU, {next_slot.index, next_slot.index, tmp.index});
+  }
   pb.branch(Opcode::BGE, {next_k0.index, k_end.index}, no_next);
   issue_scores(next_k0, next_slot, nt);  // nt is this step's again just below
   pb.bind(no_next);
@@ -499,6 +566,13 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   }
   const Label later_step = pb.label(), softmax_done = pb.label();
   const Reg p_at = l1;
+  // P from the scores: in the tensor core's dtype, or split into its parts (l0 free here).
+  const auto make_p = [&] {
+    slot_address(p_at, lay.p, lay.p_bytes, slot);
+    if (!split) return to_tc_dtype(p_at, s_at, mt, nt);
+    pb.li(l0, lay.temp);
+    emit_f32_split(pb, parts, s_at, p_at, lay.p_part_bytes, l0, mt, nt);
+  };
   pb.branch(Opcode::BNE, {k0.index, kZero.index}, later_step);
   {  // The first key tile: its own statistics, nothing to rescale.
     pb.emit(Opcode::V_RMAX, {f32, kAxis1, m_cur.index, s_at.index, mt.index, nt.index});
@@ -508,8 +582,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     v1(Opcode::V_EXP, s_at, s_at, mt, nt);
     pb.li(tmp, lay.sum);
     pb.emit(Opcode::V_RSUM, {f32, kAxis1, tmp.index, s_at.index, mt.index, nt.index});
-    slot_address(p_at, lay.p, lay.p_bytes, slot);
-    to_tc_dtype(p_at, s_at, mt, nt);
+    make_p();
     pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
     pb.emit(Opcode::SIGNAL, {kVec, P_FULL});
     pb.branch(Opcode::JMP, {}, softmax_done);
@@ -527,8 +600,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     pb.li(tmp, lay.sum);
     v2(Opcode::V_MUL, kFull, tmp, tmp, m_cur, mt, one);
     v2(Opcode::V_ADD, kFull, tmp, tmp, l0, mt, one);
-    slot_address(p_at, lay.p, lay.p_bytes, slot);
-    to_tc_dtype(p_at, s_at, mt, nt);
+    make_p();
     pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
     // O *= alpha once the previous P V is in it; then this P V may add to it.
     pb.emit(Opcode::WAIT, {kVec, PV_DONE});
@@ -539,19 +611,29 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   }
   pb.bind(softmax_done);
 
-  // O (+)= P V on the tensor core: the first key tile overwrites.
-  pb.emit(Opcode::WAIT, {kTc, V_FULL});
+  // O (+)= P V on the tensor core: the first key tile overwrites. (Split f32: the sum of P_i V_j,
+  // V's parts there since this step's PARTS_FULL.)
+  if (!split) pb.emit(Opcode::WAIT, {kTc, V_FULL});
   pb.emit(Opcode::WAIT, {kTc, P_FULL});
   pb.li(l0, acc0 + lay.o), pb.li(tmp2, dv);
-  slot_address(l2, lay.v, lay.v_bytes, slot);
+  const auto pv_operands = [&](size_t n) {
+    if (!split) return slot_address(l2, lay.v, lay.v_bytes, slot);
+    slot_address(p_at, lay.p + products[n].first * lay.p_part_bytes, lay.p_bytes, slot);
+    slot_address(l2, lay.kvp + parts * lay.kp_part_bytes + products[n].second * lay.vp_part_bytes, lay.kvp_bytes, slot);
+  };
+  pv_operands(0);
   const Label pv_first = pb.label(), pv_issued = pb.label();
   pb.branch(Opcode::BEQ, {k0.index, kZero.index}, pv_first);
-  pb.emit(Opcode::TC_MM, {dt, kAcc, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
+  pb.emit(Opcode::TC_MM, {tc_dt, kAcc, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
   pb.branch(Opcode::JMP, {}, pv_issued);
   pb.bind(pv_first);
-  pb.emit(Opcode::TC_MM, {dt, 0, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
+  pb.emit(Opcode::TC_MM, {tc_dt, 0, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
   pb.bind(pv_issued);
-  pb.emit(Opcode::SIGNAL, {kTc, V_FREE});
+  for (size_t n = 1; n < products.size(); ++n) {
+    pv_operands(n);
+    pb.emit(Opcode::TC_MM, {tc_dt, kAcc, l0.index, p_at.index, l2.index, mt.index, tmp2.index, nt.index});
+  }
+  if (!split) pb.emit(Opcode::SIGNAL, {kTc, V_FREE});
   pb.emit(Opcode::SIGNAL, {kTc, PV_DONE});
 
   pb.mov(k0, next_k0), pb.mov(slot, next_slot);
@@ -591,8 +673,11 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   plan << "scaled_dot_product_attention: " << batch << " x softmax(" << op.scale << " * [" << seq_q << " x " << d << "] @ [" << seq_k
        << " x " << d << "]^T" << (causal ? ", causal" : "") << (has_mask ? mask_row ? " + a mask row" : " + a mask" : "") << ") @ [" << seq_k << " x " << dv << "] in " << isa::dtype_name(dtype)
        << "; flash-attention tiles of " << br << " queries x " << bc << " keys, " << items << " (batch, query tile) items dealt in a zigzag over "
-       << cores << " cores; scores f32 in the accumulator, P rounded to " << isa::dtype_name(dtype)
-       << " before P @ V, O in f32, rounded once"
+       << cores << " cores; scores f32 in the accumulator, "
+       << (split ? "q, k, v and P as " + std::to_string(parts) + " bf16 parts (" + std::to_string(products.size()) +
+                       " tensor-core products per matmul; key-step rings of 3 slots)"
+                 : "P rounded to " + std::string(isa::dtype_name(dtype)) + " before P @ V")
+       << ", O in f32, rounded once"
        << (scale_q ? "; the scale (a power of two) applied to Q" : scale_scores ? "; the scale applied to the scores" : "")
        << "; K and V read " << q_tiles << " times; scratchpad " << lay.scratchpad_bytes << " of "
        << scratchpad << " bytes, accumulator " << lay.accumulator_bytes << " of " << accumulator << "; estimated "

@@ -30,6 +30,7 @@
 #include <sstream>
 
 #include "elementwise.h"
+#include "f32_split.h"
 #include "matmul_operands.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
@@ -69,15 +70,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     throw UnsupportedOp("matmul on " + std::string(isa::dtype_name(dtype)) + ": this chip's tensor core does not take it");
   if (integer && (op.inputs.size() > 2 || op.alpha != 1.0 || op.beta != 1.0 || !op.epilogue.empty()))
     throw UnsupportedOp("integer matmul with a bias, scale, residual, alpha, beta or epilogue (its epilogue works in f32)");
-  const int64_t parts = !split                                                    ? 1
-                        : op.f32_precision == F32MatmulPrecision::Highest ? 3
-                        : op.f32_precision == F32MatmulPrecision::High    ? 2
-                                                                          : 1;
-  // The products of parts i and j with i + j < parts (the rest are below f32's
-  // resolution), smallest first so that they accumulate before the large one.
-  std::vector<std::pair<int64_t, int64_t>> products;
-  for (int64_t order = parts - 1; order >= 0; --order)
-    for (int64_t i = 0; i <= order; ++i) products.push_back({i, order - i});
+  const int64_t parts = split ? f32_split_parts(op.f32_precision) : 1;
+  const std::vector<std::pair<int64_t, int64_t>> products = f32_split_products(parts);
   const DType tc_dtype = split ? DType::BF16 : dtype;
   for (const OpKind step : op.epilogue) unary_opcode(step);  // throws for a non-unary op
 
@@ -267,7 +261,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   enum : int64_t { A_FULL, A_FREE, B_FULL, B_FREE, ACC_FULL, ACC_FREE, OUT_FULL, OUT_FREE, BIAS_FULL, BIAS_FREE, PARTS_FULL, PARTS_FREE };
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
   const auto engine_of = [](unsigned channel) { return int64_t{1} + channel; };
-  const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32), bf16 = static_cast<int64_t>(DType::BF16);
+  const int64_t dt = static_cast<int64_t>(dtype), f32 = static_cast<int64_t>(DType::F32);
   const int64_t tc_dt = static_cast<int64_t>(tc_dtype);
   const bool has_vectors = !vectors.empty();
 
@@ -410,13 +404,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       const auto split_tile = [&](Reg raw, int64_t parts0, int64_t part_bytes, Reg rows, Reg cols) {
         pb.li(r_n1, parts * part_bytes), pb.mul(r_n1, r_n1, kslot), pb.addi(r_n1, r_n1, parts0);
         pb.li(ds1, residual0);
-        for (int64_t p = 0; p < parts; ++p) {
-          pb.emit(Opcode::V_CVT, {bf16, f32, r_n1.index, raw.index, rows.index, cols.index});
-          if (p + 1 == parts) break;
-          pb.emit(Opcode::V_CVT, {f32, bf16, ds1.index, r_n1.index, rows.index, cols.index});
-          pb.emit(Opcode::V_SUB, {f32, 0, raw.index, raw.index, ds1.index, rows.index, cols.index});
-          pb.addi(r_n1, r_n1, part_bytes);
-        }
+        emit_f32_split(pb, parts, raw, r_n1, part_bytes, ds1, rows, cols);
       };
       split_tile(l0, ap0, ap_bytes, mt, kt);
       split_tile(l1, bp0, bp_bytes, kt, nt);

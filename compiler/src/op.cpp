@@ -119,6 +119,8 @@ std::string OpDesc::key() const {
     char attributes[64];
     std::snprintf(attributes, sizeof attributes, " scale %.17g causal %d", scale, is_causal ? 1 : 0);
     key += attributes;
+    // f32 attention's products run as bf16 parts on a tensor core without f32.
+    if (!inputs.empty() && inputs[0].dtype == isa::DType::F32) key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
   }
   if (kind == OpKind::IM2COL) {
     char attributes[160];

@@ -127,15 +127,17 @@ def test_scaled_dot_product_attention_is_one_fused_kernel_in_bf16(causal):
 
 
 def test_scaled_dot_product_attention_in_f32_and_its_gradients_stay_on_the_chip():
-    # base's tensor core takes no f32: the fused kernel declines, and gemm, softmax, gemm run instead.
+    # base's tensor core takes no f32: the fused kernel runs q, k, v and P as bf16 parts (at the
+    # default "highest" float32 matmul precision, three parts: about f32's own precision).
     torch.manual_seed(5)
     q, k, v = (torch.randn(2, 3, 20, 16, requires_grad=True) for _ in range(3))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     grad = torch.randn_like(out)
     out.backward(grad)
-    before = dict(npusim.fallback_stats())
+    before, kernels = dict(npusim.fallback_stats()), dict(npusim.kernel_stats())
     qn, kn, vn = (t.detach().to(NPU).requires_grad_() for t in (q, k, v))
     out_npu = F.scaled_dot_product_attention(qn, kn, vn, is_causal=True)
+    assert npusim.kernel_stats().get("scaled_dot_product_attention", 0) == kernels.get("scaled_dot_product_attention", 0) + 1
     out_npu.backward(grad.to(NPU))
     assert npusim.fallback_stats() == before
     torch.testing.assert_close(out_npu.cpu(), out, rtol=1e-5, atol=1e-5)
@@ -162,10 +164,8 @@ def test_masked_attention_runs_on_the_chip_fused_in_bf16_and_fully_masked_rows_g
         assert got.stride() == F.scaled_dot_product_attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v, attn_mask=mask).stride()
         assert npusim.fallback_stats() == before
         launched = {name: n - kernels.get(name, 0) for name, n in npusim.kernel_stats().items() if n != kernels.get(name, 0)}
-        if dtype == torch.float32:  # base's tensor core takes no f32: scores (mask added) by gemm, softmax, then P V
-            assert launched.get("matmul") == 2 and "scaled_dot_product_attention" not in launched
-        else:  # the flash kernel, the mask its fourth input (q read in place as two batch dims)
-            assert launched.get("scaled_dot_product_attention") == 1 and "matmul" not in launched
+        # the flash kernel, the mask its fourth input (q read in place as two batch dims; f32 as bf16 parts on base)
+        assert launched.get("scaled_dot_product_attention") == 1 and "matmul" not in launched
         torch.testing.assert_close(got.cpu().float(), expected, rtol=tol, atol=tol)
         assert not got.cpu().isnan().any()
 
@@ -197,6 +197,25 @@ def test_masked_attention_with_gradients_runs_the_npus_forward_and_backward(dtyp
         for a, b in zip(reference, (qn, kn, vn)):
             torch.testing.assert_close(b.grad.cpu().float(), a.grad, rtol=tol, atol=tol)
         assert not qn.grad.cpu()[:, :, 2].any()  # the hidden query's gradient
+
+
+@pytest.mark.parametrize("precision, tol", [("highest", 2e-6), ("high", 1e-4), ("medium", 2e-2)])
+def test_f32_attention_follows_the_float32_matmul_precision(precision, tol):
+    # base's tensor core takes no f32: the flash kernel splits q, k, v and P into 3, 2 or 1 bf16 parts,
+    # as torch.set_float32_matmul_precision says (each level compiles its own kernel).
+    torch.manual_seed(8)
+    q, k, v = (torch.randn(2, 4, 70, 32) for _ in range(3))
+    expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double()).float()
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision(precision)
+        got = F.scaled_dot_product_attention(q.to(NPU), k.to(NPU), v.to(NPU)).cpu()
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    error = (got - expected).abs().max().item()
+    assert error <= tol
+    if precision != "highest":
+        assert error > tol / 100  # the lower level applies: not f32's own precision
 
 
 def test_compiled_attention_keeps_the_fused_op():

@@ -4,12 +4,13 @@
 // implementation to use (_fused_sdp_choice): without a mask or dropout the
 // npu answers OVERRIDEABLE, and PyTorch calls
 // _scaled_dot_product_fused_attention_overrideable, which runs the compiler's
-// fused flash-attention kernel (one kernel, the scores never in DRAM), or,
-// where the compiler declines it (f32 on a tensor core without f32), the
-// unfused sequence on the chip: scores by gemm (the causal mask as its bias),
-// softmax, gemm. With a mask (bool or additive) and nothing that needs a
+// fused flash-attention kernel (one kernel, the scores never in DRAM; f32 on a
+// tensor core without f32 as bf16 parts, at torch's float32 matmul precision),
+// or, where the compiler declines it (a layout it cannot read even copied),
+// the unfused sequence on the chip: scores by gemm (the causal mask as its
+// bias), softmax, gemm. With a mask (bool or additive) and nothing that needs a
 // gradient of its own, also OVERRIDEABLE: the fused kernel with the mask as its
-// fourth input (bf16, f16), else the unfused sequence with the mask added to
+// fourth input, else the unfused sequence with the mask added to
 // the scores in the gemm's epilogue (as its residual); either way rows whose
 // keys are all masked give zeros, as PyTorch's math does (graph mode turns a
 // constant causal mask into is_causal: npusim/lowering.py). The backward
@@ -124,7 +125,7 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
       std::vector<npu::compiler::TensorDesc> described;
       for (const at::Tensor& t : inputs) described.push_back(describe(t));
       OpDesc op(OpKind::ATTENTION, described, describe(out));
-      op.scale = scale, op.is_causal = is_causal;
+      op.scale = scale, op.is_causal = is_causal, op.f32_precision = f32_matmul_precision();
       return op;
     };
     return try_run(make_op, inputs, out);

@@ -107,7 +107,7 @@ struct OpDesc {
   // the bias and the scale, it may vary over the batch).
   bool residual = false;
   std::vector<OpKind> epilogue;  // unary elementwise ops, in order
-  F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul on a tensor core without f32
+  F32MatmulPrecision f32_precision = F32MatmulPrecision::Highest;  // f32 matmul and attention on a tensor core without f32
   MatmulSchedule schedule = MatmulSchedule::Auto;  // for tuning and tests: Auto unless a schedule is asked for
   // layer_norm and rms_norm: added to the variance (mean square) before its rsqrt.
   double epsilon = 1e-5;
