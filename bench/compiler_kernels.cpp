@@ -47,7 +47,7 @@ using npu::compiler::TensorDesc;
 // (channels x banks x row bytes: 128 KiB on base, 1 MiB on large), so each row of a tensor falls in
 // the same channel and bank whatever was measured before it. Where buffers lie matters: as the
 // allocator's history moved them, 4096 x 4096 layer norm in f32 took from 1.26 M to 1.36 M cycles
-// (84% to 77% of its bound), softmax 1.16 M to 1.19 M.
+// (84% to 77% of its bound), softmax 1.16 M to 1.19 M (the kernels of that time).
 constexpr uint64_t kBufferAlignment = 1 << 20;
 
 struct Run {

@@ -309,6 +309,14 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     const auto v1 = [&](Opcode opcode, Reg dst, Reg src, Reg r, Reg c) { b.emit(opcode, {f32, dst.index, src.index, r.index, c.index}); };
     const auto reduce = [&](Opcode opcode, Reg dst, Reg src) { b.emit(opcode, {f32, kAxis1, dst.index, src.index, mt.index, len.index}); };
     Reg result = w;  // rows x L, or rows x 1 for the reductions
+    // An f32 rows x L result: the last op writes the output tile itself (a copy pass fewer: f32 layer
+    // norm on base went from 79% to 91% of its DRAM bound); `out_tile` gives that op's destination.
+    const bool direct = out.dtype == DType::F32 && !reduction && !topk && !arg;
+    const auto out_tile = [&]() -> Reg {
+      if (!direct) return w;
+      b.addi(addr, slot, out0);
+      return addr;
+    };
     switch (op.kind) {
       case OpKind::SOFTMAX:
         reduce(Opcode::V_RMAX, c0, w);
@@ -318,7 +326,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         // One reciprocal per row, then a multiply (1 cycle per vector, a divide 4): as PyTorch's CPU
         // softmax does, x * (1 / sum).
         v1(Opcode::V_RECIP, c0, c0, mt, one);
-        v2(Opcode::V_MUL, kCol, w, w, c0, mt, len);
+        v2(Opcode::V_MUL, kCol, out_tile(), w, c0, mt, len);
         break;
       case OpKind::LOG_SOFTMAX:
         reduce(Opcode::V_RMAX, c0, w);
@@ -326,7 +334,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v1(Opcode::V_EXP, s, w, mt, len);
         reduce(Opcode::V_RSUM, c0, s);
         v1(Opcode::V_LOG, c0, c0, mt, one);
-        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
+        v2(Opcode::V_SUB, kCol, out_tile(), w, c0, mt, len);
         break;
       case OpKind::LAYER_NORM:
       case OpKind::RMS_NORM:
@@ -340,9 +348,9 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_MUL, kScalar, c1, c1, inv_at, mt, one);  // variance (mean square)
         v2(Opcode::V_ADD, kScalar, c1, c1, eps_reg, mt, one);
         v1(Opcode::V_RSQRT, c1, c1, mt, one);
-        v2(Opcode::V_MUL, kCol, w, w, c1, mt, len);
-        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, w, w, tmp, mt, len);
-        if (has_bias) b.li(tmp, param_f32[1]), v2(Opcode::V_ADD, kRow, w, w, tmp, mt, len);
+        v2(Opcode::V_MUL, kCol, has_weight ? w : out_tile(), w, c1, mt, len);
+        if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, has_bias ? w : out_tile(), w, tmp, mt, len);
+        if (has_bias) b.li(tmp, param_f32[1]), v2(Opcode::V_ADD, kRow, out_tile(), w, tmp, mt, len);
         break;
       case OpKind::SUM: reduce(Opcode::V_RSUM, c0, w), result = c0; break;
       case OpKind::MEAN: reduce(Opcode::V_RSUM, c0, w), v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one), result = c0; break;
@@ -364,13 +372,13 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         v2(Opcode::V_MUL, kFull, s, w, wy, mt, len);
         reduce(Opcode::V_RSUM, c0, s);
         v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
-        v2(Opcode::V_MUL, kFull, w, w, wy, mt, len);
+        v2(Opcode::V_MUL, kFull, out_tile(), w, wy, mt, len);
         break;
       case OpKind::LOG_SOFTMAX_BACKWARD:  // g - exp(y) * sum(g)
         reduce(Opcode::V_RSUM, c0, w);
         v1(Opcode::V_EXP, wy, wy, mt, len);
         v2(Opcode::V_MUL, kCol, wy, wy, c0, mt, len);
-        v2(Opcode::V_SUB, kFull, w, w, wy, mt, len);
+        v2(Opcode::V_SUB, kFull, out_tile(), w, wy, mt, len);
         break;
       case OpKind::LAYER_NORM_BACKWARD:
       case OpKind::RMS_NORM_BACKWARD: {
@@ -392,7 +400,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
           v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
         }
         v2(Opcode::V_SUB, kFull, w, w, s, mt, len);
-        v2(Opcode::V_MUL, kCol, w, w, stat, mt, len);
+        v2(Opcode::V_MUL, kCol, out_tile(), w, stat, mt, len);
         break;
       }
       case OpKind::ARGMAX: b.emit(Opcode::V_ARGMAX, {f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
@@ -440,7 +448,9 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (topk) {
       // (the positions are in the output tile already)
     } else if (arg) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // positions: i32 already
-    else if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
+    else if (direct) {
+      // (the last op wrote the output tile)
+    } else if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
     else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, addr.index, result.index, mt.index, cols.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
