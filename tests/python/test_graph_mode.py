@@ -199,6 +199,45 @@ def test_masked_attention_with_gradients_runs_the_npus_forward_and_backward(dtyp
         assert not qn.grad.cpu()[:, :, 2].any()  # the hidden query's gradient
 
 
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.bfloat16, 3e-2)])
+def test_grouped_query_attention_runs_fused_with_k_and_v_never_repeated(dtype, tol):
+    # enable_gqa: 8 query heads share 2 key/value heads. The forward is one flash kernel that reads each
+    # k/v head in place for its group (no repeat_interleave copies); the backward's gemms treat a group's
+    # query heads as rows, so k's and v's gradients come out summed over the group. No fallback.
+    torch.manual_seed(9)
+    hidden = torch.rand(12, 20) > 0.3
+    hidden[5] = False  # a query that sees nothing: zeros, as PyTorch gives
+    cases = [
+        dict(is_causal=True),
+        dict(attn_mask=hidden),  # one mask for all
+        dict(attn_mask=torch.randn(2, 1, 12, 20).to(dtype)),  # per batch element, shared by the heads
+        dict(attn_mask=torch.randn(2, 8, 12, 20).to(dtype)),  # per query head
+    ]
+    for kwargs in cases:
+        q = torch.randn(2, 8, 12, 16, dtype=dtype, requires_grad=True)
+        k, v = (torch.randn(2, 2, 20, 16, dtype=dtype, requires_grad=True) for _ in range(2))
+        if kwargs.get("is_causal"):
+            q = torch.randn(2, 8, 20, 16, dtype=dtype, requires_grad=True)
+        reference = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        mask = kwargs.get("attn_mask")
+        ref_kwargs = dict(kwargs, attn_mask=mask if mask is None or mask.dtype == torch.bool else mask.double())
+        out = F.scaled_dot_product_attention(*reference, enable_gqa=True, **ref_kwargs)
+        grad = torch.randn_like(out)
+        out.backward(grad)
+        qn, kn, vn = (t.detach().to(NPU).requires_grad_() for t in (q, k, v))
+        npu_kwargs = {name: value.to(NPU) if torch.is_tensor(value) else value for name, value in kwargs.items()}
+        before, kernels = dict(npusim.fallback_stats()), dict(npusim.kernel_stats())
+        out_npu = F.scaled_dot_product_attention(qn, kn, vn, enable_gqa=True, **npu_kwargs)
+        launched = {name: n - kernels.get(name, 0) for name, n in npusim.kernel_stats().items() if n != kernels.get(name, 0)}
+        assert launched.get("scaled_dot_product_attention") == 1 and "matmul" not in launched, (kwargs.keys(), launched)
+        out_npu.backward(grad.to(dtype).to(NPU))
+        assert npusim.fallback_stats() == before
+        torch.testing.assert_close(out_npu.cpu().double(), out, rtol=tol, atol=tol)
+        for a, b in zip(reference, (qn, kn, vn)):
+            assert b.grad.shape == a.shape
+            torch.testing.assert_close(b.grad.cpu().double(), a.grad, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("precision, tol", [("highest", 2e-6), ("high", 1e-4), ("medium", 2e-2)])
 def test_f32_attention_follows_the_float32_matmul_precision(precision, tol):
     # base's tensor core takes no f32: the flash kernel splits q, k, v and P into 3, 2 or 1 bf16 parts,

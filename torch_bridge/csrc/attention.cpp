@@ -21,6 +21,12 @@
 // The forward does not compute the logsumexp that the op returns (a buffer
 // of the right shape, unwritten): the npu's backward recomputes the
 // probabilities from q, k and v, with the unfused ops on the chip.
+//
+// Grouped-query attention (enable_gqa: Hq query heads, Hkv = Hq / G key/value
+// heads, as Llama's) reaches the same op with k and v of Hkv heads: q is viewed
+// [..., Hkv, G, L, D] and k, v [..., Hkv, 1, S, D], so that the kernels read each
+// key/value head once per query tile of its group, broadcast (stride 0), never
+// repeated in memory; the backward sums k's and v's gradients over the group.
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -95,6 +101,38 @@ at::Tensor zero_fully_masked_rows(const at::Tensor& out, const at::Tensor& mask)
   const at::Tensor visible = mask.scalar_type() == at::kBool ? mask : at::ne(mask, -std::numeric_limits<double>::infinity());
   return at::where(visible.any(-1, true), out, at::zeros({}, out.options()));
 }
+// q, k, v (and a mask) of grouped-query attention as the views described at the top, or as they are
+// where the head counts agree.
+struct Grouped {
+  at::Tensor q, k, v;
+  std::optional<at::Tensor> mask;
+  bool grouped = false;
+};
+Grouped grouped_views(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor* mask) {
+  Grouped g{q, k, v, mask ? std::optional<at::Tensor>(*mask) : std::nullopt};
+  if (q.dim() < 3 || k.size(-3) == q.size(-3)) return g;
+  const int64_t kv_heads = k.size(-3), group = q.size(-3) / kv_heads;
+  g.grouped = true;
+  g.q = q.unflatten(-3, {kv_heads, group});
+  g.k = k.unsqueeze(-3), g.v = v.unsqueeze(-3);
+  // A mask with a head dim of Hq splits it as q's; one broadcast over the heads gets a group dim of 1, and
+  // one per batch element is made dense over the key/value heads, so that its batch dims merge with k's and
+  // v's into the kernel's two (batch x key/value head, group).
+  if (mask && mask->dim() >= 3 && mask->size(-3) == q.size(-3)) {
+    g.mask = mask->unflatten(-3, {kv_heads, group});
+  } else if (mask) {
+    at::Tensor m = mask->unsqueeze(-3);
+    if (m.dim() == 5 && m.size(0) > 1) {
+      std::vector<int64_t> sizes(m.sizes().begin(), m.sizes().end());
+      sizes[1] = kv_heads;
+      m = m.expand(sizes).contiguous();
+    }
+    g.mask = m;
+  }
+  return g;
+}
+// [..., Hkv, G, L, E] back to [..., Hq, L, E].
+at::Tensor ungrouped(const at::Tensor& t) { return t.flatten(-4, -3); }
 }  // namespace
 
 at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, double scale,
@@ -147,7 +185,11 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
   constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
-  const bool plain = dropout == 0.0 && !enable_gqa && (q.dim() == 3 || q.dim() == 4) && at::isFloatingType(q.scalar_type()) &&
+  // Grouped-query attention where the query heads are a multiple of the key/value heads (else PyTorch's
+  // math path gives its error).
+  const bool groups_fit = !enable_gqa || (q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim() && k.size(-3) == v.size(-3) &&
+                                          k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0);
+  const bool plain = dropout == 0.0 && groups_fit && (q.dim() == 3 || q.dim() == 4) && at::isFloatingType(q.scalar_type()) &&
                      q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
   // A mask: bool, or additive in q's dtype, that takes no gradient itself (the npu's backward gives q, k and v theirs).
   const bool maskable =
@@ -162,7 +204,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias, double dropout, bool is_causal,
     bool return_debug_mask, std::optional<double> scale) {
   TORCH_CHECK(dropout == 0.0, "npusim: the fused attention takes no dropout");
-  const at::Tensor out = attention_npu(q, k, v, is_causal, default_scale(q, scale), bias ? &*bias : nullptr);
+  const Grouped g = grouped_views(q, k, v, bias ? &*bias : nullptr);
+  at::Tensor out = attention_npu(g.q, g.k, g.v, is_causal, default_scale(q, scale), g.mask ? &*g.mask : nullptr);
+  if (g.grouped) out = ungrouped(out);
   const int64_t batch = q.dim() == 4 ? q.size(0) : 1, heads = q.size(-3);
   const at::Tensor logsumexp = new_npu({batch, heads, q.size(-2)}, at::kFloat);  // see the note at the top
   const at::Tensor seed = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
@@ -179,18 +223,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
   // fused_sdp_choice keeps a mask that needs a gradient of its own on PyTorch's math.
   TORCH_CHECK(!mask[3], "npusim: the attention backward gives no gradient for the mask");
   const double scale = default_scale(q, scale_opt);
-  const at::Tensor* bias = attn_bias.defined() ? &attn_bias : nullptr;
+  // Grouped-query attention: each key/value head's G query heads as G*L rows of one head, [..., Hkv, G*L, D]
+  // (no broadcast for the gemms, and the products with q and the output's gradient sum k's and v's gradients
+  // over the group themselves); the causal mask then is an explicit bias, as the rows are no longer positions.
+  const bool grouped = q.dim() >= 3 && k.size(-3) != q.size(-3);
+  const int64_t kv_heads = k.size(-3), group = grouped ? q.size(-3) / kv_heads : 1, queries = q.size(-2);
+  const auto rows = [&](const at::Tensor& t) { return grouped ? t.unflatten(-3, {kv_heads, group}).flatten(-3, -2) : t; };
+  std::optional<at::Tensor> bias;
+  if (attn_bias.defined()) {
+    std::vector<int64_t> scores(q.sizes().begin(), q.sizes().end());
+    scores.back() = k.size(-2);
+    bias = grouped ? rows(attn_bias.expand(scores)) : attn_bias;
+  } else if (grouped && is_causal) {
+    bias = causal_bias(q, k, true)->expand({group, queries, k.size(-2)}).reshape({group * queries, k.size(-2)});
+  }
   // The gemms need one batch stride per operand (batch and heads laid out apart are copied, as in the forward).
   const auto merged = [](const at::Tensor& t) { return batch_dims_merge(t) ? t : t.contiguous(); };
-  const at::Tensor qm = merged(q), km = merged(k), vm = merged(v), gm = merged(grad_out);
-  at::Tensor p = probabilities(qm, km, is_causal, scale, bias);
-  if (bias) p = zero_fully_masked_rows(p, *bias);
+  const at::Tensor qm = merged(rows(q)), km = merged(k), vm = merged(v), gm = merged(rows(grad_out));
+  at::Tensor p = probabilities(qm, km, is_causal && !grouped, scale, bias ? &*bias : nullptr);
+  if (attn_bias.defined()) p = zero_fully_masked_rows(p, *bias);
   const at::Tensor dp = gemm_npu(gm, vm.transpose(-2, -1), std::nullopt, 1.0, 1.0, {});
   const at::Tensor ds = p * (dp - (dp * p).sum({-1}, true));
   at::Tensor dq, dk, dv;
   if (mask[0]) dq = gemm_npu(ds, km, std::nullopt, scale, 1.0, {});
   if (mask[1]) dk = gemm_npu(ds.transpose(-2, -1), qm, std::nullopt, scale, 1.0, {});
   if (mask[2]) dv = gemm_npu(p.transpose(-2, -1), gm, std::nullopt, 1.0, 1.0, {});
+  if (grouped && dq.defined()) dq = dq.unflatten(-2, {group, queries}).flatten(-4, -3);  // back to q's heads
   // Each gradient laid out as its input is (as PyTorch's meta function says, and compiled graphs view it so).
   const auto laid_out_as = [](const at::Tensor& gradient, const at::Tensor& input) {
     if (!gradient.defined() || gradient.strides() == input.strides()) return gradient;
