@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -101,5 +102,16 @@ class KernelTest : public ::testing::TestWithParam<std::string> {
 };
 
 inline std::string preset_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+// The relative error per product of f32 operands split into bf16 parts on a tensor core without f32
+// (base; 0 on tiny, whose tensor core takes f32): the parts leave out what lies below it (f32_split.h).
+inline double f32_split_error(const OpDesc& op, const std::string& preset) {
+  if (op.inputs[0].dtype != isa::DType::F32 || preset == "tiny") return 0;
+  switch (op.f32_precision) {
+    case F32MatmulPrecision::Highest: return std::ldexp(1.0, -21);
+    case F32MatmulPrecision::High: return std::ldexp(1.0, -14);
+    default: return std::ldexp(1.0, -7);
+  }
+}
 
 }  // namespace npu::compiler::testing

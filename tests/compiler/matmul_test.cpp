@@ -122,15 +122,7 @@ class Matmul : public testing::KernelTest {
   OpDesc mm(DType dtype, int64_t m, int64_t n, int64_t k) {
     return OpDesc{OpKind::MATMUL, {contiguous(dtype, {m, k}), contiguous(dtype, {k, n})}, contiguous(dtype, {m, n})};
   }
-  // The relative error per product of f32 inputs split into bf16 parts (0 where the tensor core takes f32).
-  double split_error(const OpDesc& op) const {
-    if (op.inputs[0].dtype != DType::F32 || GetParam() == "tiny") return 0;
-    switch (op.f32_precision) {
-      case F32MatmulPrecision::Highest: return std::ldexp(1.0, -21);
-      case F32MatmulPrecision::High: return std::ldexp(1.0, -14);
-      default: return std::ldexp(1.0, -7);
-    }
-  }
+  double split_error(const OpDesc& op) const { return testing::f32_split_error(op, GetParam()); }
   DType dtype() const { return GetParam() == "tiny" ? DType::F32 : DType::BF16; }  // base's tensor core takes no f32
 };
 
