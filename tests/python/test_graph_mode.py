@@ -126,6 +126,21 @@ def test_scaled_dot_product_attention_is_one_fused_kernel_in_bf16(causal):
     torch.testing.assert_close(attention(q.to(NPU), k.to(NPU), v.to(NPU), causal).cpu(), got)
 
 
+def test_attention_writes_its_output_in_the_layout_of_q_with_no_copy():
+    # q, k, v as transformers pass them: [B, L, H, D] viewed [B, H, L, D]. The output follows q's layout
+    # (as PyTorch's kernels do), and the flash kernel writes it there itself: one kernel, no copy after it.
+    torch.manual_seed(10)
+    q, k, v = (torch.randn(2, 24, 3, 16).transpose(1, 2) for _ in range(3))
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    qn, kn, vn = (t.transpose(1, 2).contiguous().to(NPU).transpose(1, 2) for t in (q, k, v))  # the same views on the npu
+    kernels = dict(npusim.kernel_stats())
+    got = F.scaled_dot_product_attention(qn, kn, vn, is_causal=True)
+    launched = {name: n - kernels.get(name, 0) for name, n in npusim.kernel_stats().items() if n != kernels.get(name, 0)}
+    assert launched == {"scaled_dot_product_attention": 1}
+    assert got.stride() == expected.stride()
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_scaled_dot_product_attention_in_f32_and_its_gradients_stay_on_the_chip():
     # base's tensor core takes no f32: the fused kernel runs q, k, v and P as bf16 parts (at the
     # default "highest" float32 matmul precision, three parts: about f32's own precision).

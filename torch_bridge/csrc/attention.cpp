@@ -148,14 +148,11 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
     in_order.copy_(result);
     return in_order;
   };
-  // Batch and head dims that do not merge into one stride (heads interleaved with the
-  // sequence, B and H > 1) are copied contiguous on the chip: the kernels need one batch stride.
-  const at::Tensor qm = batch_dims_merge(q) ? q : q.contiguous(), km = batch_dims_merge(k) ? k : k.contiguous(),
-                   vm = batch_dims_merge(v) ? v : v.contiguous();
   // The fused kernel takes an additive mask (f32 or q's dtype; a bool mask becomes 0 / -inf in f32) as
   // it is, broadcast dims and all, and gives zeros where a query's keys are all masked, as PyTorch does.
   const std::optional<at::Tensor> fused_mask = mask ? std::optional<at::Tensor>(additive(*mask)) : std::nullopt;
-  at::Tensor out = new_npu(shape, q.scalar_type());
+  // (allocated in q's order, so that the kernel writes it there: no copy after it)
+  at::Tensor out = q.is_contiguous() ? new_npu(shape, q.scalar_type()) : new_npu_in_order_of(shape, q.scalar_type(), q);
   const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
     std::vector<at::Tensor> inputs = {q_in, k_in, v_in};
     if (fused_mask) inputs.push_back(*fused_mask);
@@ -170,6 +167,10 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   };
   // The kernel walks up to two batch dims (batch and heads laid out apart too) and reads heads in place.
   if (fused(q, k, v)) return laid_out(out);
+  // Else batch and head dims that do not merge into one stride (heads interleaved with the sequence,
+  // B and H > 1) are copied contiguous on the chip: the gemms need one batch stride.
+  const at::Tensor qm = batch_dims_merge(q) ? q : q.contiguous(), km = batch_dims_merge(k) ? k : k.contiguous(),
+                   vm = batch_dims_merge(v) ? v : v.contiguous();
   const bool copied = !qm.is_same(q) || !km.is_same(k) || !vm.is_same(v);
   if (copied && fused(qm, km, vm)) return laid_out(out);
   if (qm.stride(-1) != 1 || km.stride(-1) != 1 || vm.stride(-1) != 1) {  // the kernel reads head dims contiguous
