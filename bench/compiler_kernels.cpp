@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "npusim/compiler/compiler.h"
@@ -156,6 +157,17 @@ int sc_main(int argc, char* argv[]) {
                   (long long)n, (long long)k, cycles, (unsigned long long)chip.simulation.watchdog_cycles);
       return true;
     };
+    if (std::getenv("LMHEAD")) {
+      for (const auto dt : {npu::isa::DType::F32, npu::isa::DType::BF16})
+      for (const int64_t n : {50257, 3072}) {
+        const int64_t m = 128, k = 768;
+        TensorDesc wt = TensorDesc::contiguous(dt, {k, n}); wt.strides = {1, k};
+        OpDesc op(OpKind::MATMUL, {TensorDesc::contiguous(dt, {m, k}), wt}, TensorDesc::contiguous(dt, {m, n}));
+        const Run r = run(*device, device, compiler, op);
+        std::printf("linear %lld x %lld x %lld %s: %llu cycles\n  %s", (long long)m, (long long)k, (long long)n, std::string(npu::isa::dtype_name(dt)).c_str(), (unsigned long long)r.cycles, r.plan.c_str());
+      }
+      return 0;
+    }
     const int64_t shapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 4096, 1024}};
     for (const auto& s : shapes) {
       const int64_t m = s[0], n = s[1], k = s[2];

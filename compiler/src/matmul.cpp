@@ -175,6 +175,31 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       default: return rows * cols;
     }
   };
+  // The share of DRAM's channels that the cores' concurrent tile loads of an operand reach: each load's
+  // rows of contiguous bytes (run_bytes, stride_bytes apart) cover interleave blocks that repeat on the same
+  // channels when the stride is a multiple of channels x interleave, and the cores' loads lie core_shift_bytes
+  // apart (a linear layer's weight, [N, K] read in K tiles of 256 bytes, keeps every request of every core
+  // on one channel at a time). The loads get that share of the bandwidth.
+  const auto channel_share = [&](int64_t rows, int64_t run_bytes, int64_t stride_bytes, int64_t core_shift_bytes, int64_t cores_) {
+    const int64_t channels = config.dram.channels, interleave = config.dram.interleave_bytes;
+    if (channels <= 1 || rows <= 0 || run_bytes <= 0 || stride_bytes % interleave != 0 || core_shift_bytes % interleave != 0) return 1.0;
+    const int64_t run_blocks = std::min<int64_t>(channels, (run_bytes + interleave - 1) / interleave);
+    const int64_t step = (stride_bytes / interleave) % channels, shift = (core_shift_bytes / interleave) % channels;
+    std::vector<bool> reached(size_t(channels), false);
+    for (int64_t core = 0; core < std::min<int64_t>(cores_, channels); ++core)
+      for (int64_t r = 0; r < std::min<int64_t>(rows, channels); ++r)
+        for (int64_t j = 0; j < run_blocks; ++j) reached[size_t((core * shift + r * step + j) % channels)] = true;
+    return double(std::count(reached.begin(), reached.end(), true)) / double(channels);
+  };
+  // A tile of rows x cols of an operand as its loads see it (rows in memory, their bytes, their stride), with
+  // the cores `tile_step` elements apart along the operand's second dim (B's columns: the cores work on
+  // neighbouring columns of tiles) or its first (A's rows, when they work on different rows of tiles).
+  const auto tile_share = [&](const Matrix& mx, int64_t rows, int64_t cols, int64_t row_step, int64_t col_step, int64_t cores_) {
+    const int64_t shift = (row_step * mx.row_stride + col_step * mx.col_stride) * mx.esize;
+    if (mx.col_stride == 1) return channel_share(rows, cols * mx.esize, mx.row_stride * mx.esize, shift, cores_);
+    if (mx.transposed()) return channel_share(cols, rows * mx.esize, mx.col_stride * mx.esize, shift, cores_);
+    return 1.0;  // element DMA: its own costs
+  };
   // Tile sizes and the A panel: the fastest by an estimate of time, over the shapes whose buffers fit.
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
@@ -205,11 +230,17 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           // DRAM bytes: A once per tile (once per row of tiles with a panel), B once per tile, C once.
           // (A core that takes part of a row of tiles loads its panel too: up to one more per core.)
           const double a_reads = with_panel ? double(std::min(tiles_, batch * m_tiles_ + config.num_cores - 1)) : double(tiles_);
-          const double bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e) +
-                               double(tiles_) * double(k) * double(std::min(TN, n)) * double(e) + double(batch * m * n * eo);
+          const double a_bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e);
+          const double b_bytes = double(tiles_) * double(k) * double(std::min(TN, n)) * double(e);
+          const double bytes = a_bytes + b_bytes + double(batch * m * n * eo);
+          // (what the loads take at the channels they reach)
+          const int64_t concurrent = std::min<int64_t>(config.num_cores, tiles_);
+          const double a_share = tile_share(am, TM, TK, n_tiles_ >= concurrent ? 0 : TM, 0, n_tiles_ >= concurrent ? 1 : concurrent);
+          const double b_share = tile_share(bm, TK, TN, 0, TN, std::min<int64_t>(concurrent, n_tiles_));
+          const double dram_cycles = (a_bytes / a_share + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
           const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k, k_steps);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
-          const double estimate = std::max(bytes / dram_bytes_per_cycle, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
+          const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
           // Ties (compute-bound shapes) go to the fewer DRAM bytes.
           if (tm == 0 || estimate < best || (estimate == best && bytes < best_bytes))
             best = estimate, best_bytes = bytes, tm = TM, tn = TN, tk = TK, panel = with_panel;
