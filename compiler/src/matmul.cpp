@@ -192,10 +192,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     return double(std::count(reached.begin(), reached.end(), true)) / double(channels);
   };
   // A tile of rows x cols of an operand as its loads see it (rows in memory, their bytes, their stride), with
-  // the cores `tile_step` elements apart along the operand's second dim (B's columns: the cores work on
-  // neighbouring columns of tiles) or its first (A's rows, when they work on different rows of tiles).
-  const auto tile_share = [&](const Matrix& mx, int64_t rows, int64_t cols, int64_t row_step, int64_t col_step, int64_t cores_) {
-    const int64_t shift = (row_step * mx.row_stride + col_step * mx.col_stride) * mx.esize;
+  // the cores col_step columns apart (the cores work on neighbouring columns of tiles).
+  const auto tile_share = [&](const Matrix& mx, int64_t rows, int64_t cols, int64_t col_step, int64_t cores_) {
+    const int64_t shift = col_step * mx.col_stride * mx.esize;
     if (mx.col_stride == 1) return channel_share(rows, cols * mx.esize, mx.row_stride * mx.esize, shift, cores_);
     if (mx.transposed()) return channel_share(cols, rows * mx.esize, mx.col_stride * mx.esize, shift, cores_);
     return 1.0;  // element DMA: its own costs
@@ -234,10 +233,11 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const double b_bytes = double(tiles_) * double(k) * double(std::min(TN, n)) * double(e);
           const double bytes = a_bytes + b_bytes + double(batch * m * n * eo);
           // (what the loads take at the channels they reach)
-          const int64_t concurrent = std::min<int64_t>(config.num_cores, tiles_);
-          const double a_share = tile_share(am, TM, TK, n_tiles_ >= concurrent ? 0 : TM, 0, n_tiles_ >= concurrent ? 1 : concurrent);
-          const double b_share = tile_share(bm, TK, TN, 0, TN, std::min<int64_t>(concurrent, n_tiles_));
-          const double dram_cycles = (a_bytes / a_share + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
+          // (B's loads only: A's tiles are few and shared by the cores of a row of tiles, and counting their
+          // channels too chose tiles that ran slower, GPT-2's query-key-value projection among them)
+          const int64_t concurrent = std::min<int64_t>({int64_t{config.num_cores}, tiles_, n_tiles_});
+          const double b_share = tile_share(bm, TK, TN, TN, concurrent);
+          const double dram_cycles = (a_bytes + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
           const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k, k_steps);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
