@@ -232,9 +232,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const double a_bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e);
           const double b_bytes = double(tiles_) * double(k) * double(std::min(TN, n)) * double(e);
           const double bytes = a_bytes + b_bytes + double(batch * m * n * eo);
-          // (what the loads take at the channels they reach)
-          // (B's loads only: A's tiles are few and shared by the cores of a row of tiles, and counting their
-          // channels too chose tiles that ran slower, GPT-2's query-key-value projection among them)
+          // B's loads at the channels they reach (only B's: A's tiles are few and shared by the cores of a row
+          // of tiles, and counting their channels too chose tiles that ran slower, GPT-2's qkv projection's)
           const int64_t concurrent = std::min<int64_t>({int64_t{config.num_cores}, tiles_, n_tiles_});
           const double b_share = tile_share(bm, TK, TN, TN, concurrent);
           const double dram_cycles = (a_bytes + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
