@@ -477,7 +477,8 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const auto v2 = [&](Opcode opcode, int64_t bc_mode, Reg dst, Reg a, Reg b, Reg rows, Reg cols) {
     pb.emit(opcode, {f32, bc_mode, dst.index, a.index, b.index, rows.index, cols.index});
   };
-  const auto to_tc_dtype = [&](Reg dst, Reg src, Reg rows, Reg cols) {  // also to the output dtype: the same
+  // f32 to q's dtype: the output's, and (unless f32 is split into parts) the tensor core's input dtype.
+  const auto to_q_dtype = [&](Reg dst, Reg src, Reg rows, Reg cols) {
     if (dtype == DType::F32) v1(Opcode::V_MOV, dst, src, rows, cols);
     else pb.emit(Opcode::V_CVT, {dt, f32, dst.index, src.index, rows.index, cols.index});
   };
@@ -569,7 +570,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   // P from the scores: in the tensor core's dtype, or split into its parts (l0 free here).
   const auto make_p = [&] {
     slot_address(p_at, lay.p, lay.p_bytes, slot);
-    if (!split) return to_tc_dtype(p_at, s_at, mt, nt);
+    if (!split) return to_q_dtype(p_at, s_at, mt, nt);
     pb.li(l0, lay.temp);
     emit_f32_split(pb, parts, s_at, p_at, lay.p_part_bytes, l0, mt, nt);
   };
@@ -649,7 +650,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   if (has_mask) pb.li(l1, lay.smallest), v2(Opcode::V_MAX, kScalar, tmp, tmp, l1, mt, one);
   v2(Opcode::V_DIV, kCol, l0, l0, tmp, mt, tmp2);
   slot_address(l1, lay.out, lay.out_bytes, islot);
-  to_tc_dtype(l1, l0, mt, tmp2);
+  to_q_dtype(l1, l0, mt, tmp2);
   pb.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
   pb.emit(Opcode::WAIT, {engine_of(ch_out), OUT_FULL});
   row_address(l2, out_sym, oo, q0, e);
