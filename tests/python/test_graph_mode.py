@@ -227,12 +227,18 @@ def test_grouped_query_attention_runs_fused_with_k_and_v_never_repeated(dtype, t
         dict(attn_mask=hidden),  # one mask for all
         dict(attn_mask=torch.randn(2, 1, 12, 20).to(dtype)),  # per batch element, shared by the heads
         dict(attn_mask=torch.randn(2, 8, 12, 20).to(dtype)),  # per query head
+        # q in transformers' [B, L, H, D] layout: three batch strides, one more than the kernel walks,
+        # so q is copied dense first (the first version fell back to gemms that fell back to the CPU)
+        dict(is_causal=True, q_layout="blhd"),
     ]
     for kwargs in cases:
+        q_layout = kwargs.pop("q_layout", "bhld")
         q = torch.randn(2, 8, 12, 16, dtype=dtype, requires_grad=True)
         k, v = (torch.randn(2, 2, 20, 16, dtype=dtype, requires_grad=True) for _ in range(2))
         if kwargs.get("is_causal"):
             q = torch.randn(2, 8, 20, 16, dtype=dtype, requires_grad=True)
+        if q_layout == "blhd":
+            q = torch.randn(2, 20, 8, 16, dtype=dtype).transpose(1, 2).requires_grad_()
         reference = [t.detach().double().requires_grad_() for t in (q, k, v)]
         mask = kwargs.get("attn_mask")
         ref_kwargs = dict(kwargs, attn_mask=mask if mask is None or mask.dtype == torch.bool else mask.double())

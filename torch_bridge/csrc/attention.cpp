@@ -151,9 +151,7 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   // The fused kernel takes an additive mask (f32 or q's dtype; a bool mask becomes 0 / -inf in f32) as
   // it is, broadcast dims and all, and gives zeros where a query's keys are all masked, as PyTorch does.
   const std::optional<at::Tensor> fused_mask = mask ? std::optional<at::Tensor>(additive(*mask)) : std::nullopt;
-  // (allocated in q's order, so that the kernel writes it there: no copy after it)
-  at::Tensor out = q.is_contiguous() ? new_npu(shape, q.scalar_type()) : new_npu_in_order_of(shape, q.scalar_type(), q);
-  const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in) {
+  const auto fused = [&](const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, const at::Tensor& out) {
     std::vector<at::Tensor> inputs = {q_in, k_in, v_in};
     if (fused_mask) inputs.push_back(*fused_mask);
     const auto make_op = [&] {
@@ -165,16 +163,20 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
     };
     return try_run(make_op, inputs, out);
   };
-  // The kernel walks up to two batch dims (batch and heads laid out apart too) and reads heads in place.
-  if (fused(q, k, v)) return laid_out(out);
+  // The kernel walks up to two batch dims (batch and heads laid out apart too) and reads heads in place;
+  // it writes the output in q's order itself, so that no copy follows.
+  at::Tensor out = q.is_contiguous() ? new_npu(shape, q.scalar_type()) : new_npu_in_order_of(shape, q.scalar_type(), q);
+  if (fused(q, k, v, out)) return laid_out(out);
   // Else batch and head dims that do not merge into one stride (heads interleaved with the sequence,
-  // B and H > 1) are copied contiguous on the chip: the gemms need one batch stride.
+  // B and H > 1; or grouped-query attention's three batch dims with q's heads laid out apart) are
+  // copied contiguous on the chip, and the output is written dense, then copied into q's layout.
   const at::Tensor qm = batch_dims_merge(q) ? q : q.contiguous(), km = batch_dims_merge(k) ? k : k.contiguous(),
                    vm = batch_dims_merge(v) ? v : v.contiguous();
   const bool copied = !qm.is_same(q) || !km.is_same(k) || !vm.is_same(v);
-  if (copied && fused(qm, km, vm)) return laid_out(out);
+  const at::Tensor dense_out = out.is_contiguous() ? out : new_npu(shape, q.scalar_type());
+  if (copied && fused(qm, km, vm, dense_out)) return laid_out(dense_out);
   if (qm.stride(-1) != 1 || km.stride(-1) != 1 || vm.stride(-1) != 1) {  // the kernel reads head dims contiguous
-    if (fused(qm.contiguous(), km.contiguous(), vm.contiguous())) return laid_out(out);
+    if (fused(qm.contiguous(), km.contiguous(), vm.contiguous(), dense_out)) return laid_out(dense_out);
   }
   // Where it declines: gemm (the mask in its epilogue), softmax, gemm, the last straight into q's layout.
   const at::Tensor p = probabilities(qm, km, is_causal, scale, fused_mask ? &*fused_mask : nullptr);
