@@ -86,7 +86,9 @@ at::Tensor elementwise_chain_cpu(const std::vector<at::Tensor>& inputs, const st
   return results.back().expand(broadcast_shape(inputs)).contiguous();
 }
 
-at::Tensor elementwise_chain_npu(const std::vector<at::Tensor>& inputs, const std::string& chain) {
+}  // namespace
+
+at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::string& chain) {
   const std::vector<ChainStep> steps = parsed(inputs, chain);
   const std::vector<int64_t> shape = broadcast_shape(inputs);
   std::vector<at::Tensor> on_device;
@@ -106,10 +108,8 @@ at::Tensor elementwise_chain_npu(const std::vector<at::Tensor>& inputs, const st
   return elementwise_chain_cpu(on_cpu, chain).to(out.device());
 }
 
-}  // namespace
-
 TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain) -> Tensor"); }
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("elementwise_chain", elementwise_chain_cpu); }
-TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain_npu); }
+TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain); }
 
 }  // namespace npusim

@@ -85,6 +85,9 @@ at::Tensor& into(const at::Tensor& result, at::Tensor& out);
 at::Tensor index_words(const at::Tensor& index);
 // Raises an IndexError, as the CPU does, when an index lies outside [0, size) (checked on the chip).
 void check_index_range(const at::Tensor& index, int64_t size, const char* op);
+// npusim::elementwise_chain on npu tensors: the steps of `chain` (compiler/op.h's text form, e.g.
+// "mul(in0, 0.5); tanh(%0)") as one kernel over inputs of one dtype, broadcast to one shape.
+at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::string& chain);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.

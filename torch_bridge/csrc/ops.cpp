@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <numeric>
 #include <limits>
 #include <cmath>
 #include <cstring>
@@ -362,6 +363,20 @@ at::Tensor isnan(const at::Tensor& self) {
   if (!at::isFloatingType(self.scalar_type())) return at::zeros(self.sizes(), self.options().dtype(at::kBool));
   return at::ne(self, self);
 }
+// nan_to_num: NaN, +inf and -inf replaced by the select kernel (by default with 0 and the dtype's
+// largest and lowest finite values); integers hold none of them.
+at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+  if (!chip_float(self) || self.numel() == 0)
+    return on_cpu("aten::nan_to_num", [&] { return at::nan_to_num(cpu(self), nan, posinf, neginf); });
+  const double largest = self.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::max())
+                         : self.scalar_type() == at::kHalf ? double(std::numeric_limits<c10::Half>::max())
+                                                           : double(std::numeric_limits<c10::BFloat16>::max());
+  const auto value = [&](double v) { return at::scalar_tensor(v, at::TensorOptions().dtype(self.scalar_type())); };
+  const double infinity = std::numeric_limits<double>::infinity();
+  at::Tensor result = at::where(at::ne(self, self), value(nan.value_or(0.0)), self);
+  result = at::where(at::eq(self, infinity), value(posinf.value_or(largest)), result);
+  return at::where(at::eq(self, -infinity), value(neginf.value_or(-largest)), result);
+}
 // clamp(x, min, max) = minimum(maximum(x, min), max), after type promotion (a NaN stays NaN; min > max gives max).
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
   at::Tensor result = self;
@@ -489,6 +504,20 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
   const bool sum_or_mean = kind == OpKind::SUM || kind == OpKind::MEAN;
   const bool dtype_ok = result_type == self.scalar_type() ||
                         (sum_or_mean && result_type == at::kFloat && (self.scalar_type() == at::kBFloat16 || self.scalar_type() == at::kHalf));
+  if (all_dims && self.dim() >= 1 && self.numel() > 0 && dtype_ok && (!self.is_contiguous() || keepdim)) {
+    // Every element, in any order: a dense tensor's dims permuted into memory order (a view), another
+    // one copied dense on the chip first; then the contiguous case below, and keepdim's shape.
+    at::Tensor flat;
+    if (self.is_non_overlapping_and_dense()) {
+      std::vector<int64_t> order(size_t(self.dim()));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return self.stride(x) > self.stride(y); });
+      flat = self.permute(order);
+    }
+    flat = flat.defined() && flat.is_contiguous() ? flat.view({-1}) : self.contiguous().view({-1});
+    const at::Tensor result = reduce_last(kind, name, flat, dims, false, dtype, reference);
+    return keepdim ? result.reshape(std::vector<int64_t>(size_t(self.dim()), 1)) : result;
+  }
   if (all_dims && self.dim() >= 1 && self.is_contiguous() && !keepdim && dtype_ok) {
     // Every element: a contiguous tensor is one row, which one core would walk. A long one is cut
     // into rows for all the cores first, whose results (sums and means in f32) one more launch reduces.
@@ -609,6 +638,11 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
       self.numel() * (self.scalar_type() == at::kBool ? 1 : 255) < (int64_t{1} << 24))
     return sum_dim(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
+}
+// nansum: NaNs made zeros by the select kernel, then the sum (integers hold no NaN).
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+  if (!at::isFloatingType(self.scalar_type())) return sum_dim(self, dims, keepdim, dtype);
+  return sum_dim(at::where(at::isnan(self), at::zeros({}, self.options().device(at::kCPU)), self), dims, keepdim, dtype);
 }
 at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
   return reduce_last(OpKind::MEAN, "aten::mean.dim", self, dims, keepdim, dtype, [&] { return at::mean(cpu(self), dims, keepdim, dtype); });
@@ -864,6 +898,13 @@ at::Tensor& all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::T
 at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, at::Tensor& out) {
   return into(npusim::all_dims(self, dims, keepdim), out);
 }
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf,
+                           at::Tensor& out) {
+  return into(npusim::nan_to_num(self, nan, posinf, neginf), out);
+}
+// any() / all() of every element.
+at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::any_dims(self, std::nullopt, false), out); }
+at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::all_dims(self, std::nullopt, false), out); }
 at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::isneginf(self), out); }
 at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max, at::Tensor& out) {
   return into(npusim::clamp(self, min, max), out);
@@ -1016,6 +1057,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax", softmax);
   m.impl("_log_softmax", log_softmax);
   m.impl("sum.dim_IntList", sum_dim);
+  m.impl("nansum", nansum);
   m.impl("mean.dim", mean_dim);
   m.impl("amax", amax);
   m.impl("amin", amin);
@@ -1025,9 +1067,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.out", all_dim_out);
   m.impl("all.dims", all_dims);
   m.impl("all.dims_out", all_dims_out);
+  m.impl("any.all_out", any_all_out);
+  m.impl("all.all_out", all_all_out);
   m.impl("isneginf", isneginf);
   m.impl("isneginf.out", isneginf_out);
   m.impl("isnan", isnan);
+  m.impl("nan_to_num", nan_to_num);
+  m.impl("nan_to_num.out", nan_to_num_out);
   m.impl("clamp.out", clamp_out);
   m.impl("logical_and.out", logical_and_out);
   m.impl("logical_or.out", logical_or_out);

@@ -55,12 +55,24 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return torch.ops.npusim.layer_norm(x, weight, bias, eps), mean.to(x.dtype), rstd.to(x.dtype)
 
 
+# Elementwise ops whose npu kernels are compositions of elementwise, comparison and select kernels
+# (torch_bridge/csrc/activations.cpp): in a graph their decompositions fuse with the ops around them
+# into one chain (GPT-2's GELU backward, tanh's backward included: 13 ops, one kernel), so they are
+# decomposed even though eager mode has kernels for them.
+COMPOSED_ELEMENTWISE = {
+    aten.tanh_backward, aten.sigmoid_backward, aten.hardswish, aten.hardswish_backward, aten.hardsigmoid,
+    aten.hardsigmoid_backward, aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
+    aten.elu, aten.elu_backward, aten.softplus, aten.softplus_backward, aten.mish, aten.log_sigmoid_forward,
+    aten.log_sigmoid_backward, aten.mse_loss, aten.mse_loss_backward, aten.clamp_min, aten.clamp_max, aten.nan_to_num,
+}
+
+
 def decompositions() -> dict:
     """Core ATen's decompositions, except for the ops the chip runs whole."""
     table = {}
     for op, fn in torch._decomp.core_aten_decompositions().items():
         try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1") and op.overloadpacket not in COMPOSED_ELEMENTWISE:
                 continue
         except (AttributeError, RuntimeError):
             pass

@@ -1,0 +1,141 @@
+"""Activation functions, their gradients, and the small ops of real models' training loops
+(causal masks, regression losses, whole-tensor reductions) on the npu: every one against the
+CPU, forward and backward, in f32 and bf16, with no CPU fallback.
+
+Tolerances: f32 as torch.testing's defaults (rtol 1.3e-6, atol 1e-5): the chip computes ATen's
+formulas in f32, with log(1 + y) and exp(y) - 1 where ATen calls log1p and expm1 (the vector unit
+has neither: an absolute error of a few f32 ulps of 1); bf16 rtol 1.6e-2 and atol 1e-2 as in
+test_opinfo.py (one rounding to bf16 of the f32 result, against the CPU's own bf16 kernels).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import npusim  # noqa: F401
+
+NPU = torch.device("npu")
+TOLERANCE = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
+
+
+def launched(before):
+    return {name: n - before.get(name, 0) for name, n in npusim.kernel_stats().items() if n != before.get(name, 0)}
+
+
+def fallbacks_since(before):
+    return {name: n - before.get(name, 0) for name, n in npusim.fallback_stats().items() if n != before.get(name, 0)}
+
+
+def check_forward_and_backward(f, x, dtype):
+    """f on the CPU and on the npu, its output and its input's gradient compared; no fallback."""
+    x_cpu = x.to(dtype).clone().requires_grad_()
+    x_npu = x.to(dtype).to(NPU).detach().requires_grad_()
+    before = dict(npusim.fallback_stats())
+    y_cpu, y_npu = f(x_cpu), f(x_npu)
+    grad = torch.randn(y_cpu.shape).to(dtype)
+    y_cpu.backward(grad)
+    y_npu.backward(grad.to(NPU))
+    assert fallbacks_since(before) == {}
+    torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), **TOLERANCE[dtype])
+    torch.testing.assert_close(x_npu.grad.cpu(), x_cpu.grad, **TOLERANCE[dtype])
+
+
+ACTIVATIONS = {
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "hardtanh": lambda x: F.hardtanh(x, -2.5, 1.5),
+    "relu6": F.relu6,
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+    "elu": F.elu,
+    "selu": F.selu,
+    "celu": lambda x: F.celu(x, 0.7),
+    "softplus": lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+    "mish": F.mish,
+    "logsigmoid": F.logsigmoid,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activations_and_their_gradients_run_on_the_chip(name, dtype):
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 37) * 4
+    # The ends of every branch: hardswish's and hardsigmoid's +-3, relu6's 0 and 6, hardtanh's bounds,
+    # and values past softplus's threshold (x * beta > 5).
+    x[0, 0, :9] = torch.tensor([-3.0, 3.0, 0.0, 6.0, -2.5, 1.5, 2.5, 2.6, -20.0])
+    check_forward_and_backward(ACTIVATIONS[name], x, dtype)
+
+
+def test_an_activation_backward_in_f32_is_one_kernel():
+    # GPT-2's gelu_new (tanh form written out) trains through tanh's backward: g * (1 - y * y)
+    # as one elementwise chain, not three kernels and not the CPU.
+    y = torch.randn(64, 64).tanh().to(NPU)
+    grad = torch.randn(64, 64).to(NPU)
+    before = dict(npusim.kernel_stats())
+    result = torch.ops.aten.tanh_backward(grad, y)
+    assert launched(before) == {"elementwise_chain": 1}
+    torch.testing.assert_close(result.cpu(), torch.ops.aten.tanh_backward(grad.cpu(), y.cpu()), **TOLERANCE[torch.float32])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_losses_built_on_the_new_ops_train_on_the_chip(dtype):
+    torch.manual_seed(1)
+    x = torch.randn(6, 33) * 3
+    target = torch.randn(6, 33)
+    for reduction in ("mean", "sum", "none"):
+        check_forward_and_backward(lambda t: F.mse_loss(t, target.to(t.device, t.dtype), reduction=reduction), x, dtype)
+    check_forward_and_backward(lambda t: F.binary_cross_entropy_with_logits(t, target.sigmoid().to(t.device, t.dtype)), x, dtype)
+    check_forward_and_backward(lambda t: F.normalize(t, dim=-1), x, dtype)  # clamp_min of the norms
+    check_forward_and_backward(lambda t: F.cosine_similarity(t, target.to(t.device, t.dtype)), x, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_tril_and_triu_run_on_the_chip_for_masks_and_values(dtype):
+    x = (torch.randn(2, 3, 7, 9) * 5).to(dtype)
+    before = dict(npusim.fallback_stats())
+    xn = x.to(NPU)
+    for diagonal in (0, 1, -2, 20, -20):
+        assert torch.equal(xn.tril(diagonal).cpu(), x.tril(diagonal))
+        assert torch.equal(xn.triu(diagonal).cpu(), x.triu(diagonal))
+    y = xn.clone()
+    y.tril_(-1)  # in place, through the out= kernel
+    assert torch.equal(y.cpu(), x.tril(-1))
+    # a causal mask as models make it
+    causal = torch.ones(5, 5, dtype=torch.bool, device=NPU).tril()
+    assert torch.equal(causal.cpu(), torch.ones(5, 5, dtype=torch.bool).tril())
+    assert fallbacks_since(before) == {}
+
+
+def test_whole_tensor_reductions_of_any_layout_stay_on_the_chip():
+    torch.manual_seed(3)
+    x = torch.randn(6, 7, 40)
+    x[1, 2, 3] = float("nan")
+    views = [
+        lambda t: t.transpose(0, 2),  # dense, permuted: no copy
+        lambda t: t[:, ::2],  # strided: copied dense on the chip first
+        lambda t: t.permute(2, 0, 1)[3:],
+    ]
+    before = dict(npusim.fallback_stats())
+    for view in views:
+        host, device = view(x), view(x.to(NPU))
+        torch.testing.assert_close(device.nansum().cpu(), host.nansum())
+        clean_host, clean_device = host.nan_to_num(0.0), view(x.nan_to_num(0.0).to(NPU))
+        torch.testing.assert_close(clean_device.sum().cpu(), clean_host.sum())
+        torch.testing.assert_close(clean_device.mean().cpu(), clean_host.mean())
+        assert torch.equal(clean_device.amax().cpu(), clean_host.amax())
+        assert torch.equal(clean_device.amin(dim=(), keepdim=True).cpu(), clean_host.amin(dim=(), keepdim=True))
+        torch.testing.assert_close(clean_device.sum(dim=(), keepdim=True).cpu(), clean_host.sum(dim=(), keepdim=True))
+    assert fallbacks_since(before) == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_nan_to_num_and_whole_tensor_any_and_all_run_on_the_chip(dtype):
+    x = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), -2.0, 0.0]).to(dtype)
+    before = dict(npusim.fallback_stats())
+    xn = x.to(NPU)
+    for kwargs in ({}, dict(nan=1.5, posinf=7.0, neginf=-9.0)):
+        assert torch.equal(xn.nan_to_num(**kwargs).cpu(), x.nan_to_num(**kwargs))  # defaults: the dtype's finite extremes
+    for mask in (x > 0, x > 5, x == x, x.isnan(), torch.ones(3, 4, dtype=torch.bool).transpose(0, 1)):
+        assert torch.equal(mask.to(NPU).any().cpu(), mask.any()) and torch.equal(mask.to(NPU).all().cpu(), mask.all())
+    assert fallbacks_since(before) == {}

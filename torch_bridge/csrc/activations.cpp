@@ -1,0 +1,382 @@
+// Activation functions, their gradients and the small elementwise ops of
+// training loops that the vector unit has no one instruction for, composed of
+// the chip's kernels with the formulas of ATen's CPU kernels:
+//
+//   tanh'             g * (1 - y * y)                  sigmoid'   g * (1 - y) * y
+//   hardsigmoid       min(max(x + 3, 0), 6) / 6        hardswish  x * min(max(x + 3, 0), 6) / 6
+//   hardtanh, relu6   clamp(x, min, max)               leaky_relu x > 0 ? x : x * slope
+//   elu               x <= 0 ? (exp(x * s_in) - 1) * alpha * scale : x * scale
+//   softplus          x * beta > threshold ? x : log(1 + exp(x * beta)) / beta
+//   mish              x * tanh(log(1 + exp(x)))        log_sigmoid min(x, 0) - log(1 + exp(-|x|))
+//   clamp_min/max     maximum / minimum                mse_loss   (x - y)^2, its mean or sum
+//   and each one's gradient by ATen's formula.
+//
+// The arithmetic of each branch runs in f32 as one elementwise chain and is
+// rounded once to the result's dtype, as ATen's CPU kernels compute bf16 and
+// f16 (in f32, their opmath type); branches are chosen by the comparison and
+// select kernels, with ATen's comparisons (a NaN takes the branch ATen's
+// ternary gives it). Where ATen calls log1p or expm1 the chain computes
+// log(1 + y) or exp(y) - 1 (the vector unit has neither): the same to within
+// a few f32 ulps of 1 in absolute terms, which is the tolerance the tests use
+// (results near zero lose relative precision). Integer and f64 tensors and
+// empty ones go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+// Every tensor a chip float on the npu, of one dtype, and none empty.
+bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
+  const at::ScalarType dtype = (*tensors.begin())->scalar_type();
+  for (const at::Tensor* t : tensors)
+    if (!chip_float(*t) || t->scalar_type() != dtype || t->numel() == 0) return false;
+  return true;
+}
+
+// A constant in a chain's text, with every digit a double has.
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+// The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`.
+at::Tensor f32_chain(const std::string& chain, std::vector<at::Tensor> inputs, at::ScalarType dtype) {
+  for (at::Tensor& t : inputs) t = as_f32(t);
+  const at::Tensor result = elementwise_chain(inputs, chain);
+  return result.scalar_type() == dtype ? result : result.to(dtype);
+}
+
+// A scalar operand of the select kernel: 0-dim, on the host, of `dtype`.
+at::Tensor constant(double value, at::ScalarType dtype) { return at::scalar_tensor(value, at::TensorOptions().dtype(dtype)); }
+
+// The CPU result of `compute`, moved back, counted.
+constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 of one dtype";
+template <typename F>
+at::Tensor on_cpu(const char* op, F compute) {
+  note_cpu_fallback(op, kNotOnChip);
+  return compute().to(at::Device(kNpu, 0));
+}
+
+// ---- tanh, sigmoid --------------------------------------------------------------
+
+at::Tensor npu_tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
+  if (on_chip({&grad, &y})) return f32_chain("mul(in1, in1); sub(1, %0); mul(in0, %1)", {grad, y}, grad.scalar_type());
+  return on_cpu("aten::tanh_backward", [&] { return at::tanh_backward(grad.cpu(), y.cpu()); });
+}
+at::Tensor& npu_tanh_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) { return into(npu_tanh_backward(grad, y), out); }
+
+at::Tensor npu_sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
+  if (on_chip({&grad, &y})) return f32_chain("sub(1, in1); mul(in0, %0); mul(%1, in1)", {grad, y}, grad.scalar_type());
+  return on_cpu("aten::sigmoid_backward", [&] { return at::sigmoid_backward(grad.cpu(), y.cpu()); });
+}
+at::Tensor& npu_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
+  return into(npu_sigmoid_backward(grad, y), out);
+}
+
+// ---- hardsigmoid, hardswish, hardtanh --------------------------------------------
+
+at::Tensor npu_hardsigmoid(const at::Tensor& x) {
+  if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); div(%2, 6)", {x}, x.scalar_type());
+  return on_cpu("aten::hardsigmoid", [&] { return at::hardsigmoid(x.cpu()); });
+}
+at::Tensor& npu_hardsigmoid_out(const at::Tensor& x, at::Tensor& out) { return into(npu_hardsigmoid(x), out); }
+
+// (x > -3 && x < 3) ? g / 6 : 0, the sixth a float constant as ATen's.
+at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
+  if (on_chip({&grad, &x})) {
+    const at::Tensor inside = at::logical_and(at::gt(x, -3), at::lt(x, 3));
+    const at::Tensor sixth = f32_chain("mul(in0, " + number(double(1.0f / 6.0f)) + ")", {grad}, grad.scalar_type());
+    return at::where(inside, sixth, constant(0, grad.scalar_type()));
+  }
+  return on_cpu("aten::hardsigmoid_backward", [&] { return at::hardsigmoid_backward(grad.cpu(), x.cpu()); });
+}
+at::Tensor& npu_hardsigmoid_backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& out) {
+  return into(npu_hardsigmoid_backward(grad, x), out);
+}
+
+at::Tensor npu_hardswish(const at::Tensor& x) {
+  if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); mul(in0, %2); div(%3, 6)", {x}, x.scalar_type());
+  return on_cpu("aten::hardswish", [&] { return at::hardswish(x.cpu()); });
+}
+at::Tensor& npu_hardswish_(at::Tensor& x) { return into(npu_hardswish(x), x); }
+at::Tensor& npu_hardswish_out(const at::Tensor& x, at::Tensor& out) { return into(npu_hardswish(x), out); }
+
+// x <= -3 ? 0 : x < 3 ? g * (x / 3 + 0.5) : g
+at::Tensor npu_hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
+  if (on_chip({&grad, &x})) {
+    const at::Tensor ramp = f32_chain("div(in1, 3); add(%0, 0.5); mul(in0, %1)", {grad, x}, grad.scalar_type());
+    return at::where(at::le(x, -3), constant(0, grad.scalar_type()), at::where(at::lt(x, 3), ramp, grad));
+  }
+  return on_cpu("aten::hardswish_backward", [&] { return at::hardswish_backward(grad.cpu(), x.cpu()); });
+}
+
+at::Tensor npu_hardtanh(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
+  if (on_chip({&x})) return at::clamp(x, min, max);
+  return on_cpu("aten::hardtanh", [&] { return at::hardtanh(x.cpu(), min, max); });
+}
+at::Tensor& npu_hardtanh_(at::Tensor& x, const at::Scalar& min, const at::Scalar& max) { return into(npu_hardtanh(x, min, max), x); }
+at::Tensor& npu_hardtanh_out(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
+  return into(npu_hardtanh(x, min, max), out);
+}
+
+// (x <= min || x >= max) ? 0 : g
+at::Tensor npu_hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
+  if (on_chip({&grad, &x})) {
+    const at::Tensor outside = at::logical_or(at::le(x, min), at::ge(x, max));
+    return at::where(outside, constant(0, grad.scalar_type()), grad);
+  }
+  return on_cpu("aten::hardtanh_backward", [&] { return at::hardtanh_backward(grad.cpu(), x.cpu(), min, max); });
+}
+at::Tensor& npu_hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max,
+                                  at::Tensor& out) {
+  return into(npu_hardtanh_backward(grad, x, min, max), out);
+}
+
+// ---- leaky_relu, elu ---------------------------------------------------------------
+
+at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
+  if (on_chip({&x})) {
+    const at::Tensor sloped = f32_chain("mul(in0, " + number(slope.toDouble()) + ")", {x}, x.scalar_type());
+    return at::where(at::gt(x, 0), x, sloped);
+  }
+  return on_cpu("aten::leaky_relu", [&] { return at::leaky_relu(x.cpu(), slope); });
+}
+at::Tensor& npu_leaky_relu_out(const at::Tensor& x, const at::Scalar& slope, at::Tensor& out) { return into(npu_leaky_relu(x, slope), out); }
+
+at::Tensor npu_leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
+  if (on_chip({&grad, &x})) {
+    const at::Tensor sloped = f32_chain("mul(in0, " + number(slope.toDouble()) + ")", {grad}, grad.scalar_type());
+    return at::where(at::gt(x, 0), grad, sloped);
+  }
+  return on_cpu("aten::leaky_relu_backward",
+                [&] { return at::leaky_relu_backward(grad.cpu(), x.cpu(), slope, self_is_result); });
+}
+at::Tensor& npu_leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result,
+                                    at::Tensor& out) {
+  return into(npu_leaky_relu_backward(grad, x, slope, self_is_result), out);
+}
+
+// ATen's coefficients, in float: negcoef = alpha * scale, poscoef = scale, negiptcoef = input_scale.
+struct EluCoefficients {
+  std::string negative, positive, input;
+  EluCoefficients(const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale)
+      : negative(number(double(alpha.to<float>() * scale.to<float>()))),
+        positive(number(double(scale.to<float>()))),
+        input(number(double(input_scale.to<float>()))) {}
+};
+
+at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
+  if (on_chip({&x})) {
+    const EluCoefficients c(alpha, scale, input_scale);
+    const at::Tensor negative = f32_chain("mul(in0, " + c.input + "); exp(%0); sub(%1, 1); mul(%2, " + c.negative + ")", {x}, x.scalar_type());
+    const at::Tensor positive = f32_chain("mul(in0, " + c.positive + ")", {x}, x.scalar_type());
+    return at::where(at::le(x, 0), negative, positive);
+  }
+  return on_cpu("aten::elu", [&] { return at::elu(x.cpu(), alpha, scale, input_scale); });
+}
+at::Tensor& npu_elu_out(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, at::Tensor& out) {
+  return into(npu_elu(x, alpha, scale, input_scale), out);
+}
+
+// From the result (is_result): r <= 0 ? g * negiptcoef * (r + negcoef) : g * poscoef;
+// from the input: x <= 0 ? g * negiptcoef * negcoef * exp(x * negiptcoef) : g * poscoef.
+at::Tensor npu_elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale,
+                        bool is_result, const at::Tensor& self_or_result) {
+  if (on_chip({&grad, &self_or_result})) {
+    const EluCoefficients c(alpha, scale, input_scale);
+    const std::string chain = is_result ? "mul(in0, " + c.input + "); add(in1, " + c.negative + "); mul(%0, %1)"
+                                        : "mul(in0, " + c.input + "); mul(%0, " + c.negative + "); mul(in1, " + c.input +
+                                              "); exp(%2); mul(%1, %3)";
+    const at::Tensor negative = f32_chain(chain, {grad, self_or_result}, grad.scalar_type());
+    const at::Tensor positive = f32_chain("mul(in0, " + c.positive + ")", {grad}, grad.scalar_type());
+    return at::where(at::le(self_or_result, 0), negative, positive);
+  }
+  return on_cpu("aten::elu_backward", [&] {
+    return at::elu_backward(grad.cpu(), alpha, scale, input_scale, is_result, self_or_result.cpu());
+  });
+}
+at::Tensor& npu_elu_backward_out(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale,
+                             bool is_result, const at::Tensor& self_or_result, at::Tensor& out) {
+  return into(npu_elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result), out);
+}
+
+// ---- softplus, mish, log_sigmoid ---------------------------------------------------------
+
+// x * beta > threshold, the product in f32.
+at::Tensor above_threshold(const at::Tensor& x, const std::string& beta, const at::Scalar& threshold) {
+  return at::gt(f32_chain("mul(in0, " + beta + ")", {x}, at::kFloat), threshold);
+}
+
+at::Tensor npu_softplus(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
+  if (on_chip({&x})) {
+    const std::string b = number(double(beta.to<float>()));
+    const at::Tensor smooth = f32_chain("mul(in0, " + b + "); exp(%0); add(%1, 1); log(%2); div(%3, " + b + ")", {x}, x.scalar_type());
+    return at::where(above_threshold(x, b, threshold), x, smooth);
+  }
+  return on_cpu("aten::softplus", [&] { return at::softplus(x.cpu(), beta, threshold); });
+}
+at::Tensor& npu_softplus_out(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
+  return into(npu_softplus(x, beta, threshold), out);
+}
+
+// z = exp(x * beta): x * beta > threshold ? g : g * z / (z + 1)
+at::Tensor npu_softplus_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
+  if (on_chip({&grad, &x})) {
+    const std::string b = number(double(beta.to<float>()));
+    const at::Tensor smooth = f32_chain("mul(in1, " + b + "); exp(%0); mul(in0, %1); add(%1, 1); div(%2, %3)", {grad, x}, grad.scalar_type());
+    return at::where(above_threshold(x, b, threshold), grad, smooth);
+  }
+  return on_cpu("aten::softplus_backward", [&] { return at::softplus_backward(grad.cpu(), x.cpu(), beta, threshold); });
+}
+at::Tensor& npu_softplus_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold,
+                                  at::Tensor& out) {
+  return into(npu_softplus_backward(grad, x, beta, threshold), out);
+}
+
+at::Tensor npu_mish(const at::Tensor& x) {
+  if (on_chip({&x})) return f32_chain("exp(in0); add(%0, 1); log(%1); tanh(%2); mul(in0, %3)", {x}, x.scalar_type());
+  return on_cpu("aten::mish", [&] { return at::mish(x.cpu()); });
+}
+at::Tensor& npu_mish_out(const at::Tensor& x, at::Tensor& out) { return into(npu_mish(x), out); }
+
+// The buffer ATen's CPU kernel fills is not needed by the backward below: empty, as CUDA's.
+std::tuple<at::Tensor, at::Tensor> npu_log_sigmoid_forward(const at::Tensor& x) {
+  if (on_chip({&x})) {
+    const at::Tensor out = f32_chain("abs(in0); neg(%0); exp(%1); add(%2, 1); log(%3); minimum(in0, 0); sub(%5, %4)", {x}, x.scalar_type());
+    return {out, new_npu({0}, x.scalar_type())};
+  }
+  note_cpu_fallback("aten::log_sigmoid_forward", kNotOnChip);
+  auto [out, buffer] = at::log_sigmoid_forward(x.cpu());
+  return {to_npu(out), to_npu(buffer)};
+}
+std::tuple<at::Tensor&, at::Tensor&> npu_log_sigmoid_forward_out(const at::Tensor& x, at::Tensor& out, at::Tensor& buffer) {
+  auto [result, scratch] = npu_log_sigmoid_forward(x);
+  into(result, out);
+  into(scratch, buffer);
+  return {out, buffer};
+}
+
+// z = exp(-|x|): x < 0 ? g * (1 - z / (1 + z)) : g * (z / (1 + z))
+at::Tensor npu_log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& buffer) {
+  if (on_chip({&grad, &x})) {
+    const std::string share = "abs(in1); neg(%0); exp(%1); add(%2, 1); div(%2, %3); ";
+    const at::Tensor negative = f32_chain(share + "sub(1, %4); mul(in0, %5)", {grad, x}, grad.scalar_type());
+    const at::Tensor positive = f32_chain(share + "mul(in0, %4)", {grad, x}, grad.scalar_type());
+    return at::where(at::lt(x, 0), negative, positive);
+  }
+  return on_cpu("aten::log_sigmoid_backward", [&] {
+    // ATen's CPU kernel reads its own buffer: one made on the host for it.
+    return at::log_sigmoid_backward(grad.cpu(), x.cpu(), std::get<1>(at::log_sigmoid_forward(x.cpu())));
+  });
+}
+at::Tensor& npu_log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& buffer, at::Tensor& out) {
+  return into(npu_log_sigmoid_backward(grad, x, buffer), out);
+}
+
+// ---- clamp_min, clamp_max ------------------------------------------------------------
+
+// Bounds of x's float dtype (a bound of another dtype would promote): the maximum or minimum kernel.
+at::Tensor clamp_bound(const at::Tensor& x, const at::Tensor& bound, bool lower, const char* op) {
+  if (on_chip({&x}) && (bound.dim() == 0 || bound.scalar_type() == x.scalar_type()) && at::result_type(x, bound) == x.scalar_type())
+    return lower ? at::maximum(x, bound) : at::minimum(x, bound);
+  return on_cpu(op, [&] { return lower ? at::clamp_min(x.cpu(), bound.cpu()) : at::clamp_max(x.cpu(), bound.cpu()); });
+}
+at::Tensor& clamp_min_out(const at::Tensor& x, const at::Scalar& min, at::Tensor& out) {
+  return into(clamp_bound(x, at::scalar_tensor(min, at::TensorOptions().dtype(x.scalar_type())), true, "aten::clamp_min"), out);
+}
+at::Tensor& clamp_max_out(const at::Tensor& x, const at::Scalar& max, at::Tensor& out) {
+  return into(clamp_bound(x, at::scalar_tensor(max, at::TensorOptions().dtype(x.scalar_type())), false, "aten::clamp_max"), out);
+}
+at::Tensor& clamp_min_tensor_out(const at::Tensor& x, const at::Tensor& min, at::Tensor& out) {
+  return into(clamp_bound(x, min, true, "aten::clamp_min.Tensor"), out);
+}
+at::Tensor& clamp_max_tensor_out(const at::Tensor& x, const at::Tensor& max, at::Tensor& out) {
+  return into(clamp_bound(x, max, false, "aten::clamp_max.Tensor"), out);
+}
+
+// ---- mse_loss ---------------------------------------------------------------------------
+
+// (x - y)^2 rounded to x's dtype, then its mean or sum (accumulated in f32, rounded once), as the CPU does.
+at::Tensor npu_mse_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
+  if (on_chip({&x, &y})) {
+    const at::Tensor squares = f32_chain("sub(in0, in1); mul(%0, %0)", {x, y}, x.scalar_type());
+    if (reduction == at::Reduction::Mean) return at::mean(squares);
+    if (reduction == at::Reduction::Sum) return at::sum(squares);
+    return squares;
+  }
+  return on_cpu("aten::mse_loss", [&] { return at::mse_loss(x.cpu(), y.cpu(), reduction); });
+}
+at::Tensor& npu_mse_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, at::Tensor& out) {
+  return into(npu_mse_loss(x, y, reduction), out);
+}
+
+// norm * (x - y) * g, norm = 2 / N for the mean, else 2.
+at::Tensor npu_mse_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
+  if (on_chip({&grad, &x, &y})) {
+    const double norm = reduction == at::Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
+    return f32_chain("sub(in0, in1); mul(%0, " + number(norm) + "); mul(%1, in2)", {x, y, grad}, x.scalar_type());
+  }
+  return on_cpu("aten::mse_loss_backward", [&] { return at::mse_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction); });
+}
+at::Tensor& npu_mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction,
+                                  at::Tensor& out) {
+  return into(npu_mse_loss_backward(grad, x, y, reduction), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("tanh_backward", npu_tanh_backward);
+  m.impl("tanh_backward.grad_input", npu_tanh_backward_out);
+  m.impl("sigmoid_backward", npu_sigmoid_backward);
+  m.impl("sigmoid_backward.grad_input", npu_sigmoid_backward_out);
+  m.impl("hardsigmoid", npu_hardsigmoid);
+  m.impl("hardsigmoid.out", npu_hardsigmoid_out);
+  m.impl("hardsigmoid_backward", npu_hardsigmoid_backward);
+  m.impl("hardsigmoid_backward.grad_input", npu_hardsigmoid_backward_out);
+  m.impl("hardswish", npu_hardswish);
+  m.impl("hardswish_", npu_hardswish_);
+  m.impl("hardswish.out", npu_hardswish_out);
+  m.impl("hardswish_backward", npu_hardswish_backward);
+  m.impl("hardtanh", npu_hardtanh);
+  m.impl("hardtanh_", npu_hardtanh_);
+  m.impl("hardtanh.out", npu_hardtanh_out);
+  m.impl("hardtanh_backward", npu_hardtanh_backward);
+  m.impl("hardtanh_backward.grad_input", npu_hardtanh_backward_out);
+  m.impl("leaky_relu", npu_leaky_relu);
+  m.impl("leaky_relu.out", npu_leaky_relu_out);
+  m.impl("leaky_relu_backward", npu_leaky_relu_backward);
+  m.impl("leaky_relu_backward.grad_input", npu_leaky_relu_backward_out);
+  m.impl("elu", npu_elu);
+  m.impl("elu.out", npu_elu_out);
+  m.impl("elu_backward", npu_elu_backward);
+  m.impl("elu_backward.grad_input", npu_elu_backward_out);
+  m.impl("softplus", npu_softplus);
+  m.impl("softplus.out", npu_softplus_out);
+  m.impl("softplus_backward", npu_softplus_backward);
+  m.impl("softplus_backward.grad_input", npu_softplus_backward_out);
+  m.impl("mish", npu_mish);
+  m.impl("mish.out", npu_mish_out);
+  m.impl("log_sigmoid_forward", npu_log_sigmoid_forward);
+  m.impl("log_sigmoid_forward.output", npu_log_sigmoid_forward_out);
+  m.impl("log_sigmoid_backward", npu_log_sigmoid_backward);
+  m.impl("log_sigmoid_backward.grad_input", npu_log_sigmoid_backward_out);
+  m.impl("clamp_min.out", clamp_min_out);
+  m.impl("clamp_max.out", clamp_max_out);
+  m.impl("clamp_min.Tensor_out", clamp_min_tensor_out);
+  m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
+  m.impl("mse_loss", npu_mse_loss);
+  m.impl("mse_loss.out", npu_mse_loss_out);
+  m.impl("mse_loss_backward", npu_mse_loss_backward);
+  m.impl("mse_loss_backward.grad_input", npu_mse_loss_backward_out);
+}
+
+}  // namespace npusim

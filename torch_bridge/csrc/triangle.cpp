@@ -1,0 +1,46 @@
+// tril and triu on the npu: the select kernel keeps the elements on the kept
+// side of the diagonal (column - row <= diagonal for tril, >= for triu; the
+// positions from the iota kernel, compared as i32) and writes zeros elsewhere,
+// over any batch dims. Every chip dtype (bool masks included); int64 and f64
+// go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+bool chip_dtype(at::ScalarType t) {
+  return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool;
+}
+
+at::Tensor triangle(const at::Tensor& x, int64_t diagonal, bool lower) {
+  if (!on_npu(x) || x.dim() < 2 || x.numel() == 0 || !chip_dtype(x.scalar_type())) {
+    note_cpu_fallback(lower ? "aten::tril" : "aten::triu", "not a non-empty matrix of a chip dtype (int64 and f64 are not)");
+    return (lower ? at::tril(x.cpu(), diagonal) : at::triu(x.cpu(), diagonal)).to(x.device());
+  }
+  const at::TensorOptions positions = at::TensorOptions().dtype(at::kInt).device(x.device());
+  const int64_t rows = x.size(-2), cols = x.size(-1);
+  const at::Tensor offset = at::sub(at::arange(cols, positions).view({1, cols}), at::arange(rows, positions).view({rows, 1}));
+  // (a diagonal beyond the matrix keeps all or nothing: clamped into i32's range)
+  const int64_t bound = std::clamp<int64_t>(diagonal, -cols - rows, cols + rows);
+  const at::Tensor keep = lower ? at::le(offset, bound) : at::ge(offset, bound);
+  return at::where(keep, x, at::zeros({}, x.options().device(at::kCPU)));
+}
+
+at::Tensor tril(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }
+at::Tensor triu(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
+at::Tensor& tril_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, true), out); }
+at::Tensor& triu_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, false), out); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("tril", tril);
+  m.impl("triu", triu);
+  m.impl("tril.out", tril_out);
+  m.impl("triu.out", triu_out);
+}
+
+}  // namespace npusim
