@@ -1,0 +1,69 @@
+"""Resampling on the npu (nearest and bilinear upsampling, reflection and replication padding)
+and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
+
+Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's weights and every
+gradient are f32 sums in another order than the CPU's: f32 within torch.testing's defaults,
+bf16 within rtol 1.6e-2 / atol 1e-2 (test_opinfo.py's), the sums rounded once where the CPU's bf16
+padding gradients round after every add.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import npusim  # noqa: F401
+from test_activations import NPU, check_forward_and_backward, launched
+
+UPSAMPLINGS = [
+    dict(scale_factor=2),
+    dict(scale_factor=3),
+    dict(scale_factor=(2, 1)),
+    dict(size=(7, 10)),  # not a whole factor: gathers forward, matmuls backward
+    dict(scale_factor=1.7),
+    dict(size=(4, 3)),  # downsampling
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kwargs", UPSAMPLINGS, ids=[str(k) for k in UPSAMPLINGS])
+def test_nearest_upsampling_and_its_gradient_run_on_the_chip(kwargs, dtype):
+    torch.manual_seed(2)
+    x = torch.randn(2, 3, 5, 6)
+    check_forward_and_backward(lambda t: F.interpolate(t, **kwargs), x, dtype)
+    # The forward only moves values: exactly the CPU's.
+    assert torch.equal(F.interpolate(x.to(dtype).to(NPU), **kwargs).cpu(), F.interpolate(x.to(dtype), **kwargs))
+
+
+def test_a_whole_factor_upsampling_is_one_copy_kernel():
+    x = torch.randn(2, 4, 8, 8).to(NPU)
+    before = dict(npusim.kernel_stats())
+    F.interpolate(x, scale_factor=2)
+    assert launched(before) == {"copy": 1}
+
+
+
+RESAMPLINGS = {
+    "bilinear 2x": lambda t: F.interpolate(t, scale_factor=2, mode="bilinear"),
+    "bilinear align_corners": lambda t: F.interpolate(t, size=(9, 4), mode="bilinear", align_corners=True),
+    "bilinear down": lambda t: F.interpolate(t, size=(3, 4), mode="bilinear"),
+    "bilinear 1.7": lambda t: F.interpolate(t, scale_factor=1.7, mode="bilinear"),
+    "reflect 2-D": lambda t: F.pad(t, (2, 1, 3, 4), mode="reflect"),
+    "replicate 2-D": lambda t: F.pad(t, (2, 1, 0, 4), mode="replicate"),
+    "reflect 1-D": lambda t: F.pad(t.flatten(2), (3, 2), mode="reflect"),
+    "replicate 1-D": lambda t: F.pad(t.flatten(2), (0, 5), mode="replicate"),
+    "reflect unbatched": lambda t: F.pad(t[0], (1, 1, 1, 1), mode="reflect"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", list(RESAMPLINGS))
+def test_bilinear_upsampling_and_padding_run_on_the_chip(name, dtype):
+    torch.manual_seed(4)
+    check_forward_and_backward(RESAMPLINGS[name], torch.randn(2, 3, 5, 6), dtype)
+    if "pad" in name or "reflect" in name or "replicate" in name:  # an index map: exact
+        x = torch.randn(2, 3, 5, 6).to(dtype)
+        assert torch.equal(RESAMPLINGS[name](x.to(NPU)).cpu(), RESAMPLINGS[name](x))
+
+
+def test_a_padding_the_cpu_refuses_is_refused_with_its_error():
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(torch.randn(1, 2, 3, 3).to(NPU), (3, 3, 0, 0), mode="reflect")

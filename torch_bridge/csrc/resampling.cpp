@@ -1,0 +1,311 @@
+// Resampling along the last two dims on the npu, where every output row
+// (column) reads input rows (columns) by a fixed map: nearest and bilinear
+// upsampling, reflection and replication padding, and their gradients.
+//
+// Index maps (nearest, padding) move values: two gathers (index_select along
+// H, then W) with the indices made on the host, exact; for nearest
+// upsampling by a whole factor (2x, 3x, ...) one copy kernel instead,
+// reading x through stride-0 dims. Bilinear's weights make it a product:
+// out = Wh x Ww^T, Wh [OH, H] and Ww [OW, W] with two nonzeros per row, as
+// two f32 matmuls. Every gradient is the transposed map applied to the
+// output's gradient, Wh^T g Ww with the 0/1 matrices of an index map (for
+// whole factors: sums over the factor's dims), in f32 rounded once to the
+// gradient's dtype: the sums of the positions that read one input element,
+// in another order than the CPU's.
+//
+// The maps follow ATen's CPU kernels: nearest reads min(floor(o * scale),
+// in - 1), scale = 1 / scale_factor when one is given, else in / out, in
+// float; bilinear reads src = scale * (o + 0.5) - 0.5 clamped at 0 (or
+// (in - 1) / (out - 1) * o with align_corners) between floor(src) and the
+// next index, with weights 1 - l and l; reflection mirrors about the edge
+// elements, replication repeats them. 1-D and 3-D versions, other modes
+// (bicubic, antialiased), int64 and f64, and empty tensors go to the CPU,
+// counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+// One dim's map: the input index each output index reads (an index map), or
+// the weights of the input indices each output index sums (a weighted map:
+// `weights` [out, in] row-major).
+struct DimMap {
+  int64_t in = 0, out = 0;
+  std::vector<int32_t> indices;
+  std::vector<float> weights;
+};
+
+DimMap nearest_map(int64_t in, int64_t out, std::optional<double> scale_factor) {
+  const float scale = scale_factor && *scale_factor > 0 ? static_cast<float>(1.0 / *scale_factor) : static_cast<float>(in) / static_cast<float>(out);
+  DimMap map{in, out, {}, {}};
+  for (int64_t o = 0; o < out; ++o) map.indices.push_back(int32_t(std::min<int64_t>(int64_t(std::floor(float(o) * scale)), in - 1)));
+  return map;
+}
+
+// Padding by `before` and `after` elements: mirrored about the edge elements (reflect) or repeating them.
+DimMap padding_map(int64_t in, int64_t before, int64_t after, bool reflect) {
+  DimMap map{in, in + before + after, {}, {}};
+  for (int64_t o = 0; o < map.out; ++o) {
+    int64_t i = o - before;
+    if (reflect) {
+      i = i < 0 ? -i : i >= in ? 2 * (in - 1) - i : i;
+    } else {
+      i = std::clamp<int64_t>(i, 0, in - 1);
+    }
+    map.indices.push_back(int32_t(i));
+  }
+  return map;
+}
+
+DimMap linear_map(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor) {
+  float scale;
+  if (align_corners) {
+    scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  } else {
+    scale = scale_factor && *scale_factor > 0 ? static_cast<float>(1.0 / *scale_factor) : static_cast<float>(in) / static_cast<float>(out);
+  }
+  DimMap map{in, out, {}, std::vector<float>(size_t(out * in), 0.0f)};
+  for (int64_t o = 0; o < out; ++o) {
+    const float source = align_corners ? scale * float(o) : std::max(scale * (float(o) + 0.5f) - 0.5f, 0.0f);
+    const int64_t first = std::min<int64_t>(int64_t(std::floor(source)), in - 1);
+    const int64_t second = first + (first < in - 1 ? 1 : 0);
+    const float lambda = std::min(std::max(source - float(first), 0.0f), 1.0f);
+    map.weights[size_t(o * in + first)] += 1.0f - lambda;
+    map.weights[size_t(o * in + second)] += lambda;
+  }
+  return map;
+}
+
+// s where output index o reads input index o / s for every o (out = s * in), else 0.
+int64_t whole_factor(const DimMap& map) {
+  if (map.indices.empty() || map.in <= 0 || map.out % map.in != 0) return 0;
+  const int64_t factor = map.out / map.in;
+  for (int64_t o = 0; o < map.out; ++o)
+    if (map.indices[size_t(o)] != o / factor) return 0;
+  return factor;
+}
+
+// The map as a matrix [out, in] in f32 on the npu (an index map's is 0/1).
+at::Tensor matrix(const DimMap& map) {
+  at::Tensor m = at::zeros({map.out, map.in}, at::TensorOptions().dtype(at::kFloat));
+  if (map.indices.empty()) {
+    std::copy(map.weights.begin(), map.weights.end(), m.data_ptr<float>());
+  } else {
+    for (int64_t o = 0; o < map.out; ++o) m.data_ptr<float>()[o * map.in + map.indices[size_t(o)]] = 1.0f;
+  }
+  return to_npu(m);
+}
+
+// x [..., H, W] read through the maps of its last two dims (none: the dim as it is), f32 sums rounded once.
+at::Tensor apply_maps(const at::Tensor& x, const DimMap* rows, const DimMap& cols) {
+  const bool index_maps = !cols.indices.empty() && (!rows || !rows->indices.empty());
+  if (index_maps) {
+    const auto gather = [](const at::Tensor& t, int64_t dim, const DimMap& map) {
+      return at::index_select(t, dim, to_npu(at::tensor(map.indices, at::TensorOptions().dtype(at::kInt))));
+    };
+    return gather(rows ? gather(x, -2, *rows) : x, -1, cols);
+  }
+  at::Tensor result = at::matmul(as_f32(x), matrix(cols).t());
+  if (rows) result = at::matmul(matrix(*rows), result);
+  return (result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type())).contiguous();
+}
+
+// The gradient of apply_maps: the transposed maps applied to the output's gradient, in f32, rounded once.
+at::Tensor apply_transposed_maps(const at::Tensor& grad, const DimMap* rows, const DimMap& cols) {
+  at::Tensor result = at::matmul(as_f32(grad), matrix(cols));
+  if (rows) result = at::matmul(matrix(*rows).t(), result);
+  return (result.scalar_type() == grad.scalar_type() ? result : result.to(grad.scalar_type())).contiguous();
+}
+
+bool chip_dtype(at::ScalarType t) { return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte; }
+// The forward's operand: on the npu, `dims` dims, not empty, of a dtype the chip moves (weighted maps: floats).
+bool resamplable(const at::Tensor& x, std::initializer_list<int64_t> dims, bool weighted = false) {
+  return on_npu(x) && std::find(dims.begin(), dims.end(), x.dim()) != dims.end() && x.numel() > 0 &&
+         (weighted ? chip_float_dtype(x.scalar_type()) : chip_dtype(x.scalar_type()));
+}
+
+// ---- nearest ----------------------------------------------------------------------
+
+at::Tensor npu_upsample_nearest2d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
+                                  std::optional<double> scales_w) {
+  if (!resamplable(x, {4}) || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_nearest2d", "not a non-empty 4-D tensor of a chip dtype");
+    return at::upsample_nearest2d(x.cpu(), output_size, scales_h, scales_w).to(x.device());
+  }
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const DimMap rows = nearest_map(h, output_size[0], scales_h), cols = nearest_map(w, output_size[1], scales_w);
+  const int64_t fh = whole_factor(rows), fw = whole_factor(cols);
+  if (fh && fw) return x.view({n, c, h, 1, w, 1}).expand({n, c, h, fh, w, fw}).reshape({n, c, rows.out, cols.out});
+  return apply_maps(x, &rows, cols);
+}
+at::Tensor& npu_upsample_nearest2d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
+                                       std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_nearest2d(x, output_size, scales_h, scales_w), out);
+}
+
+at::Tensor npu_upsample_nearest2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                           std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_nearest2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
+    return at::upsample_nearest2d_backward(grad.cpu(), output_size, input_size, scales_h, scales_w).to(grad.device());
+  }
+  const int64_t n = input_size[0], c = input_size[1], h = input_size[2], w = input_size[3];
+  const DimMap rows = nearest_map(h, output_size[0], scales_h), cols = nearest_map(w, output_size[1], scales_w);
+  const int64_t fh = whole_factor(rows), fw = whole_factor(cols);
+  if (!fh || !fw) return apply_transposed_maps(grad, &rows, cols);
+  const at::Tensor sums = at::sum(as_f32(grad).reshape({n, c, h, fh, w, fw}), {3, 5});
+  return sums.scalar_type() == grad.scalar_type() ? sums : sums.to(grad.scalar_type());
+}
+at::Tensor& npu_upsample_nearest2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_nearest2d_backward(grad, output_size, input_size, scales_h, scales_w), out);
+}
+
+// ---- bilinear ---------------------------------------------------------------------
+
+at::Tensor npu_upsample_bilinear2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
+                                   std::optional<double> scales_w) {
+  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_bilinear2d", "not a non-empty 4-D f32, bf16 or f16 tensor");
+    return at::upsample_bilinear2d(x.cpu(), output_size, align_corners, scales_h, scales_w).to(x.device());
+  }
+  const DimMap rows = linear_map(x.size(2), output_size[0], align_corners, scales_h);
+  const DimMap cols = linear_map(x.size(3), output_size[1], align_corners, scales_w);
+  return apply_maps(x, &rows, cols);
+}
+at::Tensor& npu_upsample_bilinear2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
+                                        std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w), out);
+}
+
+at::Tensor npu_upsample_bilinear2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                            bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_bilinear2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
+    return at::upsample_bilinear2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h, scales_w).to(grad.device());
+  }
+  const DimMap rows = linear_map(input_size[2], output_size[0], align_corners, scales_h);
+  const DimMap cols = linear_map(input_size[3], output_size[1], align_corners, scales_w);
+  return apply_transposed_maps(grad, &rows, cols);
+}
+at::Tensor& npu_upsample_bilinear2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                 bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
+                                                 at::Tensor& out) {
+  return into(npu_upsample_bilinear2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
+}
+
+// ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]) ----
+
+// padding: (left, right) or (left, right, top, bottom). Reflection needs each pad below its dim (else the
+// CPU gives its error); negative pads (cropping) go to the CPU too.
+bool paddable(const at::Tensor& t, c10::IntArrayRef padding, bool reflect) {
+  for (size_t i = 0; i < padding.size(); ++i) {
+    const int64_t size = t.size(t.dim() - 1 - int64_t(i / 2));
+    if (padding[i] < 0 || (reflect && padding[i] >= size)) return false;
+  }
+  return true;
+}
+
+at::Tensor pad(const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
+  const bool two_d = padding.size() == 4;
+  const bool ok = resamplable(x, two_d ? std::initializer_list<int64_t>{3, 4} : std::initializer_list<int64_t>{2, 3}) &&
+                  (padding.size() == 2 || padding.size() == 4) && paddable(x, padding, reflect);
+  if (!ok) {
+    note_cpu_fallback(op, paddable(x, padding, reflect) ? "a rank, dtype or size the chip path does not take"
+                                                        : "a negative padding, or a reflection not below its dim");
+    const at::Tensor h = x.cpu();
+    return (two_d ? (reflect ? at::reflection_pad2d(h, padding) : at::replication_pad2d(h, padding))
+                  : (reflect ? at::reflection_pad1d(h, padding) : at::replication_pad1d(h, padding)))
+        .to(x.device());
+  }
+  const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
+  if (!two_d) return apply_maps(x, nullptr, cols);
+  const DimMap rows = padding_map(x.size(-2), padding[2], padding[3], reflect);
+  return apply_maps(x, &rows, cols);
+}
+
+at::Tensor pad_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
+  const bool two_d = padding.size() == 4;
+  if (!chip_float(grad) || grad.numel() == 0 || x.numel() == 0 || grad.dim() != x.dim() || !paddable(x, padding, reflect)) {
+    note_cpu_fallback(op, "an empty or non-float gradient, or a padding the forward ran on the CPU");
+    const at::Tensor g = grad.cpu(), h = x.cpu();
+    return (two_d ? (reflect ? at::reflection_pad2d_backward(g, h, padding) : at::replication_pad2d_backward(g, h, padding))
+                  : (reflect ? at::reflection_pad1d_backward(g, h, padding) : at::replication_pad1d_backward(g, h, padding)))
+        .to(grad.device());
+  }
+  const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
+  if (!two_d) return apply_transposed_maps(grad, nullptr, cols);
+  const DimMap rows = padding_map(x.size(-2), padding[2], padding[3], reflect);
+  return apply_transposed_maps(grad, &rows, cols);
+}
+
+at::Tensor npu_reflection_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad1d"); }
+at::Tensor npu_reflection_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad2d"); }
+at::Tensor npu_replication_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad1d"); }
+at::Tensor npu_replication_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad2d"); }
+at::Tensor& npu_reflection_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad1d(x, p), out); }
+at::Tensor& npu_reflection_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad2d(x, p), out); }
+at::Tensor& npu_replication_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad1d(x, p), out); }
+at::Tensor& npu_replication_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad2d(x, p), out); }
+
+at::Tensor npu_reflection_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, true, "aten::reflection_pad1d_backward");
+}
+at::Tensor npu_reflection_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, true, "aten::reflection_pad2d_backward");
+}
+at::Tensor npu_replication_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, false, "aten::replication_pad1d_backward");
+}
+at::Tensor npu_replication_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, false, "aten::replication_pad2d_backward");
+}
+at::Tensor& npu_reflection_pad1d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_reflection_pad1d_backward(g, x, p), out);
+}
+at::Tensor& npu_reflection_pad2d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_reflection_pad2d_backward(g, x, p), out);
+}
+at::Tensor& npu_replication_pad1d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_replication_pad1d_backward(g, x, p), out);
+}
+at::Tensor& npu_replication_pad2d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_replication_pad2d_backward(g, x, p), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("upsample_nearest2d", npu_upsample_nearest2d);
+  m.impl("upsample_nearest2d.out", npu_upsample_nearest2d_out);
+  m.impl("upsample_nearest2d_backward", npu_upsample_nearest2d_backward);
+  m.impl("upsample_nearest2d_backward.grad_input", npu_upsample_nearest2d_backward_out);
+  m.impl("upsample_bilinear2d", npu_upsample_bilinear2d);
+  m.impl("upsample_bilinear2d.out", npu_upsample_bilinear2d_out);
+  m.impl("upsample_bilinear2d_backward", npu_upsample_bilinear2d_backward);
+  m.impl("upsample_bilinear2d_backward.grad_input", npu_upsample_bilinear2d_backward_out);
+  m.impl("reflection_pad1d", npu_reflection_pad1d);
+  m.impl("reflection_pad1d.out", npu_reflection_pad1d_out);
+  m.impl("reflection_pad2d", npu_reflection_pad2d);
+  m.impl("reflection_pad2d.out", npu_reflection_pad2d_out);
+  m.impl("replication_pad1d", npu_replication_pad1d);
+  m.impl("replication_pad1d.out", npu_replication_pad1d_out);
+  m.impl("replication_pad2d", npu_replication_pad2d);
+  m.impl("replication_pad2d.out", npu_replication_pad2d_out);
+  m.impl("reflection_pad1d_backward", npu_reflection_pad1d_backward);
+  m.impl("reflection_pad1d_backward.grad_input", npu_reflection_pad1d_backward_out);
+  m.impl("reflection_pad2d_backward", npu_reflection_pad2d_backward);
+  m.impl("reflection_pad2d_backward.grad_input", npu_reflection_pad2d_backward_out);
+  m.impl("replication_pad1d_backward", npu_replication_pad1d_backward);
+  m.impl("replication_pad1d_backward.grad_input", npu_replication_pad1d_backward_out);
+  m.impl("replication_pad2d_backward", npu_replication_pad2d_backward);
+  m.impl("replication_pad2d_backward.grad_input", npu_replication_pad2d_backward_out);
+}
+
+}  // namespace npusim
