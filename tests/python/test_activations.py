@@ -139,3 +139,21 @@ def test_nan_to_num_and_whole_tensor_any_and_all_run_on_the_chip(dtype):
     for mask in (x > 0, x > 5, x == x, x.isnan(), torch.ones(3, 4, dtype=torch.bool).transpose(0, 1)):
         assert torch.equal(mask.to(NPU).any().cpu(), mask.any()) and torch.equal(mask.to(NPU).all().cpu(), mask.all())
     assert fallbacks_since(before) == {}
+
+
+def test_int64_add_and_sub_run_exactly_on_the_words():
+    # Position ids and nn.BatchNorm's num_batches_tracked += 1: int64, which the chip has no dtype for,
+    # added on the 32-bit words with the carry between them; wrapping as the CPU's int64 does.
+    values = torch.tensor([0, 1, -1, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**32 - 1, 2**32, 2**62, -2**63, 2**63 - 1,
+                           123456789012345, -98765432109876])
+    a, b = values.view(-1, 1), values.view(1, -1)
+    an, bn = a.to(NPU), b.to(NPU)
+    before = dict(npusim.fallback_stats())
+    assert torch.equal((an + bn).cpu(), a + b)
+    assert torch.equal((an - bn).cpu(), a - b)
+    assert torch.equal((an + 7).cpu(), a + 7) and torch.equal((5 - an).cpu(), 5 - a) and torch.equal((an - 2**40).cpu(), a - 2**40)
+    counter = torch.zeros((), dtype=torch.long, device=NPU)
+    counter.add_(1)
+    counter += 1
+    assert counter.item() == 2
+    assert fallbacks_since(before) == {}

@@ -249,6 +249,25 @@ at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, at::Tensor (
   return self;
 }
 
+// int64 a + b or a - b (the chip has no int64: position ids, step counters) on the 32-bit words: the low
+// words added (or subtracted), wrapping, then the carry out of them (the borrow) taken into the high
+// words. The carry is an unsigned comparison, the sum below an addend (the minuend below the
+// subtrahend), made a signed one by offsetting both by 2^31. Wraps as the CPU's int64 does.
+at::Tensor int64_add(const at::Tensor& a, const at::Tensor& b, bool subtract) {
+  const at::Tensor a_words = int64_words(a), b_words = int64_words(b);
+  const at::Tensor a_low = a_words.select(-1, 0), a_high = a_words.select(-1, 1);
+  const at::Tensor b_low = b_words.select(-1, 0), b_high = b_words.select(-1, 1);
+  const auto offset = [](const at::Tensor& t) { return at::add(t, std::numeric_limits<int32_t>::min()); };  // 2^31, wrapping
+  const at::Tensor low = subtract ? at::sub(a_low, b_low) : at::add(a_low, b_low);
+  const at::Tensor carry = (subtract ? at::lt(offset(a_low), offset(b_low)) : at::lt(offset(low), offset(a_low))).to(at::kInt);
+  const at::Tensor high = subtract ? at::sub(at::sub(a_high, b_high), carry) : at::add(at::add(a_high, b_high), carry);
+  at::Tensor out = new_npu(at::infer_size(a.sizes(), b.sizes()), at::kLong);
+  const at::Tensor out_words = int64_words(out);
+  out_words.select(-1, 0).copy_(low.expand(out.sizes()));
+  out_words.select(-1, 1).copy_(high.expand(out.sizes()));
+  return out;
+}
+
 // Binary ops with broadcasting, after PyTorch's type promotion: a Python
 // number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
 // dtype, and a device tensor of another dtype is cast on the chip first.
@@ -271,6 +290,9 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
     const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
     return kind == OpKind::EQ ? at::minimum(low, high) : at::maximum(low, high);
   }
+  if ((kind == OpKind::ADD || kind == OpKind::SUB) && common == at::kLong && a.scalar_type() == common && b.scalar_type() == common &&
+      a.numel() > 0 && b.numel() > 0)
+    return int64_add(a, b, kind == OpKind::SUB);
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
     if (run_elementwise(kind, {a, b}, out)) return out;
