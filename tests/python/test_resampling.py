@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import npusim  # noqa: F401
-from test_activations import NPU, check_forward_and_backward, launched
+from test_model_ops import NPU, check_forward_and_backward, launched
 
 UPSAMPLINGS = [
     dict(scale_factor=2),

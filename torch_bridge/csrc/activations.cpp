@@ -23,6 +23,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -331,9 +332,123 @@ at::Tensor& npu_mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& 
   return into(npu_mse_loss_backward(grad, x, y, reduction), out);
 }
 
+// ---- smooth_l1_loss, huber_loss ------------------------------------------------------------
+
+// The loss per element in f32 rounded to x's dtype, then its mean or sum (f32 accumulation, rounded once).
+at::Tensor reduced(const at::Tensor& losses, int64_t reduction) {
+  if (reduction == at::Reduction::Mean) return at::mean(losses);
+  if (reduction == at::Reduction::Sum) return at::sum(losses);
+  return losses;
+}
+
+// z = |x - y|: z < beta ? 0.5 * z * z / beta : z - 0.5 * beta (huber: z < delta ? 0.5 * z * z : delta * (z - 0.5 * delta)).
+at::Tensor robust_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, bool huber) {
+  const at::Tensor z = f32_chain("sub(in0, in1); abs(%0)", {x, y}, at::kFloat);
+  const std::string b = number(double(float(beta))), half_b = number(double(0.5f * float(beta)));
+  const at::Tensor quadratic = elementwise_chain({z}, huber ? "mul(in0, 0.5); mul(%0, in0)" : "mul(in0, 0.5); mul(%0, in0); div(%1, " + b + ")");
+  const at::Tensor linear = elementwise_chain({z}, huber ? "sub(in0, " + half_b + "); mul(%0, " + b + ")" : "sub(in0, " + half_b + ")");
+  const at::Tensor losses = at::where(at::lt(z, beta), quadratic, linear);
+  return reduced(losses.scalar_type() == x.scalar_type() ? losses : losses.to(x.scalar_type()), reduction);
+}
+
+// d = x - y, norm = 1 / N for the mean, else 1: d <= -beta ? -norm * g : d >= beta ? norm * g : norm * d * g / beta
+// (huber: the outer branches times delta, the inner one norm * d * g).
+at::Tensor robust_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, bool huber) {
+  const double norm = reduction == at::Reduction::Mean ? 1.0 / double(x.numel()) : 1.0;
+  const std::string n = number(double(float(norm))), minus_n = number(-double(float(norm))), b = number(double(float(beta)));
+  const at::ScalarType dtype = grad.scalar_type();
+  const at::Tensor d = f32_chain("sub(in0, in1)", {x, y}, at::kFloat);
+  const at::Tensor inner = f32_chain(huber ? "mul(in0, " + n + "); mul(%0, in1)" : "mul(in0, " + n + "); mul(%0, in1); div(%1, " + b + ")",
+                                     {d, grad}, dtype);
+  const std::string times_b = huber ? "; mul(%0, " + b + ")" : "";
+  const at::Tensor above = f32_chain("mul(in0, " + n + ")" + times_b, {grad}, dtype);
+  const at::Tensor below = f32_chain("mul(in0, " + minus_n + ")" + times_b, {grad}, dtype);
+  return at::where(at::le(d, -beta), below, at::where(at::ge(d, beta), above, inner)).expand(x.sizes()).contiguous();
+}
+
+at::Tensor npu_smooth_l1_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
+  if (on_chip({&x, &y}) && beta >= 0) return robust_loss(x, y, reduction, beta, false);
+  return on_cpu("aten::smooth_l1_loss", [&] { return at::smooth_l1_loss(x.cpu(), y.cpu(), reduction, beta); });
+}
+at::Tensor& npu_smooth_l1_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, at::Tensor& out) {
+  return into(npu_smooth_l1_loss(x, y, reduction, beta), out);
+}
+at::Tensor npu_smooth_l1_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
+  if (on_chip({&grad, &x, &y}) && beta > 0) return robust_loss_backward(grad, x, y, reduction, beta, false);
+  return on_cpu("aten::smooth_l1_loss_backward", [&] { return at::smooth_l1_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction, beta); });
+}
+at::Tensor& npu_smooth_l1_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta,
+                                            at::Tensor& out) {
+  return into(npu_smooth_l1_loss_backward(grad, x, y, reduction, beta), out);
+}
+at::Tensor npu_huber_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
+  if (on_chip({&x, &y}) && delta > 0) return robust_loss(x, y, reduction, delta, true);
+  return on_cpu("aten::huber_loss", [&] { return at::huber_loss(x.cpu(), y.cpu(), reduction, delta); });
+}
+at::Tensor& npu_huber_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta, at::Tensor& out) {
+  return into(npu_huber_loss(x, y, reduction, delta), out);
+}
+at::Tensor npu_huber_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
+  if (on_chip({&grad, &x, &y}) && delta > 0) return robust_loss_backward(grad, x, y, reduction, delta, true);
+  return on_cpu("aten::huber_loss_backward", [&] { return at::huber_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction, delta); });
+}
+at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta,
+                                        at::Tensor& out) {
+  return into(npu_huber_loss_backward(grad, x, y, reduction, delta), out);
+}
+
+// ---- log1p, expm1, sign --------------------------------------------------------------------
+
+// Kahan's forms, accurate near zero where log(1 + x) and exp(x) - 1 are not:
+//   log1p: u = 1 + x; u == 1 ? x : log(u) * x / (u - 1)    (u = inf: inf)
+//   expm1: u = exp(x); u == 1 ? x : u - 1 == -1 ? -1 : (u - 1) * x / log(u)    (u = inf: inf)
+at::Tensor npu_log1p(const at::Tensor& x) {
+  if (!on_chip({&x})) return on_cpu("aten::log1p", [&] { return at::log1p(x.cpu()); });
+  const at::Tensor xf = as_f32(x), u = at::add(xf, 1);
+  const at::Tensor kahan = elementwise_chain({xf, u}, "log(in1); mul(%0, in0); sub(in1, 1); div(%1, %2)");
+  const at::Tensor result = at::where(at::eq(u, 1), xf, at::where(at::eq(u, INFINITY), u, kahan));
+  return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
+}
+at::Tensor& npu_log1p_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log1p(x), out); }
+
+at::Tensor npu_expm1(const at::Tensor& x) {
+  if (!on_chip({&x})) return on_cpu("aten::expm1", [&] { return at::expm1(x.cpu()); });
+  const at::Tensor xf = as_f32(x), u = at::exp(xf);
+  const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); mul(%0, in0); log(in1); div(%1, %2)");
+  at::Tensor result = at::where(at::eq(at::sub(u, 1), -1), constant(-1, at::kFloat), at::where(at::eq(u, INFINITY), u, kahan));
+  result = at::where(at::eq(u, 1), xf, result);
+  return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
+}
+at::Tensor& npu_expm1_out(const at::Tensor& x, at::Tensor& out) { return into(npu_expm1(x), out); }
+
+// sign (and sgn, the same for real dtypes): 1, -1 or 0 (NaN and -0 included), as the CPU gives; integers too.
+at::Tensor npu_sign(const at::Tensor& x) {
+  const at::ScalarType t = x.scalar_type();
+  const bool chip = on_npu(x) && x.numel() > 0 && (chip_float_dtype(t) || t == at::kInt || t == at::kChar);
+  if (!chip) return on_cpu("aten::sign", [&] { return at::sign(x.cpu()); });
+  return at::where(at::gt(x, 0), constant(1, t), at::where(at::lt(x, 0), constant(-1, t), constant(0, t)));
+}
+at::Tensor& npu_sign_out(const at::Tensor& x, at::Tensor& out) { return into(npu_sign(x), out); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("smooth_l1_loss", npu_smooth_l1_loss);
+  m.impl("smooth_l1_loss.out", npu_smooth_l1_loss_out);
+  m.impl("smooth_l1_loss_backward", npu_smooth_l1_loss_backward);
+  m.impl("smooth_l1_loss_backward.grad_input", npu_smooth_l1_loss_backward_out);
+  m.impl("huber_loss", npu_huber_loss);
+  m.impl("huber_loss.out", npu_huber_loss_out);
+  m.impl("huber_loss_backward", npu_huber_loss_backward);
+  m.impl("huber_loss_backward.out", npu_huber_loss_backward_out);
+  m.impl("log1p", npu_log1p);
+  m.impl("log1p.out", npu_log1p_out);
+  m.impl("expm1", npu_expm1);
+  m.impl("expm1.out", npu_expm1_out);
+  m.impl("sign", npu_sign);
+  m.impl("sign.out", npu_sign_out);
+  m.impl("sgn", npu_sign);  // (abs's gradient; the same for real tensors)
+  m.impl("sgn.out", npu_sign_out);
   m.impl("tanh_backward", npu_tanh_backward);
   m.impl("tanh_backward.grad_input", npu_tanh_backward_out);
   m.impl("sigmoid_backward", npu_sigmoid_backward);

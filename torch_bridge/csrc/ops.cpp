@@ -499,6 +499,28 @@ at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& 
                    [&] { return at::addmm(cpu(bias), cpu(a), cpu(b), beta, alpha); });
 }
 
+// baddbmm: beta * self + alpha * (a @ b) per batch. A self that does not vary over the batch is the
+// matmul's bias; one that does is its residual when beta is 1, else added scaled after the product;
+// beta 0 ignores self (NaNs in it included), as the CPU does.
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  const auto reference = [&] { return at::baddbmm(cpu(self), cpu(a), cpu(b), beta, alpha); };
+  const double beta_value = beta.toDouble(), alpha_value = alpha.toDouble();
+  if (beta_value == 0) return matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", reference);
+  const bool varies = self.dim() == 3 && self.size(0) > 1 && self.stride(0) != 0;
+  if (!varies) return matmul_op(a, b, &self, alpha_value, beta_value, "aten::baddbmm", reference);
+  if (beta_value == 1 && on_npu(self) && on_npu(a) && on_npu(b) && self.scalar_type() == a.scalar_type() && a.scalar_type() == b.scalar_type()) {
+    at::Tensor out = new_npu({a.size(0), a.size(1), b.size(2)}, a.scalar_type());
+    const auto make_op = [&] {
+      OpDesc op(OpKind::MATMUL, {describe(a), describe(b), describe(self)}, describe(out));
+      op.residual = true, op.alpha = alpha_value, op.f32_precision = f32_matmul_precision();
+      return op;
+    };
+    if (try_run(make_op, {a, b, self}, out)) return out;
+  }
+  const at::Tensor product = matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", reference);
+  return at::add(product, beta_value == 1 ? self : at::mul(self, beta));
+}
+
 // Row ops work along the last dim; another dim is moved there as a view (the
 // kernel reads it strided), for the input and the output alike.
 at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, const std::function<at::Tensor()>& reference) {
@@ -1076,6 +1098,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_int_mm", int_mm);
   m.impl("bmm", bmm);
   m.impl("addmm", addmm);
+  m.impl("baddbmm", baddbmm);
   m.impl("_softmax", softmax);
   m.impl("_log_softmax", log_softmax);
   m.impl("sum.dim_IntList", sum_dim);

@@ -64,6 +64,7 @@ COMPOSED_ELEMENTWISE = {
     aten.hardsigmoid_backward, aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
     aten.elu, aten.elu_backward, aten.softplus, aten.softplus_backward, aten.mish, aten.log_sigmoid_forward,
     aten.log_sigmoid_backward, aten.mse_loss, aten.mse_loss_backward, aten.clamp_min, aten.clamp_max, aten.nan_to_num,
+    aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss, aten.huber_loss_backward,
 }
 
 

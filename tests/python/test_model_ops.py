@@ -1,6 +1,8 @@
-"""Activation functions, their gradients, and the small ops of real models' training loops
-(causal masks, regression losses, whole-tensor reductions) on the npu: every one against the
-CPU, forward and backward, in f32 and bf16, with no CPU fallback.
+"""The ops real models reach beyond matmuls and norms, each of which was a CPU fallback in one
+(GPT-2's and BERT's training steps, CNNs, Llama): activation functions and their gradients,
+regression losses, causal masks, flip / roll, baddbmm, log1p / expm1 / sign, whole-tensor
+reductions, int64 counters. Every one against the CPU, forward and backward, in f32 and bf16,
+with no CPU fallback.
 
 Tolerances: f32 as torch.testing's defaults (rtol 1.3e-6, atol 1e-5): the chip computes ATen's
 formulas in f32, with log(1 + y) and exp(y) - 1 where ATen calls log1p and expm1 (the vector unit
@@ -88,6 +90,12 @@ def test_losses_built_on_the_new_ops_train_on_the_chip(dtype):
     check_forward_and_backward(lambda t: F.binary_cross_entropy_with_logits(t, target.sigmoid().to(t.device, t.dtype)), x, dtype)
     check_forward_and_backward(lambda t: F.normalize(t, dim=-1), x, dtype)  # clamp_min of the norms
     check_forward_and_backward(lambda t: F.cosine_similarity(t, target.to(t.device, t.dtype)), x, dtype)
+    # Both branches of the robust losses, and their boundaries exactly.
+    x[0, :4] = target[0, :4] + torch.tensor([1.0, -1.0, 0.7, -0.7])
+    for reduction in ("mean", "sum", "none"):
+        for beta in (1.0, 0.3):
+            check_forward_and_backward(lambda t: F.smooth_l1_loss(t, target.to(t.device, t.dtype), reduction=reduction, beta=beta), x, dtype)
+        check_forward_and_backward(lambda t: F.huber_loss(t, target.to(t.device, t.dtype), reduction=reduction, delta=0.7), x, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
@@ -157,3 +165,56 @@ def test_int64_add_and_sub_run_exactly_on_the_words():
     counter += 1
     assert counter.item() == 2
     assert fallbacks_since(before) == {}
+
+
+def test_log1p_and_expm1_keep_their_precision_near_zero_and_their_edge_values():
+    # Kahan's forms on the vector unit's log and exp: the CPU's values at the edges, and a relative
+    # error near zero (where log(1 + x) and exp(x) - 1 lose every digit) within a few f32 ulps.
+    before = dict(npusim.fallback_stats())
+    edges = torch.tensor([1e-8, -1.0, float("inf"), -2.0, 0.0, -0.0, 1e-30, -0.5, 3.0, float("nan"), -float("inf"), 100.0])
+    for f in (torch.log1p, torch.expm1):
+        torch.testing.assert_close(f(edges.to(NPU)).cpu(), f(edges), equal_nan=True)
+        small = (torch.rand(10000) - 0.5) * 2e-3
+        small = small[small != 0]
+        relative = ((f(small.to(NPU)).cpu() - f(small)) / f(small)).abs().max().item()
+        assert relative < 4 * 2**-23, (f, relative)
+    check_forward_and_backward(lambda t: torch.log1p(t.abs()), torch.randn(5, 40) * 3, torch.float32)
+    check_forward_and_backward(torch.expm1, torch.randn(5, 40) * 3, torch.bfloat16)
+    signs = torch.tensor([float("nan"), -0.0, 0.0, 2.0, -3.0, float("inf"), -float("inf")])
+    assert torch.equal(torch.sign(signs.to(NPU)).cpu(), torch.sign(signs))
+    ints = torch.tensor([-3, 0, 5], dtype=torch.int32)
+    assert torch.equal(torch.sign(ints.to(NPU)).cpu(), torch.sign(ints))
+    check_forward_and_backward(lambda t: t.abs() * 2, torch.randn(3, 7), torch.float32)  # abs's gradient is sgn
+    assert fallbacks_since(before) == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_flip_and_roll_move_elements_exactly(dtype):
+    x = (torch.randn(3, 4, 5) * 10).to(dtype)
+    xn = x.to(NPU)
+    before = dict(npusim.fallback_stats())
+    for dims in [(0,), (-1,), (0, 2), (1, 2, 0)]:
+        assert torch.equal(xn.flip(dims).cpu(), x.flip(dims))
+    for shifts, dims in [(1, 0), (-2, -1), ((1, 3), (0, 2)), (7, ()), (0, 1), (13, 1)]:
+        assert torch.equal(xn.roll(shifts, dims).cpu(), x.roll(shifts, dims))
+    assert fallbacks_since(before) == {}
+    if dtype != torch.int64:
+        check_forward_and_backward(lambda t: t.flip(1).roll(2, 0), x.float(), dtype)
+
+
+@pytest.mark.parametrize("self_shape, beta, alpha, kernels", [
+    ((4, 5, 7), 1, 1, {"matmul": 1}),  # self as the matmul's residual
+    ((5, 7), 1, 1, {"matmul": 1}),  # self as its bias
+    ((1, 5, 7), 2, 0.5, {"matmul": 1}),
+    ((4, 5, 7), 0.5, 2, {"matmul": 1, "mul": 1, "add": 1}),
+    ((4, 5, 7), 0, 1, {"matmul": 1}),  # self ignored
+])
+def test_baddbmm_takes_self_into_the_matmul(self_shape, beta, alpha, kernels):
+    torch.manual_seed(5)
+    a, b, s = torch.randn(4, 5, 6), torch.randn(4, 6, 7), torch.randn(self_shape)
+    if beta == 0:
+        s[0] = float("nan")  # not propagated, as on the CPU
+    before = dict(npusim.kernel_stats())
+    result = torch.baddbmm(s.to(NPU), a.to(NPU), b.to(NPU), beta=beta, alpha=alpha)
+    assert launched(before) == kernels
+    torch.testing.assert_close(result.cpu(), torch.baddbmm(s, a, b, beta=beta, alpha=alpha))
