@@ -218,3 +218,16 @@ def test_baddbmm_takes_self_into_the_matmul(self_shape, beta, alpha, kernels):
     result = torch.baddbmm(s.to(NPU), a.to(NPU), b.to(NPU), beta=beta, alpha=alpha)
     assert launched(before) == kernels
     torch.testing.assert_close(result.cpu(), torch.baddbmm(s, a, b, beta=beta, alpha=alpha))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_round_floor_ceil_and_trunc_are_exact(dtype):
+    # Ties to even, the f32 values next to a half, the edge of 2^23 (from which every f32 is an integer),
+    # infinities and NaN, and a wide random spread.
+    edges = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 8388607.5, -8388607.5, 8388608.0, 1e10, -1e10,
+                          float("inf"), -float("inf"), float("nan"), 0.0, 3.7, -3.7, 1e-30, -1e-30, 4194303.5, 2.0**23 - 1])
+    x = torch.cat([edges, torch.randn(5000) * 1000, torch.randn(500)]).to(dtype)
+    before = dict(npusim.fallback_stats())
+    for f in (torch.round, torch.floor, torch.ceil, torch.trunc):
+        torch.testing.assert_close(f(x.to(NPU)).cpu(), f(x), rtol=0, atol=0, equal_nan=True)
+    assert fallbacks_since(before) == {}

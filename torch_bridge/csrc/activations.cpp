@@ -430,9 +430,57 @@ at::Tensor npu_sign(const at::Tensor& x) {
 }
 at::Tensor& npu_sign_out(const at::Tensor& x, at::Tensor& out) { return into(npu_sign(x), out); }
 
+// ---- round, floor, ceil, trunc ------------------------------------------------------------
+
+enum class Rounding { Nearest, Floor, Ceil, Trunc };
+
+// Below 2^23 in magnitude, x + 2^23 (x - 2^23 for a negative x) keeps no fraction bits, so f32's own
+// rounding (to nearest, ties to even) rounds it, and subtracting 2^23 again is exact; from 2^23 up
+// (and for inf and NaN) x is its own rounding. Floor, ceil and trunc correct the nearest integer by
+// one where it lies on the wrong side of x. In f32, exact; bf16 and f16 results are representable.
+// (A negative x rounding to zero gives +0 where the CPU gives -0: equal, but of another sign bit.)
+at::Tensor rounded(const at::Tensor& x, Rounding mode, const char* op) {
+  if (on_npu(x) && x.numel() > 0 && at::isIntegralType(x.scalar_type(), /*includeBool=*/true)) return x.clone();  // integers are their own
+  if (!on_chip({&x})) return on_cpu(op, [&] {
+    const at::Tensor h = x.cpu();
+    return mode == Rounding::Nearest ? at::round(h) : mode == Rounding::Floor ? at::floor(h) : mode == Rounding::Ceil ? at::ceil(h) : at::trunc(h);
+  });
+  const at::Tensor xf = as_f32(x);
+  const at::Tensor up = elementwise_chain({xf}, "add(in0, 8388608); sub(%0, 8388608)");
+  const at::Tensor down = elementwise_chain({xf}, "sub(in0, 8388608); add(%0, 8388608)");
+  const at::Tensor negative = at::lt(xf, 0);
+  at::Tensor nearest = at::where(at::lt(at::abs(xf), 8388608.0), at::where(negative, down, up), xf);
+  const auto one_if = [](const at::Tensor& condition) { return condition.to(at::kFloat); };
+  at::Tensor result = nearest;
+  if (mode == Rounding::Floor || (mode == Rounding::Trunc)) {
+    const at::Tensor floor = at::sub(nearest, one_if(at::gt(nearest, xf)));
+    const at::Tensor ceil = at::add(nearest, one_if(at::lt(nearest, xf)));
+    result = mode == Rounding::Floor ? floor : at::where(negative, ceil, floor);
+  } else if (mode == Rounding::Ceil) {
+    result = at::add(nearest, one_if(at::lt(nearest, xf)));
+  }
+  return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
+}
+at::Tensor npu_round(const at::Tensor& x) { return rounded(x, Rounding::Nearest, "aten::round"); }
+at::Tensor npu_floor(const at::Tensor& x) { return rounded(x, Rounding::Floor, "aten::floor"); }
+at::Tensor npu_ceil(const at::Tensor& x) { return rounded(x, Rounding::Ceil, "aten::ceil"); }
+at::Tensor npu_trunc(const at::Tensor& x) { return rounded(x, Rounding::Trunc, "aten::trunc"); }
+at::Tensor& npu_round_out(const at::Tensor& x, at::Tensor& out) { return into(npu_round(x), out); }
+at::Tensor& npu_floor_out(const at::Tensor& x, at::Tensor& out) { return into(npu_floor(x), out); }
+at::Tensor& npu_ceil_out(const at::Tensor& x, at::Tensor& out) { return into(npu_ceil(x), out); }
+at::Tensor& npu_trunc_out(const at::Tensor& x, at::Tensor& out) { return into(npu_trunc(x), out); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("round", npu_round);
+  m.impl("round.out", npu_round_out);
+  m.impl("floor", npu_floor);
+  m.impl("floor.out", npu_floor_out);
+  m.impl("ceil", npu_ceil);
+  m.impl("ceil.out", npu_ceil_out);
+  m.impl("trunc", npu_trunc);
+  m.impl("trunc.out", npu_trunc_out);
   m.impl("smooth_l1_loss", npu_smooth_l1_loss);
   m.impl("smooth_l1_loss.out", npu_smooth_l1_loss_out);
   m.impl("smooth_l1_loss_backward", npu_smooth_l1_loss_backward);
