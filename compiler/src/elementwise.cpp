@@ -200,9 +200,15 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     throw std::invalid_argument(name + " takes " + std::to_string(op_arity(op.kind)) + " inputs, got " + std::to_string(inputs));
   }
   const TensorDesc& out = op.output;
-  const isa::DType dtype = op.inputs[0].dtype;
+  // The inputs' dtype, and the one the steps compute in: f32 for a chain in f32 (its inputs converted
+  // on the chip, its result rounded once to the output's dtype).
+  const isa::DType io_dtype = op.inputs[0].dtype;
+  const bool in_f32 = op.chain_in_f32;
+  if (in_f32 && (!chain || (io_dtype != isa::DType::BF16 && io_dtype != isa::DType::F16)))
+    throw std::invalid_argument(name + ": only a chain over bf16 or f16 inputs computes in f32");
+  const isa::DType dtype = in_f32 ? isa::DType::F32 : io_dtype;
   for (const TensorDesc& input : op.inputs)
-    if (input.dtype != dtype) throw std::invalid_argument(name + ": inputs of different dtypes (cast first)");
+    if (input.dtype != io_dtype) throw std::invalid_argument(name + ": inputs of different dtypes (cast first)");
   // Which steps read each input first (or alone) and second; where each step's result is last read.
   std::vector<bool> read_first(inputs, false), read_second(inputs, false);
   std::vector<size_t> last_read(steps.size(), 0);
@@ -228,9 +234,9 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   for (size_t k = 0; k < inputs; ++k)
     if (!read_first[k] && !read_second[k]) throw std::invalid_argument(name + ": input " + std::to_string(k) + " is never read");
   const OpTraits op_traits = traits(steps.back().kind);
-  if (!op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : dtype))
+  if (!op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : io_dtype))
     throw std::invalid_argument(name + ": output dtype must be " +
-                                std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : dtype)));
+                                std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : io_dtype)));
   if (out.strides.size() != out.shape.size()) throw std::invalid_argument("output strides do not match its shape");
 
   // Every operand's strides over the output's dimensions (0 where it broadcasts).
@@ -307,7 +313,17 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       else if (o.mode == Bcast::Col) per_row += o.esize, fixed += 64;
       else fixed += 64;
     }
-    const int64_t single_per_row = temps * tc * esize, single_fixed = (temps + constants) * 64;
+    int64_t single_per_row = temps * tc * esize, single_fixed = (temps + constants) * 64;
+    if (in_f32) {  // each input's tile converted to f32, and the last step's f32 result
+      for (size_t k = 1; k < operands.size(); ++k) {
+        const Operand& o = operands[k];
+        if (o.mode == Bcast::Full || o.materialize) single_per_row += tc * esize;
+        else if (o.mode == Bcast::Row) single_fixed += align64(tc * esize);
+        else if (o.mode == Bcast::Col) single_per_row += esize;
+        single_fixed += 64;
+      }
+      single_per_row += tc * esize, single_fixed += 64;
+    }
     tr = std::min<int64_t>(rows, (scratchpad - 2 * fixed - single_fixed) / std::max<int64_t>(2 * per_row + single_per_row, 1));
     if (tr >= std::min<int64_t>(rows, 8) || tc == 1) break;
   }
@@ -328,6 +344,19 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t temp_bytes = align64(tr * tc * esize), temps_local = 2 * slot_bytes;
   for (int64_t& at : constant_at)
     if (at >= 0) at = temps_local + temps * temp_bytes + at * 64;
+  // In f32: each input's converted tile (by its broadcast mode), then the last step's result.
+  std::vector<int64_t> converted_local(operands.size(), -1);
+  int64_t result_local = -1;
+  if (in_f32) {
+    int64_t at = temps_local + temps * temp_bytes + constants * 64;
+    for (size_t k = 1; k < operands.size(); ++k) {
+      const Operand& o = operands[k];
+      const int64_t elements = o.mode == Bcast::Full || o.materialize ? tr * tc : o.mode == Bcast::Row ? tc : o.mode == Bcast::Col ? tr : 1;
+      converted_local[k] = at;
+      at += align64(elements * esize);
+    }
+    result_local = at;
+  }
   const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;  // 0 when empty
   const int64_t tiles = planes * row_tiles * col_tiles;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
@@ -364,7 +393,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg slot = b.reg();  // 0 or slot_bytes
     b.li(slot, 0);
     const Reg p = b.reg(), i0 = b.reg(), j0 = b.reg(), mt = b.reg(), nt = b.reg(), tmp = b.reg();
-    const int64_t dt = static_cast<int64_t>(dtype);
+    const int64_t dt = static_cast<int64_t>(dtype), io_dt = static_cast<int64_t>(io_dtype);
     // The chain's second-operand constants, once per core.
     for (size_t i = 0; i < steps.size(); ++i) {
       if (constant_at[i] < 0) continue;
@@ -415,10 +444,23 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       const Operand& o = operands[k];
       if (!o.materialize) continue;
       b.addi(a_local, slot, o.local);
-      b.li(tmp, isa::dtype_is_float(dtype) ? 0x3f800000 : 1);  // 1.0f or 1
-      b.emit(Opcode::V_FILL, {dt, a_local.index, tmp.index, mt.index, nt.index});
+      b.li(tmp, isa::dtype_is_float(io_dtype) ? 0x3f800000 : 1);  // 1.0f or 1
+      b.emit(Opcode::V_FILL, {io_dt, a_local.index, tmp.index, mt.index, nt.index});
       b.addi(local, slot, o.aux_local);
-      b.emit(Opcode::V_MUL, {dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
+      b.emit(Opcode::V_MUL, {io_dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
+    }
+    // In f32: every input's tile converted (a product with ones above is exact in any dtype).
+    if (in_f32) {
+      const Reg one = b.reg();
+      b.li(one, 1);
+      for (size_t k = 1; k < operands.size(); ++k) {
+        const Operand& o = operands[k];
+        const bool full = o.mode == Bcast::Full || o.materialize;
+        const Reg r = full || o.mode == Bcast::Col ? mt : one, c = full || o.mode == Bcast::Row ? nt : one;
+        b.addi(a_local, slot, o.local);
+        b.li(local, converted_local[k]);
+        b.emit(Opcode::V_CVT, {dt, io_dt, local.index, a_local.index, r.index, c.index});
+      }
     }
     b.addi(o_local, slot, operands[0].local);
     // Value v's local address into `reg`; returns how a second operand is broadcast.
@@ -426,13 +468,15 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       if (v.kind == ChainValue::Kind::Step) return b.li(reg, temps_local + temp_of[size_t(v.index)] * temp_bytes), int64_t(Bcast::Full);
       if (v.kind == ChainValue::Kind::Constant) return b.li(reg, constant_at[step]), int64_t(Bcast::Scalar);
       const Operand& o = operands[size_t(v.index) + 1];
-      b.addi(reg, slot, o.local);
+      if (in_f32) b.li(reg, converted_local[size_t(v.index) + 1]);
+      else b.addi(reg, slot, o.local);
       return o.materialize ? int64_t(Bcast::Full) : static_cast<int64_t>(o.mode);
     };
     for (size_t i = 0; i < steps.size(); ++i) {
       const ChainStep& step = steps[i];
-      const Reg dst = i + 1 == steps.size() ? o_local : b_local;
-      if (dst.index != o_local.index) b.li(dst, temps_local + temp_of[i] * temp_bytes);
+      const bool last = i + 1 == steps.size();
+      const Reg dst = last && !in_f32 ? o_local : b_local;
+      if (dst.index != o_local.index) b.li(dst, last ? result_local : temps_local + temp_of[i] * temp_bytes);
       if (step.kind == OpKind::CAST) {
         value_address(a_local, step.args[0], i);
         if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, dst.index, a_local.index, mt.index, nt.index});
@@ -454,6 +498,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
         b.emit(traits(step.kind).opcode, {dt, mode, dst.index, first.index, second.index, mt.index, nt.index});
       }
     }
+    // In f32: the result rounded once into the output's tile.
+    if (in_f32) b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, b_local.index, mt.index, nt.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
 
@@ -487,6 +533,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   if (chain)
     plan << "  steps: " << chain_to_string(steps) << "; " << temps << " intermediate tile(s) of " << temp_bytes << " bytes, "
          << constants << " constant(s)\n";
+  if (in_f32)
+    plan << "  in f32: each input tile converted on the vector unit, the result rounded once to " << isa::dtype_name(out.dtype) << "\n";
   for (size_t k = 1; k < operands.size(); ++k)
     plan << "  in" << k - 1 << ": " << op.inputs[k - 1].to_string() << ": strides " << operands[k].stride[0] << ", " << operands[k].stride[1]
          << ", " << operands[k].stride[2] << "; " << mode_name(operands[k]) << "\n";

@@ -135,7 +135,7 @@ std::string OpDesc::key() const {
     std::snprintf(params, sizeof params, " params %.17g %.17g", random_params[0], random_params[1]);
     key += params;
   }
-  if (kind == OpKind::ELEMENTWISE_CHAIN) key += " chain " + chain_to_string(chain);
+  if (kind == OpKind::ELEMENTWISE_CHAIN) key += " chain " + chain_to_string(chain) + (chain_in_f32 ? " in f32" : "");
   if (kind == OpKind::VAR || kind == OpKind::STD) {
     char text[40];
     std::snprintf(text, sizeof text, " correction %.17g", correction);

@@ -231,9 +231,12 @@ TEST_P(Elementwise, WhatItCannotDoIsSaidSo) {
 // dtype: the reference does the same with reference() and store().
 class ElementwiseChain : public testing::KernelTest {
  protected:
-  void check(const std::string& text, std::vector<TensorDesc> inputs, TensorDesc output, uint32_t seed = 1) {
+  // in_f32: the chain over bf16 or f16 inputs computed in f32 (OpDesc::chain_in_f32): every step and
+  // constant rounded to f32, the result once to the output's dtype.
+  void check(const std::string& text, std::vector<TensorDesc> inputs, TensorDesc output, uint32_t seed = 1, bool in_f32 = false) {
     OpDesc op{OpKind::ELEMENTWISE_CHAIN, inputs, output};
     op.chain = parse_chain(text, inputs.size());
+    op.chain_in_f32 = in_f32;
     SCOPED_TRACE(op.key());
     bool exact = true;
     for (const ChainStep& step : op.chain) exact = exact && exact_op(step.kind);
@@ -242,7 +245,7 @@ class ElementwiseChain : public testing::KernelTest {
     const testing::KernelRun run = KernelTest::run(op, [&](size_t k, size_t) {
       return isa::dtype_is_float(inputs[k].dtype) ? values(rng) : double(int(rng() % 200) - 100);
     });
-    const DType dtype = output.dtype;
+    const DType dtype = output.dtype, step_dtype = in_f32 ? DType::F32 : dtype;
     const size_t oe = isa::dtype_size_bytes(dtype), rank = output.shape.size();
     std::vector<int64_t> index(rank, 0);
     int mismatches = 0;
@@ -259,15 +262,18 @@ class ElementwiseChain : public testing::KernelTest {
         for (size_t a = 0; a < op_arity(step.kind); ++a) {
           const ChainValue& v = step.args[a];
           uint8_t rounded[4];
-          store(dtype, step.constant, rounded);  // a constant is the dtype's value of it
+          store(step_dtype, step.constant, rounded);  // a constant is the dtype's value of it
           arg[a] = v.kind == ChainValue::Kind::Input ? in[size_t(v.index)]
                    : v.kind == ChainValue::Kind::Step ? result[size_t(v.index)]
-                                                      : load(dtype, rounded);
+                                                      : load(step_dtype, rounded);
         }
         uint8_t rounded[4];
-        store(dtype, reference(step.kind, dtype, arg[0], arg[1]), rounded);
-        result.push_back(load(dtype, rounded));
+        store(step_dtype, reference(step.kind, step_dtype, arg[0], arg[1]), rounded);
+        result.push_back(load(step_dtype, rounded));
       }
+      uint8_t final_rounding[4];
+      store(dtype, result.back(), final_rounding);
+      result.back() = load(dtype, final_rounding);
       int64_t out_offset = output.storage_offset;
       for (size_t d = 0; d < rank; ++d) out_offset += index[d] * output.strides[d];
       const double got = load(dtype, &run.output[size_t(out_offset) * oe]), want = result.back();
@@ -294,6 +300,31 @@ TEST_P(ElementwiseChain, StepsRoundAsTheOpsAloneWould) {
   check("neg(in0); add(%0, in1); mul(%1, %1); sub(%2, %0); maximum(%3, -2)", {t(DType::F32, {300, 1100}), t(DType::F32, {300, 1100})},
         t(DType::F32, {300, 1100}));
   check("mul(in0, 3); add(%0, in1); sub(%1, in0)", {t(DType::I32, {10, 12}), t(DType::I32, {10, 1})}, t(DType::I32, {10, 12}));
+}
+
+TEST_P(ElementwiseChain, HalfPrecisionChainsComputeInF32AndRoundOnce) {
+  // tanh's backward, g * (1 - y * y), as ATen's CPU kernel computes bf16: in f32, rounded once.
+  check("mul(in1, in1); sub(1, %0); mul(in0, %1)", {t(DType::BF16, {37, 29}), t(DType::BF16, {37, 29})}, t(DType::BF16, {37, 29}), 1, true);
+  // Every broadcast mode converted (a row, a column made a full tile, a scalar, a column read second).
+  check("sub(in1, in0); mul(%0, in2); div(in2, %1); maximum(%2, in3); add(%3, in4)",
+        {t(DType::F16, {23, 41}), t(DType::F16, {41}), t(DType::F16, {23, 1}), t(DType::F16, {}), t(DType::F16, {23, 1})},
+        t(DType::F16, {23, 41}), 2, true);
+  check("exp(in0)", {t(DType::BF16, {300, 1100})}, t(DType::BF16, {300, 1100}), 3, true);
+  // (x + 1) - 1 keeps x in f32 where bf16 steps would lose its low bits: the output is x again.
+  OpDesc op{OpKind::ELEMENTWISE_CHAIN, {t(DType::BF16, {64, 64})}, t(DType::BF16, {64, 64})};
+  op.chain = parse_chain("add(in0, 1); sub(%0, 1)", 1);
+  op.chain_in_f32 = true;
+  const testing::KernelRun run = KernelTest::run(op, [](size_t, size_t i) { return std::ldexp(1.0 + double(i % 7) / 8, -int(i % 9) - 1); });
+  EXPECT_EQ(run.output, run.inputs[0]);
+  EXPECT_NE(run.kernel->plan.find("in f32"), std::string::npos) << run.kernel->plan;
+  // Only chains over half-precision inputs.
+  OpDesc f32_inputs{OpKind::ELEMENTWISE_CHAIN, {t(DType::F32, {4})}, t(DType::F32, {4})};
+  f32_inputs.chain = parse_chain("exp(in0)", 1);
+  f32_inputs.chain_in_f32 = true;
+  EXPECT_THROW(compiler_.compile(f32_inputs), std::invalid_argument);
+  OpDesc single{OpKind::EXP, {t(DType::BF16, {4})}, t(DType::BF16, {4})};
+  single.chain_in_f32 = true;
+  EXPECT_THROW(compiler_.compile(single), std::invalid_argument);
 }
 
 TEST_P(ElementwiseChain, InputsBroadcastWhereverTheyAreRead) {

@@ -27,6 +27,7 @@ inline double load(isa::DType dtype, const uint8_t* p) {
   switch (dtype) {
     case isa::DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
     case isa::DType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return isa::bf16_to_f32(h); }
+    case isa::DType::F16: { uint16_t h; std::memcpy(&h, p, 2); return isa::f16_to_f32(h); }
     case isa::DType::I32: { int32_t i; std::memcpy(&i, p, 4); return i; }
     case isa::DType::I8: return int8_t(*p);
     case isa::DType::U8: return *p;
@@ -38,6 +39,7 @@ inline void store(isa::DType dtype, double v, uint8_t* p) {
   switch (dtype) {
     case isa::DType::F32: { const float f = float(v); std::memcpy(p, &f, 4); return; }
     case isa::DType::BF16: { const uint16_t h = isa::f32_to_bf16(float(v)); std::memcpy(p, &h, 2); return; }
+    case isa::DType::F16: { const uint16_t h = isa::f32_to_f16(float(v)); std::memcpy(p, &h, 2); return; }
     case isa::DType::I32: { const int32_t i = int32_t(v); std::memcpy(p, &i, 4); return; }
     case isa::DType::I8: *p = uint8_t(int8_t(v)); return;
     case isa::DType::U8: *p = uint8_t(v); return;

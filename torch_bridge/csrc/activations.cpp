@@ -48,8 +48,13 @@ std::string number(double value) {
   return text;
 }
 
-// The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`.
+// The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`: for half-precision
+// inputs and result, one kernel that converts on the chip; otherwise the inputs cast to f32 first.
 at::Tensor f32_chain(const std::string& chain, std::vector<at::Tensor> inputs, at::ScalarType dtype) {
+  if (dtype == inputs[0].scalar_type() && (dtype == at::kBFloat16 || dtype == at::kHalf)) {
+    const at::Tensor result = elementwise_chain_in_f32(inputs, chain);
+    if (result.defined()) return result;
+  }
   for (at::Tensor& t : inputs) t = as_f32(t);
   const at::Tensor result = elementwise_chain(inputs, chain);
   return result.scalar_type() == dtype ? result : result.to(dtype);

@@ -108,6 +108,24 @@ at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::s
   return elementwise_chain_cpu(on_cpu, chain).to(out.device());
 }
 
+at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) {
+  const std::vector<ChainStep> steps = parsed(inputs, chain);
+  const at::ScalarType dtype = inputs[0].scalar_type();
+  if (dtype != at::kBFloat16 && dtype != at::kHalf) return at::Tensor();
+  std::vector<at::Tensor> on_device;
+  for (const at::Tensor& t : inputs) on_device.push_back(to_npu(t));
+  at::Tensor out = new_npu(broadcast_shape(inputs), dtype);
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : on_device) described.push_back(describe(t));
+    npu::compiler::OpDesc op(OpKind::ELEMENTWISE_CHAIN, described, describe(out));
+    op.chain = steps;
+    op.chain_in_f32 = true;
+    return op;
+  };
+  return try_run(make_op, on_device, out) ? out : at::Tensor();
+}
+
 TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain) -> Tensor"); }
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("elementwise_chain", elementwise_chain_cpu); }
 TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain); }

@@ -88,6 +88,9 @@ void check_index_range(const at::Tensor& index, int64_t size, const char* op);
 // npusim::elementwise_chain on npu tensors: the steps of `chain` (compiler/op.h's text form, e.g.
 // "mul(in0, 0.5); tanh(%0)") as one kernel over inputs of one dtype, broadcast to one shape.
 at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::string& chain);
+// The same over bf16 or f16 inputs, computed in f32 on the chip and rounded once to their dtype (ATen's
+// opmath arithmetic) in one kernel; an undefined tensor where the compiler declines.
+at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.
