@@ -281,9 +281,12 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     std::vector<int> free_temps;
     for (size_t i = 0; i + 1 < steps.size(); ++i) {
       const auto release_last_reads = [&] {
-        for (unsigned a = 0; a < op_arity(steps[i].kind); ++a)
-          if (steps[i].args[a].kind == ChainValue::Kind::Step && last_read[size_t(steps[i].args[a].index)] == i)
-            free_temps.push_back(temp_of[size_t(steps[i].args[a].index)]);
+        const std::array<ChainValue, 2>& args = steps[i].args;
+        for (unsigned a = 0; a < op_arity(steps[i].kind); ++a) {
+          const bool repeated = a == 1 && args[0].kind == ChainValue::Kind::Step && args[0].index == args[1].index;  // (x * x: freed once)
+          if (args[a].kind == ChainValue::Kind::Step && last_read[size_t(args[a].index)] == i && !repeated)
+            free_temps.push_back(temp_of[size_t(args[a].index)]);
+        }
       };
       const bool fills_result = steps[i].args[0].kind == ChainValue::Kind::Constant;
       if (!fills_result) release_last_reads();

@@ -300,6 +300,9 @@ TEST_P(ElementwiseChain, StepsRoundAsTheOpsAloneWould) {
   check("neg(in0); add(%0, in1); mul(%1, %1); sub(%2, %0); maximum(%3, -2)", {t(DType::F32, {300, 1100}), t(DType::F32, {300, 1100})},
         t(DType::F32, {300, 1100}));
   check("mul(in0, 3); add(%0, in1); sub(%1, in0)", {t(DType::I32, {10, 12}), t(DType::I32, {10, 1})}, t(DType::I32, {10, 12}));
+  // A value read twice by its last reader (t * t) frees its tile once: twice, it was handed to two later
+  // steps, and 1 - t^2 (a constant first operand filling the tile t^2 was in) gave 0.
+  check("tanh(in0); mul(%0, %0); sub(1, %1); mul(%2, in1)", {t(DType::F32, {37, 29}), t(DType::F32, {37, 29})}, t(DType::F32, {37, 29}));
 }
 
 TEST_P(ElementwiseChain, HalfPrecisionChainsComputeInF32AndRoundOnce) {
