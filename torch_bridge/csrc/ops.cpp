@@ -18,6 +18,7 @@
 #include <numeric>
 #include <limits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -435,27 +436,34 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
 }
 
-// gelu's derivative by ATen's formulas, composed in f32 from elementwise kernels and rounded once:
+// gelu's derivative by ATen's formulas, one elementwise chain in f32, rounded once (half-precision
+// inputs converted on the chip):
 //   none: grad * (cdf + x * pdf), cdf = (1 + erf(x / sqrt 2)) / 2, pdf = exp(-x^2 / 2) / sqrt(2 pi)
 //   tanh: grad * ((1 + t) / 2 + x / 2 * (1 - t^2) * beta * (1 + 3 kappa x^2)), t = tanh(beta * (x + kappa x^3))
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
-  if (chip_float(grad) && chip_float(self)) {
-    const at::Tensor x = as_f32(self);
-    at::Tensor derivative;
+  const at::ScalarType dtype = grad.scalar_type();
+  if (chip_float(grad) && chip_float(self) && self.scalar_type() == dtype && grad.numel() > 0) {
+    const auto number = [](double v) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", v);
+      return std::string(text);
+    };
+    std::string chain;
     if (approximate == "tanh") {
       constexpr double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715;
-      const at::Tensor x_sq = x * x;
-      const at::Tensor t = at::tanh((x + x_sq * x * kKappa) * kBeta);
-      const at::Tensor left = (t + 1) * 0.5;
-      const at::Tensor right = x * 0.5 * (t * t * -1 + 1) * kBeta * (x_sq * (3 * kKappa) + 1);
-      derivative = left + right;
+      chain = "mul(in1, in1); mul(%0, in1); mul(%1, " + number(kKappa) + "); add(in1, %2); mul(%3, " + number(kBeta) +
+              "); tanh(%4); add(%5, 1); mul(%6, 0.5); mul(in1, 0.5); mul(%5, %5); sub(1, %9); mul(%8, %10); mul(%11, " +
+              number(kBeta) + "); mul(%0, " + number(3 * kKappa) + "); add(%13, 1); mul(%12, %14); add(%7, %15); mul(in0, %16)";
     } else {
-      const at::Tensor cdf = (at::erf(x * M_SQRT1_2) + 1) * 0.5;
-      const at::Tensor pdf = at::exp(x * x * -0.5) * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
-      derivative = cdf + x * pdf;
+      chain = "mul(in1, " + number(M_SQRT1_2) + "); erf(%0); add(%1, 1); mul(%2, 0.5); mul(in1, in1); mul(%4, -0.5); exp(%5); mul(%6, " +
+              number(M_2_SQRTPI * M_SQRT1_2 * 0.5) + "); mul(in1, %7); add(%3, %8); mul(in0, %9)";
     }
-    const at::Tensor result = as_f32(grad) * derivative;
-    return result.scalar_type() == grad.scalar_type() ? result : result.to(grad.scalar_type());
+    if (dtype != at::kFloat) {
+      const at::Tensor result = elementwise_chain_in_f32({grad, self}, chain);
+      if (result.defined()) return result;
+    }
+    const at::Tensor result = elementwise_chain({as_f32(grad), as_f32(self)}, chain);
+    return result.scalar_type() == dtype ? result : result.to(dtype);
   }
   return on_cpu("aten::gelu_backward", [&] { return at::gelu_backward(cpu(grad), cpu(self), approximate); });
 }
