@@ -731,7 +731,10 @@ def test_variance_edge_cases_give_what_the_cpu_gives():
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, {"rtol": 2e-6, "atol": 2e-6}), (torch.bfloat16, {"rtol": 1.6e-2, "atol": 1e-2})])
+# f32: atol 1e-5 (torch.testing's default): where tanh is within a few ulps of -1 (x below about -4.5)
+# the tanh form's two terms nearly cancel, and the chip's order of f32 steps (ATen's formula, one chain)
+# rounds the difference unlike the CPU's vectorized kernel: up to ~2e-6 absolute, measured.
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, {"rtol": 2e-6, "atol": 1e-5}), (torch.bfloat16, {"rtol": 1.6e-2, "atol": 1e-2})])
 def test_gelu_backward_and_erf_run_on_the_chip(approximate, dtype, tolerance):
     before = dict(npusim.fallback_stats())
     x = (torch.randn(37, 53) * 3).to(dtype)
