@@ -233,3 +233,39 @@ def test_round_floor_ceil_and_trunc_are_exact(dtype):
     for f in (torch.round, torch.floor, torch.ceil, torch.trunc):
         torch.testing.assert_close(f(x.to(NPU)).cpu(), f(x), rtol=0, atol=0, equal_nan=True)
     assert fallbacks_since(before) == {}
+
+
+def test_int64_where_and_isin_run_on_the_chip():
+    # generate()'s stopping criteria: token ids (int64) picked by masks and looked up among stop tokens.
+    values = torch.tensor([0, 5, -2**40, 2**33 + 7, -1, 50256])
+    cond = torch.tensor([True, False, True, False, False, True])
+    other = torch.tensor([9, 9, 9, 2**40, 9, 9])
+    stops = torch.tensor([50256, 2**33 + 7])
+    before = dict(npusim.fallback_stats())
+    assert torch.equal(torch.where(cond.to(NPU), values.to(NPU), other.to(NPU)).cpu(), torch.where(cond, values, other))
+    assert torch.equal(torch.where(cond.to(NPU), values.to(NPU), 3).cpu(), torch.where(cond, values, 3))
+    for invert in (False, True):
+        assert torch.equal(torch.isin(values.to(NPU), stops.to(NPU), invert=invert).cpu(), torch.isin(values, stops, invert=invert))
+    assert torch.equal(torch.isin(values.view(2, 3).to(NPU), stops.to(NPU)).cpu(), torch.isin(values.view(2, 3), stops))
+    assert fallbacks_since(before) == {}
+
+
+def test_a_llama_generates_the_cpus_tokens_with_only_int64_arithmetic_on_the_cpu():
+    transformers = pytest.importorskip("transformers")  # installed by scripts/setup.sh
+    transformers.utils.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=200, max_position_embeddings=64)
+    torch.manual_seed(6)
+    cpu = transformers.LlamaForCausalLM(config).eval()
+    npu = transformers.LlamaForCausalLM(config).eval()
+    npu.load_state_dict(cpu.state_dict())
+    npu = npu.to(NPU)
+    prompt = torch.randint(0, 200, (2, 8))
+    expected = cpu.generate(prompt, max_new_tokens=5, do_sample=False)
+    before = dict(npusim.fallback_stats())
+    got = npu.generate(prompt.to(NPU), max_new_tokens=5, do_sample=False)
+    # Everything but generate()'s int64 products, maxima and bitwise ands of its 0/1 sequence flags (int64
+    # multiplication and bitwise logic do not come apart into 32-bit words as addition does) runs on the
+    # chip: grouped-query attention with q in [B, L, H, D], the stop-token lookups, masks made counts.
+    assert set(fallbacks_since(before)) <= {"aten::mul.Tensor", "aten::max", "aten::bitwise_and.Tensor"}
+    assert torch.equal(got.cpu(), expected)

@@ -183,11 +183,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     const at::Tensor large = at::add(at::mul(high.to(at::kFloat), 4294967296.0), unsigned_low);
     if (copy_on_chip(at::where(fits, low_f32, large), dst)) return dst;
   }
-  if (self.scalar_type() == at::kInt && dst.scalar_type() == at::kLong) {
+  const bool narrow_integer = self.scalar_type() == at::kInt || self.scalar_type() == at::kBool || self.scalar_type() == at::kByte ||
+                              self.scalar_type() == at::kChar;
+  if (narrow_integer && dst.scalar_type() == at::kLong) {  // (bool, uint8 and int8 through int32: masks made counts)
+    const at::Tensor value = self.scalar_type() == at::kInt ? self : self.to(at::kInt);
     const at::Tensor words = int64_words(dst);
-    const at::Tensor sign = at::where(at::lt(self, 0), at::scalar_tensor(-1, self.options().device(at::kCPU)),
-                                      at::scalar_tensor(0, self.options().device(at::kCPU)));
-    if (copy_on_chip(self, words.select(-1, 0)) && copy_on_chip(sign, words.select(-1, 1))) return dst;
+    const at::Tensor sign = at::where(at::lt(value, 0), at::scalar_tensor(-1, value.options().device(at::kCPU)),
+                                      at::scalar_tensor(0, value.options().device(at::kCPU)));
+    if (copy_on_chip(value, words.select(-1, 0)) && copy_on_chip(sign, words.select(-1, 1))) return dst;
   }
   note_cpu_fallback(self.scalar_type() == dst.scalar_type() ? "aten::_copy_from (device to device)" : "aten::_copy_from (device dtype conversion)");
   copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
@@ -807,9 +810,28 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tenso
   const auto prepare = [&](const at::Tensor& t) { return to_npu(t.scalar_type() == common ? t : t.to(common)); };
   const at::Tensor a = prepare(a_in), b = prepare(b_in), c = to_npu(cond.scalar_type() == at::kBool ? cond : cond.to(at::kBool));
   const std::vector<int64_t> shape = at::infer_size(at::infer_size(c.sizes(), a.sizes()), b.sizes());
+  if (common == at::kLong && c.numel() > 0 && a.numel() > 0 && b.numel() > 0) {
+    // int64 (the chip has none): both 32-bit words of each element selected by its condition.
+    at::Tensor out = new_npu(shape, at::kLong);
+    if (run_elementwise(OpKind::WHERE, {c.unsqueeze(-1), int64_words(a), int64_words(b)}, int64_words(out))) return out;
+  }
   at::Tensor out = new_npu_like(shape, common, {&a, &b});
   if (run_elementwise(OpKind::WHERE, {c, a, b}, out)) return out;
   return on_cpu("aten::where.self", [&] { return at::where(cpu(cond), cpu(a_in), cpu(b_in)); });
+}
+
+// isin: each element compared with every test element (eq, then any over them), for the few test
+// elements models use (generate's stop tokens); int64 compared on its words. More than 256 test
+// elements: the CPU, counted.
+at::Tensor isin(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert) {
+  if (on_npu(elements) && elements.numel() > 0 && test.numel() > 0 && test.numel() <= 256) {
+    const at::Tensor hit = at::any(at::eq(elements.unsqueeze(-1), to_npu(test).reshape({-1})), -1);
+    return invert ? npusim::logical_not(hit) : hit;
+  }
+  return on_cpu("aten::isin", [&] { return at::isin(cpu(elements), cpu(test), assume_unique, invert); });
+}
+at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert, at::Tensor& out) {
+  return into(npusim::isin(elements, test, assume_unique, invert), out);
 }
 
 // The chip's view of an index tensor: i32 as it is; int64 as its low 32-bit words (little-endian),
@@ -1139,6 +1161,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Scalar_out", pow_scalar_base_out);
   m.impl("cat", cat);
   m.impl("where.self", where);
+  m.impl("isin.Tensor_Tensor", isin);
+  m.impl("isin.Tensor_Tensor_out", isin_out);
   m.impl("masked_fill_.Scalar", masked_fill_scalar);
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("index_select", index_select);
