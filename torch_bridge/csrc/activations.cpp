@@ -41,13 +41,6 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// A constant in a chain's text, with every digit a double has.
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
-}
-
 // The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`: for half-precision
 // inputs and result, one kernel that converts on the chip; otherwise the inputs cast to f32 first.
 at::Tensor f32_chain(const std::string& chain, std::vector<at::Tensor> inputs, at::ScalarType dtype) {
@@ -99,7 +92,7 @@ at::Tensor& npu_hardsigmoid_out(const at::Tensor& x, at::Tensor& out) { return i
 at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
   if (on_chip({&grad, &x})) {
     const at::Tensor inside = at::logical_and(at::gt(x, -3), at::lt(x, 3));
-    const at::Tensor sixth = f32_chain("mul(in0, " + number(double(1.0f / 6.0f)) + ")", {grad}, grad.scalar_type());
+    const at::Tensor sixth = f32_chain("mul(in0, " + chain_constant(double(1.0f / 6.0f)) + ")", {grad}, grad.scalar_type());
     return at::where(inside, sixth, constant(0, grad.scalar_type()));
   }
   return on_cpu("aten::hardsigmoid_backward", [&] { return at::hardsigmoid_backward(grad.cpu(), x.cpu()); });
@@ -150,7 +143,7 @@ at::Tensor& npu_hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& 
 
 at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
   if (on_chip({&x})) {
-    const at::Tensor sloped = f32_chain("mul(in0, " + number(slope.toDouble()) + ")", {x}, x.scalar_type());
+    const at::Tensor sloped = f32_chain("mul(in0, " + chain_constant(slope.toDouble()) + ")", {x}, x.scalar_type());
     return at::where(at::gt(x, 0), x, sloped);
   }
   return on_cpu("aten::leaky_relu", [&] { return at::leaky_relu(x.cpu(), slope); });
@@ -159,7 +152,7 @@ at::Tensor& npu_leaky_relu_out(const at::Tensor& x, const at::Scalar& slope, at:
 
 at::Tensor npu_leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
   if (on_chip({&grad, &x})) {
-    const at::Tensor sloped = f32_chain("mul(in0, " + number(slope.toDouble()) + ")", {grad}, grad.scalar_type());
+    const at::Tensor sloped = f32_chain("mul(in0, " + chain_constant(slope.toDouble()) + ")", {grad}, grad.scalar_type());
     return at::where(at::gt(x, 0), grad, sloped);
   }
   return on_cpu("aten::leaky_relu_backward",
@@ -174,9 +167,9 @@ at::Tensor& npu_leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor
 struct EluCoefficients {
   std::string negative, positive, input;
   EluCoefficients(const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale)
-      : negative(number(double(alpha.to<float>() * scale.to<float>()))),
-        positive(number(double(scale.to<float>()))),
-        input(number(double(input_scale.to<float>()))) {}
+      : negative(chain_constant(double(alpha.to<float>() * scale.to<float>()))),
+        positive(chain_constant(double(scale.to<float>()))),
+        input(chain_constant(double(input_scale.to<float>()))) {}
 };
 
 at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
@@ -223,7 +216,7 @@ at::Tensor above_threshold(const at::Tensor& x, const std::string& beta, const a
 
 at::Tensor npu_softplus(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
   if (on_chip({&x})) {
-    const std::string b = number(double(beta.to<float>()));
+    const std::string b = chain_constant(double(beta.to<float>()));
     const at::Tensor smooth = f32_chain("mul(in0, " + b + "); exp(%0); add(%1, 1); log(%2); div(%3, " + b + ")", {x}, x.scalar_type());
     return at::where(above_threshold(x, b, threshold), x, smooth);
   }
@@ -236,7 +229,7 @@ at::Tensor& npu_softplus_out(const at::Tensor& x, const at::Scalar& beta, const 
 // z = exp(x * beta): x * beta > threshold ? g : g * z / (z + 1)
 at::Tensor npu_softplus_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
   if (on_chip({&grad, &x})) {
-    const std::string b = number(double(beta.to<float>()));
+    const std::string b = chain_constant(double(beta.to<float>()));
     const at::Tensor smooth = f32_chain("mul(in1, " + b + "); exp(%0); mul(in0, %1); add(%1, 1); div(%2, %3)", {grad, x}, grad.scalar_type());
     return at::where(above_threshold(x, b, threshold), grad, smooth);
   }
@@ -328,7 +321,7 @@ at::Tensor& npu_mse_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t r
 at::Tensor npu_mse_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
   if (on_chip({&grad, &x, &y})) {
     const double norm = reduction == at::Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
-    return f32_chain("sub(in0, in1); mul(%0, " + number(norm) + "); mul(%1, in2)", {x, y, grad}, x.scalar_type());
+    return f32_chain("sub(in0, in1); mul(%0, " + chain_constant(norm) + "); mul(%1, in2)", {x, y, grad}, x.scalar_type());
   }
   return on_cpu("aten::mse_loss_backward", [&] { return at::mse_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction); });
 }
@@ -349,7 +342,7 @@ at::Tensor reduced(const at::Tensor& losses, int64_t reduction) {
 // z = |x - y|: z < beta ? 0.5 * z * z / beta : z - 0.5 * beta (huber: z < delta ? 0.5 * z * z : delta * (z - 0.5 * delta)).
 at::Tensor robust_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, bool huber) {
   const at::Tensor z = f32_chain("sub(in0, in1); abs(%0)", {x, y}, at::kFloat);
-  const std::string b = number(double(float(beta))), half_b = number(double(0.5f * float(beta)));
+  const std::string b = chain_constant(double(float(beta))), half_b = chain_constant(double(0.5f * float(beta)));
   const at::Tensor quadratic = elementwise_chain({z}, huber ? "mul(in0, 0.5); mul(%0, in0)" : "mul(in0, 0.5); mul(%0, in0); div(%1, " + b + ")");
   const at::Tensor linear = elementwise_chain({z}, huber ? "sub(in0, " + half_b + "); mul(%0, " + b + ")" : "sub(in0, " + half_b + ")");
   const at::Tensor losses = at::where(at::lt(z, beta), quadratic, linear);
@@ -360,7 +353,7 @@ at::Tensor robust_loss(const at::Tensor& x, const at::Tensor& y, int64_t reducti
 // (huber: the outer branches times delta, the inner one norm * d * g).
 at::Tensor robust_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, bool huber) {
   const double norm = reduction == at::Reduction::Mean ? 1.0 / double(x.numel()) : 1.0;
-  const std::string n = number(double(float(norm))), minus_n = number(-double(float(norm))), b = number(double(float(beta)));
+  const std::string n = chain_constant(double(float(norm))), minus_n = chain_constant(-double(float(norm))), b = chain_constant(double(float(beta)));
   const at::ScalarType dtype = grad.scalar_type();
   const at::Tensor d = f32_chain("sub(in0, in1)", {x, y}, at::kFloat);
   const at::Tensor inner = f32_chain(huber ? "mul(in0, " + n + "); mul(%0, in1)" : "mul(in0, " + n + "); mul(%0, in1); div(%1, " + b + ")",

@@ -9,6 +9,8 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include <cstdio>
+
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -106,6 +108,12 @@ at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::s
   std::vector<at::Tensor> on_cpu;
   for (const at::Tensor& t : inputs) on_cpu.push_back(t.cpu());
   return elementwise_chain_cpu(on_cpu, chain).to(out.device());
+}
+
+std::string chain_constant(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
 }
 
 at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) {

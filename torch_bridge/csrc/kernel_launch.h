@@ -65,6 +65,10 @@ inline void require(bool ok) {
 // A float dtype the chip computes in (f32, bf16, f16), and an npu tensor of one.
 inline bool chip_float_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 inline bool chip_float(const at::Tensor& t) { return on_npu(t) && chip_float_dtype(t.scalar_type()); }
+// Any dtype the chip stores (no int64, f64 or complex: those move as words or go to the CPU).
+inline bool chip_dtype(at::ScalarType t) {
+  return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool;
+}
 inline at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
 // Optional operands (a norm's weight, bias, statistics): present, on the host, all on the chip.
 inline bool defined(const std::optional<at::Tensor>& t) { return t && t->defined(); }
@@ -91,6 +95,8 @@ at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::s
 // The same over bf16 or f16 inputs, computed in f32 on the chip and rounded once to their dtype (ATen's
 // opmath arithmetic) in one kernel; an undefined tensor where the compiler declines.
 at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain);
+// A constant in a chain's text, with every digit a double has.
+std::string chain_constant(double value);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
 
 // torch.set_float32_matmul_precision, for f32 products on a tensor core without f32.

@@ -446,20 +446,15 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
   const at::ScalarType dtype = grad.scalar_type();
   if (chip_float(grad) && chip_float(self) && self.scalar_type() == dtype && grad.numel() > 0) {
-    const auto number = [](double v) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.17g", v);
-      return std::string(text);
-    };
     std::string chain;
     if (approximate == "tanh") {
       constexpr double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715;
-      chain = "mul(in1, in1); mul(%0, in1); mul(%1, " + number(kKappa) + "); add(in1, %2); mul(%3, " + number(kBeta) +
+      chain = "mul(in1, in1); mul(%0, in1); mul(%1, " + chain_constant(kKappa) + "); add(in1, %2); mul(%3, " + chain_constant(kBeta) +
               "); tanh(%4); add(%5, 1); mul(%6, 0.5); mul(in1, 0.5); mul(%5, %5); sub(1, %9); mul(%8, %10); mul(%11, " +
-              number(kBeta) + "); mul(%0, " + number(3 * kKappa) + "); add(%13, 1); mul(%12, %14); add(%7, %15); mul(in0, %16)";
+              chain_constant(kBeta) + "); mul(%0, " + chain_constant(3 * kKappa) + "); add(%13, 1); mul(%12, %14); add(%7, %15); mul(in0, %16)";
     } else {
-      chain = "mul(in1, " + number(M_SQRT1_2) + "); erf(%0); add(%1, 1); mul(%2, 0.5); mul(in1, in1); mul(%4, -0.5); exp(%5); mul(%6, " +
-              number(M_2_SQRTPI * M_SQRT1_2 * 0.5) + "); mul(in1, %7); add(%3, %8); mul(in0, %9)";
+      chain = "mul(in1, " + chain_constant(M_SQRT1_2) + "); erf(%0); add(%1, 1); mul(%2, 0.5); mul(in1, in1); mul(%4, -0.5); exp(%5); mul(%6, " +
+              chain_constant(M_2_SQRTPI * M_SQRT1_2 * 0.5) + "); mul(in1, %7); add(%3, %8); mul(in0, %9)";
     }
     if (dtype != at::kFloat) {
       const at::Tensor result = elementwise_chain_in_f32({grad, self}, chain);

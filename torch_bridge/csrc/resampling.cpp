@@ -123,7 +123,6 @@ at::Tensor apply_transposed_maps(const at::Tensor& grad, const DimMap* rows, con
   return (result.scalar_type() == grad.scalar_type() ? result : result.to(grad.scalar_type())).contiguous();
 }
 
-bool chip_dtype(at::ScalarType t) { return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte; }
 // The forward's operand: on the npu, `dims` dims, not empty, of a dtype the chip moves (weighted maps: floats).
 bool resamplable(const at::Tensor& x, std::initializer_list<int64_t> dims, bool weighted = false) {
   return on_npu(x) && std::find(dims.begin(), dims.end(), x.dim()) != dims.end() && x.numel() > 0 &&

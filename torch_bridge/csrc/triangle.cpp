@@ -11,10 +11,6 @@
 namespace npusim {
 namespace {
 
-bool chip_dtype(at::ScalarType t) {
-  return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool;
-}
-
 at::Tensor triangle(const at::Tensor& x, int64_t diagonal, bool lower) {
   if (!on_npu(x) || x.dim() < 2 || x.numel() == 0 || !chip_dtype(x.scalar_type())) {
     note_cpu_fallback(lower ? "aten::tril" : "aten::triu", "not a non-empty matrix of a chip dtype (int64 and f64 are not)");
