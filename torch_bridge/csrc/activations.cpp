@@ -9,17 +9,21 @@
 //   softplus          x * beta > threshold ? x : log(1 + exp(x * beta)) / beta
 //   mish              x * tanh(log(1 + exp(x)))        log_sigmoid min(x, 0) - log(1 + exp(-|x|))
 //   clamp_min/max     maximum / minimum                mse_loss   (x - y)^2, its mean or sum
-//   and each one's gradient by ATen's formula.
+//   smooth_l1, huber  the quadratic or the linear branch of |x - y|
+//   and each one's gradient by ATen's formula; log1p and expm1 by Kahan's
+//   forms, sign (sgn), and round, floor, ceil, trunc (below).
 //
 // The arithmetic of each branch runs in f32 as one elementwise chain and is
 // rounded once to the result's dtype, as ATen's CPU kernels compute bf16 and
-// f16 (in f32, their opmath type); branches are chosen by the comparison and
-// select kernels, with ATen's comparisons (a NaN takes the branch ATen's
-// ternary gives it). Where ATen calls log1p or expm1 the chain computes
-// log(1 + y) or exp(y) - 1 (the vector unit has neither): the same to within
-// a few f32 ulps of 1 in absolute terms, which is the tolerance the tests use
-// (results near zero lose relative precision). Integer and f64 tensors and
-// empty ones go to the CPU, counted.
+// f16 (in f32, their opmath type; the chain converts half-precision inputs on
+// the chip); branches are chosen by the comparison and select kernels, with
+// the comparisons of ATen's scalar code (its vectorized code sends a NaN down
+// the other branch in places: elu's and hardswish's gradients at a NaN are 0
+// here, NaN on the CPU). Inside softplus, mish, elu and log_sigmoid, where
+// ATen calls log1p or expm1, the chain computes log(1 + y) or exp(y) - 1 (the
+// vector unit has neither): the same to within a few f32 ulps of 1 in
+// absolute terms, which is the tolerance the tests use. Integer and f64
+// tensors and empty ones go to the CPU, counted.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
