@@ -28,7 +28,6 @@
 #include <torch/library.h>
 
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 

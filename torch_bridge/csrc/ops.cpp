@@ -18,7 +18,6 @@
 #include <numeric>
 #include <limits>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 
