@@ -1,4 +1,4 @@
-// v.add .. v.pow and the comparisons v.eq .. v.ge, with b broadcast.
+// v.add .. v.pow, the comparisons v.eq .. v.ge and the bitwise v.and .. v.shr, with b broadcast.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -142,11 +142,37 @@ void int_arithmetic(Opcode op, const Operands& o) {
   }
 }
 
-// isa.def numbers v.add .. v.pow and v.eq .. v.ge contiguously.
-bool is_arithmetic(Opcode op) { return op >= Opcode::V_ADD && op <= Opcode::V_POW; }
-bool is_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
+// Bits of an integer dtype, and a loaded value (sign- or zero-extended to
+// int64 by its dtype) as its dtype's unsigned bit pattern.
+void int_bitwise(Opcode op, const Operands& o) {
+  const int64_t bits = int64_t{8} * isa::dtype_size_bytes(o.dtype);
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const bool is_signed = o.dtype != DType::U8;
+  auto map = [&](auto f) { map_binary<int64_t, int64_t>(o, o.dtype, f); };
+  switch (op) {
+    case Opcode::V_AND: map([](int64_t x, int64_t y) { return x & y; }); break;
+    case Opcode::V_OR: map([](int64_t x, int64_t y) { return x | y; }); break;
+    case Opcode::V_XOR: map([](int64_t x, int64_t y) { return x ^ y; }); break;
+    case Opcode::V_SHL:
+      // Shifting the pattern; storing keeps the dtype's low bits.
+      map([&](int64_t x, int64_t y) { return y < 0 || y >= bits ? int64_t{0} : static_cast<int64_t>((static_cast<uint64_t>(x) & mask) << y); });
+      break;
+    case Opcode::V_SHR:
+      map([&](int64_t x, int64_t y) {
+        if (y < 0 || y >= bits) return is_signed && x < 0 ? int64_t{-1} : int64_t{0};
+        return is_signed ? x >> y : static_cast<int64_t>((static_cast<uint64_t>(x) & mask) >> y);
+      });
+      break;
+    default: break;
+  }
+}
 
 }  // namespace
+
+// isa.def numbers v.add .. v.pow, v.eq .. v.ge and v.and .. v.shr contiguously.
+bool is_vector_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
+bool is_vector_bitwise(Opcode op) { return op >= Opcode::V_AND && op <= Opcode::V_SHR; }
+bool is_vector_binary(Opcode op) { return (op >= Opcode::V_ADD && op <= Opcode::V_POW) || is_vector_comparison(op) || is_vector_bitwise(op); }
 
 uint64_t bcast_operand_elements(isa::Bcast bcast, uint64_t rows, uint64_t cols) {
   if (rows == 0 || cols == 0) return 0;  // nothing is read
@@ -161,11 +187,16 @@ uint64_t bcast_operand_elements(isa::Bcast bcast, uint64_t rows, uint64_t cols) 
 
 KernelError vector_binary(Opcode op, DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, uint64_t rows,
                           uint64_t cols) {
-  if (!is_arithmetic(op) && !is_comparison(op)) return mnemonic(op) + " is not a binary vector instruction";
+  if (!is_vector_binary(op)) return mnemonic(op) + " is not a binary vector instruction";
+  const bool is_float = isa::dtype_is_float(dtype);
+  if (is_vector_bitwise(op) && is_float) return mnemonic(op) + " needs an integer dtype, got " + std::string(isa::dtype_name(dtype));
   if (rows == 0 || cols == 0) return std::nullopt;
   const Operands operands{dtype, bcast, dst, a, b, rows, cols};
-  const bool is_float = isa::dtype_is_float(dtype);
-  if (is_comparison(op)) {
+  if (is_vector_bitwise(op)) {
+    int_bitwise(op, operands);
+    return std::nullopt;
+  }
+  if (is_vector_comparison(op)) {
     if (is_float)
       compare<float>(op, operands);
     else

@@ -35,7 +35,14 @@ void store_int(isa::DType dtype, uint8_t* element, int64_t value);
 // v.sigmoid, v.relu, v.gelu, v.gelut, v.silu, v.sin, v.cos.
 KernelError vector_unary(isa::Opcode op, isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t rows, uint64_t cols);
 
-// v.add .. v.pow, and the comparisons v.eq .. v.ge (which write u8 0/1).
+// Whether op is a binary vector instruction (the signature of v.add): v.add ..
+// v.pow, the comparisons v.eq .. v.ge, and the bitwise v.and .. v.shr.
+bool is_vector_binary(isa::Opcode op);
+bool is_vector_comparison(isa::Opcode op);
+bool is_vector_bitwise(isa::Opcode op);  // integer dtypes only
+
+// v.add .. v.pow, the comparisons v.eq .. v.ge (which write u8 0/1) and the
+// bitwise v.and .. v.shr (an error for a float dtype).
 // b has rows x cols (Full), 1 x cols (Row), rows x 1 (Col) or 1 element (Scalar).
 KernelError vector_binary(isa::Opcode op, isa::DType dtype, isa::Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b,
                           uint64_t rows, uint64_t cols);

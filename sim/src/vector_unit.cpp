@@ -12,8 +12,8 @@ namespace {
 using isa::Opcode;
 
 bool is_unary(Opcode op) { return op >= Opcode::V_MOV && op <= Opcode::V_ERF; }
-bool is_binary(Opcode op) { return op >= Opcode::V_ADD && op <= Opcode::V_GE; }
-bool is_comparison(Opcode op) { return op >= Opcode::V_EQ && op <= Opcode::V_GE; }
+bool is_binary(Opcode op) { return functional::is_vector_binary(op); }
+bool is_comparison(Opcode op) { return functional::is_vector_comparison(op); }
 bool is_reduction(Opcode op) { return op >= Opcode::V_RSUM && op <= Opcode::V_ARGMIN; }
 
 struct Operand {
@@ -39,6 +39,9 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   const auto dtype = op == Opcode::V_IOTA ? isa::DType::I32 : static_cast<isa::DType>(operand(command, "dt"));
   const unsigned size = isa::dtype_size_bytes(dtype);
   const uint64_t dst = uoperand(command, "dst");
+  // (Checked here, not only by the kernel, so that a timing-only run faults as the functional one does.)
+  if (functional::is_vector_bitwise(op) && isa::dtype_is_float(dtype))
+    return {0, fault_for(command, FaultKind::InvalidInstruction, "needs an integer dtype, got " + std::string(isa::dtype_name(dtype))), {}};
 
   std::vector<Operand> operands;
   if (is_unary(op) || op == Opcode::V_TRANS) {

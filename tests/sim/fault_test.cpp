@@ -183,6 +183,25 @@ TEST_F(Faults, ExecutionErrors) {
   EXPECT_NE(fault.message.find("division by zero"), std::string::npos) << fault.to_string();
 }
 
+// A bitwise instruction on a float dtype faults as an invalid instruction, in a timing-only run too.
+constexpr const char* kBitwiseOnFloats = ".code 0\n    li r1, 1\n    li r2, 4\n    v.and f32, full, r0, r0, r0, r1, r2\n    halt\n";
+
+TEST_F(Faults, BitwiseOnFloatsIsInvalid) {
+  const FaultRecord fault = expect_fault(kBitwiseOnFloats, FaultKind::InvalidInstruction);
+  EXPECT_EQ(fault.engine, "vector unit");
+  EXPECT_EQ(fault.pc, 2);
+  EXPECT_NE(fault.message.find("needs an integer dtype, got f32"), std::string::npos) << fault.to_string();
+}
+
+TEST(TimingOnlyFaults, BitwiseOnFloatsIsInvalid) {  // (one Simulator per process: not a Faults test)
+  Simulator simulator(test_config(2, 2, 1), SimulatorOptions{false, nullptr, nullptr});
+  const isa::Program program = assemble(kBitwiseOnFloats);
+  simulator.launch(program, 1, bind_symbols(program));
+  const RunResult result = simulator.run(100000);
+  ASSERT_TRUE(result.fault);
+  EXPECT_EQ(result.fault->kind, FaultKind::InvalidInstruction) << result.fault->to_string();
+}
+
 TEST_F(Faults, DeadlockNamesTheWaitingEngine) {
   const FaultRecord fault = expect_fault(".code 0\n    sync.wait tc, s3\n    halt\n", FaultKind::Deadlock);
   EXPECT_EQ(fault.core, 0);

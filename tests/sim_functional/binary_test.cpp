@@ -188,6 +188,90 @@ TEST(VectorBinary, IntegerEdgeCases) {
   }
 }
 
+// The bitwise instructions on the dtype's bit pattern, as torch's CPU ops
+// compute them: a shift by a count outside [0, bits) gives 0, or the sign for
+// a signed right shift.
+int64_t bitwise_reference(Opcode op, DType dtype, int64_t a, int64_t b) {
+  const int bits = dtype == DType::I32 ? 32 : 8;
+  const uint64_t pattern = static_cast<uint64_t>(a) & ((uint64_t{1} << bits) - 1);
+  switch (op) {
+    case Opcode::V_AND: return wrap(dtype, a & b);
+    case Opcode::V_OR: return wrap(dtype, a | b);
+    case Opcode::V_XOR: return wrap(dtype, a ^ b);
+    case Opcode::V_SHL: return b < 0 || b >= bits ? 0 : wrap(dtype, static_cast<int64_t>(pattern << b));
+    default:  // V_SHR
+      if (dtype == DType::U8) return b < 0 || b >= bits ? 0 : static_cast<int64_t>(pattern >> b);
+      return b < 0 || b >= bits ? (a < 0 ? -1 : 0) : a >> b;
+  }
+}
+
+TEST(VectorBinary, BitwiseAndShiftsEveryBroadcast) {
+  for (const Opcode op : {Opcode::V_AND, Opcode::V_OR, Opcode::V_XOR, Opcode::V_SHL, Opcode::V_SHR}) {
+    for (const DType dtype : kIntTypes) {
+      for (const Bcast bcast : kBcasts) {
+        SCOPED_TRACE(std::string(mnemonic_of(op)) + " " + name(dtype) + " " + bcast_name(bcast));
+        Random random(static_cast<uint32_t>(op) * 5 + static_cast<uint32_t>(bcast));
+        const bool shift = op == Opcode::V_SHL || op == Opcode::V_SHR;
+        const std::vector<int64_t> a = random.ints(kRows * kCols, min_of(dtype), max_of(dtype));
+        // Shift counts from below 0 to past the width (u8 counts cannot be negative).
+        const std::vector<int64_t> b = random.ints(bcast_operand_elements(bcast, kRows, kCols), shift ? std::max<int64_t>(min_of(dtype), -3) : min_of(dtype),
+                                                   shift ? 40 : max_of(dtype));
+        const Bytes a_bytes = encode_ints(dtype, a), b_bytes = encode_ints(dtype, b);
+        Bytes dst(a_bytes.size());
+        ASSERT_FALSE(vector_binary(op, dtype, bcast, dst.data(), a_bytes.data(), b_bytes.data(), kRows, kCols));
+        const std::vector<int64_t> got = decode_ints(dtype, dst);
+        for (size_t i = 0; i < kRows; ++i)
+          for (size_t j = 0; j < kCols; ++j) {
+            const int64_t x = a[i * kCols + j], y = b[b_index(bcast, i, j, kCols)];
+            ASSERT_EQ(got[i * kCols + j], bitwise_reference(op, dtype, x, y)) << x << " op " << y;
+          }
+      }
+    }
+  }
+}
+
+TEST(VectorBinary, ShiftEdgesAreTorchs) {
+  struct Case {
+    Opcode op;
+    DType dtype;
+    int64_t a, b, expected;
+  };
+  // (Values printed by torch 2.13's CPU << and >> for the same operands.)
+  const Case cases[] = {
+      {Opcode::V_SHL, DType::I32, -5, 31, std::numeric_limits<int32_t>::min()},
+      {Opcode::V_SHL, DType::I32, -5, 32, 0},
+      {Opcode::V_SHL, DType::I32, 5, -1, 0},
+      {Opcode::V_SHR, DType::I32, -5, -1, -1},
+      {Opcode::V_SHR, DType::I32, -128, 3, -16},
+      {Opcode::V_SHR, DType::I32, -5, 40, -1},
+      {Opcode::V_SHR, DType::I32, 100, 40, 0},
+      {Opcode::V_SHL, DType::I8, 100, 3, 32},
+      {Opcode::V_SHL, DType::I8, -5, 7, -128},
+      {Opcode::V_SHR, DType::I8, -128, 8, -1},
+      {Opcode::V_SHL, DType::U8, 251, 3, 216},
+      {Opcode::V_SHR, DType::U8, 251, 3, 31},
+      {Opcode::V_SHR, DType::U8, 200, 7, 1},
+      {Opcode::V_SHR, DType::U8, 200, 8, 0},
+      {Opcode::V_XOR, DType::I32, -1, 0x7fffffff, std::numeric_limits<int32_t>::min()},
+      {Opcode::V_AND, DType::U8, 0xf0, 0x3c, 0x30},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(mnemonic_of(c.op)) + " " + name(c.dtype) + " " + std::to_string(c.a) + ", " + std::to_string(c.b));
+    const Bytes a = encode_ints(c.dtype, {c.a}), b = encode_ints(c.dtype, {c.b});
+    Bytes dst(a.size());
+    ASSERT_FALSE(vector_binary(c.op, c.dtype, Bcast::Full, dst.data(), a.data(), b.data(), 1, 1));
+    EXPECT_EQ(decode_ints(c.dtype, dst)[0], c.expected);
+  }
+}
+
+TEST(VectorBinary, BitwiseRefusesFloats) {
+  const Bytes a = encode_floats(DType::F32, {1.0f}), b = encode_floats(DType::F32, {2.0f});
+  Bytes dst(a.size());
+  const KernelError error = vector_binary(Opcode::V_AND, DType::F32, Bcast::Full, dst.data(), a.data(), b.data(), 1, 1);
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->find("v.and needs an integer dtype, got f32"), std::string::npos) << *error;
+}
+
 TEST(VectorBinary, IntegerFaultsLeaveDstUntouched) {
   for (const DType dtype : kIntTypes) {
     for (const Bcast bcast : kBcasts) {
