@@ -36,17 +36,20 @@ struct OpTraits {
   Opcode opcode;
   bool bool_result;
   bool integer_ok;
+  bool float_ok;
   bool any_result;
 };
 
 OpTraits traits(OpKind kind) {
   switch (kind) {
-#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
-  case OpKind::ID: return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", INTEGER_OK, std::string_view(#RESULT) == "Any"};
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, DTYPES) \
+  case OpKind::ID:                                                        \
+    return {Opcode::OPCODE, std::string_view(#RESULT) == "Bool", std::string_view(#DTYPES) != "Floats", std::string_view(#DTYPES) != "Ints", \
+            std::string_view(#RESULT) == "Any"};
 #include "ops.def"
     default: break;  // not elementwise
   }
-  return {Opcode::Invalid, false, false, false};
+  return {Opcode::Invalid, false, false, false, false};
 }
 
 // Broadcast mode of the second operand, the `bcast` operand values of isa.def.
@@ -220,6 +223,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       throw std::invalid_argument(name + ": step " + std::to_string(i) + " (" + op_name(step.kind) + ") changes the dtype");
     if (!step_traits.integer_ok && !isa::dtype_is_float(dtype))
       throw UnsupportedOp(std::string(op_name(step.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": floats only");
+    if (!step_traits.float_ok && isa::dtype_is_float(dtype))
+      throw UnsupportedOp(std::string(op_name(step.kind)) + " on " + std::string(isa::dtype_name(dtype)) + ": integers only");
     const unsigned arity = op_arity(step.kind);
     for (unsigned a = 0; a < arity; ++a) {
       const ChainValue& value = step.args[a];

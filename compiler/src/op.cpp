@@ -16,7 +16,7 @@ struct OpInfo {
 };
 
 const OpInfo kOps[] = {
-#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) {NAME, ARITY},
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, DTYPES) {NAME, ARITY},
 #define NPU_MATMUL_OP(ID, NAME, MIN_INPUTS, MAX_INPUTS) {NAME, MAX_INPUTS},
 #define NPU_ROW_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
 #define NPU_ATTENTION_OP(ID, NAME, INPUTS) {NAME, INPUTS},
@@ -95,7 +95,7 @@ uint64_t random_counters(const OpDesc& op) {
 }
 bool is_elementwise(OpKind kind) {
   switch (kind) {
-#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) case OpKind::ID:
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, DTYPES) case OpKind::ID:
 #include "ops.def"
     return true;
     default: return false;
@@ -155,7 +155,7 @@ namespace {
 // An elementwise op whose result has its inputs' dtype (not a comparison or a cast).
 bool keeps_dtype(OpKind kind) {
   switch (kind) {
-#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, INTEGER_OK) \
+#define NPU_ELEMENTWISE_OP(ID, NAME, ARITY, OPCODE, RESULT, DTYPES) \
   case OpKind::ID: return std::string_view(#RESULT) == "Same";
 #include "ops.def"
     default: return false;

@@ -57,6 +57,13 @@ double reference(OpKind kind, DType dtype, double a, double b) {
     case OpKind::LE: return a <= b;
     case OpKind::GT: return a > b;
     case OpKind::GE: return a >= b;
+    // Bitwise ops and shifts of i32 (the values tested are within it); a count outside [0, 32)
+    // shifts every bit out, as torch's CPU shifts do.
+    case OpKind::BITWISE_AND: return double(int64_t(a) & int64_t(b));
+    case OpKind::BITWISE_OR: return double(int64_t(a) | int64_t(b));
+    case OpKind::BITWISE_XOR: return double(int64_t(a) ^ int64_t(b));
+    case OpKind::SHIFT_LEFT: return b < 0 || b >= 32 ? 0.0 : double(int32_t(uint32_t(int32_t(a)) << int(b)));
+    case OpKind::SHIFT_RIGHT: return b < 0 || b >= 32 ? (a < 0 ? -1.0 : 0.0) : double(int32_t(a) >> int(b));
     default: break;
   }
   return 0;
@@ -66,7 +73,8 @@ bool exact_op(OpKind kind) {
   switch (kind) {
     case OpKind::NEG: case OpKind::ABS: case OpKind::RELU: case OpKind::COPY: case OpKind::CAST: case OpKind::ADD: case OpKind::SUB: case OpKind::MUL:
     case OpKind::DIV: case OpKind::MAXIMUM: case OpKind::MINIMUM: case OpKind::EQ: case OpKind::NE: case OpKind::LT: case OpKind::LE:
-    case OpKind::GT: case OpKind::GE:
+    case OpKind::GT: case OpKind::GE: case OpKind::BITWISE_AND: case OpKind::BITWISE_OR: case OpKind::BITWISE_XOR: case OpKind::SHIFT_LEFT:
+    case OpKind::SHIFT_RIGHT:
       return true;
     default:
       return false;
@@ -163,6 +171,15 @@ TEST_P(Elementwise, ComparisonsGiveBooleans) {
   for (const OpKind kind : {OpKind::EQ, OpKind::NE, OpKind::LT, OpKind::LE, OpKind::GT, OpKind::GE})
     check(kind, {t(DType::I32, {9, 11}), t(DType::I32, {11})}, t(DType::U8, {9, 11}));
   check(OpKind::GT, {t(DType::F32, {40, 3}), t(DType::F32, {})}, t(DType::U8, {40, 3}));
+}
+
+TEST_P(Elementwise, BitwiseOpsAndShiftsOnIntegers) {
+  // Values in [-100, 100): shift counts below 0 and past 31 included.
+  for (const OpKind kind : {OpKind::BITWISE_AND, OpKind::BITWISE_OR, OpKind::BITWISE_XOR, OpKind::SHIFT_LEFT, OpKind::SHIFT_RIGHT})
+    check(kind, {t(DType::I32, {17, 31}), t(DType::I32, {17, 31})}, t(DType::I32, {17, 31}));
+  check(OpKind::BITWISE_XOR, {t(DType::I32, {6, 5}), t(DType::I32, {})}, t(DType::I32, {6, 5}));       // scalar
+  check(OpKind::SHIFT_RIGHT, {t(DType::I32, {6, 5}), t(DType::I32, {6, 1})}, t(DType::I32, {6, 5}));   // column
+  EXPECT_THROW(compiler_.compile({OpKind::BITWISE_AND, {t(DType::F32, {4}), t(DType::F32, {4})}, t(DType::F32, {4})}), UnsupportedOp);
 }
 
 TEST_P(Elementwise, StridedViewsAreReadInPlace) {
@@ -364,6 +381,12 @@ TEST_P(ElementwiseChain, TheTextFormRoundTripsAndBadChainsAreRefused) {
   OpDesc unused{OpKind::ELEMENTWISE_CHAIN, {t(DType::F32, {4}), t(DType::F32, {4})}, t(DType::F32, {4})};
   unused.chain = parse_chain("exp(in0)", 2);
   EXPECT_THROW(compiler_.compile(unused), std::invalid_argument);
+}
+
+TEST_P(ElementwiseChain, IntegerStepsWithMasksAndShifts) {
+  // (int64 multiplication's high word is such a chain over the operands' i32 words.)
+  check("bitwise_and(in0, 65535); bitwise_right_shift(in1, 3); mul(%0, %1); bitwise_xor(%2, in0); bitwise_left_shift(%3, 2)",
+        {t(DType::I32, {23, 41}), t(DType::I32, {41})}, t(DType::I32, {23, 41}));
 }
 
 TEST_P(ElementwiseChain, IntermediatesNeverReachDram) {
