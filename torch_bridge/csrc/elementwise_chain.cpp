@@ -65,6 +65,11 @@ at::Tensor apply(OpKind kind, const at::Tensor& a, const at::Tensor& b) {
     case OpKind::MAXIMUM: return at::maximum(a, b);
     case OpKind::MINIMUM: return at::minimum(a, b);
     case OpKind::POW: return at::pow(a, b);
+    case OpKind::BITWISE_AND: return at::bitwise_and(a, b);
+    case OpKind::BITWISE_OR: return at::bitwise_or(a, b);
+    case OpKind::BITWISE_XOR: return at::bitwise_xor(a, b);
+    case OpKind::SHIFT_LEFT: return at::bitwise_left_shift(a, b);
+    case OpKind::SHIFT_RIGHT: return at::bitwise_right_shift(a, b);
     default: break;
   }
   TORCH_CHECK(false, "npusim::elementwise_chain: no CPU kernel for ", npu::compiler::op_name(kind));

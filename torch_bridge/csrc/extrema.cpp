@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 
+#include "int64_arithmetic.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -84,9 +85,10 @@ at::Tensor arg_extremum(bool maximum, const at::Tensor& self, std::optional<int6
 at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(true, self, dim, keepdim); }
 at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(false, self, dim, keepdim); }
 
-// max() / min() of every element: the row kernels over all dims.
+// max() / min() of every element: the row kernels over all dims (int64: on its words; i32 compared as integers).
 at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
-  if (!chip_float(self) || self.numel() == 0) {
+  if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(maximum, self, {}, false);
+  if (!(chip_float(self) || (on_npu(self) && self.scalar_type() == at::kInt)) || self.numel() == 0) {
     note_cpu_fallback(maximum ? "aten::max" : "aten::min");
     return to_npu(maximum ? at::max(self.cpu()) : at::min(self.cpu()));
   }

@@ -23,6 +23,7 @@
 
 #include "npusim/compiler/compiler.h"
 #include "custom_ops.h"
+#include "int64_arithmetic.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -252,25 +253,6 @@ at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, at::Tensor (
   return self;
 }
 
-// int64 a + b or a - b (the chip has no int64: position ids, step counters) on the 32-bit words: the low
-// words added (or subtracted), wrapping, then the carry out of them (the borrow) taken into the high
-// words. The carry is an unsigned comparison, the sum below an addend (the minuend below the
-// subtrahend), made a signed one by offsetting both by 2^31. Wraps as the CPU's int64 does.
-at::Tensor int64_add(const at::Tensor& a, const at::Tensor& b, bool subtract) {
-  const at::Tensor a_words = int64_words(a), b_words = int64_words(b);
-  const at::Tensor a_low = a_words.select(-1, 0), a_high = a_words.select(-1, 1);
-  const at::Tensor b_low = b_words.select(-1, 0), b_high = b_words.select(-1, 1);
-  const auto offset = [](const at::Tensor& t) { return at::add(t, std::numeric_limits<int32_t>::min()); };  // 2^31, wrapping
-  const at::Tensor low = subtract ? at::sub(a_low, b_low) : at::add(a_low, b_low);
-  const at::Tensor carry = (subtract ? at::lt(offset(a_low), offset(b_low)) : at::lt(offset(low), offset(a_low))).to(at::kInt);
-  const at::Tensor high = subtract ? at::sub(at::sub(a_high, b_high), carry) : at::add(at::add(a_high, b_high), carry);
-  at::Tensor out = new_npu(at::infer_size(a.sizes(), b.sizes()), at::kLong);
-  const at::Tensor out_words = int64_words(out);
-  out_words.select(-1, 0).copy_(low.expand(out.sizes()));
-  out_words.select(-1, 1).copy_(high.expand(out.sizes()));
-  return out;
-}
-
 // Binary ops with broadcasting, after PyTorch's type promotion: a Python
 // number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
 // dtype, and a device tensor of another dtype is cast on the chip first.
@@ -280,9 +262,11 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   const auto chip_dtype = [](at::ScalarType t) { return t != at::kLong && t != at::kDouble && !at::isComplexType(t); };
   const auto prepare = [&](const at::Tensor& t) {
     if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
-    // (int64 into a float: the cast through its words, below.)
+    // (int64 into a float: the cast through its words, below; a chip integer or bool into int64: its
+    // words made on the chip.)
     const bool castable = chip_dtype(t.scalar_type()) || (t.scalar_type() == at::kLong && at::isFloatingType(common));
-    if (on_npu(t) && t.scalar_type() != common && castable && chip_dtype(common)) return t.to(common);
+    const bool widened = common == at::kLong && chip_dtype(t.scalar_type()) && at::isIntegralType(t.scalar_type(), true);
+    if (on_npu(t) && t.scalar_type() != common && ((castable && chip_dtype(common)) || widened)) return t.to(common);
     return to_npu(t);
   };
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
@@ -293,9 +277,24 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
     const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
     return kind == OpKind::EQ ? at::minimum(low, high) : at::maximum(low, high);
   }
-  if ((kind == OpKind::ADD || kind == OpKind::SUB) && common == at::kLong && a.scalar_type() == common && b.scalar_type() == common &&
-      a.numel() > 0 && b.numel() > 0)
-    return int64_add(a, b, kind == OpKind::SUB);
+  if (common == at::kLong && a.scalar_type() == common && b.scalar_type() == common && a.numel() > 0 && b.numel() > 0) {
+    // int64 on its words (int64_arithmetic.h).
+    switch (kind) {
+      case OpKind::ADD: return int64_add(a, b, false);
+      case OpKind::SUB: return int64_add(a, b, true);
+      case OpKind::MUL: return int64_mul(a, b);
+      case OpKind::BITWISE_AND:
+      case OpKind::BITWISE_OR:
+      case OpKind::BITWISE_XOR: return int64_bitwise(kind, a, b);
+      case OpKind::LT:
+      case OpKind::LE:
+      case OpKind::GT:
+      case OpKind::GE: return int64_compare(kind, a, b);
+      case OpKind::MAXIMUM: return int64_extremum(true, a, b);
+      case OpKind::MINIMUM: return int64_extremum(false, a, b);
+      default: break;
+    }
+  }
   if (a.scalar_type() == common && b.scalar_type() == common) {
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
     if (run_elementwise(kind, {a, b}, out)) return out;
@@ -603,7 +602,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
   // Several dims: trailing dims of a contiguous tensor merge into one row; others are
   // reduced one at a time (sums and means through f32, rounded once at the end).
   if (self.dim() > 0 && dims.has_value() && dims->size() > 1 && dtype_ok &&
-      at::isFloatingType(self.scalar_type())) {
+      (at::isFloatingType(self.scalar_type()) || kind == OpKind::AMAX || kind == OpKind::AMIN)) {
     std::vector<int64_t> order;
     for (const int64_t d : *dims) order.push_back(at::maybe_wrap_dim(d, self.dim()));
     std::sort(order.begin(), order.end());
@@ -697,9 +696,11 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool k
   return reduce_last(OpKind::MEAN, "aten::mean.dim", self, dims, keepdim, dtype, [&] { return at::mean(cpu(self), dims, keepdim, dtype); });
 }
 at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(true, self, dims, keepdim);
   return reduce_last(OpKind::AMAX, "aten::amax", self, dims, keepdim, std::nullopt, [&] { return at::amax(cpu(self), dims, keepdim); });
 }
 at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(false, self, dims, keepdim);
   return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return at::amin(cpu(self), dims, keepdim); });
 }
 
@@ -904,14 +905,26 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
   return npusim::index_select(self.reshape(table_shape), 0, flat.reshape({-1})).reshape(shape);
 }
 
-// Logical and / or of bools: the minimum / maximum of their 0/1 bytes. Other dtypes go to the CPU.
-at::Tensor bitwise_and(const at::Tensor& a, const at::Tensor& b) {
-  if (a.scalar_type() == at::kBool && b.scalar_type() == at::kBool) return npusim::minimum(a, b);
-  return on_cpu("aten::bitwise_and.Tensor", [&] { return at::bitwise_and(cpu(a), cpu(b)); });
+// Bitwise ops of integers and bools (v.and, v.or, v.xor; int64 on its words) and shifts (v.shl, v.shr:
+// arithmetic for signed dtypes, logical for uint8; a count outside [0, bits) shifts every bit out, as
+// on the CPU). int64 shifts go to the CPU; floats raise the CPU's error.
+#define NPUSIM_BITWISE(NAME, KIND)                                                                                        \
+  at::Tensor npu_##NAME(const at::Tensor& a, const at::Tensor& b) {                                                     \
+    return binary(OpKind::KIND, "aten::" #NAME, a, b, false, [](auto& x, auto& y) { return at::NAME(x, y); });         \
+  }                                                                                                                      \
+  at::Tensor& npu_##NAME##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_##NAME(a, b), out); }
+NPUSIM_BITWISE(bitwise_and, BITWISE_AND)
+NPUSIM_BITWISE(bitwise_or, BITWISE_OR)
+NPUSIM_BITWISE(bitwise_xor, BITWISE_XOR)
+NPUSIM_BITWISE(bitwise_left_shift, SHIFT_LEFT)
+NPUSIM_BITWISE(bitwise_right_shift, SHIFT_RIGHT)
+#undef NPUSIM_BITWISE
+// x << n and x >> n (Python's operators reach these, not bitwise_*_shift).
+at::Tensor lshift_scalar(const at::Tensor& self, const at::Scalar& count) {
+  return npu_bitwise_left_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
-at::Tensor bitwise_or(const at::Tensor& a, const at::Tensor& b) {
-  if (a.scalar_type() == at::kBool && b.scalar_type() == at::kBool) return npusim::maximum(a, b);
-  return on_cpu("aten::bitwise_or.Tensor", [&] { return at::bitwise_or(cpu(a), cpu(b)); });
+at::Tensor rshift_scalar(const at::Tensor& self, const at::Scalar& count) {
+  return npu_bitwise_right_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
 
 // gather along any dim: out[i] = x[i with index[i] along dim], the element's flat position in x
@@ -979,9 +992,11 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& m
 }
 at::Tensor& logical_and_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_and(a, b), out); }
 at::Tensor& logical_or_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_or(a, b), out); }
-// ~x of bools (masks): logical_not; other dtypes' bits go to the CPU.
+// ~x: logical_not of bools (masks), x ^ -1 of integers (int64's words each).
 at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
   if (self.scalar_type() == at::kBool) return into(npusim::logical_not(self), out);
+  if (at::isIntegralType(self.scalar_type(), false))
+    return into(npu_bitwise_xor(self, at::scalar_tensor(-1, self.options().device(at::kCPU))), out);
   return into(on_cpu("aten::bitwise_not.out", [&] { return at::bitwise_not(cpu(self)); }), out);
 }
 at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::where(cond, a, b), out); }
@@ -1161,8 +1176,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("index_select", index_select);
   m.impl("index.Tensor", index_tensor);
-  m.impl("bitwise_and.Tensor", bitwise_and);
-  m.impl("bitwise_or.Tensor", bitwise_or);
+  m.impl("bitwise_and.Tensor", npu_bitwise_and);
+  m.impl("bitwise_or.Tensor", npu_bitwise_or);
+  m.impl("bitwise_xor.Tensor", npu_bitwise_xor);
+  m.impl("bitwise_and.Tensor_out", npu_bitwise_and_out);
+  m.impl("bitwise_or.Tensor_out", npu_bitwise_or_out);
+  m.impl("bitwise_xor.Tensor_out", npu_bitwise_xor_out);
+  m.impl("bitwise_left_shift.Tensor", npu_bitwise_left_shift);
+  m.impl("bitwise_right_shift.Tensor", npu_bitwise_right_shift);
+  m.impl("bitwise_left_shift.Tensor_out", npu_bitwise_left_shift_out);
+  m.impl("bitwise_right_shift.Tensor_out", npu_bitwise_right_shift_out);
+  m.impl("__lshift__.Tensor", npu_bitwise_left_shift);
+  m.impl("__rshift__.Tensor", npu_bitwise_right_shift);
+  m.impl("__lshift__.Scalar", lshift_scalar);
+  m.impl("__rshift__.Scalar", rshift_scalar);
   m.impl("gather", gather);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("threshold_backward", threshold_backward);

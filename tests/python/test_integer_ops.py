@@ -1,0 +1,157 @@
+"""Integer arithmetic on the npu, bit-exact against the CPU: bitwise ops and shifts of every
+integer dtype the chip stores (v.and, v.or, v.xor, v.shl, v.shr), and int64, which the chip has no
+dtype for, on its 32-bit words: products, bitwise ops, comparisons, maxima and minima, elementwise
+and reduced. Each at the edges of the words (carries, signs, 2^31, 2^32, -2^63) and on random
+values, with no CPU fallback.
+"""
+import pytest
+import torch
+
+import npusim  # noqa: F401
+
+NPU = torch.device("npu")
+
+
+def fallbacks_since(before):
+    return {name: n - before.get(name, 0) for name, n in npusim.fallback_stats().items() if n != before.get(name, 0)}
+
+
+def launched(before):
+    return {name: n - before.get(name, 0) for name, n in npusim.kernel_stats().items() if n != before.get(name, 0)}
+
+
+def same(got, want):
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want), (got.cpu(), want)
+
+
+EDGES = torch.tensor([0, 1, -1, 2, 2**16 - 1, 2**16, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**32 - 1, 2**32, -2**32, 2**48 + 3,
+                      2**62, -2**63, 2**63 - 1, -2**63 + 1, 123456789012345, -98765432109876])
+
+
+def int64_operands(seed):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.cat([EDGES, torch.randint(-2**63, 2**63 - 1, (300,), generator=g), torch.randint(-1000, 1000, (100,), generator=g)])
+    b = torch.cat([EDGES.flip(0), torch.randint(-2**63, 2**63 - 1, (300,), generator=g), torch.randint(-1000, 1000, (100,), generator=g)])
+    return a, b
+
+
+INT64_BINARY = {
+    "mul": torch.mul,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+
+
+@pytest.mark.parametrize("name", INT64_BINARY)
+def test_int64_binary_ops_are_exact_on_the_words(name):
+    f = INT64_BINARY[name]
+    a, b = int64_operands(1)
+    an, bn = a.to(NPU), b.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(f(an, bn), f(a, b))
+    same(f(an, an), f(a, a))  # equal operands: ties in every word
+    same(f(an[:20].view(-1, 1), bn[:7]), f(a[:20].view(-1, 1), b[:7]))  # broadcast
+    same(f(an, torch.tensor(2**33 + 5)), f(a, torch.tensor(2**33 + 5)))  # a 0-dim CPU operand
+    assert fallbacks_since(before) == {}
+
+
+def test_int64_multiplication_wraps_as_the_cpus_and_is_one_chain_for_its_high_word():
+    a, b = int64_operands(2)
+    an = a.to(NPU)
+    before = dict(npusim.kernel_stats())
+    same(an * 3, a * 3)
+    # The low word's product, the high word's chain, the two words written.
+    assert launched(before) == {"mul": 1, "elementwise_chain": 1, "copy": 2}
+    same(an * -(2**40), a * -(2**40))
+    same(an * an, a * a)
+
+
+def test_int64_bitwise_not_and_reductions():
+    a, _ = int64_operands(3)
+    an = a.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(~an, ~a)
+    same(an.max(), a.max())
+    same(an.min(), a.min())
+    m = a[:400].view(20, 20)
+    mn = m.to(NPU)
+    for dims, keepdim in [(1, False), (0, True), ((0, 1), False), (-1, True)]:
+        same(mn.amax(dims, keepdim), m.amax(dims, keepdim))
+        same(mn.amin(dims, keepdim), m.amin(dims, keepdim))
+    # Elements equal in their high words: the low words (as unsigned) decide.
+    close = torch.tensor([2**32 + 5, 2**32 + 2**31, 2**32 - 1, -2**32 + 7, 2**32 + 2**31 + 1])
+    same(close.to(NPU).max(), close.max())
+    same(close.to(NPU).min(), close.min())
+    same(torch.tensor(-7).to(NPU).max(), torch.tensor(-7))  # 0-dim
+    assert fallbacks_since(before) == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int32])
+def test_int64_with_a_narrower_integer_operand_widens_it_on_the_chip(dtype):
+    # generate()'s `unfinished_sequences & ~stopped` and `tokens * unfinished`: int64 against bools.
+    a, _ = int64_operands(6)
+    flags = (torch.arange(a.numel()) % 3 == 0).to(dtype)
+    an, fn = a.to(NPU), flags.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(an & fn, a & flags)
+    same(fn * an, flags * a)
+    same(an + fn, a + flags)
+    same(torch.maximum(an, fn), torch.maximum(a, flags))
+    assert fallbacks_since(before) == {}
+
+
+INTEGER_DTYPES = {torch.int32: (-2**31, 2**31), torch.int8: (-128, 128), torch.uint8: (0, 256)}
+
+
+@pytest.mark.parametrize("dtype", list(INTEGER_DTYPES))
+def test_bitwise_ops_and_shifts_of_every_integer_dtype(dtype):
+    low, high = INTEGER_DTYPES[dtype]
+    g = torch.Generator().manual_seed(4)
+    x = torch.randint(low, high, (9, 37), generator=g).to(dtype)
+    y = torch.randint(low, high, (9, 37), generator=g).to(dtype)
+    # Shift counts below 0 and at or past the width: every bit shifted out (the sign, for a signed >>).
+    counts = torch.randint(0 if dtype == torch.uint8 else -3, 40, (9, 37), generator=g).to(dtype)
+    xn, yn, cn = x.to(NPU), y.to(NPU), counts.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(xn & yn, x & y)
+    same(xn | yn, x | y)
+    same(xn ^ yn, x ^ y)
+    same(~xn, ~x)
+    same(xn << cn, x << counts)
+    same(xn >> cn, x >> counts)
+    same(xn << 3, x << 3)
+    same(xn >> 3, x >> 3)
+    same(xn & 0x5A, x & 0x5A)
+    same(xn[:, :1] ^ yn, x[:, :1] ^ y)  # column broadcast
+    same(torch.bitwise_left_shift(xn, cn[0]), torch.bitwise_left_shift(x, counts[0]))  # row broadcast
+    out = torch.empty_like(xn)
+    torch.bitwise_xor(xn, yn, out=out)
+    same(out, x ^ y)
+    assert fallbacks_since(before) == {}
+
+
+def test_bool_logic_and_allclose_stay_on_the_chip():
+    g = torch.Generator().manual_seed(5)
+    p, q = torch.rand(6, 7, generator=g) > 0.5, torch.rand(6, 7, generator=g) > 0.5
+    pn, qn = p.to(NPU), q.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(pn ^ qn, p ^ q)
+    same(pn & qn[0], p & q[0])
+    same(pn | qn, p | q)
+    same(~pn, ~p)
+    x = torch.randn(6, 7, generator=g)
+    assert torch.allclose(x.to(NPU), (x + 1e-9).to(NPU)) and not torch.allclose(x.to(NPU), (x + 1).to(NPU))
+    assert fallbacks_since(before) == {}
+
+
+def test_bitwise_ops_of_floats_raise_the_cpus_error():
+    x = torch.randn(3)
+    with pytest.raises(RuntimeError) as on_cpu:
+        x & x
+    with pytest.raises(RuntimeError) as on_npu:
+        x.to(NPU) & x.to(NPU)
+    assert str(on_npu.value) == str(on_cpu.value)
