@@ -182,6 +182,20 @@ TEST_P(Elementwise, BitwiseOpsAndShiftsOnIntegers) {
   EXPECT_THROW(compiler_.compile({OpKind::BITWISE_AND, {t(DType::F32, {4}), t(DType::F32, {4})}, t(DType::F32, {4})}), UnsupportedOp);
 }
 
+TEST_P(Elementwise, TruncatingIntegerDivision) {
+  // Both signs of dividend and divisor (never 0), each column's divisor broadcast along the rows.
+  const OpDesc op{OpKind::TRUNC_DIV, {t(DType::I32, {13, 17}), t(DType::I32, {17})}, t(DType::I32, {13, 17})};
+  const auto value = [](size_t input, size_t i) {
+    return input == 0 ? double(int64_t(i * 7919 % 2001) - 1000) : double((i % 2 ? 1 : -1) * int64_t(1 + i % 37));
+  };
+  const testing::KernelRun result = run(op, value);
+  for (size_t i = 0; i < 13 * 17; ++i) {
+    const int64_t a = int64_t(value(0, i)), b = int64_t(value(1, i % 17));
+    ASSERT_EQ(load(DType::I32, &result.output[i * 4]), double(a / b)) << a << " / " << b;
+  }
+  EXPECT_THROW(compiler_.compile({OpKind::TRUNC_DIV, {t(DType::F32, {4}), t(DType::F32, {4})}, t(DType::F32, {4})}), UnsupportedOp);
+}
+
 TEST_P(Elementwise, StridedViewsAreReadInPlace) {
   // A transposed input (column stride 37), an input with a storage offset, an output slice.
   TensorDesc transposed = t(DType::F32, {29, 37});

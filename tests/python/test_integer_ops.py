@@ -155,3 +155,59 @@ def test_bitwise_ops_of_floats_raise_the_cpus_error():
     with pytest.raises(RuntimeError) as on_npu:
         x.to(NPU) & x.to(NPU)
     assert str(on_npu.value) == str(on_cpu.value)
+
+
+DIVISIONS = {
+    "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder,
+    "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    "floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "true": torch.div,
+}
+
+
+def division_operands(dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    low, high = {torch.int32: (-2**31 + 1, 2**31), torch.int8: (-127, 128), torch.uint8: (0, 256), torch.int64: (-2**31 + 1, 2**31)}[dtype]
+    a = torch.randint(low, high, (11, 29), generator=g).to(dtype)
+    b = torch.randint(max(low, -40), min(high, 40), (11, 29), generator=g).to(dtype)
+    b[b == 0] = 7 if dtype == torch.uint8 else -3
+    # Dividends that divide exactly, and both signs against both signs.
+    a[0, :8] = torch.tensor([6, -6, 6, -6, 7, -7, 7, -7] if dtype != torch.uint8 else [6, 6, 7, 7, 0, 1, 255, 254]).to(dtype)
+    b[0, :8] = torch.tensor([3, 3, -3, -3, 2, 2, -2, -2] if dtype != torch.uint8 else [3, 2, 2, 7, 5, 255, 2, 255]).to(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("name", DIVISIONS)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int8, torch.uint8, torch.int64])
+def test_integer_division_rounds_as_the_cpu(name, dtype):
+    f = DIVISIONS[name]
+    a, b = division_operands(dtype, 7)
+    an, bn = a.to(NPU), b.to(NPU)
+    before = dict(npusim.fallback_stats())
+    if name == "true":
+        torch.testing.assert_close(f(an, bn).cpu(), f(a, b), rtol=0, atol=0)  # int to float, then one f32 division, as the CPU
+    else:
+        same(f(an, bn), f(a, b))
+        same(f(an, 5), f(a, 5))  # a Python divisor
+        same(f(an, bn[0]), f(a, b[0]))  # broadcast
+    assert fallbacks_since(before) == {}
+
+
+def test_int64_division_beyond_32_bits_goes_to_the_cpu_with_its_reason():
+    a = torch.tensor([2**40 + 3, 17, -2**31])
+    b = torch.tensor([7, 5, -1])
+    before = dict(npusim.fallback_stats())
+    same(a.to(NPU) // b.to(NPU), a // b)
+    same(a[2:].to(NPU) // b[2:].to(NPU), a[2:] // b[2:])  # -2^31 // -1 does not fit 32 bits
+    assert fallbacks_since(before) == {"aten::floor_divide": 2}
+    before = dict(npusim.fallback_stats())
+    same(a[1:2].to(NPU) % b[1:2].to(NPU), a[1:2] % b[1:2])
+    assert fallbacks_since(before) == {}
+
+
+def test_integer_division_by_zero_faults_and_the_device_keeps_working():
+    # (The CPU raises ZeroDivisionError; the device reports an execution error at the instruction.)
+    with pytest.raises(RuntimeError, match="execution error .* `v.div i32"):
+        (torch.tensor([1, 2], device=NPU) // torch.tensor([1, 0], device=NPU)).cpu()
+    same(torch.tensor([9], device=NPU) // 2, torch.tensor([4]))

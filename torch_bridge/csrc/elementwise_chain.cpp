@@ -65,6 +65,7 @@ at::Tensor apply(OpKind kind, const at::Tensor& a, const at::Tensor& b) {
     case OpKind::MAXIMUM: return at::maximum(a, b);
     case OpKind::MINIMUM: return at::minimum(a, b);
     case OpKind::POW: return at::pow(a, b);
+    case OpKind::TRUNC_DIV: return at::div(a, b, "trunc");
     case OpKind::BITWISE_AND: return at::bitwise_and(a, b);
     case OpKind::BITWISE_OR: return at::bitwise_or(a, b);
     case OpKind::BITWISE_XOR: return at::bitwise_xor(a, b);

@@ -315,8 +315,14 @@ at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha
 at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   return binary(OpKind::SUB, "aten::sub.Tensor", a, scaled(b, alpha), false, [](auto& x, auto& y) { return at::sub(x, y); });
 }
+// True division; integers (and bools) are converted to the default float dtype first, as ATen does.
 at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
-  if (!at::isFloatingType(at::result_type(a, b))) return on_cpu("aten::div.Tensor (integers)", [&] { return at::div(cpu(a), cpu(b)); });
+  const at::ScalarType common = at::result_type(a, b);
+  if (at::isIntegralType(common, /*includeBool=*/true)) {
+    const at::ScalarType to = c10::typeMetaToScalarType(at::get_default_dtype());
+    return npusim::div(a.to(to), b.to(to));
+  }
+  if (!at::isFloatingType(common)) return on_cpu("aten::div.Tensor", [&] { return at::div(cpu(a), cpu(b)); });
   return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [](auto& x, auto& y) { return at::div(x, y); });
 }
 at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) {
