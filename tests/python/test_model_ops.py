@@ -269,3 +269,36 @@ def test_a_llama_generates_the_cpus_tokens_with_no_cpu_fallback():
     # 32-bit words (test_integer_ops.py).
     assert fallbacks_since(before) == {}
     assert torch.equal(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_exp2_log2_log10_xlogy_and_logsumexp(dtype):
+    # exp2 as v.pow of 2, log2 and log10 as log times a constant, xlogy with ATen's zero and NaN rules.
+    torch.manual_seed(7)
+    x = (torch.randn(30, 40) * 5).to(dtype)
+    p = torch.rand(30, 40).to(dtype)
+    edges = torch.tensor([0.0, 1.0, float("nan"), float("inf"), -1.0, 1e-30, 127.6, -149.0]).to(dtype)
+    before = dict(npusim.fallback_stats())
+    for f in (torch.exp2, torch.log2, torch.log10):
+        torch.testing.assert_close(f(x.to(NPU)).cpu() if f is torch.exp2 else f(p.to(NPU)).cpu(), f(x) if f is torch.exp2 else f(p),
+                                   **TOLERANCE[dtype])
+        torch.testing.assert_close(f(edges.to(NPU)).cpu(), f(edges), equal_nan=True, **TOLERANCE[dtype])
+    zeros_and_nans = torch.tensor([0.0, 0.0, 2.0, 0.0, 1.5]).to(dtype), torch.tensor([0.0, float("nan"), 0.0, 3.0, 2.0]).to(dtype)
+    torch.testing.assert_close(torch.xlogy(*(t.to(NPU) for t in zeros_and_nans)).cpu(), torch.xlogy(*zeros_and_nans), equal_nan=True)
+    torch.testing.assert_close(torch.logsumexp(x.to(NPU), 1).cpu(), torch.logsumexp(x, 1), **TOLERANCE[dtype])
+    assert fallbacks_since(before) == {}
+    check_forward_and_backward(lambda t: F.kl_div(F.log_softmax(t, 1), F.softmax(t.detach() * 2, 1), reduction="batchmean"),
+                               x.float(), dtype)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_binary_cross_entropy_and_its_gradient(reduction, dtype):
+    # Probabilities at 0 and 1 (log clamped at -100, the gradient's denominator at 1e-12), with and without weights.
+    torch.manual_seed(8)
+    target = torch.rand(16, 10).to(dtype)
+    weight = torch.rand(10).to(dtype)
+    p = torch.rand(16, 10)
+    p[0, :4] = torch.tensor([0.0, 1.0, 1e-8, 1 - 1e-7])
+    check_forward_and_backward(lambda t: F.binary_cross_entropy(t, target.to(t.device), reduction=reduction), p, dtype)
+    check_forward_and_backward(lambda t: F.binary_cross_entropy(t, target.to(t.device), weight.to(t.device), reduction=reduction), p, dtype)

@@ -693,6 +693,10 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
     return sum_dim(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
 }
+// (logsumexp sums into its result this way.)
+at::Tensor& sum_dim_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return into(sum_dim(self, dims, keepdim, dtype), out);
+}
 // nansum: NaNs made zeros by the select kernel, then the sum (integers hold no NaN).
 at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
   if (!at::isFloatingType(self.scalar_type())) return sum_dim(self, dims, keepdim, dtype);
@@ -1147,6 +1151,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax", softmax);
   m.impl("_log_softmax", log_softmax);
   m.impl("sum.dim_IntList", sum_dim);
+  m.impl("sum.IntList_out", sum_dim_out);
   m.impl("nansum", nansum);
   m.impl("mean.dim", mean_dim);
   m.impl("amax", amax);

@@ -1,0 +1,135 @@
+// Ops built on the vector unit's exp and log, each computed in f32 and rounded once to its dtype
+// (ATen's CPU arithmetic for bf16 and f16):
+//   exp2(x)        2 ** x, v.pow of 2 (the host's powf: within an f32 ulp of the CPU's exp2)
+//   log2, log10    log(x) times 1 / ln 2 or 1 / ln 10 (within two f32 ulps of the CPU's)
+//   xlogy(x, y)    x log(y); 0 where x == 0, NaN where y is NaN (in ATen's order), so F.kl_div
+//   binary_cross_entropy(p, y, w)   ATen's -w (y max(log p, -100) + (1 - y) max(log1p(-p), -100)),
+//                  its mean or sum; its backward grad w (p - y) / max(p (1 - p), 1e-12), ATen's formula
+//                  and epsilon, divided by the element count for a mean
+// Integer, f64 and empty operands go to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16";
+
+bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* t : tensors)
+    if (!chip_float(*t) || t->numel() == 0) return false;
+  return true;
+}
+
+template <typename F>
+at::Tensor on_cpu(const char* op, F compute) {
+  note_cpu_fallback(op, kNotOnChip);
+  return to_npu(compute());
+}
+
+at::Tensor rounded_to(const at::Tensor& t, at::ScalarType dtype) { return t.scalar_type() == dtype ? t : t.to(dtype); }
+
+// log(x) times a constant, in f32 (one kernel for bf16 and f16 too), rounded once.
+at::Tensor scaled_log(const at::Tensor& x, double scale) {
+  const std::string chain = "log(in0); mul(%0, " + chain_constant(scale) + ")";
+  if (x.scalar_type() != at::kFloat) {
+    const at::Tensor result = elementwise_chain_in_f32({x}, chain);
+    if (result.defined()) return result;
+  }
+  return rounded_to(elementwise_chain({as_f32(x)}, chain), x.scalar_type());
+}
+
+at::Tensor npu_exp2(const at::Tensor& x) {
+  if (!on_chip({&x})) return on_cpu("aten::exp2", [&] { return at::exp2(x.cpu()); });
+  return at::pow(2.0, x);
+}
+at::Tensor& npu_exp2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_exp2(x), out); }
+
+at::Tensor npu_log2(const at::Tensor& x) {
+  if (!on_chip({&x})) return on_cpu("aten::log2", [&] { return at::log2(x.cpu()); });
+  return scaled_log(x, 1.0 / std::log(2.0));
+}
+at::Tensor& npu_log2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log2(x), out); }
+
+at::Tensor npu_log10(const at::Tensor& x) {
+  if (!on_chip({&x})) return on_cpu("aten::log10", [&] { return at::log10(x.cpu()); });
+  return scaled_log(x, 1.0 / std::log(10.0));
+}
+at::Tensor& npu_log10_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log10(x), out); }
+
+at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
+  const at::ScalarType dtype = at::result_type(x, y);
+  const bool scalar_x = !on_npu(x) && x.dim() == 0, scalar_y = !on_npu(y) && y.dim() == 0;
+  if (!chip_float_dtype(dtype) || (!scalar_x && !on_chip({&x})) || (!scalar_y && !on_chip({&y})))
+    return on_cpu("aten::xlogy", [&] { return at::xlogy(x.cpu(), y.cpu()); });
+  const at::Tensor xf = as_f32(to_npu(x)), yf = as_f32(to_npu(y));
+  const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor nan = at::full({}, std::numeric_limits<float>::quiet_NaN(), at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor product = elementwise_chain({xf, yf}, "log(in1); mul(in0, %0)");
+  const at::Tensor result = at::where(at::isnan(yf), nan, at::where(at::eq(xf, 0), zero, product));
+  return rounded_to(result, dtype);
+}
+at::Tensor& npu_xlogy_out(const at::Tensor& x, const at::Tensor& y, at::Tensor& out) { return into(npu_xlogy(x, y), out); }
+
+bool bce_on_chip(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w) {
+  return on_chip({&p, &y}) && p.sizes() == y.sizes() && (!defined(w) || on_chip({&*w}));
+}
+
+at::Tensor npu_binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction) {
+  if (!bce_on_chip(p, y, w)) return on_cpu("aten::binary_cross_entropy", [&] { return at::binary_cross_entropy(p.cpu(), y.cpu(), on_host(w), reduction); });
+  const at::Tensor pf = as_f32(p), yf = as_f32(y);
+  const at::Tensor log_p = at::clamp_min(at::log(pf), -100), log_q = at::clamp_min(at::log1p(at::neg(pf)), -100);
+  // (y - 1) log_q - y log_p
+  at::Tensor loss = elementwise_chain({yf, log_p, log_q}, "sub(in0, 1); mul(%0, in2); mul(in0, in1); sub(%1, %2)");
+  if (defined(w)) loss = at::mul(loss, as_f32(*w));
+  if (reduction == at::Reduction::Mean) loss = at::mean(loss);
+  else if (reduction == at::Reduction::Sum) loss = at::sum(loss);
+  return rounded_to(loss, p.scalar_type());
+}
+at::Tensor& npu_binary_cross_entropy_out(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction,
+                                         at::Tensor& out) {
+  return into(npu_binary_cross_entropy(p, y, w, reduction), out);
+}
+
+at::Tensor npu_binary_cross_entropy_backward(const at::Tensor& grad, const at::Tensor& p, const at::Tensor& y,
+                                             const std::optional<at::Tensor>& w, int64_t reduction) {
+  if (!bce_on_chip(p, y, w) || !chip_float(grad))
+    return on_cpu("aten::binary_cross_entropy_backward",
+                  [&] { return at::binary_cross_entropy_backward(grad.cpu(), p.cpu(), y.cpu(), on_host(w), reduction); });
+  // grad (p - y) / max((1 - p) p, 1e-12)
+  at::Tensor result = elementwise_chain({as_f32(grad), as_f32(p), as_f32(y)},
+                                        "sub(in1, in2); mul(in0, %0); sub(1, in1); mul(%2, in1); maximum(%3, 1e-12); div(%1, %4)");
+  if (defined(w)) result = at::mul(result, as_f32(*w));
+  if (reduction == at::Reduction::Mean) result = at::div(result, double(p.numel()));
+  return rounded_to(result, p.scalar_type());
+}
+at::Tensor& npu_binary_cross_entropy_backward_out(const at::Tensor& grad, const at::Tensor& p, const at::Tensor& y,
+                                                  const std::optional<at::Tensor>& w, int64_t reduction, at::Tensor& out) {
+  return into(npu_binary_cross_entropy_backward(grad, p, y, w, reduction), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("exp2", npu_exp2);
+  m.impl("exp2.out", npu_exp2_out);
+  m.impl("log2", npu_log2);
+  m.impl("log2.out", npu_log2_out);
+  m.impl("log10", npu_log10);
+  m.impl("log10.out", npu_log10_out);
+  m.impl("xlogy.Tensor", npu_xlogy);
+  m.impl("xlogy.OutTensor", npu_xlogy_out);
+  m.impl("binary_cross_entropy", npu_binary_cross_entropy);
+  m.impl("binary_cross_entropy.out", npu_binary_cross_entropy_out);
+  m.impl("binary_cross_entropy_backward", npu_binary_cross_entropy_backward);
+  m.impl("binary_cross_entropy_backward.grad_input", npu_binary_cross_entropy_backward_out);
+}
+
+}  // namespace npusim
