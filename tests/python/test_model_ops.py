@@ -302,3 +302,19 @@ def test_binary_cross_entropy_and_its_gradient(reduction, dtype):
     p[0, :4] = torch.tensor([0.0, 1.0, 1e-8, 1 - 1e-7])
     check_forward_and_backward(lambda t: F.binary_cross_entropy(t, target.to(t.device), reduction=reduction), p, dtype)
     check_forward_and_backward(lambda t: F.binary_cross_entropy(t, target.to(t.device), weight.to(t.device), reduction=reduction), p, dtype)
+
+
+def test_equal_count_nonzero_trace_and_eye():
+    x = torch.randn(6, 7)
+    x[0, 0], x[2] = 0, 0
+    xn = x.to(NPU)
+    before = dict(npusim.fallback_stats())
+    assert torch.equal(xn, x.clone().to(NPU)) and not torch.equal(xn, (x + 1).to(NPU)) and not torch.equal(xn, xn[:5])
+    nan = torch.tensor([float("nan")], device=NPU)
+    assert not torch.equal(nan, nan)  # as on the CPU
+    assert torch.equal(torch.count_nonzero(xn).cpu(), torch.count_nonzero(x))
+    assert torch.equal(torch.count_nonzero(xn, dim=1).cpu(), torch.count_nonzero(x, dim=1))
+    torch.testing.assert_close(torch.trace(xn[:, :6]).cpu(), torch.trace(x[:, :6]))
+    for n, m, dtype in [(3, 4, torch.float32), (5, 5, torch.int64), (2, 2, torch.bool), (0, 3, torch.float32)]:
+        assert torch.equal(torch.eye(n, m, device=NPU, dtype=dtype).cpu(), torch.eye(n, m, dtype=dtype))
+    assert fallbacks_since(before) == {}

@@ -679,6 +679,32 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
   return npusim::logical_not(any_dims(npusim::logical_not(self), dims, keepdim));
 }
+// torch.equal: same shape and every element equal (NaN equals nothing, as on the CPU); one value read back.
+bool npu_equal(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() != b.scalar_type() || !on_npu(a) || !on_npu(b))
+    return on_cpu("aten::equal", [&] { return at::scalar_tensor(at::equal(cpu(a), cpu(b))); }).cpu().item<bool>();
+  if (a.sizes() != b.sizes()) return false;
+  if (a.numel() == 0) return true;
+  return all_dims(at::eq(a, b), std::nullopt, false).cpu().item<bool>();
+}
+// count_nonzero: a sum of x != 0 (bools into int64).
+at::Tensor npu_count_nonzero(const at::Tensor& self, c10::IntArrayRef dims) {
+  return at::sum(at::ne(self, 0), dims.empty() ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(dims), false, at::kLong);
+}
+// trace: the sum of the diagonal (a strided view).
+at::Tensor npu_trace(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  return at::sum(self.diagonal(), at::isIntegralType(self.scalar_type(), true) ? std::optional<at::ScalarType>(at::kLong) : std::nullopt);
+}
+// eye: row index == column index, from two aranges on the chip.
+at::Tensor& npu_eye_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0 && m >= 0, "eye: n and m must be greater or equal to 0, got ", n, " and ", m);
+  at::native::resize_output(out, {n, m});
+  if (n == 0 || m == 0) return out;
+  const at::TensorOptions ints = at::TensorOptions().dtype(at::kInt).device(out.device());
+  return into(at::eq(at::arange(n, ints).view({-1, 1}), at::arange(m, ints).view({1, -1})), out);
+}
+at::Tensor& npu_eye_n_out(int64_t n, at::Tensor& out) { return npu_eye_out(n, n, out); }
 
 // isneginf: a comparison with -inf for floats; nothing is -inf in an integer tensor.
 at::Tensor isneginf(const at::Tensor& self) {
@@ -1157,6 +1183,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amax", amax);
   m.impl("amin", amin);
   m.impl("any.dim", any_dim);
+  m.impl("equal", npu_equal);
+  m.impl("count_nonzero.dim_IntList", npu_count_nonzero);
+  m.impl("trace", npu_trace);
+  m.impl("eye.m_out", npu_eye_out);
+  m.impl("eye.out", npu_eye_n_out);
   m.impl("any.dims", any_dims);
   m.impl("all.dim", all_dim);
   m.impl("all.out", all_dim_out);
