@@ -318,3 +318,25 @@ def test_equal_count_nonzero_trace_and_eye():
     for n, m, dtype in [(3, 4, torch.float32), (5, 5, torch.int64), (2, 2, torch.bool), (0, 3, torch.float32)]:
         assert torch.equal(torch.eye(n, m, device=NPU, dtype=dtype).cpu(), torch.eye(n, m, dtype=dtype))
     assert fallbacks_since(before) == {}
+
+
+def test_scatter_and_one_hot_take_the_last_source_of_a_repeated_index():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(5, 8, generator=g)
+    index = torch.randint(0, 8, (5, 6), generator=g)  # repeats within rows
+    src = torch.randn(5, 7, generator=g)
+    index0, src0 = torch.randint(0, 5, (3, 8), generator=g), torch.randn(4, 8, generator=g)
+    labels = torch.randint(0, 10, (37,), generator=g)
+    wide = torch.randint(-2**40, 2**40, (5, 8), generator=g)
+    before = dict(npusim.fallback_stats())
+    assert torch.equal(x.to(NPU).scatter(1, index.to(NPU), src.to(NPU)).cpu(), x.scatter(1, index, src))
+    assert torch.equal(x.to(NPU).scatter(0, index0.to(NPU), src0.to(NPU)).cpu(), x.scatter(0, index0, src0))
+    assert torch.equal(x.to(NPU).scatter(1, index.to(NPU), 2.5).cpu(), x.scatter(1, index, 2.5))
+    assert torch.equal(wide.to(NPU).scatter(1, index.to(NPU), 7).cpu(), wide.scatter(1, index, 7))
+    in_place = x.to(NPU)
+    in_place.scatter_(1, index.to(NPU), src.to(NPU))
+    assert torch.equal(in_place.cpu(), x.scatter(1, index, src))
+    assert torch.equal(F.one_hot(labels.to(NPU), 10).cpu(), F.one_hot(labels, 10))
+    assert fallbacks_since(before) == {}
+    with pytest.raises(IndexError):
+        x.to(NPU).scatter(1, torch.tensor([[8]] * 5, device=NPU), 1.0)

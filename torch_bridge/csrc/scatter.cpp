@@ -1,4 +1,4 @@
-// Scatter-adds on the npu (scatter_add, so gather's backward; index_add). The
+// Scatters on the npu (scatter_add, so gather's backward; index_add; scatter). The
 // chip has no atomic add, and cores adding into the same row would race, so
 // each is made of kernels that write every output element once:
 //   scatter_add  with the dim moved last, x [..., V], index and src [..., k]:
@@ -9,7 +9,15 @@
 //                (0 / 1, exact in every dtype), and out = x + alpha * src @
 //                one-hot on the tensor core, summed in f32
 // rounded once to x's dtype (the CPU adds in x's dtype one source element at a
-// time: equal where no index repeats, within rounding where one does). The
+// time: equal where no index repeats, within rounding where one does).
+//   scatter      (a value or a source, no reduction; so F.one_hot) the same
+//                [..., V, k] comparisons: with a value, any hit along k selects
+//                it; with a source, the last hit's position j (a row maximum of
+//                (j + 1) where hit, 0 where not: i32, exact) picks src[..., j]
+//                by the gather kernel, so a repeated index takes the last of its
+//                sources, as the CPU's sequential loop does. Exact in every
+//                dtype the select kernel takes (int64 values: their words).
+// The
 // one-hot terms cost k x V per row: beyond 2^24 of them (a scatter of a whole
 // vocabulary-sized dim onto itself) the CPU does it, counted. An index outside
 // [0, V) raises an IndexError, as on the CPU (checked on the chip first).
@@ -71,9 +79,72 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   return into(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out);
 }
 
+// Where scatter's chip path applies: the index covers self along every other dim (as for scatter_add).
+bool scatter_on_chip(const at::Tensor& self, int64_t d, const at::Tensor& index, const at::Tensor* src) {
+  bool supported = on_npu(self) && integer_index(index) && self.dim() >= 1 && index.dim() == self.dim() && index.numel() > 0 &&
+                   (chip_dtype(self.scalar_type()) || (self.scalar_type() == at::kLong && !src)) &&
+                   index.numel() <= kMaxOneHotTerms / std::max<int64_t>(self.size(d), 1);
+  if (src) supported = supported && on_npu(*src) && src->scalar_type() == self.scalar_type() && src->dim() == self.dim();
+  for (int64_t k = 0; supported && k < self.dim(); ++k)
+    supported = (k == d || index.size(k) == self.size(k)) && (!src || index.size(k) <= src->size(k));
+  return supported;
+}
+
+// Whether each position v along the (last) dim is hit: [..., V, k], index [..., 1, k] against v.
+at::Tensor hits_of(const at::Tensor& index, int64_t d, int64_t size) {
+  return at::eq(index_words(index).movedim(d, -1).unsqueeze(-2), positions(size).view({-1, 1}));
+}
+
+at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (!scatter_on_chip(self, d, index, nullptr)) {
+    note_cpu_fallback("aten::scatter.value");
+    return to_npu(at::scatter(self.cpu(), dim, index.cpu(), value));
+  }
+  check_index_range(index, self.size(d), "scatter");
+  const at::Tensor hit = at::any(hits_of(index, d, self.size(d)), -1).movedim(-1, d);
+  return at::where(hit, at::scalar_tensor(value, self.options().device(at::kCPU)), self);
+}
+
+at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (!scatter_on_chip(self, d, index, &src)) {
+    note_cpu_fallback("aten::scatter.src");
+    return to_npu(at::scatter(self.cpu(), dim, index.cpu(), src.cpu()));
+  }
+  check_index_range(index, self.size(d), "scatter");
+  const int64_t k = index.size(d);
+  // The last source position j hitting each v, as j + 1 (0: none).
+  const at::Tensor order = at::add(positions(k), 1);
+  const at::Tensor last = at::amax(at::where(hits_of(index, d, self.size(d)), order, at::zeros({}, at::TensorOptions().dtype(at::kInt))), {-1});
+  at::Tensor part = src;
+  for (int64_t i = 0; i < self.dim(); ++i) part = part.narrow(i, 0, index.size(i));
+  const at::Tensor picked = at::gather(part.movedim(d, -1), -1, at::relu(at::sub(last, 1)));
+  return at::where(at::gt(last, 0), picked, self.movedim(d, -1)).movedim(-1, d);
+}
+
+at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
+  return into(scatter_value(self, dim, index, value), out);
+}
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return into(scatter_src(self, dim, index, src), out);
+}
+at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return into(scatter_value(self, dim, index, value), self);
+}
+at::Tensor& scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return into(scatter_src(self, dim, index, src), self);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("scatter.value", scatter_value);
+  m.impl("scatter.src", scatter_src);
+  m.impl("scatter.value_out", scatter_value_out);
+  m.impl("scatter.src_out", scatter_src_out);
+  m.impl("scatter_.value", scatter_value_);
+  m.impl("scatter_.src", scatter_src_);
   m.impl("scatter_add.out", scatter_add_out);
   m.impl("index_add.out", index_add_out);
 }
