@@ -340,3 +340,33 @@ def test_scatter_and_one_hot_take_the_last_source_of_a_repeated_index():
     assert fallbacks_since(before) == {}
     with pytest.raises(IndexError):
         x.to(NPU).scatter(1, torch.tensor([[8]] * 5, device=NPU), 1.0)
+
+
+def test_indexed_writes_run_on_the_chip():
+    # x[mask] = v, x[rows] = v, x[i, j] = v and index_put_ with accumulate; repeated and negative indices.
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(6, 5, generator=g)
+    rows = torch.tensor([4, 1, 4, -1])  # 4 twice: its last value wins, as on the CPU
+    wide = torch.randint(-2**40, 2**40, (6, 3), generator=g)
+    writes = [
+        ("rows", x, lambda t: t.__setitem__(rows.to(t.device), torch.arange(20.0).view(4, 5).to(t.device))),
+        ("rows, one value", x, lambda t: t.__setitem__(rows.to(t.device), 3.0)),
+        ("elements", x, lambda t: t.__setitem__((rows.to(t.device), torch.tensor([0, 2, 0, 4], device=t.device)),
+                                                 torch.tensor([1.0, 2.0, 3.0, 4.0], device=t.device))),
+        ("mask", x, lambda t: t.__setitem__(t > 0, 0.0)),
+        ("row mask", x, lambda t: t.__setitem__(torch.tensor([True, False, True, False, False, True], device=t.device), -1.0)),
+        ("int64 rows", wide, lambda t: t.__setitem__(rows.to(t.device), torch.tensor([7, 2**35, -9], device=t.device))),
+    ]
+    before = dict(npusim.fallback_stats())
+    for name, base, write in writes:
+        on_cpu, on_npu = base.clone(), base.to(NPU)
+        write(on_cpu)
+        write(on_npu)
+        assert torch.equal(on_npu.cpu(), on_cpu), name
+    summed, summed_npu = x.clone(), x.to(NPU)
+    summed.index_put_((rows,), torch.ones(4, 5), accumulate=True)
+    summed_npu.index_put_((rows.to(NPU),), torch.ones(4, 5, device=NPU), accumulate=True)
+    torch.testing.assert_close(summed_npu.cpu(), summed)  # a repeated row: summed in f32, rounded once
+    assert fallbacks_since(before) == {}
+    with pytest.raises(IndexError):
+        x.to(NPU)[torch.tensor([6], device=NPU)] = 1.0

@@ -1,0 +1,107 @@
+// Indexed writes on the npu: x[mask] = v, x[i, j] = v and x[i] += v (index_put_, which
+// torch.Tensor.__setitem__ and index_put reach). Every output element is written once, in place:
+//   a bool mask over x's leading dims with one value    where(mask, v, x)
+//   integer index tensors on the leading dims           the flat row f[j] of each indexed element
+//     (broadcast together, negatives wrapped, each checked against its dim: an IndexError as on
+//     the CPU); then each row r of x viewed as [R, rest] takes the values of the last j with
+//     f[j] == r (a row maximum of (j + 1) where they are equal, an [R, n] comparison: i32,
+//     exact), gathered by the gather kernel, so a repeated index writes its last value as the
+//     CPU's loop does; with accumulate, index_add of the values' rows (f32 sums, rounded once)
+// Beyond 2^24 comparisons (R x n), other index forms (None or slices between indices, masks with
+// several values) and dtypes the kernels do not take: the CPU, counted.
+#include <ATen/ExpandUtils.h>
+#include <ATen/Functions.h>
+#include <c10/util/accumulate.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr int64_t kMaxComparisons = int64_t{1} << 24;
+
+at::Tensor& on_cpu(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values, bool accumulate) {
+  note_cpu_fallback("aten::_index_put_impl_");
+  c10::List<std::optional<at::Tensor>> host;
+  for (const std::optional<at::Tensor>& i : indices) host.push_back(i && i->defined() ? std::optional<at::Tensor>(i->cpu()) : std::nullopt);
+  at::Tensor result = self.cpu();
+  at::index_put_(result, host, values.cpu(), accumulate);
+  self.copy_(result);
+  return self;
+}
+
+// The one bool (or uint8) mask over x's leading dims, where that is the index.
+std::optional<at::Tensor> leading_mask(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  if (indices.size() != 1) return std::nullopt;
+  const std::optional<at::Tensor> mask = indices.get(0);
+  if (!mask || !mask->defined() || !on_npu(*mask) || (mask->scalar_type() != at::kBool && mask->scalar_type() != at::kByte)) return std::nullopt;
+  if (mask->dim() > self.dim() || mask->sizes() != self.sizes().slice(0, size_t(mask->dim()))) return std::nullopt;
+  return mask;
+}
+
+at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values, bool accumulate,
+                      bool unsafe) {
+  if (!on_npu(self) || self.numel() == 0 || !(chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
+    return on_cpu(self, indices, values, accumulate);
+  if (const std::optional<at::Tensor> mask = leading_mask(self, indices); mask && !accumulate && values.numel() == 1) {
+    std::vector<int64_t> shape(mask->sizes().begin(), mask->sizes().end());
+    shape.resize(size_t(self.dim()), 1);  // over the trailing dims too
+    const at::Tensor value = values.reshape({}).to(self.scalar_type());
+    self.copy_(at::where(mask->to(at::kBool).view(shape), on_npu(value) ? value : to_npu(value), self));
+    return self;
+  }
+  // Integer index tensors on the leading dims, none missing.
+  const int64_t k = int64_t(indices.size());
+  bool supported = k >= 1 && k <= self.dim() && self.numel() < (int64_t{1} << 31);
+  std::vector<at::Tensor> index;
+  for (int64_t d = 0; supported && d < k; ++d) {
+    const std::optional<at::Tensor> i = indices.get(size_t(d));
+    supported = i && i->defined() && on_npu(*i) && (i->scalar_type() == at::kLong || i->scalar_type() == at::kInt) && i->numel() > 0;
+    if (supported) index.push_back(*i);
+  }
+  if (!supported) return on_cpu(self, indices, values, accumulate);
+  std::vector<int64_t> index_shape = index[0].sizes().vec();
+  for (const at::Tensor& i : index) index_shape = at::infer_size(index_shape, i.sizes());
+  const int64_t n = c10::multiply_integers(index_shape), rows = c10::multiply_integers(self.sizes().slice(0, size_t(k)));
+  const std::vector<int64_t> rest(self.sizes().begin() + k, self.sizes().end());
+  std::vector<int64_t> values_shape = index_shape;
+  values_shape.insert(values_shape.end(), rest.begin(), rest.end());
+  const bool values_fit = at::is_expandable_to(values.sizes(), values_shape);
+  if (!values_fit || rows * n > kMaxComparisons || (accumulate && !chip_float(self))) return on_cpu(self, indices, values, accumulate);
+
+  // The flat row of each indexed element, in i32.
+  at::Tensor flat;
+  for (int64_t d = 0; d < k; ++d) {
+    at::Tensor i = index_words(index[size_t(d)]);
+    i = at::where(at::lt(i, 0), at::add(i, self.size(d)), i);
+    check_index_range(i, self.size(d), "index_put_");
+    flat = d == 0 ? i : at::add(at::mul(flat, self.size(d)), i);
+  }
+  flat = flat.expand(index_shape).reshape({n});
+  std::vector<int64_t> row_shape = {n};
+  row_shape.insert(row_shape.end(), rest.begin(), rest.end());
+  const at::Tensor source = to_npu(values).to(self.scalar_type()).expand(values_shape).contiguous().view(row_shape);
+  std::vector<int64_t> table_shape = {rows};
+  table_shape.insert(table_shape.end(), rest.begin(), rest.end());
+  if (accumulate) {
+    self.copy_(at::index_add(self.reshape(table_shape), 0, flat, source).view(self.sizes()));
+    return self;
+  }
+  const at::TensorOptions ints = at::TensorOptions().dtype(at::kInt);
+  const at::Tensor positions = to_npu(at::arange(rows, ints)).view({rows, 1}), order = to_npu(at::arange(1, n + 1, ints)).view({1, n});
+  const at::Tensor last = at::amax(at::where(at::eq(flat.view({1, n}), positions), order, at::zeros({}, ints)), {1});  // [R]: j + 1, or 0
+  const at::Tensor picked = at::index_select(source, 0, at::relu(at::sub(last, 1)));
+  std::vector<int64_t> written_shape(table_shape.size(), 1);
+  written_shape[0] = rows;
+  self.copy_(at::where(at::gt(last, 0).view(written_shape), picked, self.reshape(table_shape)).view(self.sizes()));
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_index_put_impl_", index_put); }
+
+}  // namespace npusim
