@@ -142,11 +142,12 @@ void int_arithmetic(Opcode op, const Operands& o) {
   }
 }
 
-// Bits of an integer dtype, and a loaded value (sign- or zero-extended to
-// int64 by its dtype) as its dtype's unsigned bit pattern.
+// Bitwise ops and shifts on the dtype's bit pattern: values load sign- or
+// zero-extended to int64 by their dtype (so `& mask` gives the pattern back) and
+// store as the dtype's low bits.
 void int_bitwise(Opcode op, const Operands& o) {
-  const int64_t bits = int64_t{8} * isa::dtype_size_bytes(o.dtype);
-  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const int64_t bits = int64_t{8} * isa::dtype_size_bytes(o.dtype);  // at most 32
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
   const bool is_signed = o.dtype != DType::U8;
   auto map = [&](auto f) { map_binary<int64_t, int64_t>(o, o.dtype, f); };
   switch (op) {
@@ -154,7 +155,6 @@ void int_bitwise(Opcode op, const Operands& o) {
     case Opcode::V_OR: map([](int64_t x, int64_t y) { return x | y; }); break;
     case Opcode::V_XOR: map([](int64_t x, int64_t y) { return x ^ y; }); break;
     case Opcode::V_SHL:
-      // Shifting the pattern; storing keeps the dtype's low bits.
       map([&](int64_t x, int64_t y) { return y < 0 || y >= bits ? int64_t{0} : static_cast<int64_t>((static_cast<uint64_t>(x) & mask) << y); });
       break;
     case Opcode::V_SHR:
