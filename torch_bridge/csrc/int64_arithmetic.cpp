@@ -16,9 +16,6 @@ using npu::compiler::OpKind;
 constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
 constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-at::Tensor low_word(const at::Tensor& t) { return int64_words(t).select(-1, 0); }
-at::Tensor high_word(const at::Tensor& t) { return int64_words(t).select(-1, 1); }
-
 // An i32 word moved by 2^31 (wrapping), so that signed comparisons order words as unsigned ones;
 // applied twice it gives the word back.
 at::Tensor unsigned_order(const at::Tensor& word) { return at::add(word, kInt32Min); }
@@ -36,8 +33,11 @@ at::Tensor from_words(c10::IntArrayRef shape, const at::Tensor& low, const at::T
 
 }  // namespace
 
+at::Tensor int64_low_word(const at::Tensor& t) { return int64_words(t).select(-1, 0); }
+at::Tensor int64_high_word(const at::Tensor& t) { return int64_words(t).select(-1, 1); }
+
 at::Tensor int64_add(const at::Tensor& a, const at::Tensor& b, bool subtract) {
-  const at::Tensor a_low = low_word(a), a_high = high_word(a), b_low = low_word(b), b_high = high_word(b);
+  const at::Tensor a_low = int64_low_word(a), a_high = int64_high_word(a), b_low = int64_low_word(b), b_high = int64_high_word(b);
   const at::Tensor low = subtract ? at::sub(a_low, b_low) : at::add(a_low, b_low);
   // The carry (borrow): the low sum wrapped below an addend, as unsigned words.
   const at::Tensor carry =
@@ -65,8 +65,8 @@ at::Tensor int64_mul(const at::Tensor& a, const at::Tensor& b) {
       "bitwise_right_shift(%8, 16); bitwise_and(%19, 65535); "                           // %20 p10 >> 16
       "add(%9, %18); add(%21, %20); add(%22, %16); "                                     // %23 the high half of al bl
       "mul(in0, in3); mul(in1, in2); add(%23, %24); add(%26, %25)";
-  const at::Tensor a_low = low_word(a), b_low = low_word(b);
-  const at::Tensor high = elementwise_chain({a_low, high_word(a), b_low, high_word(b)}, high_chain);
+  const at::Tensor a_low = int64_low_word(a), b_low = int64_low_word(b);
+  const at::Tensor high = elementwise_chain({a_low, int64_high_word(a), b_low, int64_high_word(b)}, high_chain);
   return from_words(at::infer_size(a.sizes(), b.sizes()), at::mul(a_low, b_low), high);
 }
 
@@ -83,8 +83,8 @@ at::Tensor int64_compare(OpKind kind, const at::Tensor& a, const at::Tensor& b) 
   const bool swap = kind == OpKind::GT || kind == OpKind::GE, strict = kind == OpKind::LT || kind == OpKind::GT;
   const at::Tensor& x = swap ? b : a;
   const at::Tensor& y = swap ? a : b;
-  const at::Tensor x_high = high_word(x), y_high = high_word(y);
-  const at::Tensor x_low = unsigned_order(low_word(x)), y_low = unsigned_order(low_word(y));
+  const at::Tensor x_high = int64_high_word(x), y_high = int64_high_word(y);
+  const at::Tensor x_low = unsigned_order(int64_low_word(x)), y_low = unsigned_order(int64_low_word(y));
   const at::Tensor low_holds = strict ? at::lt(x_low, y_low) : at::le(x_low, y_low);
   return at::logical_or(at::lt(x_high, y_high), at::logical_and(at::eq(x_high, y_high), low_holds));
 }
@@ -103,10 +103,10 @@ at::Tensor int64_reduce_extremum(bool maximum, const at::Tensor& self, c10::IntA
     for (const int64_t d : dims) reduced.push_back(at::maybe_wrap_dim(d, self.dim()));
   }
   const auto extremum = [&](const at::Tensor& t, bool keep) { return maximum ? at::amax(t, reduced, keep) : at::amin(t, reduced, keep); };
-  const at::Tensor high = high_word(self);
+  const at::Tensor high = int64_high_word(self);
   const at::Tensor best_high = extremum(high, true);
   // The low words (as unsigned) of the elements whose high word is the extremum; the others can win no tie.
-  const at::Tensor candidates = at::where(at::eq(high, best_high), unsigned_order(low_word(self)), int32_scalar(maximum ? kInt32Min : kInt32Max));
+  const at::Tensor candidates = at::where(at::eq(high, best_high), unsigned_order(int64_low_word(self)), int32_scalar(maximum ? kInt32Min : kInt32Max));
   const at::Tensor best_low = unsigned_order(extremum(candidates, keepdim));
   at::Tensor result_high = best_high;
   if (!keepdim) {

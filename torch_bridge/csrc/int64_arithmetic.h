@@ -10,6 +10,10 @@
 
 namespace npusim {
 
+// An int64 npu tensor's low and high 32-bit words (i32 views of its storage, in its shape).
+at::Tensor int64_low_word(const at::Tensor& t);
+at::Tensor int64_high_word(const at::Tensor& t);
+
 // a + b or a - b: the low words' sum and its carry into the high words'.
 at::Tensor int64_add(const at::Tensor& a, const at::Tensor& b, bool subtract);
 // a * b modulo 2^64: the low words' full 64-bit product (from 16-bit halves) plus the cross products.

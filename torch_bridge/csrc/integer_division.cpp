@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "int64_arithmetic.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -43,14 +44,11 @@ at::Tensor divide_on_chip(const at::Tensor& a, const at::Tensor& b, Rounding rou
   return elementwise_chain({a, b}, quotient_and_remainder + adjust + (rounding == Rounding::Floor ? "; add(%0, %8)" : "; bitwise_and(in1, %8); add(%2, %9)"));
 }
 
-at::Tensor low_word(const at::Tensor& t) { return int64_words(t).select(-1, 0); }
-at::Tensor high_word(const at::Tensor& t) { return int64_words(t).select(-1, 1); }
-
 // Whether some value of t lies outside int32 (its high word is not its low word's sign), or, for the
 // dividend, is -2^31.
 at::Tensor outside_int32(const at::Tensor& t, bool dividend) {
-  const at::Tensor low = low_word(t);
-  at::Tensor outside = at::ne(high_word(t), at::bitwise_right_shift(low, 31));
+  const at::Tensor low = int64_low_word(t);
+  at::Tensor outside = at::ne(int64_high_word(t), at::bitwise_right_shift(low, 31));
   if (dividend) outside = at::logical_or(outside, at::eq(low, std::numeric_limits<int32_t>::min()));
   return at::any(outside);
 }
@@ -75,7 +73,7 @@ at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_
   if (chip_integer(common)) return divide_on_chip(a, b, rounding);
   if (at::logical_or(outside_int32(a, true), outside_int32(b, false)).cpu().item<bool>())
     return on_host(name, "int64 values beyond 32 bits", reference);
-  return divide_on_chip(low_word(a), low_word(b), rounding).to(at::kLong);
+  return divide_on_chip(int64_low_word(a), int64_low_word(b), rounding).to(at::kLong);
 }
 
 at::Tensor npu_floor_divide(const at::Tensor& a, const at::Tensor& b) {
