@@ -367,6 +367,12 @@ def test_indexed_writes_run_on_the_chip():
     summed.index_put_((rows,), torch.ones(4, 5), accumulate=True)
     summed_npu.index_put_((rows.to(NPU),), torch.ones(4, 5, device=NPU), accumulate=True)
     torch.testing.assert_close(summed_npu.cpu(), summed)  # a repeated row: summed in f32, rounded once
+    # index_copy_ along a middle dim (a static KV cache's write of new positions).
+    cache, new = torch.zeros(2, 4, 8, 3), torch.randn(2, 4, 2, 3, generator=g)
+    cache_npu = cache.to(NPU)
+    cache.index_copy_(2, torch.tensor([5, 1]), new)
+    cache_npu.index_copy_(2, torch.tensor([5, 1], device=NPU), new.to(NPU))
+    assert torch.equal(cache_npu.cpu(), cache)
     assert fallbacks_since(before) == {}
     with pytest.raises(IndexError):
         x.to(NPU)[torch.tensor([6], device=NPU)] = 1.0

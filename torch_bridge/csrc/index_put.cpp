@@ -1,5 +1,6 @@
 // Indexed writes on the npu: x[mask] = v, x[i, j] = v and x[i] += v (index_put_, which
-// torch.Tensor.__setitem__ and index_put reach). Every output element is written once, in place:
+// torch.Tensor.__setitem__ and index_put reach), and index_copy along any dim (the dim moved
+// first as a view). Every output element is written once, in place:
 //   a bool mask over x's leading dims with one value    where(mask, v, x)
 //   integer index tensors on the leading dims           the flat row f[j] of each indexed element
 //     (broadcast together, negatives wrapped, each checked against its dim: an IndexError as on
@@ -100,8 +101,27 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
   return self;
 }
 
+// index_copy (so index_copy_: a static KV cache's writes): the indexed dim moved first as a view,
+// then the write above, into out (self's copy unless out is self).
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source, at::Tensor& out) {
+  if (!out.is_same(self)) into(self, out);
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_copy_(): Index should have dimension 1 or 0 (got ", index.dim(), ")");
+  TORCH_CHECK(source.dim() == 0 || source.size(source.dim() == self.dim() ? d : 0) == index.numel(),
+              "index_copy_(): Number of indices (", index.numel(), ") should be equal to source.size(dim)");
+  at::Tensor target = self.dim() == 0 ? out.view({1}) : out.movedim(d, 0);
+  const at::Tensor rows = source.dim() == self.dim() && self.dim() > 0 ? source.movedim(d, 0) : source;
+  c10::List<std::optional<at::Tensor>> indices;
+  indices.push_back(index.reshape({-1}));
+  index_put(target, indices, rows, false, false);
+  return out;
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_index_put_impl_", index_put); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_index_put_impl_", index_put);
+  m.impl("index_copy.out", index_copy_out);
+}
 
 }  // namespace npusim
