@@ -376,3 +376,23 @@ def test_indexed_writes_run_on_the_chip():
     assert fallbacks_since(before) == {}
     with pytest.raises(IndexError):
         x.to(NPU)[torch.tensor([6], device=NPU)] = 1.0
+
+
+def test_nonzero_and_boolean_mask_reads_run_on_the_chip():
+    # Data-dependent shapes: the count is read back, the positions come from the topk kernel in order.
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(7, 9, 5, generator=g)
+    mask = x > 0.3
+    rows = torch.tensor([True, False, True, True, False, False, True])
+    xn, maskn = x.to(NPU), mask.to(NPU)
+    before = dict(npusim.fallback_stats())
+    assert torch.equal(maskn.nonzero().cpu(), mask.nonzero())
+    assert torch.equal(xn.nonzero().cpu(), x.nonzero())
+    assert torch.equal(torch.tensor([0, 3, 0, 7, 0], device=NPU).nonzero().cpu(), torch.tensor([0, 3, 0, 7, 0]).nonzero())
+    assert torch.equal((xn > 100).nonzero().cpu(), (x > 100).nonzero())  # none: [0, 3]
+    assert torch.equal(xn[maskn].cpu(), x[mask])
+    assert torch.equal(xn[rows.to(NPU)].cpu(), x[rows])
+    assert torch.equal(xn.masked_select(maskn[0]).cpu(), x.masked_select(mask[0]))  # broadcast mask
+    for got, want in zip(torch.where(maskn), torch.where(mask)):
+        assert torch.equal(got.cpu(), want)
+    assert fallbacks_since(before) == {}

@@ -24,6 +24,7 @@
 #include "npusim/compiler/compiler.h"
 #include "custom_ops.h"
 #include "int64_arithmetic.h"
+#include "nonzero.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -920,6 +921,16 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
     return at::index(cpu(self), host);
   };
   const int64_t k = int64_t(indices.size());
+  // x[mask] with a bool mask over the leading dims: the rows where it holds (a data-dependent count, read back).
+  if (const std::optional<at::Tensor> mask = k == 1 ? indices.get(0) : std::nullopt;
+      mask && mask->defined() && on_npu(*mask) && mask->scalar_type() == at::kBool && mask->dim() >= 1 && mask->dim() <= self.dim() &&
+      mask->sizes() == self.sizes().slice(0, size_t(mask->dim()))) {
+    if (const at::Tensor rows = nonzero_positions(*mask); rows.defined()) {
+      std::vector<int64_t> table_shape = {mask->numel()};
+      table_shape.insert(table_shape.end(), self.sizes().begin() + mask->dim(), self.sizes().end());
+      return npusim::index_select(self.reshape(table_shape), 0, rows);
+    }
+  }
   bool supported = k >= 1 && k <= self.dim() && self.numel() > 0;
   int64_t rows = 1;
   for (int64_t d = 0; supported && d < k; ++d) {
