@@ -50,11 +50,12 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   if (op.inputs.empty() || op.inputs.size() > op_arity(op.kind)) throw std::invalid_argument(name + ": wrong number of inputs");
   const TensorDesc& x = op.inputs[0];
   const TensorDesc& out = op.output;
-  // amax / amin of i32 (int64's words) compare the integers themselves; every other row op computes in f32.
-  const bool int_extremum = (op.kind == OpKind::AMAX || op.kind == OpKind::AMIN) && x.dtype == DType::I32;
-  if (!isa::dtype_is_float(x.dtype) && !int_extremum)
+  // amax / amin / sum of i32 (int64's words) compute on the integers themselves (a sum wraps modulo 2^32,
+  // which is what int64's sums built from word parts need); every other row op computes in f32.
+  const bool int_rows = (op.kind == OpKind::AMAX || op.kind == OpKind::AMIN || op.kind == OpKind::SUM) && x.dtype == DType::I32;
+  if (!isa::dtype_is_float(x.dtype) && !int_rows)
     throw UnsupportedOp(name + " on " + std::string(isa::dtype_name(x.dtype)) + ": floats only");
-  if (int_extremum && out.dtype != DType::I32) throw std::invalid_argument(name + " of i32: the output is i32");
+  if (int_rows && out.dtype != DType::I32) throw std::invalid_argument(name + " of i32: the output is i32");
   // A sum or mean may also be kept in f32 (PyTorch's sum(dtype=float32) of a bf16 tensor): the kernel
   // accumulates in f32 anyway and skips the final rounding.
   const bool arg = op.kind == OpKind::ARGMAX || op.kind == OpKind::ARGMIN;
@@ -117,7 +118,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   }
 
   const int64_t e = isa::dtype_size_bytes(x.dtype), eo = isa::dtype_size_bytes(out.dtype);
-  const bool convert = x.dtype != DType::F32 && !int_extremum;
+  const bool convert = x.dtype != DType::F32 && !int_rows;
   const DType y_dtype = backward ? op.inputs[1].dtype : DType::F32;
   const int64_t ye = isa::dtype_size_bytes(y_dtype);
   const bool convert_y = y_dtype != DType::F32;
@@ -136,7 +137,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t budget = static_cast<int64_t>(config.core.scratchpad.size_bytes) / 2 - params / 2 - (6 + (backward ? 2 : 0) + 2 * int64_t(stat_inputs) + (topk ? 5 : 0)) * 64;
   int64_t tr = std::min<int64_t>(rows, budget / std::max<int64_t>(per_row, 1));
   if (rows > 0 && tr < 1 && (backward || topk)) throw UnsupportedOp(name + ": rows of " + std::to_string(length) + " do not fit the scratchpad");
-  if (rows > 0 && tr < 1 && int_extremum) throw UnsupportedOp(name + " of i32: rows of " + std::to_string(length) + " do not fit the scratchpad");
+  if (rows > 0 && tr < 1 && int_rows) throw UnsupportedOp(name + " of i32: rows of " + std::to_string(length) + " do not fit the scratchpad");
   if (rows > 0 && tr < 1) return lower_long_row_op(op, config, RowLayout{rows, length, x_row, x_col, o_row, o_col});
   // At least kTilesPerCore tiles per core where the rows allow: the first load and the last store of a core
   // overlap nothing, so a core with one or two huge tiles spends most of its time unpipelined.
@@ -357,11 +358,11 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         if (has_weight) b.li(tmp, param_f32[0]), v2(Opcode::V_MUL, kRow, has_bias ? w : out_tile(), w, tmp, mt, len);
         if (has_bias) b.li(tmp, param_f32[1]), v2(Opcode::V_ADD, kRow, out_tile(), w, tmp, mt, len);
         break;
-      case OpKind::SUM: reduce(Opcode::V_RSUM, c0, w), result = c0; break;
+      case OpKind::SUM: b.emit(Opcode::V_RSUM, {int_rows ? dt : f32, kAxis1, c0.index, w.index, mt.index, len.index}), result = c0; break;
       case OpKind::MEAN: reduce(Opcode::V_RSUM, c0, w), v2(Opcode::V_MUL, kScalar, c0, c0, inv_at, mt, one), result = c0; break;
       case OpKind::AMAX:
       case OpKind::AMIN:
-        b.emit(op.kind == OpKind::AMAX ? Opcode::V_RMAX : Opcode::V_RMIN, {int_extremum ? dt : f32, kAxis1, c0.index, w.index, mt.index, len.index});
+        b.emit(op.kind == OpKind::AMAX ? Opcode::V_RMAX : Opcode::V_RMIN, {int_rows ? dt : f32, kAxis1, c0.index, w.index, mt.index, len.index});
         result = c0;
         break;
       case OpKind::VAR:
@@ -455,7 +456,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     b.addi(addr, slot, out0);
     if (topk) {
       // (the positions are in the output tile already)
-    } else if (arg || int_extremum) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // i32 already
+    } else if (arg || int_rows) b.emit(Opcode::V_MOV, {int64_t(DType::I32), addr.index, result.index, mt.index, cols.index});  // i32 already
     else if (direct) {
       // (the last op wrote the output tile)
     } else if (out.dtype == DType::F32) v1(Opcode::V_MOV, addr, result, mt, cols);
