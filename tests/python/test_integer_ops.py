@@ -1,7 +1,7 @@
 """Integer arithmetic on the npu, bit-exact against the CPU: bitwise ops and shifts of every
 integer dtype the chip stores (v.and, v.or, v.xor, v.shl, v.shr), and int64, which the chip has no
 dtype for, on its 32-bit words: products, bitwise ops, comparisons, maxima and minima, elementwise
-and reduced. Each at the edges of the words (carries, signs, 2^31, 2^32, -2^63) and on random
+and reduced, and sums of every integer dtype into int64. Each at the edges of the words (carries, signs, 2^31, 2^32, -2^63) and on random
 values, with no CPU fallback.
 """
 import pytest
@@ -87,6 +87,27 @@ def test_int64_bitwise_not_and_reductions():
     same(close.to(NPU).max(), close.max())
     same(close.to(NPU).min(), close.min())
     same(torch.tensor(-7).to(NPU).max(), torch.tensor(-7))  # 0-dim
+    assert fallbacks_since(before) == {}
+
+
+def test_integer_sums_into_int64_are_exact_and_wrap_as_the_cpus():
+    a, _ = int64_operands(4)
+    g = torch.Generator().manual_seed(4)
+    before = dict(npusim.fallback_stats())
+    same(a.to(NPU).sum(), a.sum())  # random values near 2^63: the sum wraps modulo 2^64
+    m = a[:400].view(20, 20)
+    for dims, keepdim in [(1, False), (0, True), ((0, 1), False), (-1, True)]:
+        same(m.to(NPU).sum(dims, keepdim), m.sum(dims, keepdim))
+    # Rows longer than one chunk of the i32 partial sums (4096), one of them not a multiple of it.
+    long_rows = torch.randint(-2**63, 2**63 - 1, (3, 10001), generator=g)
+    same(long_rows.to(NPU).sum(-1), long_rows.sum(-1))
+    all_ones_low = torch.full((5000,), 2**32 - 1)  # every low word 0xffffffff: the 16-bit halves' sums carry
+    same(all_ones_low.to(NPU).sum(), all_ones_low.sum())
+    for dtype, low, high in [(torch.int32, -2**31, 2**31 - 1), (torch.int8, -128, 127), (torch.uint8, 0, 255)]:
+        x = torch.randint(low, high, (6, 700), dtype=dtype, generator=g)
+        same(x.to(NPU).sum(1), x.sum(1))
+        same(x.to(NPU).sum(), x.sum())
+    same(torch.zeros(3, 0, dtype=torch.long).to(NPU).sum(1), torch.zeros(3, dtype=torch.long))
     assert fallbacks_since(before) == {}
 
 

@@ -116,4 +116,53 @@ at::Tensor int64_reduce_extremum(bool maximum, const at::Tensor& self, c10::IntA
   return from_words(best_low.sizes(), best_low, result_high);
 }
 
+namespace {
+
+// Rows of at most this many 16-bit halves sum exactly in i32: 4096 * 65535 < 2^31.
+constexpr int64_t kSumChunk = 4096;
+
+// The wrapping i32 sum of each row of x [rows, n] by the row kernel, or undefined.
+at::Tensor i32_row_sums(const at::Tensor& x) {
+  at::Tensor out = new_npu({x.size(0)}, at::kInt);
+  return try_run_kind(OpKind::SUM, {dense(x)}, out) ? out : at::Tensor();
+}
+
+// The int64 sum of each row of x [rows, n] (int64), or undefined.
+at::Tensor int64_row_sums(const at::Tensor& x) {
+  const int64_t rows = x.size(0), n = x.size(1);
+  if (n == 0 || rows == 0) return at::zeros({rows}, x.options());
+  if (n > kSumChunk) {  // chunks of kSumChunk (zeros padding the last), then the chunks' sums
+    const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
+    const at::Tensor padded = chunks * kSumChunk == n ? x : at::cat({x, at::zeros({rows, chunks * kSumChunk - n}, x.options())}, 1);
+    const at::Tensor partial = int64_row_sums(padded.reshape({rows * chunks, kSumChunk}));
+    return partial.defined() ? int64_row_sums(partial.view({rows, chunks})) : partial;
+  }
+  const at::Tensor low = int64_low_word(x);
+  const at::Tensor s_low = i32_row_sums(elementwise_chain({low}, "bitwise_and(in0, 65535)"));
+  const at::Tensor s_mid = i32_row_sums(elementwise_chain({low}, "bitwise_right_shift(in0, 16); bitwise_and(%0, 65535)"));
+  const at::Tensor s_high = i32_row_sums(int64_high_word(x));
+  if (!s_low.defined() || !s_mid.defined() || !s_high.defined()) return at::Tensor();
+  // s_high * 2^32 + s_mid * 2^16 as words (s_mid < 2^28: its shifts lose nothing), then + s_low with its carry.
+  const at::Tensor upper = from_words({rows}, elementwise_chain({s_mid}, "bitwise_left_shift(in0, 16)"),
+                                      elementwise_chain({s_mid, s_high}, "bitwise_right_shift(in0, 16); add(%0, in1)"));
+  return int64_add(upper, from_words({rows}, s_low, at::zeros_like(s_low)), false);
+}
+
+}  // namespace
+
+at::Tensor int64_sum(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  if (self.dim() == 0) return self.clone();
+  std::vector<bool> is_reduced(size_t(self.dim()), dims.empty());
+  for (const int64_t d : dims) is_reduced[size_t(at::maybe_wrap_dim(d, self.dim()))] = true;
+  std::vector<int64_t> order, shape;  // kept dims first, then the reduced ones; the result's shape
+  int64_t rows = 1, n = 1;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (!is_reduced[size_t(d)]) order.push_back(d), shape.push_back(self.size(d)), rows *= self.size(d);
+    else if (keepdim) shape.push_back(1);
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (is_reduced[size_t(d)]) order.push_back(d), n *= self.size(d);
+  const at::Tensor sums = int64_row_sums(self.permute(order).reshape({rows, n}));
+  return sums.defined() ? sums.view(shape) : sums;
+}
+
 }  // namespace npusim

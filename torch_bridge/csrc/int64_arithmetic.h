@@ -28,4 +28,9 @@ at::Tensor int64_extremum(bool maximum, const at::Tensor& a, const at::Tensor& b
 // extremum, then the low words' (as unsigned) among the elements whose high word reaches it.
 at::Tensor int64_reduce_extremum(bool maximum, const at::Tensor& self, c10::IntArrayRef dims, bool keepdim);
 
+// The sum along dims (every dim where dims is empty), modulo 2^64 as the CPU's: per row the wrapping
+// i32 sums of the high words and exact ones of the low words' 16-bit halves (rows of at most 4096,
+// longer ones summed in chunks first), put together with int64_add. Undefined where the chip declines.
+at::Tensor int64_sum(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim);
+
 }  // namespace npusim

@@ -718,6 +718,13 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
   if ((self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) && (!dtype || *dtype == at::kLong) &&
       self.numel() * (self.scalar_type() == at::kBool ? 1 : 255) < (int64_t{1} << 24))
     return sum_dim(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
+  // Integers into int64 (ATen's sum type for them), exact and wrapping: int64_arithmetic.h.
+  if (on_npu(self) && at::isIntegralType(self.scalar_type(), /*includeBool=*/true) && (!dtype || *dtype == at::kLong) &&
+      (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong)) {
+    const at::Tensor sums = int64_sum(self.scalar_type() == at::kLong ? self : self.to(at::kLong),
+                                      dims.has_value() ? *dims : c10::IntArrayRef{}, keepdim);
+    if (sums.defined()) return sums;
+  }
   return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
 }
 // (logsumexp sums into its result this way.)
