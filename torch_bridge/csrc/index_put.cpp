@@ -8,6 +8,11 @@
 //     f[j] == r (a row maximum of (j + 1) where they are equal, an [R, n] comparison: i32,
 //     exact), gathered by the gather kernel, so a repeated index writes its last value as the
 //     CPU's loop does; with accumulate, index_add of the values' rows (f32 sums, rounded once)
+// Built on them:
+//   index_fill(dim, index, v)    where(position along dim is among the indices, v, x): an [size, n]
+//                                comparison and a row any, exact
+//   masked_scatter(mask, source) the mask's flat positions (nonzero.h: its count read back), then
+//                                x.view(-1)[positions] = source's first count elements, as above
 // Beyond 2^24 comparisons (R x n), other index forms (None or slices between indices, masks with
 // several values) and dtypes the kernels do not take: the CPU, counted.
 #include <ATen/ExpandUtils.h>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "kernel_launch.h"
+#include "nonzero.h"
 
 namespace npusim {
 namespace {
@@ -117,11 +123,99 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   return out;
 }
 
+// index_fill: out (self's copy unless out is self) with the value where the position along dim is indexed.
+at::Tensor& npu_index_fill_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value, at::Tensor& out) {
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t size = self.dim() == 0 ? 1 : self.size(d), n = index.numel();
+  const bool supported = on_npu(self) && on_npu(index) && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong) &&
+                         (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && size * n <= kMaxComparisons;
+  if (!supported) {
+    note_cpu_fallback("aten::index_fill", "not chip dtypes on the npu, or beyond 2^24 comparisons");
+    into(to_npu(at::index_fill(self.cpu(), dim, index.cpu(), value.cpu())), out);
+    return out;
+  }
+  if (!out.is_same(self)) into(self, out);
+  if (n == 0 || self.numel() == 0) return out;
+  at::Tensor i = index_words(index.reshape({n}));
+  i = at::where(at::lt(i, 0), at::add(i, size), i);
+  check_index_range(i, size, "index_fill_");
+  const at::Tensor positions = to_npu(at::arange(size, at::TensorOptions().dtype(at::kInt))).view({size, 1});
+  std::vector<int64_t> shape(size_t(std::max<int64_t>(self.dim(), 1)), 1);
+  shape[size_t(d)] = size;
+  const at::Tensor filled = at::any(at::eq(positions, i.view({1, n})), 1).view(shape);
+  const at::Tensor v = to_npu(value.to(self.scalar_type()));
+  out.copy_(at::where(self.dim() == 0 ? filled.view(c10::IntArrayRef{}) : filled, v, out));
+  return out;
+}
+at::Tensor& npu_index_fill_scalar_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
+  return npu_index_fill_out(self, dim, index, at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type())), out);
+}
+at::Tensor npu_index_fill(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  return npu_index_fill_out(self, dim, index, value, out);
+}
+at::Tensor npu_index_fill_scalar(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+  return npu_index_fill_scalar_out(self, dim, index, value, out);
+}
+at::Tensor& npu_index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  return npu_index_fill_out(self, dim, index, value, self);
+}
+at::Tensor& npu_index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return npu_index_fill_scalar_out(self, dim, index, value, self);
+}
+
+// masked_scatter_: self's elements where the mask (broadcast to self) holds take source's elements in order.
+at::Tensor& npu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same dtypes but got ",
+              self.scalar_type(), " and ", source.scalar_type());
+  if (self.numel() == 0) return self;
+  at::Tensor positions;
+  if (on_npu(self) && on_npu(mask) && on_npu(source) && self.numel() > 0 && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
+    positions = nonzero_positions(mask.expand(self.sizes()));
+  if (!positions.defined()) {
+    note_cpu_fallback("aten::masked_scatter_", "not chip dtypes on the npu, or beyond 2^24 element-rounds");
+    at::Tensor result = self.cpu();
+    result.masked_scatter_(mask.cpu(), source.cpu());
+    self.copy_(result);
+    return self;
+  }
+  const int64_t count = positions.numel();
+  TORCH_CHECK(count <= source.numel(), "masked_scatter: expected source to have at least ", count, " elements, but got ", source.numel());
+  if (count == 0) return self;
+  at::Tensor flat = self.is_contiguous() ? self.view({-1}) : self.contiguous().view({-1});
+  c10::List<std::optional<at::Tensor>> indices;
+  indices.push_back(positions);
+  index_put(flat, indices, source.reshape({-1}).narrow(0, 0, count), false, false);
+  if (!self.is_contiguous()) self.copy_(flat.view(self.sizes()));
+  return self;
+}
+at::Tensor npu_masked_scatter(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  at::Tensor result = new_npu(at::infer_size(self.sizes(), mask.sizes()), self.scalar_type());
+  result.copy_(self);
+  return npu_masked_scatter_(result, mask, source);
+}
+at::Tensor& npu_masked_scatter_out(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& source, at::Tensor& out) {
+  return into(npu_masked_scatter(self, mask, source), out);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_index_put_impl_", index_put);
   m.impl("index_copy.out", index_copy_out);
+  m.impl("index_fill.int_Tensor", npu_index_fill);
+  m.impl("index_fill.int_Scalar", npu_index_fill_scalar);
+  m.impl("index_fill.int_Tensor_out", npu_index_fill_out);
+  m.impl("index_fill.int_Scalar_out", npu_index_fill_scalar_out);
+  m.impl("index_fill_.int_Tensor", npu_index_fill_);
+  m.impl("index_fill_.int_Scalar", npu_index_fill_scalar_);
+  m.impl("masked_scatter", npu_masked_scatter);
+  m.impl("masked_scatter.out", npu_masked_scatter_out);
+  m.impl("masked_scatter_", npu_masked_scatter_);
 }
 
 }  // namespace npusim

@@ -12,6 +12,11 @@
 //                  im2col padding with -inf, then one elementwise maximum per
 //                  window position (NaN propagates, as on the CPU)
 //   adaptive avg   when the output size divides the input's: row means
+//   adaptive max   when the output size divides the input's: the max pool
+//                  above with kernel = stride = input / output size
+//   unfold (im2col) the window kernel itself, into [N, C*KH*KW, OH*OW]
+//   fold (col2im)  unfold's adjoint: each window position's columns added
+//                  into a zeroed, padded f32 image, as the backward below
 //   backward       each window position's share added into a zeroed,
 //                  padded f32 gradient through a strided view, then cropped
 // Geometries outside these go to the CPU, counted.
@@ -20,6 +25,7 @@
 
 #include <array>
 #include <limits>
+#include <optional>
 
 #include "kernel_launch.h"
 
@@ -156,6 +162,91 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Te
   return to_npu(at::max_pool2d_with_indices_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, dilation, ceil_mode, indices.cpu()));
 }
 
+// Adaptive max pooling where the output size divides the input's: windows of H/OH x W/OW,
+// which do not overlap, and their indices (h * W + w in each plane) as max_pool2d_with_indices'.
+std::optional<Pool> dividing_pool(const at::Tensor& self, c10::IntArrayRef output_size) {
+  if ((self.dim() != 3 && self.dim() != 4) || output_size.size() != 2) return std::nullopt;
+  const int64_t h = self.size(-2), w = self.size(-1), oh = output_size[0], ow = output_size[1];
+  if (oh <= 0 || ow <= 0 || h % oh != 0 || w % ow != 0 || h == 0 || w == 0) return std::nullopt;
+  const std::array<int64_t, 2> window{h / oh, w / ow};
+  return Pool(window, window, {}, {}, false);
+}
+
+std::tuple<at::Tensor, at::Tensor> npu_adaptive_max_pool2d(const at::Tensor& self, c10::IntArrayRef output_size) {
+  const std::optional<Pool> pool = dividing_pool(self, output_size);
+  if (pool && chip_float(self) && self.numel() > 0)
+    return at::max_pool2d_with_indices(self, pool->kernel, pool->stride, pool->padding, pool->dilation, false);
+  note_cpu_fallback("aten::adaptive_max_pool2d", "an output size that does not divide the input's, or not a chip float");
+  auto [values, indices] = at::adaptive_max_pool2d(self.cpu(), output_size);
+  return {to_npu(values), to_npu(indices)};
+}
+std::tuple<at::Tensor&, at::Tensor&> npu_adaptive_max_pool2d_out(const at::Tensor& self, c10::IntArrayRef output_size, at::Tensor& out,
+                                                            at::Tensor& indices) {
+  auto [values, picked] = npu_adaptive_max_pool2d(self, output_size);
+  into(values, out);
+  into(picked, indices);
+  return {out, indices};
+}
+
+at::Tensor npu_adaptive_max_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices) {
+  const std::optional<Pool> pool = dividing_pool(self, grad.sizes().slice(size_t(grad.dim() - 2)));
+  if (pool && chip_float(self) && self.numel() > 0)
+    return at::max_pool2d_with_indices_backward(grad, self, pool->kernel, pool->stride, pool->padding, pool->dilation, false, indices);
+  note_cpu_fallback("aten::adaptive_max_pool2d_backward", "an output size that does not divide the input's, or not a chip float");
+  return to_npu(at::adaptive_max_pool2d_backward(grad.cpu(), self.cpu(), indices.cpu()));
+}
+at::Tensor& npu_adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices, at::Tensor& grad_input) {
+  return into(npu_adaptive_max_pool2d_backward(grad, self, indices), grad_input);
+}
+
+// F.unfold: [N, C, H, W] (or [C, H, W]) into [N, C*KH*KW, OH*OW], the window kernel's own layout.
+at::Tensor npu_im2col(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, c10::IntArrayRef padding,
+                      c10::IntArrayRef stride) {
+  const Pool pool(kernel_size, stride, padding, dilation, false);
+  if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid() && self.numel() > 0) {
+    const at::Tensor x = batched(self);
+    const int64_t n = x.size(0), c = x.size(1), oh = pool.out_size(0, x.size(2)), ow = pool.out_size(1, x.size(3));
+    if (oh > 0 && ow > 0) {
+      at::Tensor cols = new_npu({n, c * pool.kernel[0] * pool.kernel[1], oh * ow}, self.scalar_type());
+      if (im2col_into(x, cols.view({n, c, pool.kernel[0], pool.kernel[1], oh, ow}), pool.window(), 0.0))
+        return unbatched(cols, self.dim() == 3);
+    }
+  }
+  note_cpu_fallback("aten::im2col");
+  return to_npu(at::im2col(self.cpu(), kernel_size, dilation, padding, stride));
+}
+at::Tensor& npu_im2col_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, c10::IntArrayRef padding,
+                           c10::IntArrayRef stride, at::Tensor& out) {
+  return into(npu_im2col(self, kernel_size, dilation, padding, stride), out);
+}
+
+// F.fold, unfold's adjoint (and its gradient): [N, C*KH*KW, L] summed into [N, C, H, W], in f32,
+// rounded once (the CPU adds in the input's dtype: equal in f32, within rounding in bf16 where windows overlap).
+at::Tensor npu_col2im(const at::Tensor& self, c10::SymIntArrayRef output_size_sym, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
+                      c10::IntArrayRef padding, c10::IntArrayRef stride) {
+  const std::vector<int64_t> output_size = {output_size_sym[0].expect_int(), output_size_sym[1].expect_int()};
+  const Pool pool(kernel_size, stride, padding, dilation, false);
+  if (chip_float(self) && (self.dim() == 2 || self.dim() == 3) && pool.valid() && self.numel() > 0) {
+    const at::Tensor cols = self.dim() == 2 ? self.unsqueeze(0) : self;
+    const int64_t kh = pool.kernel[0], kw = pool.kernel[1], height = output_size[0], width = output_size[1];
+    const int64_t oh = pool.out_size(0, height), ow = pool.out_size(1, width);
+    if (oh > 0 && ow > 0 && cols.size(1) % (kh * kw) == 0 && cols.size(2) == oh * ow) {
+      const int64_t n = cols.size(0), c = cols.size(1) / (kh * kw);
+      const at::Tensor windows = as_f32(cols).view({n, c, kh, kw, oh, ow});
+      const at::Tensor image = scatter_windows(pool, n, c, height, width, oh, ow,
+                                               [&](int64_t i, int64_t j) { return windows.select(2, i).select(2, j); });
+      const at::Tensor result = image.to(self.scalar_type()).contiguous();
+      return self.dim() == 2 ? result.squeeze(0) : result;
+    }
+  }
+  note_cpu_fallback("aten::col2im");
+  return to_npu(at::col2im(self.cpu(), output_size, kernel_size, dilation, padding, stride));
+}
+at::Tensor& npu_col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
+                           c10::IntArrayRef padding, c10::IntArrayRef stride, at::Tensor& out) {
+  return into(npu_col2im(self, output_size, kernel_size, dilation, padding, stride), out);
+}
+
 // Each output's divisor [OH, OW] (f32 on the npu), by ATen's rules.
 at::Tensor avg_divisors(const Pool& pool, int64_t height, int64_t width, int64_t oh, int64_t ow, bool count_include_pad,
                         std::optional<int64_t> divisor_override) {
@@ -284,6 +375,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("avg_pool2d_backward", avg_pool2d_backward);
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
+  m.impl("adaptive_max_pool2d", npu_adaptive_max_pool2d);
+  m.impl("adaptive_max_pool2d.out", npu_adaptive_max_pool2d_out);
+  m.impl("adaptive_max_pool2d_backward", npu_adaptive_max_pool2d_backward);
+  m.impl("adaptive_max_pool2d_backward.grad_input", npu_adaptive_max_pool2d_backward_out);
+  m.impl("im2col", npu_im2col);
+  m.impl("im2col.out", npu_im2col_out);
+  m.impl("col2im", npu_col2im);
+  m.impl("col2im.out", npu_col2im_out);
 }
 
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("max_pool2d", max_pool2d_values_cpu); }

@@ -223,6 +223,29 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   return out;
 }
 
+// linspace into an npu tensor of a float dtype: ATen's formula, start + step * i for the first half
+// and end - step * (steps - 1 - i) for the second, step = (end - start) / (steps - 1), in f32 from
+// the arange kernel's exact i, rounded once (the CPU rounds in the dtype and, vectorized, adds lane
+// offsets to a base: within an f32 rounding or two). Integer and f64 outputs: the CPU's, counted.
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  if (chip_float(out) && steps < (int64_t{1} << 24)) {
+    if (steps == 1) return out.fill_(start);
+    const float first = start.to<float>(), last = end.to<float>(), step = (last - first) / float(steps - 1);
+    const at::Tensor i = at::arange(steps, at::TensorOptions().dtype(at::kFloat).device(kNpu));
+    const at::Tensor from_start = elementwise_chain({i}, "mul(in0, " + chain_constant(step) + "); add(%0, " + chain_constant(first) + ")");
+    const at::Tensor from_end = elementwise_chain(
+        {i}, "sub(" + std::to_string(steps - 1) + ", in0); mul(%0, " + chain_constant(step) + "); sub(" + chain_constant(last) + ", %1)");
+    out.copy_(at::where(at::lt(i, double(steps / 2)), from_start, from_end));
+    return out;
+  }
+  note_cpu_fallback("aten::linspace.out", "not an f32, bf16 or f16 output, or 2^24 steps or more");
+  out.copy_(at::linspace(start, end, steps, out.options().device(at::kCPU)));
+  return out;
+}
+
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
 at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
   const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
@@ -256,6 +279,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli", bernoulli);
   m.impl("multinomial", multinomial);
   m.impl("arange.start_out", arange_out);
+  m.impl("linspace.out", linspace_out);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
 }

@@ -9,10 +9,22 @@
 // The CPU accumulates in double: results agree to f32 rounding, and a sum of
 // squares beyond f32's range (|x| around 1e19) overflows here. Other dtypes
 // (f64, integers) and empty tensors go to the CPU, counted.
+//
+// Built on it:
+//   norm (torch.norm's ATen op, F.pairwise_distance)   linalg_vector_norm, p 2 by default
+//   hypot(a, b)    max(|a|, |b|) * sqrt(1 + (min / max)^2) in f32, rounded once: no overflow
+//                  where a * a would; 0 where both are 0, inf where either is infinite (a NaN
+//                  besides too, as the CPU's); within 2 f32 ulps of the CPU's
+//   cdist          the direct path of _cdist_forward (torch.cdist takes it for p != 2, and for
+//                  p 2 with at most 25 rows on each side; bigger p-2 problems run
+//                  _euclidean_dist, matmuls already on the chip): the norm of every difference
+//                  [..., P, R, M]; its backward (ATen's formula for each p) summed over R
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "kernel_launch.h"
@@ -50,8 +62,108 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::O
   return into(result, out);
 }
 
+at::Tensor& norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return vector_norm_out(self, p.value_or(2), dim, keepdim, std::nullopt, out);
+}
+at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                           at::ScalarType dtype, at::Tensor& out) {
+  return vector_norm_out(self, p.value_or(2), dim, keepdim, dtype, out);
+}
+at::Tensor& norm_all_out(const at::Tensor& self, const at::Scalar& p, at::Tensor& out) {
+  return vector_norm_out(self, p, std::nullopt, false, std::nullopt, out);
+}
+at::Tensor& norm_all_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::ScalarType dtype, at::Tensor& out) {
+  return vector_norm_out(self, p.value_or(2), std::nullopt, false, dtype, out);
+}
+
+at::Tensor npu_hypot(const at::Tensor& a, const at::Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  if (!chip_float(a) || !chip_float(b) || !chip_float_dtype(dtype) || a.numel() == 0 || b.numel() == 0) {
+    note_cpu_fallback("aten::hypot", "operands not all non-empty f32, bf16 or f16 on the npu");
+    return to_npu(at::hypot(a.cpu(), b.cpu()));
+  }
+  const at::Tensor af = as_f32(a), bf = as_f32(b);
+  const at::Tensor largest = elementwise_chain({af, bf}, "abs(in0); abs(in1); maximum(%0, %1)");
+  const at::Tensor scaled =
+      elementwise_chain({af, bf, largest}, "abs(in0); abs(in1); minimum(%0, %1); div(%2, in2); mul(%3, %3); add(%4, 1); sqrt(%5); mul(in2, %6)");
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+  const at::Tensor zero = at::zeros({}, f32), inf = at::full({}, std::numeric_limits<float>::infinity(), f32);
+  const at::Tensor result = at::where(at::logical_or(at::isinf(af), at::isinf(bf)), inf, at::where(at::eq(largest, 0), zero, scaled));
+  return result.to(dtype);
+}
+at::Tensor& npu_hypot_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_hypot(a, b), out); }
+
+// Every difference x1[..., i, :] - x2[..., j, :]: [..., P, R, M] in f32. The CPU walks them
+// without materializing; here they are one tensor, so problems beyond kMaxDifferences go to the CPU.
+constexpr int64_t kMaxDifferences = int64_t(1) << 26;
+bool cdist_on_chip(const at::Tensor& x1, const at::Tensor& x2) {
+  if (!chip_float(x1) || !chip_float(x2) || x1.dim() < 2 || x2.dim() < 2 || x1.numel() == 0 || x2.numel() == 0) return false;
+  const double batch = double(x1.numel()) / double(x1.size(-2) * x1.size(-1));
+  return batch * double(x1.size(-2)) * double(x2.size(-2)) * double(x1.size(-1)) <= double(kMaxDifferences);
+}
+at::Tensor differences(const at::Tensor& x1, const at::Tensor& x2) { return at::sub(as_f32(x1).unsqueeze(-2), as_f32(x2).unsqueeze(-3)); }
+
+at::Tensor npu_cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode) {
+  if (!cdist_on_chip(x1, x2) || p < 0) {
+    note_cpu_fallback("aten::_cdist_forward", "not chip floats, or more than 2^26 differences");
+    return to_npu(at::_cdist_forward(x1.cpu(), x2.cpu(), p, compute_mode));
+  }
+  return at::linalg_vector_norm(differences(x1, x2), p, {-1}, false).to(x1.scalar_type());
+}
+at::Tensor& npu_cdist_forward_out(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode, at::Tensor& out) {
+  return into(npu_cdist_forward(x1, x2, p, compute_mode), out);
+}
+
+// ATen's _cdist_backward: grad_x1[..., i, :] = sum over j of grad[i, j] times d dist(i, j) / d x1[i],
+// per p as its CPU kernel (0 where the distance is 0, for p = 2 and other p above 2).
+at::Tensor npu_cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist) {
+  if (!cdist_on_chip(x1, x2) || !chip_float(grad) || !chip_float(cdist) || p < 0) {
+    note_cpu_fallback("aten::_cdist_backward", "not chip floats, or more than 2^26 differences");
+    return to_npu(at::_cdist_backward(grad.cpu(), x1.cpu(), x2.cpu(), p, cdist.cpu()));
+  }
+  const at::Tensor diff = differences(x1, x2);
+  const at::Tensor g = as_f32(grad).unsqueeze(-1), dist = as_f32(cdist).unsqueeze(-1);
+  const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
+  at::Tensor terms;
+  if (p == 0) {
+    terms = at::zeros_like(diff);
+  } else if (p == 1) {
+    terms = at::mul(at::sign(diff), g);
+  } else if (p < 2) {
+    // sign(diff) |diff|^(p-1) grad / dist^(p-1); 0 where diff is 0 and p < 1
+    const at::Tensor t = at::div(at::mul(at::mul(at::sign(diff), at::pow(at::abs(diff), p - 1)), g), at::pow(dist, p - 1));
+    terms = p < 1 ? at::where(at::eq(diff, 0), zero, t) : t;
+  } else if (p == 2) {
+    terms = at::where(at::eq(dist, 0), zero, at::div(at::mul(diff, g), dist));
+  } else if (std::isinf(p)) {
+    // grad sign(diff) where |diff| is the distance (1 - min(1, ceil(| |diff| - dist |))), else 0
+    const at::Tensor hit = at::rsub(at::clamp_max(at::ceil(at::abs(at::sub(at::abs(diff), dist))), 1), 1);
+    terms = at::mul(at::mul(at::sign(diff), g), hit);
+  } else {
+    // diff |diff|^(p-2) grad / dist^(p-1)
+    terms = at::where(at::eq(dist, 0), zero, at::div(at::mul(at::mul(diff, at::pow(at::abs(diff), p - 2)), g), at::pow(dist, p - 1)));
+  }
+  return at::sum(terms, {-2}).to(x1.scalar_type());
+}
+at::Tensor& npu_cdist_backward_out(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist,
+                               at::Tensor& out) {
+  return into(npu_cdist_backward(grad, x1, x2, p, cdist), out);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("linalg_vector_norm.out", vector_norm_out); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_vector_norm.out", vector_norm_out);
+  m.impl("norm.out", norm_out);
+  m.impl("norm.dtype_out", norm_dtype_out);
+  m.impl("norm.Scalar_out", norm_all_out);
+  m.impl("norm.ScalarOpt_dtype_out", norm_all_dtype_out);
+  m.impl("hypot", npu_hypot);
+  m.impl("hypot.out", npu_hypot_out);
+  m.impl("_cdist_forward", npu_cdist_forward);
+  m.impl("_cdist_forward.out", npu_cdist_forward_out);
+  m.impl("_cdist_backward", npu_cdist_backward);
+  m.impl("_cdist_backward.out", npu_cdist_backward_out);
+}
 
 }  // namespace npusim

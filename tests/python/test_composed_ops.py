@@ -1,0 +1,228 @@
+"""Ops composed of the chip's kernels (no instruction of their own), each against the CPU with no
+CPU fallback: distances (torch.norm, F.pairwise_distance, hypot, cdist and its gradient), the
+sigmoid family (glu, logit and their gradients), windows (F.unfold, F.fold, adaptive max pooling),
+writes (index_fill, masked_scatter), buckets (bucketize, searchsorted, bincount, histc), products
+(prod, cumprod), order statistics (kthvalue, median, nanmedian), linspace, and the fused LSTM and GRU
+cells behind nn.LSTM, nn.GRU and their cells.
+
+Tolerances: f32 as torch.testing's defaults (rtol 1.3e-6, atol 1e-5), bf16 rtol 1.6e-2 and atol 1e-2
+(test_model_ops.py says why). Counting, indexing and integer ops are compared exactly; so are the
+order statistics' values (their indices, which PyTorch leaves open among equal values, must pick
+those values).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import npusim  # noqa: F401
+
+NPU = torch.device("npu")
+TOLERANCE = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
+EXACT = dict(rtol=0, atol=0, equal_nan=True)
+
+
+def fallbacks_since(before):
+    return {name: n - before.get(name, 0) for name, n in npusim.fallback_stats().items() if n != before.get(name, 0)}
+
+
+def on_npu(value):
+    if isinstance(value, torch.device):  # a factory's device argument
+        return NPU
+    return value.to(NPU) if isinstance(value, torch.Tensor) else value
+
+
+def run_both(f, *inputs):
+    """f on the CPU inputs and on their npu copies; asserts no op fell back to the CPU."""
+    before = dict(npusim.fallback_stats())
+    actual = f(*[on_npu(i) for i in inputs])
+    assert fallbacks_since(before) == {}
+    expected = f(*inputs)
+    as_tuple = lambda r: tuple(r) if isinstance(r, (tuple, list)) else (r,)  # noqa: E731
+    return [a.cpu() for a in as_tuple(actual)], list(as_tuple(expected))
+
+
+def check(f, *inputs, **tolerance):
+    compare = {**TOLERANCE[torch.float32], "equal_nan": True, **tolerance}
+    for actual, expected in zip(*run_both(f, *inputs)):
+        torch.testing.assert_close(actual, expected, **compare)
+
+
+def check_gradients(f, inputs, dtype=torch.float32):
+    """f's output and every input's gradient, on the npu against the CPU; no fallback."""
+    cpu = [i.to(dtype).clone().requires_grad_() for i in inputs]
+    npu = [i.to(dtype).to(NPU).detach().requires_grad_() for i in inputs]
+    before = dict(npusim.fallback_stats())
+    y_npu, y_cpu = f(*npu), f(*cpu)
+    grad = torch.randn(y_cpu.shape).to(dtype)
+    y_npu.backward(grad.to(NPU))
+    y_cpu.backward(grad)
+    assert fallbacks_since(before) == {}
+    torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), **TOLERANCE[dtype])
+    for a, b in zip(npu, cpu):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_norms_distances_and_their_gradients(dtype):
+    torch.manual_seed(0)
+    a, b = torch.randn(6, 9), torch.randn(6, 9)
+    check_gradients(lambda u, v: F.pairwise_distance(u, v), [a, b], dtype)
+    check_gradients(lambda u: torch.norm(u, 3, dim=1), [a], dtype)
+    check_gradients(torch.hypot, [a, b], dtype)
+
+    if dtype == torch.float32:  # (the CPU's cdist has no bf16)
+        for p in [0.5, 1.0, 1.5, 2.0, 3.0, float("inf")]:
+            # 5 and 7 rows: the direct path the CPU takes for these sizes (p = 2 beyond 25 rows uses matmuls).
+            check_gradients(lambda u, v: torch.cdist(u, v, p=p), [torch.randn(2, 5, 4), torch.randn(2, 7, 4)], dtype)
+    check(lambda u, v: torch.cdist(u, v, p=0.0), torch.randint(0, 2, (5, 4)).float(), torch.randint(0, 2, (7, 4)).float(), **EXACT)
+
+
+def test_hypot_neither_overflows_nor_loses_its_edge_values():
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([3.0, 3e30, 1e-30, 0.0, -0.0, inf, nan, inf, -inf, 5e-39])
+    b = torch.tensor([4.0, -4e30, 0.0, 0.0, 2.0, nan, inf, inf, 1.0, 1e-39])
+    check(torch.hypot, a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_glu_and_logit_and_their_gradients(dtype):
+    torch.manual_seed(1)
+    check_gradients(lambda x: F.glu(x, 1), [torch.randn(4, 10, 3)], dtype)
+    check_gradients(lambda x: F.glu(x, -1), [torch.randn(5, 8)], dtype)
+    probabilities = torch.rand(40) * 0.98 + 0.01
+    check_gradients(torch.logit, [probabilities], dtype)
+    # eps clamps: values outside [eps, 1 - eps] take the edge and a zero gradient.
+    check_gradients(lambda x: torch.logit(x, eps=0.05), [torch.tensor([0.0, 0.01, 0.3, 0.5, 0.97, 1.0])], dtype)
+    check(torch.logit, torch.tensor([0.0, 1.0, 0.5, float("nan"), -0.5]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_unfold_fold_and_adaptive_max_pooling_with_their_gradients(dtype):
+    torch.manual_seed(2)
+    x = torch.randn(2, 3, 8, 6)
+    check_gradients(lambda t: F.unfold(t, (3, 2), padding=1, stride=(2, 1), dilation=(1, 2)), [x], dtype)
+    columns = F.unfold(x, (3, 2), padding=(1, 0), stride=(1, 2))
+    check_gradients(lambda c: F.fold(c, (8, 6), (3, 2), padding=(1, 0), stride=(1, 2)), [columns], dtype)
+    check_gradients(lambda t: F.adaptive_max_pool2d(t, (4, 3)), [x], dtype)
+    check(lambda t: F.adaptive_max_pool2d(t, (2, 1), return_indices=True), x, **EXACT)
+
+
+def test_index_fill_and_masked_scatter_write_exactly():
+    torch.manual_seed(3)
+    x = torch.randn(5, 7)
+    index = torch.tensor([0, 2, -1, 2])
+    check(lambda t, i: t.index_fill(1, i, 1.5), x, index, **EXACT)
+    check(lambda t, i: t.index_fill(0, i, torch.tensor(-2.0)), x, torch.tensor([4, 1]), **EXACT)
+    check(lambda t, i: t.clone().index_fill_(0, i, -7), torch.arange(12).view(3, 4), torch.tensor([1]), **EXACT)
+    with pytest.raises(IndexError):
+        x.to(NPU).index_fill(1, torch.tensor([7]).to(NPU), 0.0)
+    mask = torch.rand(5, 7) > 0.5
+    check(lambda t, m, s: t.masked_scatter(m, s), x, mask, torch.randn(40), **EXACT)
+    check(lambda t, m, s: t.masked_scatter(m, s), x, torch.tensor([True, False, True, True, False, False, True]), torch.randn(5, 8), **EXACT)
+    check(lambda t, m, s: t.clone().masked_scatter_(m, s), torch.arange(6), torch.tensor([0, 1, 1, 0, 0, 1]).bool(), torch.arange(10, 16),
+          **EXACT)
+    with pytest.raises(RuntimeError, match="at least"):
+        x.to(NPU).masked_scatter(torch.ones(5, 7, dtype=torch.bool).to(NPU), torch.randn(3).to(NPU))
+
+
+def test_bucketize_and_searchsorted_find_the_cpus_positions():
+    boundaries = torch.tensor([-1.0, 0.0, 0.0, 1.5])
+    values = torch.tensor([[-2.0, -1.0, 0.0, 0.5], [1.5, 2.0, float("nan"), float("inf")]])
+    for right in (False, True):
+        check(lambda v, b: torch.bucketize(v, b, right=right), values, boundaries, **EXACT)
+        check(lambda v, b: torch.bucketize(v, b, right=right, out_int32=True), values, boundaries, **EXACT)
+        check(lambda s, v: torch.searchsorted(s, v, side="right" if right else "left"), torch.sort(torch.randn(3, 9))[0],
+              torch.randn(3, 5), **EXACT)
+    check(lambda s, v: torch.searchsorted(s, v), torch.tensor([1, 3, 5, 7], dtype=torch.int32), torch.tensor([0, 3, 4, 8], dtype=torch.int32),
+          **EXACT)
+    check(lambda b: torch.bucketize(0.25, b), boundaries, **EXACT)
+
+
+def test_bincount_and_histc_count_exactly():
+    torch.manual_seed(4)
+    check(lambda t: torch.bincount(t), torch.randint(0, 9, (200,)), **EXACT)
+    check(lambda t: torch.bincount(t, minlength=12), torch.randint(0, 5, (50,), dtype=torch.int32), **EXACT)
+    check(lambda t, w: torch.bincount(t, w), torch.randint(0, 9, (100,)), torch.randn(100))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([1, -1]).to(NPU))
+    data = torch.randn(1000)
+    check(lambda t: torch.histc(t, 17, -2, 2), data, **EXACT)
+    check(lambda t: torch.histc(t, 10), data, **EXACT)  # min == max: the data's range, read back
+    edges = torch.tensor([0.0, 0.25, 0.5, 0.75, 1.0, 1.0001, -0.0, float("nan"), 0.2499999, -1e-9])
+    check(lambda t: torch.histc(t, 4, 0, 1), edges, **EXACT)
+    check(lambda t: torch.histc(t, 3), torch.full((5,), 2.0), **EXACT)  # one value: the range widens by 1 each side
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_prod_and_cumprod_of_floats_and_their_gradients(dtype):
+    torch.manual_seed(5)
+    x = torch.rand(4, 9) + 0.5
+    check_gradients(lambda t: torch.prod(t, 1), [x], dtype)
+    check_gradients(lambda t: torch.cumprod(t, 1), [x], dtype)
+    check_gradients(lambda t: torch.prod(t), [torch.rand(33) + 0.5], dtype)
+    check(lambda t: torch.prod(t, 1), torch.randn(3, 0))
+
+
+def test_integer_prod_and_cumprod_wrap_as_the_cpus_int64():
+    torch.manual_seed(6)
+    check(lambda t: torch.prod(t, 0), torch.randint(-5, 5, (7, 3), dtype=torch.int32), **EXACT)
+    check(lambda t: torch.prod(t, 1), torch.randint(-2**40, 2**40, (3, 5)), **EXACT)  # wraps modulo 2^64
+    check(lambda t: torch.prod(t, 1, keepdim=True), torch.rand(3, 4) > 0.2, **EXACT)
+    check(lambda t: torch.cumprod(t, 0), torch.randint(-3, 4, (11, 2)), **EXACT)
+    check(lambda t: torch.cumprod(t, 0), torch.randint(0, 4, (11,)).to(torch.uint8), **EXACT)
+    check(lambda t: torch.cumprod(t, 0), torch.tensor(3), **EXACT)
+
+
+def test_kthvalue_median_and_nanmedian_pick_exact_values():
+    torch.manual_seed(7)
+    x = torch.randn(4, 9)
+    x[1, 4] = x[1, 6] = float("nan")
+    x[2] = torch.tensor([1.0, 1.0, 1.0, 2.0, 2.0, 0.5, 0.5, 3.0, 3.0])  # ties
+    x[3] = float("nan")
+    for op in (lambda t: torch.kthvalue(t, 3, 1), lambda t: torch.median(t, 1), lambda t: torch.nanmedian(t, 1)):
+        (values, indices), (want, _) = run_both(op, x)
+        torch.testing.assert_close(values, want, **EXACT)
+        torch.testing.assert_close(x.gather(1, indices.view(-1, 1)).view(-1), values, **EXACT)
+    _, want_indices = torch.median(x, 1)
+    assert torch.median(x.to(NPU), 1).indices.cpu()[[1, 3]].tolist() == want_indices[[1, 3]].tolist()  # the first NaN, as the CPU
+    check(torch.median, x[0], **EXACT)
+    check(torch.nanmedian, x, **EXACT)
+    check(lambda t: torch.kthvalue(t, 2, 0, keepdim=True)[0], x, **EXACT)
+
+
+@pytest.mark.parametrize("start, end, steps", [(0, 1, 7), (-3.5, 2.25, 100), (5, -5, 13), (0, 1, 1), (2, 3, 2), (0, 1, 0)])
+def test_linspace_follows_atens_two_sided_formula(start, end, steps):
+    check(lambda device: torch.linspace(start, end, steps, device=device), torch.device("cpu"))
+    check(lambda device: torch.linspace(start, end, steps, device=device, dtype=torch.bfloat16), torch.device("cpu"),
+          **TOLERANCE[torch.bfloat16])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_lstm_and_gru_layers_and_cells_run_and_train_on_the_chip(bias):
+    # ATen's RNN code calls the fused cells on every non-CPU device: they raised before the npu had them.
+    torch.manual_seed(8)
+    x = torch.randn(3, 5, 6)  # [batch, time, features]
+    for make in (lambda: torch.nn.LSTM(6, 4, num_layers=2, batch_first=True, bias=bias),
+                 lambda: torch.nn.GRU(6, 4, batch_first=True, bias=bias, bidirectional=True)):
+        cpu = make()
+        npu = make().to(NPU)
+        npu.load_state_dict(cpu.state_dict())
+        before = dict(npusim.fallback_stats())
+        y_npu, _ = npu(x.to(NPU))
+        y_cpu, _ = cpu(x)
+        grad = torch.randn(y_cpu.shape)
+        y_npu.backward(grad.to(NPU))
+        y_cpu.backward(grad)
+        assert fallbacks_since(before) == {}
+        torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), rtol=1e-5, atol=1e-5)
+        for (name, p_cpu), p_npu in zip(cpu.named_parameters(), npu.parameters()):
+            torch.testing.assert_close(p_npu.grad.cpu(), p_cpu.grad, rtol=1e-4, atol=1e-5, msg=name)
+    for cell, state in ((torch.nn.LSTMCell, lambda: (torch.randn(3, 4), torch.randn(3, 4))), (torch.nn.GRUCell, lambda: torch.randn(3, 4))):
+        c_cpu = cell(6, 4, bias=bias)
+        c_npu = cell(6, 4, bias=bias).to(NPU)
+        c_npu.load_state_dict(c_cpu.state_dict())
+        s = state()
+        out_cpu = c_cpu(x[:, 0], s)
+        out_npu = c_npu(x[:, 0].to(NPU), tuple(t.to(NPU) for t in s) if isinstance(s, tuple) else s.to(NPU))
+        for a, b in zip(out_npu if isinstance(out_npu, tuple) else (out_npu,), out_cpu if isinstance(out_cpu, tuple) else (out_cpu,)):
+            torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=1e-5, atol=1e-5)

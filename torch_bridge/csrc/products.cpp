@@ -1,0 +1,107 @@
+// Products along a dim on the npu (the chip has no multiplying reduction), by elementwise
+// multiplications of halves:
+//   prod       a tree: the first half of the dim times the second, until one element is left
+//              (log2 L kernels)
+//   cumprod    a Hillis-Steele scan: x[i] * x[i - s] for s = 1, 2, 4, ... (log2 L steps)
+// Integers (bool, uint8, int8, int32, int64) become int64 first, as ATen promotes them, and multiply
+// on int64's words: exact and wrapping as the CPU's in any order. Floats multiply in f32 and round once
+// to their dtype; the order differs from the CPU's (a sequential product in double for cumprod): within
+// log2 L f32 roundings. f64 and other dtypes: the CPU, counted.
+#include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+// The dtype ATen gives a product of self: int64 for integers and bool, else self's.
+at::ScalarType product_dtype(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
+}
+
+// self in the dtype the products are computed in (int64 or f32), or undefined where the chip cannot.
+at::Tensor operand(const at::Tensor& self, at::ScalarType result) {
+  if (!on_npu(self) || !(chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong)) return at::Tensor();
+  if (result == at::kLong) return self.to(at::kLong);
+  if (chip_float_dtype(result) && at::isFloatingType(self.scalar_type())) return as_f32(self);
+  return at::Tensor();
+}
+
+// The product along the last dim of x (length >= 1): [..., 1].
+at::Tensor product_tree(at::Tensor x) {
+  while (x.size(-1) > 1) {
+    const int64_t half = x.size(-1) / 2;
+    at::Tensor products = at::mul(x.narrow(-1, 0, half), x.narrow(-1, half, half));
+    if (x.size(-1) % 2 == 1) products = at::cat({products, x.narrow(-1, 2 * half, 1)}, -1);
+    x = products;
+  }
+  return x;
+}
+
+at::Tensor npu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  const at::ScalarType result = product_dtype(self, dtype);
+  const at::Tensor x = operand(self, result);
+  if (!x.defined()) {
+    note_cpu_fallback("aten::prod", "not a chip dtype or int64");
+    return to_npu(at::prod(self.cpu(), dim, keepdim, dtype));
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  at::Tensor rows = self.dim() == 0 ? x.view({1}) : x.movedim(d, -1);
+  at::Tensor product;
+  if (rows.size(-1) == 0) {
+    std::vector<int64_t> shape = rows.sizes().vec();
+    shape.back() = 1;
+    product = at::ones(shape, rows.options());
+  } else {
+    product = product_tree(rows);
+  }
+  product = self.dim() == 0 ? product.view(c10::IntArrayRef{}) : product.movedim(-1, d);
+  if (!keepdim && self.dim() > 0) product = product.squeeze(d);
+  return product.to(result).contiguous();
+}
+at::Tensor& npu_prod_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return into(npu_prod_dim(self, dim, keepdim, dtype), out);
+}
+at::Tensor npu_prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return npu_prod_dim(self.reshape({-1}), 0, false, dtype);
+}
+at::Tensor& npu_prod_out(const at::Tensor& self, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return into(npu_prod(self, dtype), out);
+}
+
+at::Tensor npu_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  const at::ScalarType result = product_dtype(self, dtype);
+  const at::Tensor x = operand(self, result);
+  if (!x.defined()) {
+    note_cpu_fallback("aten::cumprod", "not a chip dtype or int64");
+    return to_npu(at::cumprod(self.cpu(), dim, dtype));
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  at::Tensor scan = self.dim() == 0 ? x.view({1}) : x.movedim(d, -1);
+  const int64_t length = scan.size(-1);
+  for (int64_t s = 1; s < length; s *= 2)
+    scan = at::cat({scan.narrow(-1, 0, s), at::mul(scan.narrow(-1, s, length - s), scan.narrow(-1, 0, length - s))}, -1);
+  scan = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
+  return scan.to(result).contiguous();
+}
+at::Tensor& npu_cumprod_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return into(npu_cumprod(self, dim, dtype), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("prod", npu_prod);
+  m.impl("prod.out", npu_prod_out);
+  m.impl("prod.dim_int", npu_prod_dim);
+  m.impl("prod.int_out", npu_prod_dim_out);
+  m.impl("cumprod", npu_cumprod);
+  m.impl("cumprod.out", npu_cumprod_out);
+}
+
+}  // namespace npusim

@@ -1,0 +1,113 @@
+// Ops built on the logistic sigmoid, in f32 (one kernel for bf16 and f16 too, rounded once: ATen's
+// CPU arithmetic), with the formulas of ATen's CPU kernels:
+//   glu(x, dim)          a * sigmoid(b), a and b the halves of x along dim
+//   glu's gradient       grad * sigmoid(b) for a, (1 - sigmoid(b)) * sigmoid(b) * a * grad for b
+//   logit(x, eps)        log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given
+//   logit's gradient     grad / (x * (1 - x)); with eps, 0 where x lies outside [eps, 1 - eps]
+// v.sigmoid and v.log are within an f32 ulp or two of the CPU's. Integer, f64 and empty tensors go
+// to the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 of one dtype";
+
+bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
+  const at::ScalarType dtype = (*tensors.begin())->scalar_type();
+  for (const at::Tensor* t : tensors)
+    if (!chip_float(*t) || t->numel() == 0 || t->scalar_type() != dtype) return false;
+  return true;
+}
+
+// `chain` over `inputs` in f32, rounded once to their dtype.
+at::Tensor in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) {
+  const at::ScalarType dtype = inputs[0].scalar_type();
+  if (dtype != at::kFloat) {
+    const at::Tensor result = elementwise_chain_in_f32(inputs, chain);
+    if (result.defined()) return result;
+  }
+  std::vector<at::Tensor> f32;
+  for (const at::Tensor& t : inputs) f32.push_back(as_f32(t));
+  const at::Tensor result = elementwise_chain(f32, chain);
+  return result.scalar_type() == dtype ? result : result.to(dtype);
+}
+
+at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ", self.size(d));
+  if (!on_chip({&self})) {
+    note_cpu_fallback("aten::glu", kNotOnChip);
+    return to_npu(at::glu(self.cpu(), dim));
+  }
+  const int64_t half = self.size(d) / 2;
+  return in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
+}
+at::Tensor& npu_glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out) { return into(npu_glu(self, dim), out); }
+
+at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
+  if (!on_chip({&self, &grad}) || self.dim() == 0) {
+    note_cpu_fallback("aten::glu_backward", kNotOnChip);
+    return to_npu(at::glu_backward(grad.cpu(), self.cpu(), dim));
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim()), half = self.size(d) / 2;
+  const at::Tensor a = self.narrow(d, 0, half), b = self.narrow(d, half, half);
+  at::Tensor result = new_npu(self.sizes(), self.scalar_type());
+  result.narrow(d, 0, half).copy_(in_f32({grad, b}, "sigmoid(in1); mul(in0, %0)"));
+  result.narrow(d, half, half).copy_(in_f32({grad, a, b}, "sigmoid(in2); sub(1, %0); mul(%1, %0); mul(%2, in1); mul(%3, in0)"));
+  return result;
+}
+at::Tensor& npu_glu_backward_out(const at::Tensor& grad, const at::Tensor& self, int64_t dim, at::Tensor& grad_input) {
+  return into(npu_glu_backward(grad, self, dim), grad_input);
+}
+
+// ATen clamps only for a non-negative eps.
+bool clamps(std::optional<double> eps) { return eps && *eps >= 0; }
+
+at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
+  if (!on_chip({&self})) {
+    note_cpu_fallback("aten::logit", kNotOnChip);
+    return to_npu(at::logit(self.cpu(), eps));
+  }
+  const std::string chain = clamps(eps) ? "maximum(in0, " + chain_constant(*eps) + "); minimum(%0, " + chain_constant(1.0 - *eps) +
+                                              "); sub(1, %1); div(%1, %2); log(%3)"
+                                        : "sub(1, in0); div(in0, %0); log(%1)";
+  return in_f32({self}, chain);
+}
+at::Tensor& npu_logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) { return into(npu_logit(self, eps), out); }
+
+at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
+  if (!on_chip({&self, &grad})) {
+    note_cpu_fallback("aten::logit_backward", kNotOnChip);
+    return to_npu(at::logit_backward(grad.cpu(), self.cpu(), eps));
+  }
+  const at::Tensor result = in_f32({grad, self}, "sub(1, in1); mul(in1, %0); div(in0, %1)");
+  if (!clamps(eps)) return result;
+  const at::Tensor outside = at::logical_or(at::lt(self, *eps), at::gt(self, 1.0 - *eps));
+  return at::where(outside, at::zeros({}, at::TensorOptions().dtype(self.scalar_type())), result);
+}
+at::Tensor& npu_logit_backward_out(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps, at::Tensor& grad_input) {
+  return into(npu_logit_backward(grad, self, eps), grad_input);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("glu", npu_glu);
+  m.impl("glu.out", npu_glu_out);
+  m.impl("glu_backward", npu_glu_backward);
+  m.impl("glu_backward.grad_input", npu_glu_backward_out);
+  m.impl("logit", npu_logit);
+  m.impl("logit.out", npu_logit_out);
+  m.impl("logit_backward", npu_logit_backward);
+  m.impl("logit_backward.grad_input", npu_logit_backward_out);
+}
+
+}  // namespace npusim
