@@ -420,7 +420,8 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, c
   at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); } \
   at::Tensor& NAME##_(at::Tensor& self) {                                                                                            \
     return unary_(OpKind::KIND, "aten::" #NAME "_", self, [](const at::Tensor& x) { return at::NAME(x); });                          \
-  }
+  } \
+  at::Tensor& NAME##_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::NAME(self), out); }
 NPUSIM_UNARY(neg, NEG)
 NPUSIM_UNARY(abs, ABS)
 NPUSIM_UNARY(exp, EXP)
@@ -1180,6 +1181,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            {"neg_", neg_}, {"abs_", abs_}, {"exp_", exp_}, {"log_", log_}, {"sqrt_", sqrt_}, {"rsqrt_", rsqrt_},
            {"reciprocal_", reciprocal_}, {"tanh_", tanh_}, {"sigmoid_", sigmoid_}, {"relu_", relu_}, {"silu_", silu_},
            {"sin_", sin_}, {"cos_", cos_}, {"erf_", erf_}})
+    m.impl(name, kernel);
+  for (const auto& [name, kernel] : std::initializer_list<std::pair<const char*, at::Tensor& (*)(const at::Tensor&, at::Tensor&)>>{
+           {"neg.out", neg_out}, {"abs.out", abs_out}, {"exp.out", exp_out}, {"log.out", log_out}, {"sqrt.out", sqrt_out},
+           {"rsqrt.out", rsqrt_out}, {"reciprocal.out", reciprocal_out}, {"tanh.out", tanh_out}, {"sigmoid.out", sigmoid_out},
+           {"relu.out", relu_out}, {"silu.out", silu_out}, {"sin.out", sin_out}, {"cos.out", cos_out}, {"erf.out", erf_out}})
     m.impl(name, kernel);
   m.impl("silu", silu);
   m.impl("sin", sin);

@@ -1,0 +1,284 @@
+// Elementary functions the vector unit has no instruction for, from the ones it has (exp, log,
+// sqrt, sin, cos, erf, division) and the select kernel, each in f32 and rounded once to its dtype
+// (bf16 and f16 as ATen computes them, in f32):
+//   tan          sin / cos
+//   sinh, cosh   (e^x - e^-x) / 2, (e^x + e^-x) / 2; sinh below |x| = 1 by its Taylor series to x^11
+//                (no cancellation). Both overflow from |x| = 88.7, where e^x does (the CPU's from 89.4)
+//   asinh        sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), or log|x| + ln 2 from |x| = 2^12
+//   acosh        log1p((x - 1) + sqrt((x - 1)(x + 1))), or log x + ln 2 from x = 2^12
+//   atanh        log1p(2x / (1 - x)) / 2
+//   atan         Cephes' reduction to |r| <= tan(pi/8) (r = -1/|x| above tan(3pi/8), (|x|-1)/(|x|+1)
+//                above tan(pi/8)) and its degree-9 odd polynomial, the sign restored
+//   asin, acos   atan(x / sqrt((1 - x)(1 + x))), 2 atan(sqrt((1 - x) / (1 + x)))
+//   atan2(y, x)  atan(y / x), plus pi with y's sign where x's sign bit is set; C's values where both are
+//                zeros (+-0 or +-pi) or both infinite (+-pi/4, +-3pi/4)
+//   erfinv       Giles' single-precision approximation, then one Newton step on the chip's erf; +-inf at +-1
+//   sinc         sin(pi x) / (pi x), 1 at 0 (ATen's formula)
+//   frac         x - trunc(x)
+//   logaddexp    max + log1p(exp(-|a - b|)); a where a and b are the same infinity (ATen's order)
+//   copysign, signbit  on the f32 bit patterns (i32 views), exact; heaviside and logical_xor by
+//                comparisons and selects, exact
+// log1p is the bridge's (activations.cpp: Kahan's form). Results are within a few f32 ulps of the
+// CPU's (the tests' tolerance: rtol 1.3e-6). Integer, f64 and empty tensors: the CPU, counted.
+#include <ATen/ExpandUtils.h>
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 on the npu";
+
+at::Tensor f32_scalar(double value) { return at::scalar_tensor(value, at::TensorOptions().dtype(at::kFloat)); }
+std::string c(double value) { return chain_constant(value); }
+
+// Unary functions: `compute` on x in f32, rounded once to x's dtype; the CPU's otherwise.
+template <typename Compute, typename Reference>
+at::Tensor unary(const char* name, const at::Tensor& x, Compute compute, Reference reference) {
+  if (!chip_float(x) || x.numel() == 0) {
+    note_cpu_fallback(name, kNotOnChip);
+    return to_npu(reference(x.cpu()));
+  }
+  const at::Tensor result = compute(as_f32(x));
+  return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
+}
+
+// The sign bit of `sign_source` on the magnitude of `magnitude` (f32 tensors), exactly.
+at::Tensor copysign_f32(const at::Tensor& magnitude, const at::Tensor& sign_source) {
+  const at::Tensor bits = elementwise_chain({dense(magnitude).view(at::kInt), dense(sign_source).view(at::kInt)},
+                                            "bitwise_and(in0, 2147483647); bitwise_and(in1, -2147483648); bitwise_or(%0, %1)");
+  return bits.view(at::kFloat);
+}
+at::Tensor sign_bit_f32(const at::Tensor& x) { return at::lt(dense(x).view(at::kInt), 0); }
+
+at::Tensor tan_f32(const at::Tensor& x) { return elementwise_chain({x}, "sin(in0); cos(in0); div(%0, %1)"); }
+
+at::Tensor sinh_f32(const at::Tensor& x) {
+  // x + x z (1/3! + z (1/5! + z (1/7! + z (1/9! + z / 11!)))), z = x^2
+  const at::Tensor series = elementwise_chain(
+      {x}, "mul(in0, in0); mul(%0, " + c(1.0 / 39916800) + "); add(%1, " + c(1.0 / 362880) + "); mul(%2, %0); add(%3, " + c(1.0 / 5040) +
+               "); mul(%4, %0); add(%5, " + c(1.0 / 120) + "); mul(%6, %0); add(%7, " + c(1.0 / 6) + "); mul(%8, %0); mul(%9, in0); add(in0, %10)");
+  const at::Tensor exponential = elementwise_chain({x}, "exp(in0); div(1, %0); sub(%0, %1); mul(%2, 0.5)");
+  return at::where(at::lt(at::abs(x), 1.0), series, exponential);
+}
+at::Tensor cosh_f32(const at::Tensor& x) { return elementwise_chain({x}, "exp(in0); div(1, %0); add(%0, %1); mul(%2, 0.5)"); }
+
+at::Tensor asinh_f32(const at::Tensor& x) {
+  const at::Tensor a = at::abs(x);
+  const at::Tensor small = at::log1p(elementwise_chain({a}, "mul(in0, in0); add(%0, 1); sqrt(%1); add(%2, 1); div(%0, %3); add(in0, %4)"));
+  const at::Tensor large = elementwise_chain({a}, "log(in0); add(%0, " + c(std::log(2.0)) + ")");
+  return copysign_f32(at::where(at::lt(a, 4096.0), small, large), x);
+}
+at::Tensor acosh_f32(const at::Tensor& x) {
+  const at::Tensor small = at::log1p(elementwise_chain({x}, "sub(in0, 1); add(in0, 1); mul(%0, %1); sqrt(%2); add(%0, %3)"));
+  const at::Tensor large = elementwise_chain({x}, "log(in0); add(%0, " + c(std::log(2.0)) + ")");
+  return at::where(at::lt(x, 4096.0), small, large);
+}
+at::Tensor atanh_f32(const at::Tensor& x) {
+  return at::mul(at::log1p(elementwise_chain({x}, "mul(in0, 2); sub(1, in0); div(%0, %1)")), 0.5);
+}
+
+at::Tensor atan_f32(const at::Tensor& x) {
+  const at::Tensor a = at::abs(x);
+  const at::Tensor big = at::gt(a, 2.414213562373095), mid = at::gt(a, 0.4142135623730950);
+  const at::Tensor reduced = at::where(big, elementwise_chain({a}, "div(-1, in0)"),
+                                       at::where(mid, elementwise_chain({a}, "sub(in0, 1); add(in0, 1); div(%0, %1)"), a));
+  const at::Tensor offset = at::where(big, f32_scalar(kPi / 2), at::where(mid, f32_scalar(kPi / 4), f32_scalar(0.0)));
+  // offset + r + r z (((8.05374449538e-2 z - 1.38776856032e-1) z + 1.99777106478e-1) z - 3.33329491539e-1), z = r^2
+  const at::Tensor result = elementwise_chain(
+      {reduced, offset}, "mul(in0, in0); mul(%0, 8.05374449538e-2); sub(%1, 1.38776856032e-1); mul(%2, %0); add(%3, 1.99777106478e-1); "
+                         "mul(%4, %0); sub(%5, 3.33329491539e-1); mul(%6, %0); mul(%7, in0); add(%8, in0); add(%9, in1)");
+  return copysign_f32(result, x);
+}
+at::Tensor asin_f32(const at::Tensor& x) { return atan_f32(elementwise_chain({x}, "sub(1, in0); add(1, in0); mul(%0, %1); sqrt(%2); div(in0, %3)")); }
+at::Tensor acos_f32(const at::Tensor& x) {
+  return at::mul(atan_f32(elementwise_chain({x}, "sub(1, in0); add(1, in0); div(%0, %1); sqrt(%2)")), 2.0);
+}
+
+at::Tensor atan2_f32(const at::Tensor& y, const at::Tensor& x) {
+  const std::vector<int64_t> shape = at::infer_size(y.sizes(), x.sizes());
+  const at::Tensor yb = y.expand(shape), xb = x.expand(shape);
+  const at::Tensor pi_with_y_sign = copysign_f32(at::full(shape, kPi, at::TensorOptions().dtype(at::kFloat).device(kNpu)), yb);
+  const at::Tensor x_negative = sign_bit_f32(xb);
+  at::Tensor result = at::add(atan_f32(at::div(yb, xb)), at::where(x_negative, pi_with_y_sign, f32_scalar(0.0)));
+  // Both zeros: +-0 or +-pi; both infinite: +-pi/4 or +-3pi/4 (C's atan2).
+  const at::Tensor zeros = at::logical_and(at::eq(yb, 0), at::eq(xb, 0));
+  result = at::where(zeros, at::where(x_negative, pi_with_y_sign, copysign_f32(at::zeros(shape, pi_with_y_sign.options()), yb)), result);
+  const at::Tensor infinities = at::logical_and(at::isinf(yb), at::isinf(xb));
+  return at::where(infinities, at::mul(pi_with_y_sign, at::where(x_negative, f32_scalar(0.75), f32_scalar(0.25))), result);
+}
+
+at::Tensor erfinv_f32(const at::Tensor& x) {
+  // Giles (2010), single precision: w = -log((1 - x)(1 + x)), a polynomial in w - 2.5 below w = 5, in sqrt(w) - 3 above.
+  const at::Tensor w = elementwise_chain({x}, "sub(1, in0); add(1, in0); mul(%0, %1); log(%2); neg(%3)");
+  // The polynomial k[0] v^n + ... + k[n] by Horner's rule, v the last of the prefix's steps.
+  const auto horner = [](const std::string& prefix, int prefix_steps, const std::vector<double>& k) {
+    const std::string v = "%" + std::to_string(prefix_steps - 1);
+    std::string chain = prefix + "; mul(" + v + ", " + c(k[0]) + ")";
+    int last = prefix_steps;  // the step just added
+    for (size_t i = 1; i < k.size(); ++i) {
+      chain += "; add(%" + std::to_string(last++) + ", " + c(k[i]) + ")";
+      if (i + 1 < k.size()) chain += "; mul(%" + std::to_string(last++) + ", " + v + ")";
+    }
+    return chain;
+  };
+  const at::Tensor central = elementwise_chain({w}, horner("sub(in0, 2.5)", 1, {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                                                                               0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                                                                               1.50140941}));
+  const at::Tensor tail = elementwise_chain({w}, horner("sqrt(in0); sub(%0, 3)", 2, {-0.000200214257, 0.000100950558, 0.00134934322,
+                                                                                      -0.00367342844, 0.00573950773, -0.0076224613,
+                                                                                      0.00943887047, 1.00167406, 2.83297682}));
+  const at::Tensor estimate = at::mul(at::where(at::lt(w, 5.0), central, tail), x);
+  // One Newton step on erf(r) = x: r - (erf(r) - x) / (2 / sqrt(pi) e^(-r^2)); kept where it is finite (x = +-1 gives +-inf).
+  const at::Tensor refined = elementwise_chain(
+      {estimate, x}, "erf(in0); sub(%0, in1); mul(in0, in0); neg(%2); exp(%3); mul(%4, " + c(2.0 / std::sqrt(kPi)) + "); div(%1, %5); sub(in0, %6)");
+  // x = +-1: +-inf (the tail polynomial, whose leading coefficient is negative, went to -inf at w = inf).
+  const at::Tensor infinity = copysign_f32(at::full(x.sizes(), std::numeric_limits<double>::infinity(), x.options()), x);
+  return at::where(at::eq(at::abs(x), 1.0), infinity, at::where(at::isfinite(refined), refined, estimate));
+}
+
+at::Tensor sinc_f32(const at::Tensor& x) {
+  return at::where(at::eq(x, 0), f32_scalar(1.0), elementwise_chain({x}, "mul(in0, " + c(kPi) + "); sin(%0); div(%1, %0)"));
+}
+at::Tensor frac_f32(const at::Tensor& x) { return at::sub(x, at::trunc(x)); }
+
+#define NPUSIM_ELEMENTARY(NAME, F32)                                                                                              \
+  at::Tensor npu_##NAME(const at::Tensor& x) {                                                                                    \
+    return unary("aten::" #NAME, x, F32, [](const at::Tensor& h) { return at::NAME(h); });                                       \
+  }                                                                                                                               \
+  at::Tensor& npu_##NAME##_out(const at::Tensor& x, at::Tensor& out) { return into(npu_##NAME(x), out); }                        \
+  at::Tensor& npu_##NAME##_(at::Tensor& x) { return x.copy_(npu_##NAME(x)); }
+NPUSIM_ELEMENTARY(tan, tan_f32)
+NPUSIM_ELEMENTARY(sinh, sinh_f32)
+NPUSIM_ELEMENTARY(cosh, cosh_f32)
+NPUSIM_ELEMENTARY(asinh, asinh_f32)
+NPUSIM_ELEMENTARY(acosh, acosh_f32)
+NPUSIM_ELEMENTARY(atanh, atanh_f32)
+NPUSIM_ELEMENTARY(atan, atan_f32)
+NPUSIM_ELEMENTARY(asin, asin_f32)
+NPUSIM_ELEMENTARY(acos, acos_f32)
+NPUSIM_ELEMENTARY(erfinv, erfinv_f32)
+NPUSIM_ELEMENTARY(sinc, sinc_f32)
+NPUSIM_ELEMENTARY(frac, frac_f32)
+#undef NPUSIM_ELEMENTARY
+
+// Binary functions of two float operands (npu tensors or CPU scalars), in f32, rounded once to ATen's result dtype.
+template <typename Compute, typename Reference>
+at::Tensor binary(const char* name, const at::Tensor& a, const at::Tensor& b, Compute compute, Reference reference) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  const auto usable = [](const at::Tensor& t) { return (chip_float(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
+  if (!chip_float_dtype(dtype) || !usable(a) || !usable(b) || (!on_npu(a) && !on_npu(b))) {
+    note_cpu_fallback(name, kNotOnChip);
+    return to_npu(reference(a.cpu(), b.cpu()));
+  }
+  const at::Tensor result = compute(as_f32(to_npu(a)), as_f32(to_npu(b)));
+  return result.scalar_type() == dtype ? result : result.to(dtype);
+}
+
+at::Tensor npu_atan2(const at::Tensor& y, const at::Tensor& x) {
+  return binary("aten::atan2", y, x, atan2_f32, [](const at::Tensor& a, const at::Tensor& b) { return at::atan2(a, b); });
+}
+at::Tensor& npu_atan2_out(const at::Tensor& y, const at::Tensor& x, at::Tensor& out) { return into(npu_atan2(y, x), out); }
+
+at::Tensor npu_logaddexp(const at::Tensor& a, const at::Tensor& b) {
+  return binary(
+      "aten::logaddexp", a, b,
+      [](const at::Tensor& p, const at::Tensor& q) {
+        const at::Tensor larger = at::maximum(p, q);
+        const at::Tensor sum = at::add(larger, at::log1p(elementwise_chain({p, q}, "sub(in0, in1); abs(%0); neg(%1); exp(%2)")));
+        const at::Tensor same_infinity = at::logical_and(at::isinf(p), at::eq(p, q));
+        return at::where(same_infinity, p.expand(sum.sizes()), sum);
+      },
+      [](const at::Tensor& p, const at::Tensor& q) { return at::logaddexp(p, q); });
+}
+at::Tensor& npu_logaddexp_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_logaddexp(a, b), out); }
+
+at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
+  const at::ScalarType dtype = at::result_type(a, b);
+  if (!chip_float_dtype(dtype)) {  // (integers copysign into floats on the CPU)
+    note_cpu_fallback("aten::copysign", kNotOnChip);
+    return to_npu(at::copysign(a.cpu(), b.cpu()));
+  }
+  return binary(
+      "aten::copysign", a, b,
+      [](const at::Tensor& p, const at::Tensor& q) {
+        const std::vector<int64_t> shape = at::infer_size(p.sizes(), q.sizes());
+        return copysign_f32(p.expand(shape), q.expand(shape));
+      },
+      [](const at::Tensor& p, const at::Tensor& q) { return at::copysign(p, q); });
+}
+at::Tensor& npu_copysign_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_copysign(a, b), out); }
+
+at::Tensor npu_signbit(const at::Tensor& x) {
+  if (chip_float(x) && x.numel() > 0) return sign_bit_f32(as_f32(x));
+  if (on_npu(x) && (x.scalar_type() == at::kInt || x.scalar_type() == at::kChar)) return at::lt(x, 0);
+  note_cpu_fallback("aten::signbit", kNotOnChip);
+  return to_npu(at::signbit(x.cpu()));
+}
+at::Tensor& npu_signbit_out(const at::Tensor& x, at::Tensor& out) { return into(npu_signbit(x), out); }
+
+at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
+  TORCH_CHECK(x.scalar_type() == values.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  if (!on_npu(x) || !chip_dtype(x.scalar_type()) || x.scalar_type() == at::kBool) {
+    note_cpu_fallback("aten::heaviside", "not a chip dtype");
+    return to_npu(at::heaviside(x.cpu(), values.cpu()));
+  }
+  const at::Tensor step = at::gt(x, 0).to(x.scalar_type());
+  return at::where(at::eq(x, 0), to_npu(values), step);
+}
+at::Tensor& npu_heaviside_out(const at::Tensor& x, const at::Tensor& values, at::Tensor& out) { return into(npu_heaviside(x, values), out); }
+
+at::Tensor& npu_logical_xor_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  const auto usable = [](const at::Tensor& t) { return on_npu(t) && chip_dtype(t.scalar_type()); };
+  if (!usable(a) || !usable(b)) {
+    note_cpu_fallback("aten::logical_xor.out", "not chip dtypes on the npu");
+    return into(to_npu(at::logical_xor(a.cpu(), b.cpu())), out);
+  }
+  return into(at::ne(at::ne(a, 0), at::ne(b, 0)), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const auto& [name, functional, out, in_place] :
+       std::initializer_list<std::tuple<const char*, at::Tensor (*)(const at::Tensor&), at::Tensor& (*)(const at::Tensor&, at::Tensor&),
+                                        at::Tensor& (*)(at::Tensor&)>>{
+           {"tan", npu_tan, npu_tan_out, npu_tan_},
+           {"sinh", npu_sinh, npu_sinh_out, npu_sinh_},
+           {"cosh", npu_cosh, npu_cosh_out, npu_cosh_},
+           {"asinh", npu_asinh, npu_asinh_out, npu_asinh_},
+           {"acosh", npu_acosh, npu_acosh_out, npu_acosh_},
+           {"atanh", npu_atanh, npu_atanh_out, npu_atanh_},
+           {"atan", npu_atan, npu_atan_out, npu_atan_},
+           {"asin", npu_asin, npu_asin_out, npu_asin_},
+           {"acos", npu_acos, npu_acos_out, npu_acos_},
+           {"erfinv", npu_erfinv, npu_erfinv_out, npu_erfinv_},
+           {"sinc", npu_sinc, npu_sinc_out, npu_sinc_},
+           {"frac", npu_frac, npu_frac_out, npu_frac_},
+       }) {
+    m.impl(name, functional);
+    m.impl((std::string(name) + ".out").c_str(), out);
+    m.impl((std::string(name) + "_").c_str(), in_place);
+  }
+  m.impl("atan2", npu_atan2);
+  m.impl("atan2.out", npu_atan2_out);
+  m.impl("logaddexp", npu_logaddexp);
+  m.impl("logaddexp.out", npu_logaddexp_out);
+  m.impl("copysign.Tensor", npu_copysign);
+  m.impl("copysign.out", npu_copysign_out);
+  m.impl("signbit", npu_signbit);
+  m.impl("signbit.out", npu_signbit_out);
+  m.impl("heaviside", npu_heaviside);
+  m.impl("heaviside.out", npu_heaviside_out);
+  m.impl("logical_xor.out", npu_logical_xor_out);
+}
+
+}  // namespace npusim
