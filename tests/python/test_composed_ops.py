@@ -2,8 +2,10 @@
 CPU fallback: distances (torch.norm, F.pairwise_distance, hypot, cdist and its gradient), the
 sigmoid family (glu, logit and their gradients), windows (F.unfold, F.fold, adaptive max pooling),
 writes (index_fill, masked_scatter), buckets (bucketize, searchsorted, bincount, histc), products
-(prod, cumprod), order statistics (kthvalue, median, nanmedian), linspace, and the fused LSTM and GRU
-cells behind nn.LSTM, nn.GRU and their cells.
+(prod, cumprod), order statistics (kthvalue, median, nanmedian), linspace, the fused LSTM and GRU
+cells behind nn.LSTM, nn.GRU and their cells, piecewise activations (softshrink, hardshrink,
+threshold, prelu, rrelu), tensor clamps and lerp, aminmax, cummax and cummin, channel_shuffle, cross,
+renorm, the triangle indices, embedding bags, pdist and logcumsumexp.
 
 Tolerances: f32 as torch.testing's defaults (rtol 1.3e-6, atol 1e-5), bf16 rtol 1.6e-2 and atol 1e-2
 (test_model_ops.py says why). Counting, indexing and integer ops are compared exactly; so are the
@@ -47,7 +49,7 @@ def check(f, *inputs, **tolerance):
         torch.testing.assert_close(actual, expected, **compare)
 
 
-def check_gradients(f, inputs, dtype=torch.float32):
+def check_gradients(f, inputs, dtype=torch.float32, gradient_tolerance=None):
     """f's output and every input's gradient, on the npu against the CPU; no fallback."""
     cpu = [i.to(dtype).clone().requires_grad_() for i in inputs]
     npu = [i.to(dtype).to(NPU).detach().requires_grad_() for i in inputs]
@@ -59,7 +61,7 @@ def check_gradients(f, inputs, dtype=torch.float32):
     assert fallbacks_since(before) == {}
     torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), **TOLERANCE[dtype])
     for a, b in zip(npu, cpu):
-        torch.testing.assert_close(a.grad.cpu(), b.grad, **TOLERANCE[dtype])
+        torch.testing.assert_close(a.grad.cpu(), b.grad, **(gradient_tolerance or TOLERANCE[dtype]))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -226,3 +228,84 @@ def test_lstm_and_gru_layers_and_cells_run_and_train_on_the_chip(bias):
         out_npu = c_npu(x[:, 0].to(NPU), tuple(t.to(NPU) for t in s) if isinstance(s, tuple) else s.to(NPU))
         for a, b in zip(out_npu if isinstance(out_npu, tuple) else (out_npu,), out_cpu if isinstance(out_cpu, tuple) else (out_cpu,)):
             torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_piecewise_activations_and_their_gradients(dtype):
+    torch.manual_seed(9)
+    x = torch.cat([torch.randn(200), torch.tensor([0.5, -0.5, 0.0, 1.0, -1.0])])  # lambda's and the threshold's edges
+    check_gradients(lambda t: F.softshrink(t, 0.5), [x], dtype)
+    check_gradients(lambda t: F.hardshrink(t, 0.5), [x], dtype)
+    check_gradients(lambda t: F.threshold(t, 0.5, -2.0), [x], dtype)
+    check_gradients(lambda t: F.rrelu(t, training=False), [x], dtype)
+    images = torch.randn(2, 3, 4, 5)
+    check_gradients(lambda t, w: F.prelu(t, w), [images, torch.tensor([0.1, -0.3, 0.25])], dtype)
+    check_gradients(lambda t, w: F.prelu(t, w), [images, torch.tensor([0.2])], dtype)
+    check(lambda t: F.softshrink(t, 0.5), torch.tensor([float("nan"), float("inf"), -float("inf")]))
+
+
+def test_rrelu_in_training_draws_its_slopes_within_the_bounds():
+    x = torch.randn(4000).to(NPU)
+    before = dict(npusim.fallback_stats())
+    noise = torch.empty_like(x)
+    y = torch.ops.aten.rrelu_with_noise(x, noise, 0.1, 0.3, True)
+    assert fallbacks_since(before) == {}
+    x, y, noise = x.cpu(), y.cpu(), noise.cpu()
+    negative = x <= 0
+    assert ((noise[negative] >= 0.1) & (noise[negative] <= 0.3)).all() and (noise[~negative] == 1).all()
+    assert noise[negative].std() > 0.03  # drawn, not one slope
+    torch.testing.assert_close(y, x * noise, **EXACT)
+
+
+def test_tensor_clamps_lerp_aminmax_and_cumulative_extrema():
+    torch.manual_seed(10)
+    x, lo, hi = torch.randn(6, 7), torch.randn(6, 7) - 1, torch.randn(7) + 1
+    check(lambda t, a, b: torch.clamp(t, a, b), x, lo, hi, **EXACT)
+    check(lambda t, a: torch.clamp(t, min=a), x, lo, **EXACT)
+    check(lambda a, b, w: torch.lerp(a, b, w), x, lo, torch.rand(6, 7) * 1.4 - 0.2)
+    check(lambda t: torch.aminmax(t), x, **EXACT)
+    check(lambda t: torch.aminmax(t, dim=1, keepdim=True), x, **EXACT)
+    y = torch.tensor([[1.0, 3.0, 3.0, 2.0, float("nan"), 5.0, float("nan"), 0.0], [2.0, 2.0, 1.0, 1.0, 0.0, 4.0, 4.0, -1.0]])
+    for op in (torch.cummax, torch.cummin):
+        check(lambda t: op(t, 1), y, **EXACT)  # ties take the later position; NaN, once seen, stays
+        check(lambda t: op(t, 0), x, **EXACT)
+        check(lambda t: op(t, 1), torch.randint(-5, 5, (3, 33), dtype=torch.int32), **EXACT)
+
+
+def test_channel_shuffle_cross_renorm_and_triangle_indices():
+    torch.manual_seed(11)
+    check(lambda t: F.channel_shuffle(t, 3), torch.randn(2, 6, 4, 5), **EXACT)
+    check(lambda a, b: torch.linalg.cross(a, b), torch.randn(5, 3), torch.randn(5, 3))
+    check(lambda a, b: torch.linalg.cross(a, b, dim=0), torch.randn(3, 4), torch.randn(3, 1))
+    check(lambda t: torch.renorm(t, 2, 0, 1.5), torch.randn(4, 5) * 2)
+    check(lambda t: torch.renorm(t, 1, 1, 2.0), torch.randn(4, 5) * 2)
+    for rows, cols, offset in [(4, 4, 0), (3, 5, 1), (5, 3, -1), (0, 3, 0)]:
+        check(lambda device: torch.tril_indices(rows, cols, offset, device=device), torch.device("cpu"), **EXACT)
+        check(lambda device: torch.triu_indices(rows, cols, offset, device=device), torch.device("cpu"), **EXACT)
+
+
+@pytest.mark.parametrize("mode, per_sample, padding_idx", [("sum", False, None), ("sum", True, 2), ("mean", False, None), ("mean", False, 2)])
+def test_embedding_bags_and_their_gradients(mode, per_sample, padding_idx):
+    torch.manual_seed(12)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 2, 11]), torch.tensor([0, 4, 4, 7])  # an empty bag, a repeated index
+    inputs = [torch.randn(12, 5)] + ([torch.rand(10)] if per_sample else [])
+    check_gradients(lambda w, *p: F.embedding_bag(indices.to(w.device), w, offsets.to(w.device), mode=mode,
+                                                  per_sample_weights=p[0] if p else None, padding_idx=padding_idx), inputs)
+    bag = torch.nn.EmbeddingBag(12, 5, mode=mode)
+    on_chip = torch.nn.EmbeddingBag(12, 5, mode=mode).to(NPU)
+    on_chip.load_state_dict(bag.state_dict())
+    batch = torch.randint(0, 12, (4, 3))  # 2-D input: bags of 3
+    with torch.no_grad():
+        check(lambda i: (on_chip if i.device.type == "npu" else bag)(i), batch)
+
+
+def test_pdist_and_logcumsumexp():
+    torch.manual_seed(13)
+    for p in (0.5, 1.0, 2.0, 3.0, float("inf")):
+        check_gradients(lambda t: F.pdist(t, p), [torch.randn(7, 4)])
+    # (PyTorch's backward formula takes exp(x - out) and reversed cumulative sums of it, which turn
+    # out's f32 rounding, a few ulps of values near 50, into relative errors near 1e-5.)
+    check_gradients(lambda t: torch.logcumsumexp(t, 1), [torch.randn(3, 40) * 20], gradient_tolerance=dict(rtol=1e-4, atol=1e-4))
+    # Terms far below the running total neither underflow to -inf nor lose it (a cumsum of exp would).
+    check(lambda t: torch.logcumsumexp(t, 1), torch.tensor([[-200.0, 0.0, -300.0, float("inf"), 1.0], [-float("inf")] * 2 + [3.0] * 3]))
+    check(lambda t: torch.logcumsumexp(t, 0), torch.randn(33, 2).bfloat16(), **TOLERANCE[torch.bfloat16])

@@ -11,10 +11,16 @@
 //           core into exact int32 sums, widened: values must lie in [-128,
 //           127] (masks, flags), which is checked on the chip; other values,
 //           and dims longer than 4096, go to the CPU, counted
+// logcumsumexp is a Hillis-Steele scan (scan.h) of logaddexp, which is
+// associative and neither underflows nor overflows (a cumsum of exp would):
+// in f32, rounded once, within log2 L roundings of the CPU's sequential
+// logaddexp; the same infinity handling (logaddexp's).
 #include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
 #include "kernel_launch.h"
+#include "scan.h"
 
 namespace npusim {
 namespace {
@@ -77,8 +83,25 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   return into(result, out);
 }
 
+at::Tensor npu_logcumsumexp(const at::Tensor& self, int64_t dim) {
+  if (!chip_float(self) || self.numel() == 0) {
+    note_cpu_fallback("aten::_logcumsumexp", "not a non-empty f32, bf16 or f16 tensor");
+    return to_npu(at::_logcumsumexp(self.cpu(), dim));
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const at::Tensor rows = self.dim() == 0 ? as_f32(self).view({1}) : as_f32(self).movedim(d, -1);
+  const at::Tensor scan = inclusive_scan(rows, [](const at::Tensor& earlier, const at::Tensor& later) { return at::logaddexp(earlier, later); });
+  const at::Tensor result = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
+  return result.to(self.scalar_type()).contiguous();
+}
+at::Tensor& npu_logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) { return into(npu_logcumsumexp(self, dim), out); }
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("cumsum.out", cumsum_out); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("cumsum.out", cumsum_out);
+  m.impl("_logcumsumexp", npu_logcumsumexp);
+  m.impl("_logcumsumexp.out", npu_logcumsumexp_out);
+}
 
 }  // namespace npusim

@@ -9,6 +9,12 @@
 // minimum over the dim, in f32 (exact for positions below 2^24); there a NaN
 // is not found. Other dtypes (integers,
 // f64) and dims of 2^24 or more go to the CPU, counted.
+//
+// Also: aminmax (amin and amax), and cummax / cummin as a Hillis-Steele scan
+// of (value, position) pairs: at step s each position takes the pair s before
+// it unless its own value is at least as large (as small), or is NaN, which
+// is the CPU's sequential rule (the later of equal extrema; NaN, once seen,
+// stays), and associative, so log2 L steps of compare-and-select give it.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -98,6 +104,62 @@ at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
 at::Tensor max_all(const at::Tensor& self) { return extremum_all(true, self); }
 at::Tensor min_all(const at::Tensor& self) { return extremum_all(false, self); }
 
+std::tuple<at::Tensor, at::Tensor> npu_aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (dim) return {at::amin(self, {*dim}, keepdim), at::amax(self, {*dim}, keepdim)};
+  at::Tensor low = at::amin(self, {}, false), high = at::amax(self, {}, false);
+  if (keepdim) {  // every dim kept, of size 1
+    const std::vector<int64_t> ones(size_t(self.dim()), 1);
+    low = low.reshape(ones), high = high.reshape(ones);
+  }
+  return {low, high};
+}
+std::tuple<at::Tensor&, at::Tensor&> npu_aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& min,
+                                                     at::Tensor& max) {
+  auto [low, high] = npu_aminmax(self, dim, keepdim);
+  into(low, min);
+  into(high, max);
+  return {min, max};
+}
+
+std::tuple<at::Tensor, at::Tensor> cumulative_extremum(bool maximum, const at::Tensor& self, int64_t dim) {
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t length = self.dim() == 0 ? 1 : self.size(d);
+  const bool supported = on_npu(self) && (chip_float(self) || self.scalar_type() == at::kInt) && self.numel() > 0 && length < (int64_t{1} << 31);
+  if (!supported) {
+    note_cpu_fallback(maximum ? "aten::cummax" : "aten::cummin", "not f32, bf16, f16 or int32, or empty");
+    auto [values, indices] = maximum ? at::cummax(self.cpu(), dim) : at::cummin(self.cpu(), dim);
+    return {to_npu(values), to_npu(indices)};
+  }
+  at::Tensor values = self.dim() == 0 ? self.view({1}) : self.movedim(d, -1);
+  std::vector<int64_t> shape(size_t(values.dim()), 1);
+  shape.back() = length;
+  at::Tensor positions = to_npu(at::arange(length, at::TensorOptions().dtype(at::kInt))).view(shape).expand(values.sizes());
+  const bool is_float = chip_float(self);
+  for (int64_t s = 1; s < length; s *= 2) {
+    const at::Tensor own = values.narrow(-1, s, length - s), before = values.narrow(-1, 0, length - s);
+    at::Tensor keep_own = maximum ? at::ge(own, before) : at::le(own, before);
+    if (is_float) keep_own = at::logical_or(keep_own, at::isnan(own));
+    values = at::cat({values.narrow(-1, 0, s), at::where(keep_own, own, before)}, -1);
+    positions = at::cat({positions.narrow(-1, 0, s), at::where(keep_own, positions.narrow(-1, s, length - s), positions.narrow(-1, 0, length - s))}, -1);
+  }
+  at::Tensor indices = positions.to(at::kLong);
+  if (self.dim() == 0) return {values.view(c10::IntArrayRef{}).clone(), indices.view(c10::IntArrayRef{})};
+  return {values.movedim(-1, d).contiguous(), indices.movedim(-1, d).contiguous()};
+}
+std::tuple<at::Tensor, at::Tensor> npu_cummax(const at::Tensor& self, int64_t dim) { return cumulative_extremum(true, self, dim); }
+std::tuple<at::Tensor, at::Tensor> npu_cummin(const at::Tensor& self, int64_t dim) { return cumulative_extremum(false, self, dim); }
+// (torch.cummax reaches the helper, which fills the given outputs.)
+void npu_cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  auto [v, i] = npu_cummax(self, dim);
+  into(v, values);
+  into(i, indices);
+}
+void npu_cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  auto [v, i] = npu_cummin(self, dim);
+  into(v, values);
+  into(i, indices);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -107,6 +169,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin", argmin);
   m.impl("max", max_all);
   m.impl("min", min_all);
+  m.impl("aminmax", npu_aminmax);
+  m.impl("aminmax.out", npu_aminmax_out);
+  m.impl("_cummax_helper", npu_cummax_helper);
+  m.impl("_cummin_helper", npu_cummin_helper);
 }
 
 }  // namespace npusim

@@ -1047,6 +1047,7 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& m
 }
 at::Tensor& logical_and_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_and(a, b), out); }
 at::Tensor& logical_or_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_or(a, b), out); }
+at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::logical_not(self), out); }
 // ~x: logical_not of bools (masks), x ^ -1 of integers (int64's words each).
 at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
   if (self.scalar_type() == at::kBool) return into(npusim::logical_not(self), out);
@@ -1167,6 +1168,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gt.Scalar", gt_scalar);
   m.impl("ge.Scalar", ge_scalar);
   m.impl("logical_not", logical_not);
+  m.impl("logical_not.out", logical_not_out);
   m.impl("neg", neg);
   m.impl("abs", abs);
   m.impl("exp", exp);

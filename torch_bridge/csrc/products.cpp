@@ -2,7 +2,7 @@
 // multiplications of halves:
 //   prod       a tree: the first half of the dim times the second, until one element is left
 //              (log2 L kernels)
-//   cumprod    a Hillis-Steele scan: x[i] * x[i - s] for s = 1, 2, 4, ... (log2 L steps)
+//   cumprod    a Hillis-Steele scan (scan.h): x[i - s] * x[i] for s = 1, 2, 4, ... (log2 L steps)
 // Integers (bool, uint8, int8, int32, int64) become int64 first, as ATen promotes them, and multiply
 // on int64's words: exact and wrapping as the CPU's in any order. Floats multiply in f32 and round once
 // to their dtype; the order differs from the CPU's (a sequential product in double for cumprod): within
@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "kernel_launch.h"
+#include "scan.h"
 
 namespace npusim {
 namespace {
@@ -83,9 +84,7 @@ at::Tensor npu_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   }
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   at::Tensor scan = self.dim() == 0 ? x.view({1}) : x.movedim(d, -1);
-  const int64_t length = scan.size(-1);
-  for (int64_t s = 1; s < length; s *= 2)
-    scan = at::cat({scan.narrow(-1, 0, s), at::mul(scan.narrow(-1, s, length - s), scan.narrow(-1, 0, length - s))}, -1);
+  scan = inclusive_scan(scan, [](const at::Tensor& earlier, const at::Tensor& later) { return at::mul(earlier, later); });
   scan = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
   return scan.to(result).contiguous();
 }

@@ -4,8 +4,12 @@
 //   roll  each rolled dim as the concatenation of its two slices (the cat
 //         kernel, which copies each into its place); no dims: the flattened
 //         tensor rolled, then viewed back
+//   channel_shuffle   [N, g, C/g, ...] viewed [N, C/g, g, ...] and copied dense
+//   linalg_cross      a x b as rolls along the dim: roll(a, -1) roll(b, 1) - roll(a, 1) roll(b, -1),
+//                     each product and the difference rounded as the CPU's
 // int64 and f64 tensors move as their 32-bit words where index_select and cat
 // take them; empty tensors are returned as they are.
+#include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
@@ -46,11 +50,40 @@ at::Tensor npu_roll(const at::Tensor& x, c10::IntArrayRef shifts, c10::IntArrayR
   return result.is_same(x) ? x.clone() : result;
 }
 
+at::Tensor npu_channel_shuffle(const at::Tensor& x, c10::SymInt groups_sym) {
+  const int64_t groups = groups_sym.expect_int();
+  TORCH_CHECK(x.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes ", x.sizes());
+  TORCH_CHECK(groups > 0 && x.size(1) % groups == 0, "Number of channels must be divisible by groups. Got ", x.size(1), " channels and ",
+              groups, " groups.");
+  std::vector<int64_t> grouped = {x.size(0), groups, x.size(1) / groups};
+  grouped.insert(grouped.end(), x.sizes().begin() + 2, x.sizes().end());
+  return x.reshape(grouped).transpose(1, 2).contiguous().view(x.sizes());
+}
+at::Tensor& npu_channel_shuffle_out(const at::Tensor& x, c10::SymInt groups, at::Tensor& out) { return into(npu_channel_shuffle(x, groups), out); }
+
+at::Tensor npu_linalg_cross(const at::Tensor& a, const at::Tensor& b, int64_t dim) {
+  TORCH_CHECK(a.dim() == b.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  const int64_t d = at::maybe_wrap_dim(dim, a.dim());
+  TORCH_CHECK(a.size(d) == 3 && b.size(d) == 3, "linalg.cross: inputs dimension ", dim, " must have length 3. Got ", a.size(d), " and ",
+              b.size(d));
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  const at::Tensor x = a.expand(shape), y = b.expand(shape);
+  // component i: a[i+1] b[i+2] - a[i+2] b[i+1]
+  return at::sub(at::mul(at::roll(x, {-1}, {d}), at::roll(y, {-2}, {d})), at::mul(at::roll(x, {-2}, {d}), at::roll(y, {-1}, {d})));
+}
+at::Tensor& npu_linalg_cross_out(const at::Tensor& a, const at::Tensor& b, int64_t dim, at::Tensor& out) {
+  return into(npu_linalg_cross(a, b, dim), out);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("flip", npu_flip);
   m.impl("roll", npu_roll);
+  m.impl("channel_shuffle", npu_channel_shuffle);
+  m.impl("channel_shuffle.out", npu_channel_shuffle_out);
+  m.impl("linalg_cross", npu_linalg_cross);
+  m.impl("linalg_cross.out", npu_linalg_cross_out);
 }
 
 }  // namespace npusim

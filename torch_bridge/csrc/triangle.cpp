@@ -3,8 +3,14 @@
 // positions from the iota kernel, compared as i32) and writes zeros elsewhere,
 // over any batch dims. Every chip dtype (bool masks included); int64 and f64
 // go to the CPU, counted.
+// tril_indices and triu_indices are computed on the host from the sizes alone
+// (no tensor data: ATen's counting formulas) and copied to the device once.
 #include <ATen/Functions.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "kernel_launch.h"
 
@@ -30,6 +36,28 @@ at::Tensor triu(const at::Tensor& x, int64_t diagonal) { return triangle(x, diag
 at::Tensor& tril_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, true), out); }
 at::Tensor& triu_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, false), out); }
 
+// The [2, K] (row, column) coordinates of the kept triangle of a rows x cols matrix, row by row.
+at::Tensor triangle_indices(int64_t rows, int64_t cols, int64_t offset, bool lower, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(rows >= 0 && cols >= 0, "row and col must be non-negative");
+  std::vector<int64_t> r, c;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (lower ? j - i <= offset : j - i >= offset) r.push_back(i), c.push_back(j);
+  const int64_t k = int64_t(r.size());
+  at::Tensor host = at::empty({2, k}, at::TensorOptions().dtype(at::kLong));
+  std::copy(r.begin(), r.end(), host.data_ptr<int64_t>());
+  std::copy(c.begin(), c.end(), host.data_ptr<int64_t>() + k);
+  return to_npu(host.to(dtype.value_or(at::kLong)));
+}
+at::Tensor npu_tril_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                            std::optional<at::Device>, std::optional<bool>) {
+  return triangle_indices(rows, cols, offset, true, dtype);
+}
+at::Tensor npu_triu_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                            std::optional<at::Device>, std::optional<bool>) {
+  return triangle_indices(rows, cols, offset, false, dtype);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -37,6 +65,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triu", triu);
   m.impl("tril.out", tril_out);
   m.impl("triu.out", triu_out);
+  m.impl("tril_indices", npu_tril_indices);
+  m.impl("triu_indices", npu_triu_indices);
 }
 
 }  // namespace npusim

@@ -15,16 +15,20 @@
 //   hypot(a, b)    max(|a|, |b|) * sqrt(1 + (min / max)^2) in f32, rounded once: no overflow
 //                  where a * a would; 0 where both are 0, inf where either is infinite (a NaN
 //                  besides too, as the CPU's); within 2 f32 ulps of the CPU's
+//   renorm         each slice along dim scaled by maxnorm / (norm + 1e-7) where its p-norm exceeds
+//                  maxnorm (ATen's formula), the norm over the slice's other dims as above
 //   cdist          the direct path of _cdist_forward (torch.cdist takes it for p != 2, and for
 //                  p 2 with at most 25 rows on each side; bigger p-2 problems run
 //                  _euclidean_dist, matmuls already on the chip): the norm of every difference
 //                  [..., P, R, M]; its backward (ATen's formula for each p) summed over R
+//   pdist          the same over the row pairs i < j (F.pdist), its backward added into both rows
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "kernel_launch.h"
@@ -114,40 +118,93 @@ at::Tensor& npu_cdist_forward_out(const at::Tensor& x1, const at::Tensor& x2, do
   return into(npu_cdist_forward(x1, x2, p, compute_mode), out);
 }
 
-// ATen's _cdist_backward: grad_x1[..., i, :] = sum over j of grad[i, j] times d dist(i, j) / d x1[i],
-// per p as its CPU kernel (0 where the distance is 0, for p = 2 and other p above 2).
+// d dist / d a times grad for each difference diff = a - b [..., M] (g and dist broadcast over M):
+// the formulas of ATen's distance kernels, per p (0 where the distance is 0, for p = 2 and p above 2).
+at::Tensor distance_gradient(const at::Tensor& diff, const at::Tensor& g, const at::Tensor& dist, double p) {
+  const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
+  if (p == 0) return at::zeros_like(diff);
+  if (p == 1) return at::mul(at::sign(diff), g);
+  if (p < 2) {
+    // sign(diff) |diff|^(p-1) grad / dist^(p-1); 0 where diff is 0 and p < 1
+    const at::Tensor t = at::div(at::mul(at::mul(at::sign(diff), at::pow(at::abs(diff), p - 1)), g), at::pow(dist, p - 1));
+    return p < 1 ? at::where(at::eq(diff, 0), zero, t) : t;
+  }
+  if (p == 2) return at::where(at::eq(dist, 0), zero, at::div(at::mul(diff, g), dist));
+  if (std::isinf(p)) {
+    // grad sign(diff) where |diff| is the distance (1 - min(1, ceil(| |diff| - dist |))), else 0
+    const at::Tensor hit = at::rsub(at::clamp_max(at::ceil(at::abs(at::sub(at::abs(diff), dist))), 1), 1);
+    return at::mul(at::mul(at::sign(diff), g), hit);
+  }
+  // diff |diff|^(p-2) grad / dist^(p-1)
+  return at::where(at::eq(dist, 0), zero, at::div(at::mul(at::mul(diff, at::pow(at::abs(diff), p - 2)), g), at::pow(dist, p - 1)));
+}
+
+// _cdist_backward: grad_x1[..., i, :] = the sum over j of the gradient of dist(i, j).
 at::Tensor npu_cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist) {
   if (!cdist_on_chip(x1, x2) || !chip_float(grad) || !chip_float(cdist) || p < 0) {
     note_cpu_fallback("aten::_cdist_backward", "not chip floats, or more than 2^26 differences");
     return to_npu(at::_cdist_backward(grad.cpu(), x1.cpu(), x2.cpu(), p, cdist.cpu()));
   }
-  const at::Tensor diff = differences(x1, x2);
-  const at::Tensor g = as_f32(grad).unsqueeze(-1), dist = as_f32(cdist).unsqueeze(-1);
-  const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
-  at::Tensor terms;
-  if (p == 0) {
-    terms = at::zeros_like(diff);
-  } else if (p == 1) {
-    terms = at::mul(at::sign(diff), g);
-  } else if (p < 2) {
-    // sign(diff) |diff|^(p-1) grad / dist^(p-1); 0 where diff is 0 and p < 1
-    const at::Tensor t = at::div(at::mul(at::mul(at::sign(diff), at::pow(at::abs(diff), p - 1)), g), at::pow(dist, p - 1));
-    terms = p < 1 ? at::where(at::eq(diff, 0), zero, t) : t;
-  } else if (p == 2) {
-    terms = at::where(at::eq(dist, 0), zero, at::div(at::mul(diff, g), dist));
-  } else if (std::isinf(p)) {
-    // grad sign(diff) where |diff| is the distance (1 - min(1, ceil(| |diff| - dist |))), else 0
-    const at::Tensor hit = at::rsub(at::clamp_max(at::ceil(at::abs(at::sub(at::abs(diff), dist))), 1), 1);
-    terms = at::mul(at::mul(at::sign(diff), g), hit);
-  } else {
-    // diff |diff|^(p-2) grad / dist^(p-1)
-    terms = at::where(at::eq(dist, 0), zero, at::div(at::mul(at::mul(diff, at::pow(at::abs(diff), p - 2)), g), at::pow(dist, p - 1)));
-  }
+  const at::Tensor terms = distance_gradient(differences(x1, x2), as_f32(grad).unsqueeze(-1), as_f32(cdist).unsqueeze(-1), p);
   return at::sum(terms, {-2}).to(x1.scalar_type());
 }
 at::Tensor& npu_cdist_backward_out(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist,
                                at::Tensor& out) {
   return into(npu_cdist_backward(grad, x1, x2, p, cdist), out);
+}
+
+// pdist: the distances of the pairs i < j of x's rows [N, M], in row-major pair order: the rows
+// gathered by the pairs' indices (computed on the host from N alone), then as cdist.
+bool pdist_on_chip(const at::Tensor& x) {
+  return chip_float(x) && x.dim() == 2 && x.size(0) >= 2 && double(x.size(0)) * double(x.size(0)) * double(x.size(1)) / 2 <= double(kMaxDifferences);
+}
+std::tuple<at::Tensor, at::Tensor> pairs(int64_t n) {
+  const at::Tensor indices = at::triu_indices(n, n, 1, at::TensorOptions().dtype(at::kLong).device(kNpu));
+  return {indices[0], indices[1]};
+}
+at::Tensor npu_pdist_forward(const at::Tensor& x, double p) {
+  TORCH_CHECK(p >= 0, "pdist only supports non-negative p values");
+  if (!pdist_on_chip(x)) {
+    note_cpu_fallback("aten::_pdist_forward", "not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences");
+    return to_npu(at::_pdist_forward(x.cpu(), p));
+  }
+  auto [first, second] = pairs(x.size(0));
+  const at::Tensor diff = at::sub(at::index_select(as_f32(x), 0, first), at::index_select(as_f32(x), 0, second));
+  return at::linalg_vector_norm(diff, p, {-1}, false).to(x.scalar_type());
+}
+// Each pair's gradient added into its first row and subtracted from its second (index_add: f32 sums, rounded once).
+at::Tensor npu_pdist_backward(const at::Tensor& grad, const at::Tensor& x, double p, const at::Tensor& pdist) {
+  if (!pdist_on_chip(x) || !chip_float(grad) || !chip_float(pdist)) {
+    note_cpu_fallback("aten::_pdist_backward", "not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences");
+    return to_npu(at::_pdist_backward(grad.cpu(), x.cpu(), p, pdist.cpu()));
+  }
+  auto [first, second] = pairs(x.size(0));
+  const at::Tensor xf = as_f32(x);
+  const at::Tensor diff = at::sub(at::index_select(xf, 0, first), at::index_select(xf, 0, second));
+  const at::Tensor terms = distance_gradient(diff, as_f32(grad).unsqueeze(-1), as_f32(pdist).unsqueeze(-1), p);
+  const at::Tensor zeros = at::zeros(xf.sizes(), xf.options());
+  return at::sub(at::index_add(zeros, 0, first, terms), at::index_add(zeros, 0, second, terms)).to(x.scalar_type());
+}
+
+at::Tensor npu_renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+  TORCH_CHECK(p.toDouble() > 0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(maxnorm.toDouble() >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  if (!chip_float(self) || self.numel() == 0 || self.dim() == 0) {
+    note_cpu_fallback("aten::renorm", "not a non-empty chip float tensor");
+    return to_npu(at::renorm(self.cpu(), p, dim, maxnorm));
+  }
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != d) others.push_back(i);
+  const double limit = maxnorm.toDouble();
+  const at::Tensor norm = at::linalg_vector_norm(as_f32(self), p, others, /*keepdim=*/true);
+  const at::Tensor scale = elementwise_chain({norm}, "add(in0, 1e-7); div(" + chain_constant(limit) + ", %0)");
+  const at::Tensor factor = at::where(at::gt(norm, limit), scale, at::ones({}, norm.options().device(at::kCPU)));
+  return at::mul(as_f32(self), factor).to(self.scalar_type());
+}
+at::Tensor& npu_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm, at::Tensor& out) {
+  return into(npu_renorm(self, p, dim, maxnorm), out);
 }
 
 }  // namespace
@@ -158,12 +215,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("norm.dtype_out", norm_dtype_out);
   m.impl("norm.Scalar_out", norm_all_out);
   m.impl("norm.ScalarOpt_dtype_out", norm_all_dtype_out);
+  m.impl("renorm", npu_renorm);
+  m.impl("renorm.out", npu_renorm_out);
   m.impl("hypot", npu_hypot);
   m.impl("hypot.out", npu_hypot_out);
   m.impl("_cdist_forward", npu_cdist_forward);
   m.impl("_cdist_forward.out", npu_cdist_forward_out);
   m.impl("_cdist_backward", npu_cdist_backward);
   m.impl("_cdist_backward.out", npu_cdist_backward_out);
+  m.impl("_pdist_forward", npu_pdist_forward);
+  m.impl("_pdist_backward", npu_pdist_backward);
 }
 
 }  // namespace npusim

@@ -1,0 +1,167 @@
+// Piecewise activations and clamps, by the comparison and select kernels with ATen's CPU formulas
+// (each branch's arithmetic rounded once in the dtype, as the CPU's; NaN takes the branch of
+// ATen's comparisons):
+//   threshold(x, t, v)     x <= t ? v : x
+//   hardshrink(x, l)       -l <= x <= l ? 0 : x;  its gradient -l <= x <= l ? 0 : g
+//   softshrink(x, l)       x > l ? x - l : x < -l ? x + l : 0 (x * 0, so NaN stays NaN); gradient as hardshrink's
+//   prelu (_prelu_kernel)  x > 0 ? x : w x; its gradients x > 0 ? g : w g and x > 0 ? 0 : x g (the
+//                          weight's in the broadcast shape, which autograd sums, as on the CPU)
+//   rrelu_with_noise       eval: leaky_relu with slope (lower + upper) / 2; training: the noise drawn
+//                          uniform in [lower, upper] by the npu generator where x <= 0 (1 elsewhere),
+//                          then x * noise (draws differ from the CPU's, as every random op's)
+//   clamp with tensor bounds   minimum(maximum(x, min), max), NaN propagating as on the CPU
+//   lerp with a tensor weight  |w| < 0.5 ? a + w (b - a) : b - (b - a)(1 - w), ATen's form, in f32 rounded once
+// Integer, f64 and empty tensors: the CPU, counted.
+#include <ATen/Functions.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <vector>
+
+#include "kernel_launch.h"
+
+namespace npusim {
+namespace {
+
+constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 on the npu";
+
+bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* t : tensors)
+    if (!chip_float(*t) || t->numel() == 0) return false;
+  return true;
+}
+at::Tensor zero_of(const at::Tensor& like) { return at::zeros({}, at::TensorOptions().dtype(like.scalar_type())); }
+at::Tensor inside(const at::Tensor& x, double lambd) { return at::logical_and(at::ge(x, -lambd), at::le(x, lambd)); }
+
+at::Tensor npu_threshold(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
+  if (!on_chip({&x})) {
+    note_cpu_fallback("aten::threshold", kNotOnChip);
+    return to_npu(at::threshold(x.cpu(), threshold, value));
+  }
+  return at::where(at::le(x, threshold), at::scalar_tensor(value, at::TensorOptions().dtype(x.scalar_type())), x);
+}
+at::Tensor& npu_threshold_out(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value, at::Tensor& out) {
+  return into(npu_threshold(x, threshold, value), out);
+}
+
+at::Tensor npu_hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
+  if (!on_chip({&x})) {
+    note_cpu_fallback("aten::hardshrink", kNotOnChip);
+    return to_npu(at::hardshrink(x.cpu(), lambd));
+  }
+  return at::where(inside(x, lambd.toDouble()), zero_of(x), x);
+}
+at::Tensor& npu_hardshrink_out(const at::Tensor& x, const at::Scalar& lambd, at::Tensor& out) { return into(npu_hardshrink(x, lambd), out); }
+
+// hardshrink's and softshrink's gradient (the same formula).
+at::Tensor shrink_backward(const char* name, const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  if (!on_chip({&x, &grad})) {
+    note_cpu_fallback(name, kNotOnChip);
+    return to_npu(at::hardshrink_backward(grad.cpu(), x.cpu(), lambd));
+  }
+  return at::where(inside(x, lambd.toDouble()), zero_of(grad), grad);
+}
+at::Tensor npu_hardshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  return shrink_backward("aten::hardshrink_backward", grad, x, lambd);
+}
+at::Tensor& npu_hardshrink_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd, at::Tensor& grad_input) {
+  return into(npu_hardshrink_backward(grad, x, lambd), grad_input);
+}
+at::Tensor npu_softshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  return shrink_backward("aten::softshrink_backward", grad, x, lambd);
+}
+at::Tensor& npu_softshrink_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd, at::Tensor& grad_input) {
+  return into(npu_softshrink_backward(grad, x, lambd), grad_input);
+}
+
+at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
+  if (!on_chip({&x})) {
+    note_cpu_fallback("aten::softshrink", kNotOnChip);
+    return to_npu(at::softshrink(x.cpu(), lambd));
+  }
+  const double l = lambd.toDouble();
+  return at::where(at::gt(x, l), at::sub(x, l), at::where(at::lt(x, -l), at::add(x, l), at::mul(x, 0)));
+}
+at::Tensor& npu_softshrink_out(const at::Tensor& x, const at::Scalar& lambd, at::Tensor& out) { return into(npu_softshrink(x, lambd), out); }
+
+at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
+  if (!on_chip({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
+    note_cpu_fallback("aten::_prelu_kernel", kNotOnChip);
+    return to_npu(at::_prelu_kernel(x.cpu(), weight.cpu()));
+  }
+  return at::where(at::gt(x, 0), x, at::mul(weight, x));
+}
+
+std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight) {
+  if (!on_chip({&x, &weight, &grad}) || x.scalar_type() != weight.scalar_type()) {
+    note_cpu_fallback("aten::_prelu_kernel_backward", kNotOnChip);
+    auto [gx, gw] = at::_prelu_kernel_backward(grad.cpu(), x.cpu(), weight.cpu());
+    return {to_npu(gx), to_npu(gw)};
+  }
+  const at::Tensor positive = at::gt(x, 0);
+  return {at::where(positive, grad, at::mul(weight, grad)), at::where(positive, zero_of(x), at::mul(x, grad))};
+}
+
+at::Tensor npu_rrelu_with_noise(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper, bool training,
+                                std::optional<at::Generator> generator) {
+  if (!on_chip({&x}) || (training && (!chip_float(noise) || noise.sizes() != x.sizes()))) {
+    note_cpu_fallback("aten::rrelu_with_noise", kNotOnChip);
+    at::Tensor host_noise = noise.cpu();
+    const at::Tensor result = at::rrelu_with_noise(x.cpu(), host_noise, lower, upper, training, generator);
+    noise.copy_(host_noise);
+    return to_npu(result);
+  }
+  if (!training) return at::leaky_relu(x, (lower.toDouble() + upper.toDouble()) / 2);
+  noise.uniform_(lower.toDouble(), upper.toDouble(), generator);
+  noise.copy_(at::where(at::le(x, 0), noise, at::ones({}, at::TensorOptions().dtype(noise.scalar_type()))));
+  return at::mul(x, noise);
+}
+at::Tensor& npu_rrelu_with_noise_out(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper, bool training,
+                                     std::optional<at::Generator> generator, at::Tensor& out) {
+  return into(npu_rrelu_with_noise(x, noise, lower, upper, training, generator), out);
+}
+
+at::Tensor& npu_clamp_tensor_out(const at::Tensor& x, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max,
+                                 at::Tensor& out) {
+  TORCH_CHECK(defined(min) || defined(max), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  at::Tensor result = x;
+  if (defined(min)) result = at::maximum(result, *min);
+  if (defined(max)) result = at::minimum(result, *max);
+  return into(result.is_same(x) ? x.clone() : result, out);
+}
+
+at::Tensor& npu_lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+  if (!chip_float(self) || !chip_float(end) || !chip_float(weight)) {
+    note_cpu_fallback("aten::lerp.Tensor_out", kNotOnChip);
+    return into(to_npu(at::lerp(self.cpu(), end.cpu(), weight.cpu())), out);
+  }
+  // In f32 (ATen's opmath), rounded once.
+  const std::vector<at::Tensor> operands = {as_f32(self), as_f32(end), as_f32(weight)};
+  const at::Tensor from_self = elementwise_chain(operands, "sub(in1, in0); mul(in2, %0); add(in0, %1)");
+  const at::Tensor from_end = elementwise_chain(operands, "sub(in1, in0); sub(1, in2); mul(%0, %1); sub(in1, %2)");
+  const at::Tensor result = at::where(at::lt(at::abs(operands[2]), 0.5), from_self, from_end);
+  return into(result.to(at::result_type(self, end)), out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("threshold", npu_threshold);
+  m.impl("threshold.out", npu_threshold_out);
+  m.impl("hardshrink", npu_hardshrink);
+  m.impl("hardshrink.out", npu_hardshrink_out);
+  m.impl("hardshrink_backward", npu_hardshrink_backward);
+  m.impl("hardshrink_backward.grad_input", npu_hardshrink_backward_out);
+  m.impl("softshrink", npu_softshrink);
+  m.impl("softshrink.out", npu_softshrink_out);
+  m.impl("softshrink_backward", npu_softshrink_backward);
+  m.impl("softshrink_backward.grad_input", npu_softshrink_backward_out);
+  m.impl("_prelu_kernel", npu_prelu);
+  m.impl("_prelu_kernel_backward", npu_prelu_backward);
+  m.impl("rrelu_with_noise", npu_rrelu_with_noise);
+  m.impl("rrelu_with_noise.out", npu_rrelu_with_noise_out);
+  m.impl("clamp.Tensor_out", npu_clamp_tensor_out);
+  m.impl("lerp.Tensor_out", npu_lerp_tensor_out);
+}
+
+}  // namespace npusim
