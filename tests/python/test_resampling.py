@@ -1,7 +1,7 @@
-"""Resampling on the npu (nearest and bilinear upsampling, reflection and replication padding)
+"""Resampling on the npu (nearest, bilinear and bicubic upsampling, reflection and replication padding)
 and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
 
-Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's weights and every
+Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's and bicubic's weights and every
 gradient are f32 sums in another order than the CPU's: f32 within torch.testing's defaults,
 bf16 within rtol 1.6e-2 / atol 1e-2 (test_opinfo.py's), the sums rounded once where the CPU's bf16
 padding gradients round after every add.
@@ -46,6 +46,10 @@ RESAMPLINGS = {
     "bilinear align_corners": lambda t: F.interpolate(t, size=(9, 4), mode="bilinear", align_corners=True),
     "bilinear down": lambda t: F.interpolate(t, size=(3, 4), mode="bilinear"),
     "bilinear 1.7": lambda t: F.interpolate(t, scale_factor=1.7, mode="bilinear"),
+    "bicubic 2x": lambda t: F.interpolate(t, scale_factor=2, mode="bicubic"),
+    "bicubic align_corners": lambda t: F.interpolate(t, size=(9, 4), mode="bicubic", align_corners=True),
+    "bicubic down": lambda t: F.interpolate(t, size=(3, 4), mode="bicubic"),  # taps clamped at both edges
+    "bicubic 1.7": lambda t: F.interpolate(t, scale_factor=1.7, mode="bicubic"),
     "reflect 2-D": lambda t: F.pad(t, (2, 1, 3, 4), mode="reflect"),
     "replicate 2-D": lambda t: F.pad(t, (2, 1, 0, 4), mode="replicate"),
     "reflect 1-D": lambda t: F.pad(t.flatten(2), (3, 2), mode="reflect"),

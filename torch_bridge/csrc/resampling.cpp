@@ -1,6 +1,6 @@
 // Resampling along the last two dims on the npu, where every output row
 // (column) reads input rows (columns) by a fixed map: nearest and bilinear
-// upsampling, reflection and replication padding, and their gradients.
+// upsampling (nearest, bilinear, bicubic), reflection and replication padding, and their gradients.
 //
 // Index maps (nearest, padding) move values: two gathers (index_select along
 // H, then W) with the indices made on the host, exact; for nearest
@@ -18,13 +18,19 @@
 // float; bilinear reads src = scale * (o + 0.5) - 0.5 clamped at 0 (or
 // (in - 1) / (out - 1) * o with align_corners) between floor(src) and the
 // next index, with weights 1 - l and l; reflection mirrors about the edge
-// elements, replication repeats them. 1-D and 3-D versions, other modes
-// (bicubic, antialiased), int64 and f64, and empty tensors go to the CPU,
-// counted.
+// elements, replication repeats them; bicubic reads src = scale * (o + 0.5) -
+// 0.5 (not clamped; scale * o with align_corners) at floor(src) - 1 .. floor(src)
+// + 2, clamped to the dim, with Keys' cubic convolution weights (A = -0.75) of
+// t = src - floor(src), all as ATen's CPU kernel computes them, in float. Like
+// bilinear it is a product of weight matrices, with four nonzeros per row.
+// 1-D and 3-D versions, antialiased modes, int64 and f64, and empty tensors go
+// to the CPU, counted.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "kernel_launch.h"
@@ -63,13 +69,14 @@ DimMap padding_map(int64_t in, int64_t before, int64_t after, bool reflect) {
   return map;
 }
 
+// ATen's area_pixel_compute_scale, in float.
+float source_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor) {
+  if (align_corners) return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  return scale_factor && *scale_factor > 0 ? static_cast<float>(1.0 / *scale_factor) : static_cast<float>(in) / static_cast<float>(out);
+}
+
 DimMap linear_map(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor) {
-  float scale;
-  if (align_corners) {
-    scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
-  } else {
-    scale = scale_factor && *scale_factor > 0 ? static_cast<float>(1.0 / *scale_factor) : static_cast<float>(in) / static_cast<float>(out);
-  }
+  const float scale = source_scale(in, out, align_corners, scale_factor);
   DimMap map{in, out, {}, std::vector<float>(size_t(out * in), 0.0f)};
   for (int64_t o = 0; o < out; ++o) {
     const float source = align_corners ? scale * float(o) : std::max(scale * (float(o) + 0.5f) - 0.5f, 0.0f);
@@ -78,6 +85,25 @@ DimMap linear_map(int64_t in, int64_t out, bool align_corners, std::optional<dou
     const float lambda = std::min(std::max(source - float(first), 0.0f), 1.0f);
     map.weights[size_t(o * in + first)] += 1.0f - lambda;
     map.weights[size_t(o * in + second)] += lambda;
+  }
+  return map;
+}
+
+DimMap cubic_map(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor) {
+  const float scale = source_scale(in, out, align_corners, scale_factor);
+  constexpr float A = -0.75f;  // Keys' cubic convolution, as ATen
+  const auto near = [&](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };     // |x| <= 1
+  const auto far = [&](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  DimMap map{in, out, {}, std::vector<float>(size_t(out * in), 0.0f)};
+  for (int64_t o = 0; o < out; ++o) {
+    const float source = align_corners ? scale * float(o) : scale * (float(o) + 0.5f) - 0.5f;
+    const float floor_source = std::floor(source);
+    const float t = source - floor_source;
+    const float weights[4] = {far(t + 1.0f), near(t), near(1.0f - t), far(2.0f - t)};
+    for (int64_t k = 0; k < 4; ++k) {
+      const int64_t i = std::clamp<int64_t>(int64_t(floor_source) - 1 + k, 0, in - 1);
+      map.weights[size_t(o * in + i)] += weights[k];
+    }
   }
   return map;
 }
@@ -199,6 +225,39 @@ at::Tensor& npu_upsample_bilinear2d_backward_out(const at::Tensor& grad, c10::In
   return into(npu_upsample_bilinear2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
 }
 
+// ---- bicubic ----------------------------------------------------------------------
+
+at::Tensor npu_upsample_bicubic2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
+                                  std::optional<double> scales_w) {
+  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_bicubic2d", "not a non-empty 4-D f32, bf16 or f16 tensor");
+    return at::upsample_bicubic2d(x.cpu(), output_size, align_corners, scales_h, scales_w).to(x.device());
+  }
+  const DimMap rows = cubic_map(x.size(2), output_size[0], align_corners, scales_h);
+  const DimMap cols = cubic_map(x.size(3), output_size[1], align_corners, scales_w);
+  return apply_maps(x, &rows, cols);
+}
+at::Tensor& npu_upsample_bicubic2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
+                                       std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_bicubic2d(x, output_size, align_corners, scales_h, scales_w), out);
+}
+
+at::Tensor npu_upsample_bicubic2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                           bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
+    note_cpu_fallback("aten::upsample_bicubic2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
+    return at::upsample_bicubic2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h, scales_w).to(grad.device());
+  }
+  const DimMap rows = cubic_map(input_size[2], output_size[0], align_corners, scales_h);
+  const DimMap cols = cubic_map(input_size[3], output_size[1], align_corners, scales_w);
+  return apply_transposed_maps(grad, &rows, cols);
+}
+at::Tensor& npu_upsample_bicubic2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
+                                                at::Tensor& out) {
+  return into(npu_upsample_bicubic2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
+}
+
 // ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]) ----
 
 // padding: (left, right) or (left, right, top, bottom). Reflection needs each pad below its dim (else the
@@ -289,6 +348,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bilinear2d.out", npu_upsample_bilinear2d_out);
   m.impl("upsample_bilinear2d_backward", npu_upsample_bilinear2d_backward);
   m.impl("upsample_bilinear2d_backward.grad_input", npu_upsample_bilinear2d_backward_out);
+  m.impl("upsample_bicubic2d", npu_upsample_bicubic2d);
+  m.impl("upsample_bicubic2d.out", npu_upsample_bicubic2d_out);
+  m.impl("upsample_bicubic2d_backward", npu_upsample_bicubic2d_backward);
+  m.impl("upsample_bicubic2d_backward.grad_input", npu_upsample_bicubic2d_backward_out);
   m.impl("reflection_pad1d", npu_reflection_pad1d);
   m.impl("reflection_pad1d.out", npu_reflection_pad1d_out);
   m.impl("reflection_pad2d", npu_reflection_pad2d);
