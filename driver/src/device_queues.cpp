@@ -144,6 +144,14 @@ DeviceFault Device::read_fault() {
   fault.has_address = (r(sim::Register::STATUS) & 2) != 0;
   fault.address = r(sim::Register::FAULT_ADDR_LO) | uint64_t{r(sim::Register::FAULT_ADDR_HI)} << 32;
   fault.cycle = r(sim::Register::FAULT_CYCLE_LO) | uint64_t{r(sim::Register::FAULT_CYCLE_HI)} << 32;
+  // The chip's detail (which check failed), a word at a time through the message window.
+  for (uint32_t word = 0; word < sim::kFaultMessageWords; ++word) {
+    link_->write_register(reg(sim::Register::FAULT_MESSAGE_INDEX), word);
+    const uint32_t bytes = r(sim::Register::FAULT_MESSAGE);
+    for (uint32_t b = 0; b < 4; ++b)
+      if (const char c = static_cast<char>((bytes >> (8 * b)) & 0xff); c != 0) fault.message += c;
+    if ((bytes >> 24) == 0) break;  // the message ended in this word
+  }
   // The instruction, from the code of the launch that was on the core: the
   // oldest one not known to have completed.
   if (fault.core >= 0 && static_cast<unsigned>(fault.core) < core_launches_.size() && fault.pc >= 0) {

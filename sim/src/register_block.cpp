@@ -68,6 +68,16 @@ uint32_t RegisterBlock::read(uint32_t offset) {
     case Register::CLOCK_MHZ: return static_cast<uint32_t>(context_.config.clock_mhz);
     case Register::FAULT_ENGINE: return fault_ ? fault_engine_code(fault_->engine) : 0;
     case Register::SCRATCHPAD_SIZE: return static_cast<uint32_t>(context_.config.core.scratchpad.size_bytes);
+    case Register::FAULT_MESSAGE_INDEX: return fault_message_index_;
+    case Register::FAULT_MESSAGE: {
+      if (!fault_ || fault_message_index_ >= kFaultMessageWords) return 0;
+      uint32_t word = 0;
+      for (uint32_t b = 0; b < 4; ++b) {
+        const size_t at = size_t(fault_message_index_) * 4 + b;
+        if (at < fault_->message.size()) word |= uint32_t(static_cast<uint8_t>(fault_->message[at])) << (8 * b);
+      }
+      return word;
+    }
     default: return 0;  // RESET is write-only; unmapped offsets read as zero
   }
 }
@@ -95,11 +105,13 @@ void RegisterBlock::write(uint32_t offset, uint32_t value) {
       if (value & 1) {
         fault_.reset();
         irq_status_ = 0;
+        fault_message_index_ = 0;
         std::fill(queue_registers_.begin(), queue_registers_.end(), 0);
         reset_chip_();
       }
       break;
     case Register::SCRATCH: scratch_ = value; break;
+    case Register::FAULT_MESSAGE_INDEX: fault_message_index_ = value; break;
     default: break;  // read-only and unmapped registers ignore writes
   }
 }

@@ -42,7 +42,7 @@ class RegisterBlock : public sc_core::sc_module {
   ChipContext& context_;
   CommandProcessor& command_processor_;
   std::function<void()> reset_chip_;
-  uint32_t irq_status_ = 0, irq_enable_ = 0, scratch_ = 0, cycle_hi_latch_ = 0;
+  uint32_t irq_status_ = 0, irq_enable_ = 0, scratch_ = 0, cycle_hi_latch_ = 0, fault_message_index_ = 0;
   std::optional<FaultRecord> fault_;
   std::vector<uint32_t> queue_registers_;  // num_queues * (stride / 4)
 };

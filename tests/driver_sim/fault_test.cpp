@@ -58,6 +58,7 @@ TEST_P(DeviceFaults, SurfaceAsDeviceErrorWithTheirFields) {
       EXPECT_EQ(e.address(), c.address) << e.what();
     }
     EXPECT_GT(e.cycle(), 0u);
+    EXPECT_FALSE(e.message().empty()) << e.what();  // every fault carries the chip's detail
     // The message names the fault and what the reset did to queued work.
     EXPECT_NE(std::string(e.what()).find(c.kind), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("device reset"), std::string::npos) << e.what();
@@ -98,6 +99,9 @@ TEST(DeviceFaultsOnAnyCore, NameThePhysicalCoreAndTheInstructionOfItsCode) {
     EXPECT_EQ(e.core(), 3) << e.what();
     EXPECT_EQ(e.pc(), 2) << e.what();
     EXPECT_NE(e.instruction().find("divu r2, r1"), std::string::npos) << e.what();
+    // The chip's detail, read through the FAULT_MESSAGE window, ends the error's text.
+    EXPECT_EQ(e.message().rfind("scalar division by zero", 0), 0u) << e.what();  // (then what the reset did)
+    EXPECT_NE(std::string(e.what()).find(": scalar division by zero"), std::string::npos) << e.what();
   }
   expect_device_works(*device);
 }

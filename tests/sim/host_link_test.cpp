@@ -83,12 +83,25 @@ TEST(HostLink, AFaultIsLatchedRaisesItsInterruptAndResetClearsIt) {
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_CORE)), 0u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_PC)), 3u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_ADDR_HI)), 1u << 8);
+  // The message, a word at a time through its window: the simulator's own text, zeros after its end.
+  std::string message;
+  for (uint32_t word = 0; word < kFaultMessageWords; ++word) {
+    simulator.write_register(static_cast<uint32_t>(Register::FAULT_MESSAGE_INDEX), word);
+    EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_MESSAGE_INDEX)), word);
+    const uint32_t bytes = simulator.read_register(static_cast<uint32_t>(Register::FAULT_MESSAGE));
+    for (uint32_t b = 0; b < 4; ++b)
+      if (const char c = static_cast<char>(bytes >> (8 * b)); c != 0) message += c;
+  }
+  EXPECT_EQ(message, result.fault->message.substr(0, 4 * kFaultMessageWords));
+  EXPECT_FALSE(message.empty());
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::IRQ_STATUS)), 1u << kIrqFaultBit);
   simulator.write_register(static_cast<uint32_t>(Register::IRQ_STATUS), 1u << kIrqFaultBit);  // write 1 to clear
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::IRQ_STATUS)), 0u);
   simulator.write_register(static_cast<uint32_t>(Register::RESET), 1);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::STATUS)), 0u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_KIND)), 0u);
+  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_MESSAGE_INDEX)), 0u);
+  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::FAULT_MESSAGE)), 0u);
 }
 
 TEST(HostLink, EnginesBusyAtAFaultComeBackAfterReset) {

@@ -12,6 +12,8 @@ inline constexpr uint32_t kRegisterMapVersion = 1;
 inline constexpr uint32_t kQueueRegisterBase = 0x100;
 inline constexpr uint32_t kQueueRegisterStride = 0x40;
 inline constexpr uint32_t kIrqFaultBit = 31;
+// The fault message's window: FAULT_MESSAGE_INDEX selects one of these 32-bit words.
+inline constexpr uint32_t kFaultMessageWords = 64;
 
 enum class Register : uint32_t {
 #define NPU_REGISTER(NAME, OFFSET, ACCESS, DESCRIPTION) NAME = OFFSET,
