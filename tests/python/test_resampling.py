@@ -1,5 +1,5 @@
-"""Resampling on the npu (nearest, bilinear and bicubic upsampling, reflection and replication padding)
-and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
+"""Resampling on the npu (nearest, bilinear and bicubic upsampling, reflection and replication padding,
+grid_sample) and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
 
 Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's and bicubic's weights and every
 gradient are f32 sums in another order than the CPU's: f32 within torch.testing's defaults,
@@ -71,3 +71,27 @@ def test_bilinear_upsampling_and_padding_run_on_the_chip(name, dtype):
 def test_a_padding_the_cpu_refuses_is_refused_with_its_error():
     with pytest.raises(RuntimeError, match="Padding size should be less than"):
         F.pad(torch.randn(1, 2, 3, 3).to(NPU), (3, 3, 0, 0), mode="reflect")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_and_its_gradients_run_on_the_chip(mode, padding_mode, align_corners):
+    torch.manual_seed(5)
+    x = torch.randn(2, 3, 6, 7)
+    grid = torch.rand(2, 5, 4, 2) * 2.6 - 1.3  # some points outside the image
+    grid[1, 0, 1] = torch.tensor([1.0, -1.0])  # a corner exactly
+    if padding_mode == "zeros":
+        grid[0, 0, 0] = torch.tensor([float("nan"), 0.3])  # outside, as ATen maps it (its CPU backward crashes on NaN with border)
+    x_cpu, grid_cpu = x.clone().requires_grad_(), grid.clone().requires_grad_()
+    x_npu, grid_npu = x.to(NPU).requires_grad_(), grid.to(NPU).requires_grad_()
+    before = dict(npusim.fallback_stats())
+    y_npu = F.grid_sample(x_npu, grid_npu, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    y_cpu = F.grid_sample(x_cpu, grid_cpu, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    grad = torch.randn(y_cpu.shape)
+    y_npu.backward(grad.to(NPU))
+    y_cpu.backward(grad)
+    assert {k: v for k, v in npusim.fallback_stats().items() if v != before.get(k, 0)} == {}
+    torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), equal_nan=True)
+    torch.testing.assert_close(x_npu.grad.cpu(), x_cpu.grad)
+    torch.testing.assert_close(grid_npu.grad.cpu(), grid_cpu.grad, equal_nan=True)
