@@ -13,8 +13,8 @@
 //                index; the grid's: sum over channels of the output gradient times each corner's
 //                value times its weight's derivative, times the unnormalization's scale (and zero
 //                where border padding clamped the coordinate, as ATen's clip_coordinates_set_grad)
-// Reflection padding (which needs an exact fmod), bicubic interpolation, 5-D grids and beyond 2^24
-// scatter terms per plane: the CPU, counted.
+// Reflection padding, bicubic interpolation, 5-D grids, bf16 and f16 (which the CPU computes in the
+// dtype, rounding every step of the coordinates) and beyond 2^24 scatter terms per plane: the CPU, counted.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
@@ -33,7 +33,8 @@ constexpr int64_t kZeros = 0, kBorder = 1;
 constexpr int64_t kMaxScatterTerms = int64_t{1} << 24;
 
 bool on_chip(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding) {
-  return chip_float(input) && chip_float(grid) && input.dim() == 4 && grid.dim() == 4 && grid.size(3) == 2 && input.numel() > 0 &&
+  // f32 only: the CPU computes bf16 and f16 sampling in the dtype, rounding every step of the coordinates.
+  return input.scalar_type() == at::kFloat && grid.scalar_type() == at::kFloat && on_npu(input) && on_npu(grid) && input.dim() == 4 && grid.dim() == 4 && grid.size(3) == 2 && input.numel() > 0 &&
          grid.numel() > 0 && (interpolation == kBilinear || interpolation == kNearest) && (padding == kZeros || padding == kBorder) &&
          4 * grid.size(1) * grid.size(2) * input.size(2) * input.size(3) <= kMaxScatterTerms;
 }
@@ -108,7 +109,7 @@ at::Tensor gathered(const at::Tensor& planes, const Neighbour& corner) {
 
 at::Tensor npu_grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding, bool align_corners) {
   if (!on_chip(input, grid, interpolation, padding)) {
-    note_cpu_fallback("aten::grid_sampler_2d", "reflection padding, bicubic, not 4-D chip floats, or beyond 2^24 scatter terms");
+    note_cpu_fallback("aten::grid_sampler_2d", "reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms");
     return to_npu(at::grid_sampler_2d(input.cpu(), grid.cpu(), interpolation, padding, align_corners));
   }
   const int64_t n = input.size(0), c = input.size(1);
@@ -126,7 +127,7 @@ std::tuple<at::Tensor, at::Tensor> npu_grid_sampler_2d_backward(const at::Tensor
                                                                 int64_t interpolation, int64_t padding, bool align_corners,
                                                                 std::array<bool, 2> output_mask) {
   if (!on_chip(input, grid, interpolation, padding) || !chip_float(grad)) {
-    note_cpu_fallback("aten::grid_sampler_2d_backward", "reflection padding, bicubic, not 4-D chip floats, or beyond 2^24 scatter terms");
+    note_cpu_fallback("aten::grid_sampler_2d_backward", "reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms");
     auto [gi, gg] = at::grid_sampler_2d_backward(grad.cpu(), input.cpu(), grid.cpu(), interpolation, padding, align_corners, output_mask);
     return {gi.defined() ? to_npu(gi) : gi, gg.defined() ? to_npu(gg) : gg};
   }

@@ -1,5 +1,5 @@
-// Integer division on the npu: floor_divide (//), remainder (%) and div with rounding_mode "trunc"
-// or "floor", bit-exact with the CPU. The vector unit's v.div truncates (the compiler's div_trunc);
+// Division with rounding on the npu: floor_divide (//), remainder (%), fmod and div with rounding_mode
+// "trunc" or "floor", bit-exact with the CPU. The vector unit's v.div truncates (the compiler's div_trunc);
 // floor division and Python's remainder (with the divisor's sign) are its quotient and remainder
 // moved by one where the remainder is nonzero and its sign is not the divisor's, found with shifts
 // and masks instead of comparisons, so that each is one elementwise chain:
@@ -11,16 +11,29 @@
 // not), which is checked on the chip and read back as one value (as CUDA reads back nonzero's count),
 // the result then widened on the chip; other int64 values go to the CPU, counted. A zero divisor
 // faults the launch (a RuntimeError naming v.div), where the CPU raises ZeroDivisionError.
-// Floats: div with rounding_mode "trunc" is trunc(a / b) on the chip, as the CPU computes it; float
-// floor division and remainder (whose exact remainder needs fmod) go to the CPU, counted.
+// fmod of integers is the truncating remainder r above.
+//
+// Floats (f32; bf16 and f16 through f32, where their fmod is exact and converts back exactly): fmod exactly,
+// as C's, in one chain, then ATen's remainder and floor division formulas on it, each step in the dtype as
+// the CPU rounds them (so bit-exact with the CPU):
+//   A = |a|, B = |b|, q = round(A / B) (by adding and taking away 2^23: q is floor(A / B) or one more)
+//   r = A - q B exactly: Dekker's product q B = p + e (Veltkamp's splits by 4097), A - p exact by
+//       Sterbenz's lemma (p is within a factor 2 of A), and r = (A - p) - e exact because r is
+//       representable (a multiple of ulp(B) below 2^24 ulp(B)); r < 0 (q one too many) gives r + B
+//   fmod(a, b) = r with a's sign; NaN where b is 0 or a infinite, a where b is infinite
+// This holds while A / B < 2^22 and the values lie within 2^-100 .. 2^100 (no overflow in the splits,
+// no underflow in e); the chip checks it and one value is read back; other values go to the CPU,
+// counted. div with rounding_mode "trunc" of floats is trunc(a / b) on the chip, as the CPU computes it.
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <functional>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "int64_arithmetic.h"
 #include "kernel_launch.h"
@@ -28,7 +41,7 @@
 namespace npusim {
 namespace {
 
-enum class Rounding { Trunc, Floor, Remainder };
+enum class Rounding { Trunc, Floor, Remainder, Fmod };
 
 bool chip_integer(at::ScalarType t) { return t == at::kInt || t == at::kChar || t == at::kByte; }
 
@@ -37,7 +50,7 @@ at::Tensor divide_on_chip(const at::Tensor& a, const at::Tensor& b, Rounding rou
   const bool is_unsigned = a.scalar_type() == at::kByte;  // the truncated quotient is the floor
   if (rounding == Rounding::Trunc || (rounding == Rounding::Floor && is_unsigned)) return elementwise_chain({a, b}, "div_trunc(in0, in1)");
   const std::string quotient_and_remainder = "div_trunc(in0, in1); mul(%0, in1); sub(in0, %1)";  // %0 q, %2 r
-  if (is_unsigned) return elementwise_chain({a, b}, quotient_and_remainder);
+  if (is_unsigned || rounding == Rounding::Fmod) return elementwise_chain({a, b}, quotient_and_remainder);
   const std::string sign = std::to_string(c10::elementSize(a.scalar_type()) * 8 - 1);
   const std::string adjust = "; bitwise_xor(%2, in1); bitwise_right_shift(%3, " + sign + "); neg(%2); bitwise_or(%2, %5); bitwise_right_shift(%6, " +
                              sign + "); bitwise_and(%4, %7)";  // %8 adjust
@@ -59,10 +72,62 @@ at::Tensor on_host(const char* name, const std::string& reason, const std::funct
   return to_npu(reference());
 }
 
+at::Tensor f32_scalar(double value) { return at::scalar_tensor(value, at::TensorOptions().dtype(at::kFloat)); }
+
+// C's fmod of f32 tensors (broadcast), exactly, or undefined where some value is out of the method's range.
+at::Tensor exact_fmod(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor magnitude_a = at::abs(a), magnitude_b = at::abs(b);
+  const at::Tensor finite = at::logical_and(at::logical_and(at::isfinite(a), at::isfinite(b)), at::ne(b, 0));
+  const at::Tensor out_of_range = at::logical_or(at::ge(at::div(magnitude_a, magnitude_b), 4194304.0),  // 2^22
+                                                 at::logical_or(at::lt(magnitude_b, std::ldexp(1.0, -100)), at::gt(magnitude_a, std::ldexp(1.0, 100))));
+  if (at::any(at::logical_and(finite, out_of_range)).cpu().item<bool>()) return at::Tensor();
+  const at::Tensor remainder = elementwise_chain(
+      {a, b},
+      "abs(in0); abs(in1); div(%0, %1); add(%2, 8388608); sub(%3, 8388608); "          // %0 A, %1 B, %4 q
+      "mul(%4, 4097); sub(%5, %4); sub(%5, %6); sub(%4, %7); "                          // %7 q hi, %8 q lo
+      "mul(%1, 4097); sub(%9, %1); sub(%9, %10); sub(%1, %11); "                        // %11 B hi, %12 B lo
+      "mul(%4, %1); mul(%7, %11); sub(%14, %13); mul(%7, %12); add(%15, %16); "          // %13 p = fl(q B)
+      "mul(%8, %11); add(%17, %18); mul(%8, %12); add(%19, %20); "                      // %21 e = q B - p
+      "sub(%0, %13); sub(%22, %21)");                                                    // %23 r = (A - p) - e
+  const at::Tensor corrected = at::where(at::lt(remainder, 0), at::add(remainder, magnitude_b), remainder);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  at::Tensor result = at::where(finite, at::copysign(corrected, a), f32_scalar(std::numeric_limits<double>::quiet_NaN()));
+  // a finite and b infinite: a itself
+  return at::where(at::logical_and(at::isfinite(a), at::isinf(b)), a.expand(shape), result);
+}
+
+// fmod, remainder or floor division of floats of one dtype: ATen's formulas on the exact fmod (computed
+// in f32, exact in the dtype too), each step in the dtype, rounded as the CPU's scalar_t arithmetic.
+at::Tensor divide_floats(const at::Tensor& a, const at::Tensor& b, Rounding rounding) {
+  at::Tensor mod = exact_fmod(as_f32(a), as_f32(b));
+  if (!mod.defined()) return mod;
+  mod = mod.to(a.scalar_type());
+  if (rounding == Rounding::Fmod) return mod;
+  // the remainder's sign is not the divisor's: Python's % and // move by one divisor
+  const at::Tensor moves = at::logical_and(at::ne(mod, 0), at::ne(at::lt(b, 0), at::lt(mod, 0)));
+  if (rounding == Rounding::Remainder) return at::where(moves, at::add(mod, b), mod);
+  // ATen's div_floor_floating: div = (a - mod) / b, less one where it moves; floor, rounded up past .5;
+  // a zero quotient takes the sign of a / b; a zero divisor gives a / b
+  const at::Tensor quotient = at::div(a, b);
+  at::Tensor div = at::div(at::sub(a, mod), b);
+  div = at::where(moves, at::sub(div, 1), div);
+  at::Tensor floored = at::floor(div);
+  floored = at::where(at::gt(at::sub(div, floored), 0.5), at::add(floored, 1), floored);
+  const at::Tensor result = at::where(at::ne(div, 0), floored, at::copysign(at::zeros_like(div), quotient));
+  return at::where(at::eq(b, 0), quotient, result);
+}
+
 at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_in, Rounding rounding,
                   const std::function<at::Tensor()>& reference) {
   const at::ScalarType common = at::result_type(a_in, b_in);
-  if (at::isFloatingType(common)) return on_host(name, "floats: the exact remainder needs fmod, which the chip has not", reference);
+  if (at::isFloatingType(common)) {
+    const auto usable = [](const at::Tensor& t) { return (on_npu(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
+    if (!chip_float_dtype(common) || !usable(a_in) || !usable(b_in) || (!on_npu(a_in) && !on_npu(b_in)))
+      return on_host(name, "f64, or empty operands", reference);
+    const at::Tensor result = divide_floats(to_npu(a_in).to(common), to_npu(b_in).to(common), rounding);
+    if (!result.defined()) return on_host(name, "float values whose quotient reaches 2^22, or beyond 2^-100 .. 2^100", reference);
+    return result;
+  }
   if (!(chip_integer(common) || common == at::kLong)) return on_host(name, "", reference);
   const auto prepare = [&](const at::Tensor& t) {
     if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
@@ -84,6 +149,12 @@ at::Tensor npu_remainder(const at::Tensor& a, const at::Tensor& b) {
   return divide("aten::remainder.Tensor", a, b, Rounding::Remainder, [&] { return at::remainder(a.cpu(), b.cpu()); });
 }
 at::Tensor& remainder_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_remainder(a, b), out); }
+at::Tensor npu_fmod(const at::Tensor& a, const at::Tensor& b) {
+  return divide("aten::fmod.Tensor", a, b, Rounding::Fmod, [&] { return at::fmod(a.cpu(), b.cpu()); });
+}
+at::Tensor& fmod_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_fmod(a, b), out); }
+at::Tensor npu_fmod_scalar(const at::Tensor& a, const at::Scalar& b) { return npu_fmod(a, at::scalar_tensor(b)); }
+at::Tensor& fmod_scalar_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) { return into(npu_fmod_scalar(a, b), out); }
 
 // div with a rounding mode: integers above; floats' "trunc" as trunc(a / b) on the chip; "floor" of floats and
 // no mode (true division, dispatched here with one) through the other kernels.
@@ -92,7 +163,7 @@ at::Tensor div_mode(const at::Tensor& a, const at::Tensor& b, std::optional<c10:
   if (!mode) return at::div(a, b);
   const bool integers = at::isIntegralType(at::result_type(a, b), /*includeBool=*/false);
   if (*mode == "trunc") return integers ? divide("aten::div.Tensor_mode", a, b, Rounding::Trunc, reference) : at::trunc(at::div(a, b));
-  if (*mode == "floor" && integers) return divide("aten::div.Tensor_mode", a, b, Rounding::Floor, reference);
+  if (*mode == "floor") return divide("aten::div.Tensor_mode", a, b, Rounding::Floor, reference);
   return on_host("aten::div.Tensor_mode", "", reference);  // (an unknown mode: the CPU's error)
 }
 at::Tensor& div_mode_out(const at::Tensor& a, const at::Tensor& b, std::optional<c10::string_view> mode, at::Tensor& out) {
@@ -106,6 +177,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide.out", floor_divide_out);
   m.impl("remainder.Tensor", npu_remainder);
   m.impl("remainder.Tensor_out", remainder_out);
+  m.impl("fmod.Tensor", npu_fmod);
+  m.impl("fmod.Tensor_out", fmod_out);
+  m.impl("fmod.Scalar", npu_fmod_scalar);
+  m.impl("fmod.Scalar_out", fmod_scalar_out);
   m.impl("div.Tensor_mode", div_mode);
   m.impl("div.out_mode", div_mode_out);
 }
