@@ -183,3 +183,33 @@ def test_multinomial_draws_on_the_chip_with_the_distributions_frequencies():
         torch.multinomial(torch.tensor([0.5, -0.1]).to(NPU), 1)
     with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
         torch.multinomial(torch.zeros(2, 3).to(NPU), 1)
+
+
+@pytest.mark.parametrize("dtype, low, high", [(torch.int64, 0, 1000), (torch.int32, -5, 3), (torch.uint8, 0, 256), (torch.float32, 2, 9)])
+def test_randint_draws_every_value_of_its_range_evenly_on_the_chip(dtype, low, high):
+    """random_(from, to): from + floor(u (to - from)); every value reached, none outside, frequencies
+    within 5 standard deviations of uniform, the same draws for the same seed."""
+    torch.npu.manual_seed(11)
+    before = dict(npusim.fallback_stats())
+    draws = torch.randint(low, high, (40000,), device=NPU, dtype=dtype).cpu()
+    assert new_fallbacks(before) == {} and draws.dtype == dtype
+    counts = torch.bincount(draws.long() - low, minlength=high - low).double()
+    assert counts.numel() == high - low and (counts > 0).all()
+    p = 1.0 / (high - low)
+    assert ((counts / 40000 - p).abs() <= 5 * math.sqrt(p * (1 - p) / 40000)).all()
+    torch.npu.manual_seed(11)
+    assert torch.equal(torch.randint(low, high, (40000,), device=NPU, dtype=dtype).cpu(), draws)
+
+
+def test_randperm_is_a_permutation_drawn_on_the_chip():
+    torch.npu.manual_seed(12)
+    before = dict(npusim.fallback_stats())
+    first = torch.randperm(1000, device=NPU).cpu()
+    second = torch.randperm(1000, device=NPU).cpu()
+    assert new_fallbacks(before) == {} and first.dtype == torch.int64
+    assert torch.equal(torch.sort(first).values, torch.arange(1000)) and not torch.equal(first, second)
+    torch.npu.manual_seed(12)
+    assert torch.equal(torch.randperm(1000, device=NPU).cpu(), first)
+    # Beyond 4096 elements the CPU's generator draws it, counted.
+    assert torch.equal(torch.sort(torch.randperm(5000, device=NPU).cpu()).values, torch.arange(5000))
+    assert "aten::randperm.generator_out" in new_fallbacks(before)

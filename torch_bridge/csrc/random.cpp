@@ -14,6 +14,11 @@
 //   multinomial                        inverse transform: u times each row's total, the
 //                                      draw the count of cumulative sums at or below it
 //                                      (with replacement, or one draw)
+//   random_(from, to)                  (so torch.randint) from + floor(u (to - from)) in f32, u uniform:
+//                                      ranges up to 2^24 (each value's probability within
+//                                      range / 2^24 of uniform), integers kept in i32 and widened
+//   randperm                           the positions of n uniform keys sorted (the topk kernel;
+//                                      n up to 4096)
 // and arange.start_out, which shares the generator kernel (v.iota in place of v.rand).
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
@@ -246,6 +251,50 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   return out;
 }
 
+// Integers in [from, to) from uniform f32 draws. Ranges beyond 2^24, f64 and the full-range random_()
+// go to the CPU's generator, counted.
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to_opt, std::optional<at::Generator> generator) {
+  const bool integer = self.scalar_type() == at::kLong || self.scalar_type() == at::kInt || self.scalar_type() == at::kChar ||
+                       self.scalar_type() == at::kByte || self.scalar_type() == at::kBool;
+  if (to_opt) TORCH_CHECK(from < *to_opt, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to_opt);
+  const bool supported = on_npu(self) && to_opt && (integer || chip_float(self)) && *to_opt - from <= (int64_t{1} << 24) &&
+                         from >= std::numeric_limits<int32_t>::min() && *to_opt - 1 <= std::numeric_limits<int32_t>::max();
+  if (supported) {
+    if (self.numel() == 0) return self;
+    const int64_t range = *to_opt - from;
+    at::Tensor u = new_npu(self.sizes(), at::kFloat);
+    if (generate(OpKind::UNIFORM, u, 0, 1, generator)) {
+      // floor(u range) may round up to range where u is within 2^-24 of 1: kept below it.
+      const at::Tensor offset = at::floor(at::mul(u, double(range))).to(at::kInt);
+      const at::Tensor value = elementwise_chain({offset}, "minimum(in0, " + std::to_string(range - 1) + "); add(%0, " + std::to_string(from) + ")");
+      self.copy_(value);
+      return self;
+    }
+  }
+  note_cpu_fallback("aten::random_.from", "a range beyond 2^24 or int32, no upper bound, or a dtype the chip does not store");
+  self.copy_(self.cpu().random_(from, to_opt));
+  return self;
+}
+at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) { return random_from_(self, 0, to, generator); }
+
+// A random permutation of 0 .. n - 1: the sorted order of n uniform keys (equal keys, 2^-24 apart at
+// worst, keep their order: the sort is stable).
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  if (out.numel() != n) out.resize_({n});
+  if (n == 0) return out;
+  if (on_npu(out) && n <= 4096 && (out.scalar_type() == at::kLong || out.scalar_type() == at::kInt || chip_float(out))) {
+    at::Tensor keys = new_npu({n}, at::kFloat);
+    if (generate(OpKind::UNIFORM, keys, 0, 1, generator)) {
+      out.copy_(std::get<1>(at::topk(keys, n, 0, /*largest=*/false, /*sorted=*/true)));  // (a stable sort)
+      return out;
+    }
+  }
+  note_cpu_fallback("aten::randperm.generator_out", "more than 4096 elements, or an output dtype the chip does not store");
+  out.copy_(at::randperm(n, out.options().device(at::kCPU)));
+  return out;
+}
+
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
 at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
   const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
@@ -279,6 +328,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli", bernoulli);
   m.impl("multinomial", multinomial);
   m.impl("arange.start_out", arange_out);
+  m.impl("random_.from", random_from_);
+  m.impl("random_.to", random_to_);
+  m.impl("randperm.generator_out", randperm_out);
   m.impl("linspace.out", linspace_out);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
