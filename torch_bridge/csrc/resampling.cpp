@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -192,32 +193,49 @@ at::Tensor& npu_upsample_nearest2d_backward_out(const at::Tensor& grad, c10::Int
   return into(npu_upsample_nearest2d_backward(grad, output_size, input_size, scales_h, scales_w), out);
 }
 
-// ---- bilinear ---------------------------------------------------------------------
+// ---- bilinear and bicubic: weighted maps --------------------------------------------
+
+using MapBuilder = DimMap (*)(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor);
+
+at::Tensor weighted_upsample(const char* name, MapBuilder build, const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                             std::optional<double> scales_h, std::optional<double> scales_w, const std::function<at::Tensor()>& reference) {
+  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
+    note_cpu_fallback(name, "not a non-empty 4-D f32, bf16 or f16 tensor");
+    return reference().to(x.device());
+  }
+  const DimMap rows = build(x.size(2), output_size[0], align_corners, scales_h);
+  const DimMap cols = build(x.size(3), output_size[1], align_corners, scales_w);
+  return apply_maps(x, &rows, cols);
+}
+
+at::Tensor weighted_upsample_backward(const char* name, MapBuilder build, const at::Tensor& grad, c10::IntArrayRef output_size,
+                                      c10::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h,
+                                      std::optional<double> scales_w, const std::function<at::Tensor()>& reference) {
+  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
+    note_cpu_fallback(name, "not a non-empty 4-D f32, bf16 or f16 gradient");
+    return reference().to(grad.device());
+  }
+  const DimMap rows = build(input_size[2], output_size[0], align_corners, scales_h);
+  const DimMap cols = build(input_size[3], output_size[1], align_corners, scales_w);
+  return apply_transposed_maps(grad, &rows, cols);
+}
 
 at::Tensor npu_upsample_bilinear2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
                                    std::optional<double> scales_w) {
-  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_bilinear2d", "not a non-empty 4-D f32, bf16 or f16 tensor");
-    return at::upsample_bilinear2d(x.cpu(), output_size, align_corners, scales_h, scales_w).to(x.device());
-  }
-  const DimMap rows = linear_map(x.size(2), output_size[0], align_corners, scales_h);
-  const DimMap cols = linear_map(x.size(3), output_size[1], align_corners, scales_w);
-  return apply_maps(x, &rows, cols);
+  return weighted_upsample("aten::upsample_bilinear2d", linear_map, x, output_size, align_corners, scales_h, scales_w,
+                           [&] { return at::upsample_bilinear2d(x.cpu(), output_size, align_corners, scales_h, scales_w); });
 }
 at::Tensor& npu_upsample_bilinear2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
                                         std::optional<double> scales_w, at::Tensor& out) {
   return into(npu_upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w), out);
 }
-
 at::Tensor npu_upsample_bilinear2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                             bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_bilinear2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
-    return at::upsample_bilinear2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h, scales_w).to(grad.device());
-  }
-  const DimMap rows = linear_map(input_size[2], output_size[0], align_corners, scales_h);
-  const DimMap cols = linear_map(input_size[3], output_size[1], align_corners, scales_w);
-  return apply_transposed_maps(grad, &rows, cols);
+  return weighted_upsample_backward("aten::upsample_bilinear2d_backward", linear_map, grad, output_size, input_size, align_corners, scales_h,
+                                    scales_w, [&] {
+                                      return at::upsample_bilinear2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h,
+                                                                              scales_w);
+                                    });
 }
 at::Tensor& npu_upsample_bilinear2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                                  bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
@@ -225,32 +243,22 @@ at::Tensor& npu_upsample_bilinear2d_backward_out(const at::Tensor& grad, c10::In
   return into(npu_upsample_bilinear2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
 }
 
-// ---- bicubic ----------------------------------------------------------------------
-
 at::Tensor npu_upsample_bicubic2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
                                   std::optional<double> scales_w) {
-  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_bicubic2d", "not a non-empty 4-D f32, bf16 or f16 tensor");
-    return at::upsample_bicubic2d(x.cpu(), output_size, align_corners, scales_h, scales_w).to(x.device());
-  }
-  const DimMap rows = cubic_map(x.size(2), output_size[0], align_corners, scales_h);
-  const DimMap cols = cubic_map(x.size(3), output_size[1], align_corners, scales_w);
-  return apply_maps(x, &rows, cols);
+  return weighted_upsample("aten::upsample_bicubic2d", cubic_map, x, output_size, align_corners, scales_h, scales_w,
+                           [&] { return at::upsample_bicubic2d(x.cpu(), output_size, align_corners, scales_h, scales_w); });
 }
 at::Tensor& npu_upsample_bicubic2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
                                        std::optional<double> scales_w, at::Tensor& out) {
   return into(npu_upsample_bicubic2d(x, output_size, align_corners, scales_h, scales_w), out);
 }
-
 at::Tensor npu_upsample_bicubic2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                            bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_bicubic2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
-    return at::upsample_bicubic2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h, scales_w).to(grad.device());
-  }
-  const DimMap rows = cubic_map(input_size[2], output_size[0], align_corners, scales_h);
-  const DimMap cols = cubic_map(input_size[3], output_size[1], align_corners, scales_w);
-  return apply_transposed_maps(grad, &rows, cols);
+  return weighted_upsample_backward("aten::upsample_bicubic2d_backward", cubic_map, grad, output_size, input_size, align_corners, scales_h,
+                                    scales_w, [&] {
+                                      return at::upsample_bicubic2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h,
+                                                                             scales_w);
+                                    });
 }
 at::Tensor& npu_upsample_bicubic2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                                 bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
