@@ -124,9 +124,15 @@ at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_
     const auto usable = [](const at::Tensor& t) { return (on_npu(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
     if (!chip_float_dtype(common) || !usable(a_in) || !usable(b_in) || (!on_npu(a_in) && !on_npu(b_in)))
       return on_host(name, "f64, or empty operands", reference);
-    const at::Tensor result = divide_floats(to_npu(a_in).to(common), to_npu(b_in).to(common), rounding);
+    // ATen floor-divides bf16 and f16 by a host scalar in f32 with the scalar unrounded (its
+    // original_scalar_value), rounding once; otherwise in the dtype.
+    const bool in_f32 = rounding == Rounding::Floor && common != at::kFloat && !on_npu(b_in);
+    const at::ScalarType computed = in_f32 ? at::kFloat : common;
+    // (a host scalar converted on the host: an f64 one has no chip dtype to convert from)
+    const auto operand = [&](const at::Tensor& t) { return on_npu(t) ? t.to(computed) : to_npu(t.to(computed)); };
+    const at::Tensor result = divide_floats(operand(a_in), operand(b_in), rounding);
     if (!result.defined()) return on_host(name, "float values whose quotient reaches 2^22, or beyond 2^-100 .. 2^100", reference);
-    return result;
+    return result.to(common);
   }
   if (!(chip_integer(common) || common == at::kLong)) return on_host(name, "", reference);
   const auto prepare = [&](const at::Tensor& t) {
