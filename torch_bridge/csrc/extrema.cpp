@@ -140,7 +140,8 @@ std::tuple<at::Tensor, at::Tensor> cumulative_extremum(bool maximum, const at::T
     at::Tensor keep_own = maximum ? at::ge(own, before) : at::le(own, before);
     if (is_float) keep_own = at::logical_or(keep_own, at::isnan(own));
     values = at::cat({values.narrow(-1, 0, s), at::where(keep_own, own, before)}, -1);
-    positions = at::cat({positions.narrow(-1, 0, s), at::where(keep_own, positions.narrow(-1, s, length - s), positions.narrow(-1, 0, length - s))}, -1);
+    const at::Tensor kept = at::where(keep_own, positions.narrow(-1, s, length - s), positions.narrow(-1, 0, length - s));
+    positions = at::cat({positions.narrow(-1, 0, s), kept}, -1);
   }
   at::Tensor indices = positions.to(at::kLong);
   if (self.dim() == 0) return {values.view(c10::IntArrayRef{}).clone(), indices.view(c10::IntArrayRef{})};

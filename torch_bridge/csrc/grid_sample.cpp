@@ -34,7 +34,8 @@ constexpr int64_t kMaxScatterTerms = int64_t{1} << 24;
 
 bool on_chip(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding) {
   // f32 only: the CPU computes bf16 and f16 sampling in the dtype, rounding every step of the coordinates.
-  return input.scalar_type() == at::kFloat && grid.scalar_type() == at::kFloat && on_npu(input) && on_npu(grid) && input.dim() == 4 && grid.dim() == 4 && grid.size(3) == 2 && input.numel() > 0 &&
+  return input.scalar_type() == at::kFloat && grid.scalar_type() == at::kFloat && on_npu(input) && on_npu(grid) && input.dim() == 4 &&
+         grid.dim() == 4 && grid.size(3) == 2 && input.numel() > 0 &&
          grid.numel() > 0 && (interpolation == kBilinear || interpolation == kNearest) && (padding == kZeros || padding == kBorder) &&
          4 * grid.size(1) * grid.size(2) * input.size(2) * input.size(3) <= kMaxScatterTerms;
 }

@@ -174,7 +174,7 @@ at::Tensor& npu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const 
               self.scalar_type(), " and ", source.scalar_type());
   if (self.numel() == 0) return self;
   at::Tensor positions;
-  if (on_npu(self) && on_npu(mask) && on_npu(source) && self.numel() > 0 && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
+  if (on_npu(self) && on_npu(mask) && on_npu(source) && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
     positions = nonzero_positions(mask.expand(self.sizes()));
   if (!positions.defined()) {
     note_cpu_fallback("aten::masked_scatter_", "not chip dtypes on the npu, or beyond 2^24 element-rounds");

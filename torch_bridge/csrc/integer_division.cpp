@@ -78,8 +78,8 @@ at::Tensor f32_scalar(double value) { return at::scalar_tensor(value, at::Tensor
 at::Tensor exact_fmod(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor magnitude_a = at::abs(a), magnitude_b = at::abs(b);
   const at::Tensor finite = at::logical_and(at::logical_and(at::isfinite(a), at::isfinite(b)), at::ne(b, 0));
-  const at::Tensor out_of_range = at::logical_or(at::ge(at::div(magnitude_a, magnitude_b), 4194304.0),  // 2^22
-                                                 at::logical_or(at::lt(magnitude_b, std::ldexp(1.0, -100)), at::gt(magnitude_a, std::ldexp(1.0, 100))));
+  const at::Tensor beyond_2_100 = at::logical_or(at::lt(magnitude_b, std::ldexp(1.0, -100)), at::gt(magnitude_a, std::ldexp(1.0, 100)));
+  const at::Tensor out_of_range = at::logical_or(at::ge(at::div(magnitude_a, magnitude_b), 4194304.0), beyond_2_100);  // 2^22
   if (at::any(at::logical_and(finite, out_of_range)).cpu().item<bool>()) return at::Tensor();
   const at::Tensor remainder = elementwise_chain(
       {a, b},

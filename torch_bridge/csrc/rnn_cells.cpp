@@ -32,24 +32,23 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// Chunk k of H columns of a [B, n H] tensor (or of an [n H] bias).
+// Chunk k of H columns of a [B, n H] tensor (or of an [n H] bias; an absent bias stays absent).
 at::Tensor gate_columns(const at::Tensor& t, int64_t k, int64_t hidden, int64_t count = 1) {
-  return t.narrow(-1, k * hidden, count * hidden);
+  return t.defined() ? t.narrow(-1, k * hidden, count * hidden) : t;
 }
 
-// The sum of `terms` (undefined ones left out), then `last` applied: "sigmoid", "tanh" or "" (none).
-at::Tensor summed(const std::vector<at::Tensor>& terms, const std::string& last) {
+// The sum of the defined `terms` in f32, then `activation` ("sigmoid", "tanh") unless it is empty.
+at::Tensor summed(const std::vector<at::Tensor>& terms, const std::string& activation) {
   std::vector<at::Tensor> inputs;
   for (const at::Tensor& t : terms)
     if (t.defined()) inputs.push_back(as_f32(t));
-  std::string chain;
-  int step = 0;
-  for (size_t i = 1; i < inputs.size(); ++i, ++step)
-    chain += (chain.empty() ? "" : "; ") + std::string("add(") + (i == 1 ? "in0" : "%" + std::to_string(step - 1)) + ", in" + std::to_string(i) + ")";
-  const std::string result = inputs.size() == 1 ? "in0" : "%" + std::to_string(step - 1);
-  if (last.empty() && inputs.size() == 1) return inputs[0];
-  if (!last.empty()) chain += (chain.empty() ? "" : "; ") + last + "(" + result + ")";
-  return elementwise_chain(inputs, chain);
+  std::string chain, last = "in0";
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    chain += (i > 1 ? "; " : "") + std::string("add(") + last + ", in" + std::to_string(i) + ")";
+    last = "%" + std::to_string(i - 1);
+  }
+  if (activation.empty()) return inputs.size() == 1 ? inputs[0] : elementwise_chain(inputs, chain);
+  return elementwise_chain(inputs, chain + (chain.empty() ? "" : "; ") + activation + "(" + last + ")");
 }
 
 // A [B, parts.size() * H] tensor of dtype made of the parts, side by side.
@@ -59,8 +58,6 @@ at::Tensor side_by_side(const std::vector<at::Tensor>& parts, at::ScalarType dty
   for (size_t k = 0; k < parts.size(); ++k) gate_columns(out, int64_t(k), hidden).copy_(parts[k]);
   return out;
 }
-
-at::Tensor f32(const at::Tensor& t) { return as_f32(t); }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
                                                              const std::optional<at::Tensor>& input_bias,
@@ -75,11 +72,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell(const at::Tensor& i
               "_thnn_fused_lstm_cell: gates of [B, 4H] and a cell state of [B, H] expected");
   const int64_t h = cx.size(1);
   const auto gate = [&](int64_t k, const char* activation) {
-    return summed({gate_columns(input_gates, k, h), gate_columns(hidden_gates, k, h), b1.defined() ? gate_columns(b1, k, h) : b1, b2.defined() ? gate_columns(b2, k, h) : b2},
-                  activation);
+    return summed({gate_columns(input_gates, k, h), gate_columns(hidden_gates, k, h), gate_columns(b1, k, h), gate_columns(b2, k, h)}, activation);
   };
   const at::Tensor i = gate(0, "sigmoid"), f = gate(1, "sigmoid"), g = gate(2, "tanh"), o = gate(3, "sigmoid");
-  const at::Tensor cy = elementwise_chain({f, f32(cx), i, g}, "mul(in0, in1); mul(in2, in3); add(%0, %1)");
+  const at::Tensor cy = elementwise_chain({f, as_f32(cx), i, g}, "mul(in0, in1); mul(in2, in3); add(%0, %1)");
   const at::Tensor hy = elementwise_chain({o, cy}, "tanh(in1); mul(in0, %0)");
   const at::ScalarType dtype = input_gates.scalar_type();
   return {hy.to(dtype), cy.to(dtype), side_by_side({i, f, g, o}, dtype)};
@@ -91,19 +87,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell_backward(const std:
   const at::Tensor go_given = defined(grad_hy) ? *grad_hy : at::Tensor(), gc_given = defined(grad_cy) ? *grad_cy : at::Tensor();
   if (!on_chip({&go_given, &gc_given, &cx, &cy, &workspace}) || cx.dim() != 2 || workspace.dim() != 2 || cx.numel() == 0) {
     note_cpu_fallback("aten::_thnn_fused_lstm_cell_backward_impl", "not 2-D chip floats");
-    auto [gates, gcx, gbias] = at::_thnn_fused_lstm_cell_backward_impl(on_host(grad_hy), on_host(grad_cy), cx.cpu(), cy.cpu(), workspace.cpu(), has_bias);
+    auto [gates, gcx, gbias] =
+        at::_thnn_fused_lstm_cell_backward_impl(on_host(grad_hy), on_host(grad_cy), cx.cpu(), cy.cpu(), workspace.cpu(), has_bias);
     return {to_npu(gates), to_npu(gcx), gbias.defined() ? to_npu(gbias) : gbias};
   }
   const int64_t h = cx.size(1);
   const at::Tensor zero = at::zeros(cx.sizes(), at::TensorOptions().dtype(at::kFloat).device(kNpu));
-  const at::Tensor go = go_given.defined() ? f32(go_given) : zero, gc = gc_given.defined() ? f32(gc_given) : zero;
-  const at::Tensor i = f32(gate_columns(workspace, 0, h)), f = f32(gate_columns(workspace, 1, h)), g = f32(gate_columns(workspace, 2, h)), o = f32(gate_columns(workspace, 3, h));
-  const at::Tensor c = f32(cy);
+  const at::Tensor go = go_given.defined() ? as_f32(go_given) : zero, gc = gc_given.defined() ? as_f32(gc_given) : zero;
+  const auto saved = [&](int64_t k) { return as_f32(gate_columns(workspace, k, h)); };
+  const at::Tensor i = saved(0), f = saved(1), g = saved(2), o = saved(3);
+  const at::Tensor c = as_f32(cy);
   const at::Tensor gcx = elementwise_chain({go, o, c, gc}, "tanh(in2); mul(%0, %0); sub(1, %1); mul(in0, in1); mul(%3, %2); add(%4, in3)");
   // x (1 - s) s for a sigmoid's output s, times the incoming gradient a * b.
   const std::string through_sigmoid = "mul(in0, in1); sub(1, in2); mul(%0, %1); mul(%2, in2)";
   const at::Tensor gi = elementwise_chain({gcx, g, i}, through_sigmoid);
-  const at::Tensor gf = elementwise_chain({gcx, f32(cx), f}, through_sigmoid);
+  const at::Tensor gf = elementwise_chain({gcx, as_f32(cx), f}, through_sigmoid);
   const at::Tensor gg = elementwise_chain({gcx, i, g}, "mul(in0, in1); mul(in2, in2); sub(1, %1); mul(%0, %2)");
   const at::Tensor gout = elementwise_chain({go, c, o}, "tanh(in1); mul(in0, %0); sub(1, in2); mul(%1, %2); mul(%3, in2)");
   const at::ScalarType dtype = workspace.scalar_type();
@@ -123,15 +121,15 @@ std::tuple<at::Tensor, at::Tensor> npu_gru_cell(const at::Tensor& input_gates, c
   TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes() && input_gates.size(1) == 3 * hx.size(1) && input_gates.size(0) == hx.size(0),
               "_thnn_fused_gru_cell: gates of [B, 3H] and a hidden state of [B, H] expected");
   const int64_t h = hx.size(1);
-  const auto part = [&](const at::Tensor& t, int64_t k, int64_t count = 1) { return t.defined() ? gate_columns(t, k, h, count) : t; };
-  const at::Tensor reset_update = summed({part(input_gates, 0, 2), part(hidden_gates, 0, 2), part(b1, 0, 2), part(b2, 0, 2)}, "sigmoid");
+  const auto first_two = [&](const at::Tensor& t) { return gate_columns(t, 0, h, 2); };  // r and z together
+  const at::Tensor reset_update = summed({first_two(input_gates), first_two(hidden_gates), first_two(b1), first_two(b2)}, "sigmoid");
   const at::Tensor r = gate_columns(reset_update, 0, h), z = gate_columns(reset_update, 1, h);
-  const at::Tensor hn = summed({part(hidden_gates, 2), part(b2, 2)}, "");
-  const at::Tensor input_n = summed({part(input_gates, 2), part(b1, 2)}, "");
+  const at::Tensor hn = summed({gate_columns(hidden_gates, 2, h), gate_columns(b2, 2, h)}, "");
+  const at::Tensor input_n = summed({gate_columns(input_gates, 2, h), gate_columns(b1, 2, h)}, "");
   const at::Tensor n = elementwise_chain({input_n, r, hn}, "mul(in1, in2); add(in0, %0); tanh(%1)");
-  const at::Tensor hy = elementwise_chain({n, z, f32(hx)}, "sub(in2, in0); mul(in1, %0); add(in0, %1)");
+  const at::Tensor hy = elementwise_chain({n, z, as_f32(hx)}, "sub(in2, in0); mul(in1, %0); add(in0, %1)");
   const at::ScalarType dtype = input_gates.scalar_type();
-  return {hy.to(dtype), side_by_side({r, z, n, f32(hx), hn}, dtype)};
+  return {hy.to(dtype), side_by_side({r, z, n, as_f32(hx), hn}, dtype)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> npu_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
@@ -142,9 +140,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> npu_gru_c
     return {to_npu(gi), to_npu(gh), to_npu(ghx), gbi.defined() ? to_npu(gbi) : gbi, gbh.defined() ? to_npu(gbh) : gbh};
   }
   const int64_t h = grad_hy.size(1);
-  const at::Tensor go = f32(grad_hy);
-  const at::Tensor r = f32(gate_columns(workspace, 0, h)), z = f32(gate_columns(workspace, 1, h)), n = f32(gate_columns(workspace, 2, h));
-  const at::Tensor hx = f32(gate_columns(workspace, 3, h)), hn = f32(gate_columns(workspace, 4, h));
+  const at::Tensor go = as_f32(grad_hy);
+  const auto saved = [&](int64_t k) { return as_f32(gate_columns(workspace, k, h)); };
+  const at::Tensor r = saved(0), z = saved(1), n = saved(2), hx = saved(3), hn = saved(4);
   const at::Tensor gz = elementwise_chain({go, hx, n, z}, "sub(in1, in2); mul(in0, %0); sub(1, in3); mul(%1, %2); mul(%3, in3)");
   const at::Tensor gn = elementwise_chain({go, z, n}, "sub(1, in1); mul(in0, %0); mul(in2, in2); sub(1, %2); mul(%1, %3)");
   const at::Tensor gr = elementwise_chain({gn, hn, r}, "mul(in0, in1); sub(1, in2); mul(%0, %1); mul(%2, in2)");
