@@ -13,6 +13,9 @@
 //   atan2(y, x)  atan(y / x), plus pi with y's sign where x's sign bit is set; C's values where both are
 //                zeros (+-0 or +-pi) or both infinite (+-pi/4, +-3pi/4)
 //   erfinv       Giles' single-precision approximation, then one Newton step on the chip's erf; +-inf at +-1
+//   erfc         t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z = |x| (Numerical Recipes' erfcc: relative
+//                error 1.2e-7), with z^2 split exactly into hi + lo (Veltkamp) and exp(-hi) exp(P(t) - lo),
+//                so the tail keeps its relative precision; 2 - erfc(|x|) for negative x
 //   sinc         sin(pi x) / (pi x), 1 at 0 (ATen's formula)
 //   frac         x - trunc(x)
 //   logaddexp    max + log1p(exp(-|a - b|)); a where a and b are the same infinity (ATen's order)
@@ -145,6 +148,37 @@ at::Tensor erfinv_f32(const at::Tensor& x) {
   return at::where(at::eq(at::abs(x), 1.0), infinity, at::where(at::isfinite(refined), refined, estimate));
 }
 
+at::Tensor erfc_f32(const at::Tensor& x) {
+  // P(t) = -1.26551223 + t (1.00002368 + t (0.37409196 + ... + t 0.17087277)), Horner from the innermost
+  // coefficient; in0 = x. %0 z = |x|, %4 t.
+  std::string chain = "abs(in0); mul(%0, 0.5); add(%1, 1); div(1, %2); copy(%3); mul(%4, 0.17087277)";
+  const double coefficients[] = {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368};
+  int last = 5;
+  for (const double k : coefficients) {
+    chain += "; add(%" + std::to_string(last) + ", " + c(k) + "); mul(%" + std::to_string(last + 1) + ", %4)";
+    last += 2;
+  }
+  chain += "; add(%" + std::to_string(last) + ", -1.26551223)";  // P(t)
+  const int p = ++last;
+  // z^2 = hi + lo exactly: hi = fl(z z), lo from Veltkamp's halves of z (zh = c - (c - z), c = 4097 z)
+  chain += "; mul(%0, %0); mul(%0, 4097); sub(%" + std::to_string(p + 2) + ", %0); sub(%" + std::to_string(p + 2) + ", %" + std::to_string(p + 3) +
+           "); sub(%0, %" + std::to_string(p + 4) + ")";
+  const int hi = p + 1, zh = p + 4, zl = p + 5;
+  const auto at_ = [](int i) { return "%" + std::to_string(i); };
+  // lo = ((zh zh - hi) + 2 zh zl) + zl zl
+  chain += "; mul(" + at_(zh) + ", " + at_(zh) + "); sub(" + at_(zl + 1) + ", " + at_(hi) + "); mul(" + at_(zh) + ", " + at_(zl) + "); mul(" +
+           at_(zl + 3) + ", 2); add(" + at_(zl + 2) + ", " + at_(zl + 4) + "); mul(" + at_(zl) + ", " + at_(zl) + "); add(" + at_(zl + 5) + ", " +
+           at_(zl + 6) + ")";
+  const int lo = zl + 7;
+  // t exp(-hi) exp(P - lo)
+  chain += "; neg(" + at_(hi) + "); exp(" + at_(lo + 1) + "); sub(" + at_(p) + ", " + at_(lo) + "); exp(" + at_(lo + 3) + "); mul(" + at_(lo + 2) +
+           ", " + at_(lo + 4) + "); mul(%4, " + at_(lo + 5) + ")";
+  const at::Tensor positive = elementwise_chain({x}, chain);
+  // Beyond |x| = 10 erfc is below f32's smallest subnormal (or 2 less it), where the splits would overflow.
+  const at::Tensor result = at::where(at::lt(x, 0), at::rsub(positive, 2), positive);
+  return at::where(at::gt(x, 10.0), f32_scalar(0.0), at::where(at::lt(x, -10.0), f32_scalar(2.0), result));
+}
+
 at::Tensor sinc_f32(const at::Tensor& x) {
   return at::where(at::eq(x, 0), f32_scalar(1.0), elementwise_chain({x}, "mul(in0, " + c(kPi) + "); sin(%0); div(%1, %0)"));
 }
@@ -166,6 +200,7 @@ NPUSIM_ELEMENTARY(atan, atan_f32)
 NPUSIM_ELEMENTARY(asin, asin_f32)
 NPUSIM_ELEMENTARY(acos, acos_f32)
 NPUSIM_ELEMENTARY(erfinv, erfinv_f32)
+NPUSIM_ELEMENTARY(erfc, erfc_f32)
 NPUSIM_ELEMENTARY(sinc, sinc_f32)
 NPUSIM_ELEMENTARY(frac, frac_f32)
 #undef NPUSIM_ELEMENTARY
@@ -261,6 +296,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            {"asin", npu_asin, npu_asin_out, npu_asin_},
            {"acos", npu_acos, npu_acos_out, npu_acos_},
            {"erfinv", npu_erfinv, npu_erfinv_out, npu_erfinv_},
+           {"erfc", npu_erfc, npu_erfc_out, npu_erfc_},
            {"sinc", npu_sinc, npu_sinc_out, npu_sinc_},
            {"frac", npu_frac, npu_frac_out, npu_frac_},
        }) {
