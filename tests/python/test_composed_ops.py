@@ -5,7 +5,7 @@ writes (index_fill, masked_scatter), buckets (bucketize, searchsorted, bincount,
 (prod, cumprod), order statistics (kthvalue, median, nanmedian), linspace, the fused LSTM and GRU
 cells behind nn.LSTM, nn.GRU and their cells, piecewise activations (softshrink, hardshrink,
 threshold, prelu, rrelu), tensor clamps and lerp, aminmax, cummax and cummin, channel_shuffle, cross,
-renorm, the triangle indices, embedding bags, pdist and logcumsumexp.
+renorm, the triangle indices, embedding bags, pdist, logcumsumexp and 3-D average pooling.
 
 Tolerances: f32 as torch.testing's defaults (rtol 1.3e-6, atol 1e-5), bf16 rtol 1.6e-2 and atol 1e-2
 (test_model_ops.py says why). Counting, indexing and integer ops are compared exactly; so are the
@@ -309,3 +309,17 @@ def test_pdist_and_logcumsumexp():
     # Terms far below the running total neither underflow to -inf nor lose it (a cumsum of exp would).
     check(lambda t: torch.logcumsumexp(t, 1), torch.tensor([[-200.0, 0.0, -300.0, float("inf"), 1.0], [-float("inf")] * 2 + [3.0] * 3]))
     check(lambda t: torch.logcumsumexp(t, 0), torch.randn(33, 2).bfloat16(), **TOLERANCE[torch.bfloat16])
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=(3, 2, 2), stride=(1, 2, 1), padding=(1, 1, 0)),
+                                    dict(kernel_size=3, stride=2, padding=1)])
+def test_3d_average_pooling_is_separable_on_the_chip(kwargs):
+    torch.manual_seed(14)
+    check_gradients(lambda t: F.avg_pool3d(t, **kwargs), [torch.randn(2, 3, 5, 6, 7)])
+    check(lambda t: F.local_response_norm(t, 3), torch.randn(2, 6, 5, 5))  # (avg_pool3d inside)
+    # The CPU has no bf16 avg_pool3d: against its f32 result on the same bf16 values.
+    x = torch.randn(2, 3, 5, 6, 7).bfloat16()
+    torch.testing.assert_close(F.avg_pool3d(x.to(NPU), **kwargs).cpu().float(), F.avg_pool3d(x.float(), **kwargs), **TOLERANCE[torch.bfloat16])
+    before = dict(npusim.fallback_stats())
+    F.avg_pool3d(torch.randn(1, 1, 4, 4, 4).to(NPU), 2, ceil_mode=True)  # not separable: the CPU, counted
+    assert fallbacks_since(before) == {"aten::avg_pool3d": 1}

@@ -15,6 +15,9 @@
 //   adaptive max   when the output size divides the input's: the max pool
 //                  above with kernel = stride = input / output size
 //   unfold (im2col) the window kernel itself, into [N, C*KH*KW, OH*OW]
+//   avg pool 3-D   with count_include_pad and without ceil mode or a divisor override every
+//                  window divides by KD*KH*KW, so it is separable: the 2-D average over H and W,
+//                  then one over D (in f32, rounded once); its gradient the two 2-D gradients
 //   fold (col2im)  unfold's adjoint: each window position's columns added
 //                  into a zeroed, padded f32 image, as the backward below
 //   backward       each window position's share added into a zeroed,
@@ -26,6 +29,7 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "kernel_launch.h"
 
@@ -328,6 +332,73 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c
   return to_npu(at::avg_pool2d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
 }
 
+// A 3-D pooling's (D, H, W) triple from ATen's one-or-three-value arguments.
+std::array<int64_t, 3> triple(c10::IntArrayRef v, std::array<int64_t, 3> otherwise) {
+  if (v.empty()) return otherwise;
+  return v.size() == 1 ? std::array<int64_t, 3>{v[0], v[0], v[0]} : std::array<int64_t, 3>{v[0], v[1], v[2]};
+}
+
+struct Pool3d {
+  std::array<int64_t, 3> kernel, stride, padding;
+  bool separable;  // see the top of the file
+  Pool3d(c10::IntArrayRef k, c10::IntArrayRef s, c10::IntArrayRef p, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor)
+      : kernel(triple(k, {1, 1, 1})), stride(triple(s, kernel)), padding(triple(p, {0, 0, 0})),
+        separable(count_include_pad && !ceil_mode && !divisor && (k.size() == 1 || k.size() == 3) && (s.empty() || s.size() == 1 || s.size() == 3) &&
+                  (p.size() == 1 || p.size() == 3)) {}
+  std::vector<int64_t> hw_kernel() const { return {kernel[1], kernel[2]}; }
+  std::vector<int64_t> hw_stride() const { return {stride[1], stride[2]}; }
+  std::vector<int64_t> hw_padding() const { return {padding[1], padding[2]}; }
+  std::vector<int64_t> d_kernel() const { return {kernel[0], 1}; }
+  std::vector<int64_t> d_stride() const { return {stride[0], 1}; }
+  std::vector<int64_t> d_padding() const { return {padding[0], 0}; }
+};
+
+at::Tensor npu_avg_pool3d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
+                          bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Pool3d pool(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  if (pool.separable && chip_float(self) && (self.dim() == 4 || self.dim() == 5) && self.numel() > 0) {
+    const at::Tensor x = as_f32(self.dim() == 4 ? self.unsqueeze(0) : self);
+    const int64_t n = x.size(0), c = x.size(1), d = x.size(2);
+    const at::Tensor planes = at::avg_pool2d(x.reshape({n, c * d, x.size(3), x.size(4)}), pool.hw_kernel(), pool.hw_stride(), pool.hw_padding());
+    const int64_t oh = planes.size(2), ow = planes.size(3);
+    const at::Tensor out = at::avg_pool2d(planes.view({n, c, d, oh * ow}), pool.d_kernel(), pool.d_stride(), pool.d_padding());
+    const at::Tensor result = out.view({n, c, out.size(2), oh, ow}).to(self.scalar_type());
+    return self.dim() == 4 ? result.squeeze(0) : result;
+  }
+  note_cpu_fallback("aten::avg_pool3d", "ceil mode, count_include_pad=False, a divisor override, or not a chip float");
+  return to_npu(at::avg_pool3d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+}
+at::Tensor& npu_avg_pool3d_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                               bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out) {
+  return into(npu_avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), out);
+}
+
+at::Tensor npu_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                   c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Pool3d pool(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  if (pool.separable && chip_float(self) && chip_float(grad) && (self.dim() == 4 || self.dim() == 5) && self.numel() > 0) {
+    const at::Tensor x = self.dim() == 4 ? self.unsqueeze(0) : self, g = as_f32(grad.dim() == 4 ? grad.unsqueeze(0) : grad);
+    const int64_t n = x.size(0), c = x.size(1), d = x.size(2), oh = g.size(3), ow = g.size(4);
+    const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(kNpu);
+    // The D step's gradient, then the H and W step's.
+    const at::Tensor planes_shape = at::empty({n, c, d, oh * ow}, f32);
+    const at::Tensor g_planes = at::avg_pool2d_backward(g.reshape({n, c, g.size(2), oh * ow}), planes_shape, pool.d_kernel(), pool.d_stride(),
+                                                        pool.d_padding(), false, true, std::nullopt);
+    const at::Tensor input_shape = at::empty({n, c * d, x.size(3), x.size(4)}, f32);
+    const at::Tensor g_x = at::avg_pool2d_backward(g_planes.reshape({n, c * d, oh, ow}), input_shape, pool.hw_kernel(), pool.hw_stride(),
+                                                   pool.hw_padding(), false, true, std::nullopt);
+    const at::Tensor result = g_x.view(x.sizes()).to(self.scalar_type());
+    return self.dim() == 4 ? result.squeeze(0) : result;
+  }
+  note_cpu_fallback("aten::avg_pool3d_backward", "ceil mode, count_include_pad=False, a divisor override, or not a chip float");
+  return to_npu(at::avg_pool3d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+}
+at::Tensor& npu_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                        c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override,
+                                        at::Tensor& grad_input) {
+  return into(npu_avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), grad_input);
+}
+
 // Adaptive average pooling where the output size divides the input's: windows of H/OH x W/OW, two row means in f32.
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
   const std::vector<int64_t> output_size = {output_size_sym[0].expect_int(), output_size_sym[1].expect_int()};
@@ -375,6 +446,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("avg_pool2d_backward", avg_pool2d_backward);
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
+  m.impl("avg_pool3d", npu_avg_pool3d);
+  m.impl("avg_pool3d.out", npu_avg_pool3d_out);
+  m.impl("avg_pool3d_backward", npu_avg_pool3d_backward);
+  m.impl("avg_pool3d_backward.grad_input", npu_avg_pool3d_backward_out);
   m.impl("adaptive_max_pool2d", npu_adaptive_max_pool2d);
   m.impl("adaptive_max_pool2d.out", npu_adaptive_max_pool2d_out);
   m.impl("adaptive_max_pool2d_backward", npu_adaptive_max_pool2d_backward);
