@@ -65,6 +65,12 @@ inline void require(bool ok) {
 // A float dtype the chip computes in (f32, bf16, f16), and an npu tensor of one.
 inline bool chip_float_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 inline bool chip_float(const at::Tensor& t) { return on_npu(t) && chip_float_dtype(t.scalar_type()); }
+// Every tensor a non-empty chip float on the npu.
+inline bool non_empty_chip_floats(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* t : tensors)
+    if (!chip_float(*t) || t->numel() == 0) return false;
+  return true;
+}
 // Any dtype the chip stores (no int64, f64 or complex: those move as words or go to the CPU).
 inline bool chip_dtype(at::ScalarType t) {
   return chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool;

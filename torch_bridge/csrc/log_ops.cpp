@@ -22,12 +22,6 @@ namespace {
 
 constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16";
 
-bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
-  for (const at::Tensor* t : tensors)
-    if (!chip_float(*t) || t->numel() == 0) return false;
-  return true;
-}
-
 template <typename F>
 at::Tensor on_cpu(const char* op, F compute) {
   note_cpu_fallback(op, kNotOnChip);
@@ -47,19 +41,19 @@ at::Tensor scaled_log(const at::Tensor& x, double scale) {
 }
 
 at::Tensor npu_exp2(const at::Tensor& x) {
-  if (!on_chip({&x})) return on_cpu("aten::exp2", [&] { return at::exp2(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return on_cpu("aten::exp2", [&] { return at::exp2(x.cpu()); });
   return at::pow(2.0, x);
 }
 at::Tensor& npu_exp2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_exp2(x), out); }
 
 at::Tensor npu_log2(const at::Tensor& x) {
-  if (!on_chip({&x})) return on_cpu("aten::log2", [&] { return at::log2(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return on_cpu("aten::log2", [&] { return at::log2(x.cpu()); });
   return scaled_log(x, 1.0 / std::log(2.0));
 }
 at::Tensor& npu_log2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log2(x), out); }
 
 at::Tensor npu_log10(const at::Tensor& x) {
-  if (!on_chip({&x})) return on_cpu("aten::log10", [&] { return at::log10(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return on_cpu("aten::log10", [&] { return at::log10(x.cpu()); });
   return scaled_log(x, 1.0 / std::log(10.0));
 }
 at::Tensor& npu_log10_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log10(x), out); }
@@ -67,7 +61,7 @@ at::Tensor& npu_log10_out(const at::Tensor& x, at::Tensor& out) { return into(np
 at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
   const at::ScalarType dtype = at::result_type(x, y);
   const bool scalar_x = !on_npu(x) && x.dim() == 0, scalar_y = !on_npu(y) && y.dim() == 0;
-  if (!chip_float_dtype(dtype) || (!scalar_x && !on_chip({&x})) || (!scalar_y && !on_chip({&y})))
+  if (!chip_float_dtype(dtype) || (!scalar_x && !non_empty_chip_floats({&x})) || (!scalar_y && !non_empty_chip_floats({&y})))
     return on_cpu("aten::xlogy", [&] { return at::xlogy(x.cpu(), y.cpu()); });
   const at::Tensor xf = as_f32(to_npu(x)), yf = as_f32(to_npu(y));
   const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
@@ -79,7 +73,7 @@ at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
 at::Tensor& npu_xlogy_out(const at::Tensor& x, const at::Tensor& y, at::Tensor& out) { return into(npu_xlogy(x, y), out); }
 
 bool bce_on_chip(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w) {
-  return on_chip({&p, &y}) && p.sizes() == y.sizes() && (!defined(w) || on_chip({&*w}));
+  return non_empty_chip_floats({&p, &y}) && p.sizes() == y.sizes() && (!defined(w) || non_empty_chip_floats({&*w}));
 }
 
 at::Tensor npu_binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction) {

@@ -25,16 +25,11 @@ namespace {
 
 constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 on the npu";
 
-bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
-  for (const at::Tensor* t : tensors)
-    if (!chip_float(*t) || t->numel() == 0) return false;
-  return true;
-}
 at::Tensor zero_of(const at::Tensor& like) { return at::zeros({}, at::TensorOptions().dtype(like.scalar_type())); }
 at::Tensor inside(const at::Tensor& x, double lambd) { return at::logical_and(at::ge(x, -lambd), at::le(x, lambd)); }
 
 at::Tensor npu_threshold(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
-  if (!on_chip({&x})) {
+  if (!non_empty_chip_floats({&x})) {
     note_cpu_fallback("aten::threshold", kNotOnChip);
     return to_npu(at::threshold(x.cpu(), threshold, value));
   }
@@ -45,7 +40,7 @@ at::Tensor& npu_threshold_out(const at::Tensor& x, const at::Scalar& threshold, 
 }
 
 at::Tensor npu_hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
-  if (!on_chip({&x})) {
+  if (!non_empty_chip_floats({&x})) {
     note_cpu_fallback("aten::hardshrink", kNotOnChip);
     return to_npu(at::hardshrink(x.cpu(), lambd));
   }
@@ -55,7 +50,7 @@ at::Tensor& npu_hardshrink_out(const at::Tensor& x, const at::Scalar& lambd, at:
 
 // hardshrink's and softshrink's gradient (the same formula).
 at::Tensor shrink_backward(const char* name, const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
-  if (!on_chip({&x, &grad})) {
+  if (!non_empty_chip_floats({&x, &grad})) {
     note_cpu_fallback(name, kNotOnChip);
     return to_npu(at::hardshrink_backward(grad.cpu(), x.cpu(), lambd));
   }
@@ -75,7 +70,7 @@ at::Tensor& npu_softshrink_backward_out(const at::Tensor& grad, const at::Tensor
 }
 
 at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
-  if (!on_chip({&x})) {
+  if (!non_empty_chip_floats({&x})) {
     note_cpu_fallback("aten::softshrink", kNotOnChip);
     return to_npu(at::softshrink(x.cpu(), lambd));
   }
@@ -85,7 +80,7 @@ at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
 at::Tensor& npu_softshrink_out(const at::Tensor& x, const at::Scalar& lambd, at::Tensor& out) { return into(npu_softshrink(x, lambd), out); }
 
 at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
-  if (!on_chip({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
+  if (!non_empty_chip_floats({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
     note_cpu_fallback("aten::_prelu_kernel", kNotOnChip);
     return to_npu(at::_prelu_kernel(x.cpu(), weight.cpu()));
   }
@@ -93,7 +88,7 @@ at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
 }
 
 std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight) {
-  if (!on_chip({&x, &weight, &grad}) || x.scalar_type() != weight.scalar_type()) {
+  if (!non_empty_chip_floats({&x, &weight, &grad}) || x.scalar_type() != weight.scalar_type()) {
     note_cpu_fallback("aten::_prelu_kernel_backward", kNotOnChip);
     auto [gx, gw] = at::_prelu_kernel_backward(grad.cpu(), x.cpu(), weight.cpu());
     return {to_npu(gx), to_npu(gw)};
@@ -104,7 +99,7 @@ std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, co
 
 at::Tensor npu_rrelu_with_noise(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper, bool training,
                                 std::optional<at::Generator> generator) {
-  if (!on_chip({&x}) || (training && (!chip_float(noise) || noise.sizes() != x.sizes()))) {
+  if (!non_empty_chip_floats({&x}) || (training && (!chip_float(noise) || noise.sizes() != x.sizes()))) {
     note_cpu_fallback("aten::rrelu_with_noise", kNotOnChip);
     at::Tensor host_noise = noise.cpu();
     const at::Tensor result = at::rrelu_with_noise(x.cpu(), host_noise, lower, upper, training, generator);
