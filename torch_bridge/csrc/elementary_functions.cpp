@@ -32,27 +32,16 @@
 #include <string>
 #include <vector>
 
+#include "float_unary.h"
 #include "kernel_launch.h"
 
 namespace npusim {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 on the npu";
 
 at::Tensor f32_scalar(double value) { return at::scalar_tensor(value, at::TensorOptions().dtype(at::kFloat)); }
 std::string c(double value) { return chain_constant(value); }
-
-// Unary functions: `compute` on x in f32, rounded once to x's dtype; the CPU's otherwise.
-template <typename Compute, typename Reference>
-at::Tensor unary(const char* name, const at::Tensor& x, Compute compute, Reference reference) {
-  if (!chip_float(x) || x.numel() == 0) {
-    note_cpu_fallback(name, kNotOnChip);
-    return to_npu(reference(x.cpu()));
-  }
-  const at::Tensor result = compute(as_f32(x));
-  return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
-}
 
 // The sign bit of `sign_source` on the magnitude of `magnitude` (f32 tensors), exactly.
 at::Tensor copysign_f32(const at::Tensor& magnitude, const at::Tensor& sign_source) {
@@ -186,7 +175,7 @@ at::Tensor frac_f32(const at::Tensor& x) { return at::sub(x, at::trunc(x)); }
 
 #define NPUSIM_ELEMENTARY(NAME, F32)                                                                                              \
   at::Tensor npu_##NAME(const at::Tensor& x) {                                                                                    \
-    return unary("aten::" #NAME, x, F32, [](const at::Tensor& h) { return at::NAME(h); });                                       \
+    return float_unary("aten::" #NAME, x, F32, [](const at::Tensor& h) { return at::NAME(h); });                                       \
   }                                                                                                                               \
   at::Tensor& npu_##NAME##_out(const at::Tensor& x, at::Tensor& out) { return into(npu_##NAME(x), out); }                        \
   at::Tensor& npu_##NAME##_(at::Tensor& x) { return x.copy_(npu_##NAME(x)); }
@@ -211,7 +200,7 @@ at::Tensor binary(const char* name, const at::Tensor& a, const at::Tensor& b, Co
   const at::ScalarType dtype = at::result_type(a, b);
   const auto usable = [](const at::Tensor& t) { return (chip_float(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
   if (!chip_float_dtype(dtype) || !usable(a) || !usable(b) || (!on_npu(a) && !on_npu(b))) {
-    note_cpu_fallback(name, kNotOnChip);
+    note_cpu_fallback(name, kNotChipFloats);
     return to_npu(reference(a.cpu(), b.cpu()));
   }
   const at::Tensor result = compute(as_f32(to_npu(a)), as_f32(to_npu(b)));
@@ -239,7 +228,7 @@ at::Tensor& npu_logaddexp_out(const at::Tensor& a, const at::Tensor& b, at::Tens
 at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   if (!chip_float_dtype(dtype)) {  // (integers copysign into floats on the CPU)
-    note_cpu_fallback("aten::copysign", kNotOnChip);
+    note_cpu_fallback("aten::copysign", kNotChipFloats);
     return to_npu(at::copysign(a.cpu(), b.cpu()));
   }
   return binary(
@@ -255,7 +244,7 @@ at::Tensor& npu_copysign_out(const at::Tensor& a, const at::Tensor& b, at::Tenso
 at::Tensor npu_signbit(const at::Tensor& x) {
   if (chip_float(x) && x.numel() > 0) return sign_bit_f32(as_f32(x));
   if (on_npu(x) && (x.scalar_type() == at::kInt || x.scalar_type() == at::kChar)) return at::lt(x, 0);
-  note_cpu_fallback("aten::signbit", kNotOnChip);
+  note_cpu_fallback("aten::signbit", kNotChipFloats);
   return to_npu(at::signbit(x.cpu()));
 }
 at::Tensor& npu_signbit_out(const at::Tensor& x, at::Tensor& out) { return into(npu_signbit(x), out); }
