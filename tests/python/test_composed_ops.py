@@ -323,3 +323,43 @@ def test_3d_average_pooling_is_separable_on_the_chip(kwargs):
     before = dict(npusim.fallback_stats())
     F.avg_pool3d(torch.randn(1, 1, 4, 4, 4).to(NPU), 2, ceil_mode=True)  # not separable: the CPU, counted
     assert fallbacks_since(before) == {"aten::avg_pool3d": 1}
+
+
+def indexed_on(t, index):
+    """index with its tensors on t's device."""
+    return tuple(i.to(t.device) if isinstance(i, torch.Tensor) else i for i in index)
+
+
+def written(t, index, v):
+    t = t.clone()
+    t[indexed_on(t, index)] = v
+    return t
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_indexing_after_whole_dims_and_its_gradient(dtype):
+    x = torch.randn(2, 5, 6, 4)
+    for index in [(Ellipsis, [-2], slice(None)),  # Falcon's fused_qkv[..., [-2], :]
+                  (slice(None), [1, -1, 1]),
+                  (slice(None), slice(None), torch.tensor([[0, 5], [2, 2]])),
+                  (slice(None), torch.tensor([1, 2]), torch.tensor([3, 0]))]:
+        check_gradients(lambda t, index=index: t[indexed_on(t, index)], [x], dtype)  # the gradient: index_put_ with accumulate
+        values = torch.randn(x[index].shape[-1]).to(dtype)
+        check(lambda t, v, index=index: written(t, index, v), x.to(dtype), values, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weight_norm_and_its_gradients(dtype):
+    tolerance = None if dtype == torch.float32 else dict(rtol=5e-2, atol=5e-2)
+    v, g = torch.randn(6, 3, 5), torch.rand(1, 1, 5) + 0.5
+    for dim, g_shape in [(2, (1, 1, 5)), (0, (6, 1, 1))]:  # (wav2vec2's positional convolution: dim 2)
+        g = torch.rand(g_shape) + 0.5
+        check_gradients(lambda a, b, dim=dim: torch._weight_norm(a, b, dim), [v, g], dtype, tolerance)
+    check_gradients(lambda a, b: torch.pow(a, b), [torch.rand(3, 4) + 0.5, torch.randn(4)], dtype, tolerance)  # pow of two tensors
+    check(lambda b, p: torch.pow(b, p), torch.tensor(0.5), torch.arange(1, 9, dtype=torch.int32))  # BLOOM's ALiBi slopes
+
+
+def test_layer_norm_of_rows_that_are_not_contiguous():
+    x = torch.randn(2, 24, 10)  # [B, C, T] from a convolution, normalized over C as [B, T, C]
+    layer = torch.nn.LayerNorm(24)
+    check_gradients(lambda t: F.layer_norm(t.transpose(1, 2), (24,), layer.weight.detach().to(t.device), layer.bias.detach().to(t.device)), [x])

@@ -1,7 +1,8 @@
 """Integer arithmetic on the npu, bit-exact against the CPU: bitwise ops and shifts of every
 integer dtype the chip stores (v.and, v.or, v.xor, v.shl, v.shr), and int64, which the chip has no
 dtype for, on its 32-bit words: products, bitwise ops, comparisons, maxima and minima, elementwise
-and reduced, and sums of every integer dtype into int64. Each at the edges of the words (carries, signs, 2^31, 2^32, -2^63) and on random
+and reduced (with their indices, as for every integer dtype), negation and abs, conversion from
+floats, and sums of every integer dtype into int64. Each at the edges of the words (carries, signs, 2^31, 2^32, -2^63) and on random
 values, with no CPU fallback.
 """
 import pytest
@@ -87,6 +88,46 @@ def test_int64_bitwise_not_and_reductions():
     same(close.to(NPU).max(), close.max())
     same(close.to(NPU).min(), close.min())
     same(torch.tensor(-7).to(NPU).max(), torch.tensor(-7))  # 0-dim
+    assert fallbacks_since(before) == {}
+
+
+def test_int64_negation_abs_and_the_indices_of_integer_extrema():
+    a, _ = int64_operands(4)
+    an = a.to(NPU)
+    before = dict(npusim.fallback_stats())
+    same(-an, -a)  # -(-2^63) wraps to itself, as on the CPU
+    same(an.abs(), a.abs())
+    same(torch.neg(an[:5], out=torch.empty(5, dtype=torch.long, device=NPU)), -a[:5])
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.int64, torch.int32, torch.int8, torch.uint8):
+        m = torch.randint(0, 9, (6, 11), generator=g).to(dtype)  # ties: the first position, as the CPU's
+        m[2] = 4
+        if dtype == torch.int64:
+            m[3] = torch.tensor([2**40, -2**40, 2**40 + 1, 5, 2**40 + 1, 0, 0, 0, 0, 0, 0])
+        mn = m.to(NPU)
+        for dim, keepdim in [(1, False), (0, True), (-1, True)]:
+            for got, want in ((mn.max(dim, keepdim), m.max(dim, keepdim)), (mn.min(dim, keepdim), m.min(dim, keepdim))):
+                same(got.values, want.values)
+                same(got.indices, want.indices)
+        same(mn.argmax(-1), m.argmax(-1))  # (CLIP's text model finds its end token so)
+        same(mn.argmin(0), m.argmin(0))
+    assert fallbacks_since(before) == {}
+
+
+def test_floats_convert_to_int64_truncating_as_the_cpu():
+    g = torch.Generator().manual_seed(6)
+    edges = [0.0, -0.0, 0.5, -0.5, 1.9999, -1.9999, 2.0**31, -2.0**31, 2.0**31 - 128, -2.0**31 - 256, 2.0**32, -2.0**32,
+             2.0**62, -2.0**62, -2.0**63, 3e9, -3e9]
+    x = torch.cat([torch.randn(500, generator=g) * 1e3, torch.randn(500, generator=g) * 1e12, torch.tensor(edges)])
+    before = dict(npusim.fallback_stats())
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        v = x.to(dtype)
+        v = v[v.isfinite()]
+        same(v.to(NPU).long(), v.long())
+    # (T5's relative position buckets: log-spaced float positions made int64)
+    positions = torch.arange(-40, 41).view(1, -1) - torch.arange(0, 30).view(-1, 1)
+    buckets = lambda p: (torch.log(p.abs().float().clamp_min(1) / 8) / 2.77 * 8).to(torch.long) + p.abs() * 0  # noqa: E731
+    same(buckets(positions.to(NPU)), buckets(positions))
     assert fallbacks_since(before) == {}
 
 

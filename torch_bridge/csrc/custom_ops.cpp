@@ -132,6 +132,12 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
     return op;
   };
   if (try_run(make_op, inputs, out)) return out;
+  if (!x.is_contiguous()) {
+    // Leading dims that do not merge into rows (a [B, C, T] activation permuted to [B, T, C], as
+    // speech and vision encoders do): the rows made contiguous by the chip's copy kernel first.
+    inputs[0] = x.contiguous();
+    if (try_run(make_op, inputs, out)) return out;
+  }
   note_cpu_fallback("npusim::layer_norm");
   return layer_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
                         bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, eps)

@@ -7,8 +7,9 @@
 // Where the kernel declines (dims that do not make rows), the first position
 // holding the value instead: where(x == value, position, inf), then its
 // minimum over the dim, in f32 (exact for positions below 2^24); there a NaN
-// is not found. Other dtypes (integers,
-// f64) and dims of 2^24 or more go to the CPU, counted.
+// is not found. Integers (int64 on its words, int32, and int8 and uint8 as
+// int32) always take that path. f64, bool and dims of 2^24 or more go to the
+// CPU, counted.
 //
 // Also: aminmax (amin and amax), and cummax / cummin as a Hillis-Steele scan
 // of (value, position) pairs: at step s each position takes the pair s before
@@ -58,8 +59,23 @@ at::Tensor first_index(bool maximum, const at::Tensor& x, const std::function<at
   return at::amin(candidates, {dim}, keepdim).to(at::kInt).to(at::kLong);
 }
 
+// Integers (int64 on its words; int8 and uint8 widened to int32, exactly) with a dim of fewer than 2^24.
+bool integers_on_chip(const at::Tensor& x, int64_t dim) {
+  const at::ScalarType t = x.scalar_type();
+  return on_npu(x) && (t == at::kLong || t == at::kInt || t == at::kChar || t == at::kByte) && x.numel() > 0 && x.dim() > 0 &&
+         x.size(dim) < (int64_t{1} << 24);
+}
+
 std::tuple<at::Tensor, at::Tensor> extremum_dim(bool maximum, const at::Tensor& self, int64_t dim, bool keepdim) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  if (integers_on_chip(self, d)) {  // (token ids: CLIP's end-of-text position is input_ids.argmax(-1))
+    const bool narrow = self.scalar_type() == at::kChar || self.scalar_type() == at::kByte;
+    const at::Tensor x = narrow ? self.to(at::kInt) : self;
+    const at::Tensor values = maximum ? at::amax(x, {d}, true) : at::amin(x, {d}, true);
+    const at::Tensor index = first_index(maximum, x, [&] { return values; }, d, keepdim);
+    const at::Tensor kept = narrow ? values.to(self.scalar_type()) : values;
+    return {keepdim ? kept : kept.squeeze(d), index};
+  }
   if (!on_chip(self, d)) {
     note_cpu_fallback(maximum ? "aten::max.dim" : "aten::min.dim");
     auto [v, i] = maximum ? at::max(self.cpu(), dim, keepdim) : at::min(self.cpu(), dim, keepdim);

@@ -13,16 +13,20 @@
 //                                comparison and a row any, exact
 //   masked_scatter(mask, source) the mask's flat positions (nonzero.h: its count read back), then
 //                                x.view(-1)[positions] = source's first count elements, as above
-// Beyond 2^24 comparisons (R x n), other index forms (None or slices between indices, masks with
-// several values) and dtypes the kernels do not take: the CPU, counted.
+// Dims before the indexed ones (x[..., i, :] = v, and so x[..., i, :]'s gradient) are moved after
+// them in a view of x first (leading_slices.h). Beyond 2^24 comparisons (R x n), other index forms
+// (None or slices between indices, masks with several values) and dtypes the kernels do not take:
+// the CPU, counted.
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <c10/util/accumulate.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernel_launch.h"
+#include "leading_slices.h"
 #include "nonzero.h"
 
 namespace npusim {
@@ -59,6 +63,26 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
     const at::Tensor value = values.reshape({}).to(self.scalar_type());
     self.copy_(at::where(mask->to(at::kBool).view(shape), on_npu(value) ? value : to_npu(value), self));
     return self;
+  }
+  if (const std::optional<LeadingSlices> moved = leading_slices(self, indices)) {
+    // x[..., i, :] = v (and the gradient of x[..., i, :]): the indexed dims moved first in a view of x,
+    // the values' index dims with them.
+    std::vector<int64_t> index_shape;
+    for (const std::optional<at::Tensor>& i : moved->block) index_shape = at::infer_size(index_shape, i->sizes());
+    const bool integer = std::all_of(moved->block.begin(), moved->block.end(), [](const std::optional<at::Tensor>& i) {
+      return i->scalar_type() == at::kLong || i->scalar_type() == at::kInt;
+    });
+    std::vector<int64_t> full(self.sizes().begin(), self.sizes().begin() + moved->leading);
+    full.insert(full.end(), index_shape.begin(), index_shape.end());
+    full.insert(full.end(), self.sizes().begin() + moved->leading + int64_t(moved->block.size()), self.sizes().end());
+    if (integer && at::is_expandable_to(values.sizes(), full)) {
+      const int64_t index_dims = int64_t(index_shape.size());
+      std::vector<int64_t> from(static_cast<size_t>(index_dims)), to(static_cast<size_t>(index_dims));
+      for (int64_t d = 0; d < index_dims; ++d) from[size_t(d)] = moved->leading + d, to[size_t(d)] = d;
+      at::Tensor target = moved->self;
+      index_put(target, moved->block, to_npu(values).expand(full).movedim(from, to), accumulate, unsafe);
+      return self;
+    }
   }
   // Integer index tensors on the leading dims, none missing.
   const int64_t k = int64_t(indices.size());

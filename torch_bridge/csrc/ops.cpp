@@ -24,6 +24,7 @@
 #include "npusim/compiler/compiler.h"
 #include "custom_ops.h"
 #include "int64_arithmetic.h"
+#include "leading_slices.h"
 #include "nonzero.h"
 #include "kernel_launch.h"
 #include "runtime.h"
@@ -184,6 +185,25 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     const at::Tensor large = at::add(at::mul(high.to(at::kFloat), 4294967296.0), unsigned_low);
     if (copy_on_chip(at::where(fits, low_f32, large), dst)) return dst;
   }
+  // A float to int64 (T5's log-spaced position buckets): truncated toward zero. Below 2^31 in magnitude the
+  // chip's f32 to i32 conversion gives the low word, the sign the high one; above, the truncated value is
+  // an integer of at most 24 significant bits, split exactly into high = floor(t / 2^32) and the low word
+  // t - high 2^32 (read signed). NaN, infinities and values beyond int64 give INT64_MIN, as x86 does.
+  if (chip_float_dtype(self.scalar_type()) && dst.scalar_type() == at::kLong) {
+    const auto on_host = [](auto value) { return at::scalar_tensor(value, at::TensorOptions().device(at::kCPU)); };
+    const at::Tensor t = at::trunc(self.to(at::kFloat));
+    const at::Tensor small = at::lt(at::abs(t), 2147483648.0);
+    const at::Tensor high_f = at::floor(at::mul(t, 1.0 / 4294967296.0));
+    const at::Tensor low_f = at::sub(t, at::mul(high_f, 4294967296.0));
+    const at::Tensor low_large = at::where(at::ge(low_f, 2147483648.0), at::sub(low_f, 4294967296.0), low_f);
+    const at::Tensor in_range = at::lt(at::abs(t), 9223372036854775808.0);  // false for NaN too
+    const at::Tensor low = at::where(in_range, at::where(small, t, low_large), on_host(0.0f)).to(at::kInt);
+    const at::Tensor high = at::where(in_range, at::where(small, at::where(at::lt(t, 0), on_host(-1.0f), on_host(0.0f)), high_f),
+                                      on_host(-2147483648.0f))
+                                .to(at::kInt);
+    const at::Tensor words = int64_words(dst);
+    if (copy_on_chip(low, words.select(-1, 0)) && copy_on_chip(high, words.select(-1, 1))) return dst;
+  }
   const bool narrow_integer = self.scalar_type() == at::kInt || self.scalar_type() == at::kBool || self.scalar_type() == at::kByte ||
                               self.scalar_type() == at::kChar;
   if (narrow_integer && dst.scalar_type() == at::kLong) {  // (bool, uint8 and int8 through int32: masks made counts)
@@ -241,6 +261,11 @@ bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const a
 }
 
 at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
+  if ((kind == OpKind::NEG || kind == OpKind::ABS) && self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) {
+    // int64 on its words (T5's relative position buckets): 0 - x with the borrow; abs where the high word is negative.
+    const at::Tensor negated = int64_add(at::zeros_like(self), self, true);
+    return kind == OpKind::NEG ? negated : at::where(at::lt(int64_high_word(self), 0), negated, self);
+  }
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (run_elementwise(kind, {self}, out)) return out;
   return on_cpu(name, [&] { return reference(cpu(self)); });
@@ -338,6 +363,11 @@ at::Tensor pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
                 [&](auto& x, auto&) { return at::pow(x, exponent); });
 }
 at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
+// x ** y of two tensors, broadcast, after type promotion (BLOOM's ALiBi slopes: an f32 base to int32 powers).
+at::Tensor pow_tensor(const at::Tensor& self, const at::Tensor& exponent) {
+  return binary(OpKind::POW, "aten::pow.Tensor_Tensor", self, exponent, false, [](auto& x, auto& y) { return at::pow(x, y); });
+}
+at::Tensor& pow_tensor_out(const at::Tensor& self, const at::Tensor& exponent, at::Tensor& out) { return into(pow_tensor(self, exponent), out); }
 // base ** x (pow.Scalar, as RoPE's 10000 ** (i / d)): v.pow of the base filled to x's shape, for floats.
 at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
   const at::ScalarType dtype = at::result_type(base, exponent);
@@ -920,8 +950,9 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 
 // x[i0, i1, ...]: integer index tensors (broadcast together) on the leading dims. The flat row
 // index sum_d i_d * (size of the dims after d) is computed on the chip in i32 (int64 indices as
-// their low words, negative ones wrapped), then the rows are gathered (index_select). Other
-// indexing (None, bool masks, more than 2^31 rows) goes to the CPU.
+// their low words, negative ones wrapped), then the rows are gathered (index_select). Dims before
+// the indexed ones (x[..., i, :], x[:, i]) are moved after them first. Other indexing (indices
+// apart, bool masks not over the leading dims, more than 2^31 rows) goes to the CPU.
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   const auto reference = [&] {
     c10::List<std::optional<at::Tensor>> host;
@@ -938,6 +969,14 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
       table_shape.insert(table_shape.end(), self.sizes().begin() + mask->dim(), self.sizes().end());
       return npusim::index_select(self.reshape(table_shape), 0, rows);
     }
+  }
+  if (const std::optional<LeadingSlices> moved = leading_slices(self, indices)) {
+    // x[..., i, :]: the indexed dims moved first, indexed as below, and the index's dims moved back.
+    const at::Tensor result = index_tensor(moved->self, moved->block);
+    const int64_t index_dims = result.dim() - (self.dim() - int64_t(moved->block.size()));
+    std::vector<int64_t> from(static_cast<size_t>(index_dims)), to(static_cast<size_t>(index_dims));
+    for (int64_t d = 0; d < index_dims; ++d) from[size_t(d)] = d, to[size_t(d)] = moved->leading + d;
+    return result.movedim(from, to).contiguous();
   }
   bool supported = k >= 1 && k <= self.dim() && self.numel() > 0;
   int64_t rows = 1;
@@ -957,7 +996,8 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
   std::vector<int64_t> table_shape = {rows}, shape(flat.sizes().begin(), flat.sizes().end());
   table_shape.insert(table_shape.end(), self.sizes().begin() + k, self.sizes().end());
   shape.insert(shape.end(), self.sizes().begin() + k, self.sizes().end());
-  return npusim::index_select(self.reshape(table_shape), 0, flat.reshape({-1})).reshape(shape);
+  // (The gather reads whole rows: a table whose rows are not contiguous, as a moved view, is copied on the chip first.)
+  return npusim::index_select(self.reshape(table_shape).contiguous(), 0, flat.reshape({-1})).reshape(shape);
 }
 
 // Bitwise ops of integers and bools (v.and, v.or, v.xor; int64 on its words) and shifts (v.shl, v.shr:
@@ -1234,6 +1274,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", native_layer_norm);
   m.impl("pow.Tensor_Scalar", pow_scalar);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
+  m.impl("pow.Tensor_Tensor", pow_tensor);
+  m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
   m.impl("pow.Scalar", pow_scalar_base);
   m.impl("pow.Scalar_out", pow_scalar_base_out);
   m.impl("cat", cat);

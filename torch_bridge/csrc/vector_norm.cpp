@@ -22,6 +22,8 @@
 //                  _euclidean_dist, matmuls already on the chip): the norm of every difference
 //                  [..., P, R, M]; its backward (ATen's formula for each p) summed over R
 //   pdist          the same over the row pairs i < j (F.pdist), its backward added into both rows
+//   _weight_norm_interface and its backward (nn.utils.weight_norm): the norm over every dim but
+//                  one, w = v * g / norm, and ATen's gradient formula
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
@@ -207,9 +209,49 @@ at::Tensor& npu_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t 
   return into(npu_renorm(self, p, dim, maxnorm), out);
 }
 
+// The dims of v other than dim (none where dim is -1: the whole tensor's norm).
+std::vector<int64_t> dims_except(const at::Tensor& v, int64_t dim) {
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < v.dim(); ++i)
+    if (i != dim) others.push_back(i);
+  return others;
+}
+
+// Weight normalization's fused forward (nn.utils.weight_norm, as wav2vec2's positional convolution
+// uses it): norm = ||v|| over every dim but dim, in f32 (as the CPU returns it), w = v * (g / norm).
+std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
+  if (!chip_float(v) || !chip_float(g) || v.numel() == 0) {
+    note_cpu_fallback("aten::_weight_norm_interface", "not non-empty chip float tensors");
+    auto [w, norm] = at::_weight_norm_interface(v.cpu(), g.cpu(), dim);
+    return {to_npu(w), to_npu(norm)};
+  }
+  const at::Tensor norm = at::linalg_vector_norm(as_f32(v), 2, dims_except(v, dim), /*keepdim=*/true).view(g.sizes());
+  const at::Tensor w = elementwise_chain({as_f32(v), as_f32(g), norm}, "div(in1, in2); mul(in0, %0)");
+  return {w.to(v.scalar_type()), norm};
+}
+
+// Its backward (ATen's formula): per slice along dim, a = sum(grad_w * v); grad_g = a / norm;
+// grad_v = (g / norm) * (grad_w - v * (a / norm^2)). In f32, rounded once to each input's dtype.
+std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& v, const at::Tensor& g,
+                                                                      const at::Tensor& norm, int64_t dim) {
+  if (!chip_float(grad_w) || !chip_float(v) || !chip_float(g) || !chip_float(norm) || v.numel() == 0) {
+    note_cpu_fallback("aten::_weight_norm_interface_backward", "not non-empty chip float tensors");
+    auto [grad_v, grad_g] = at::_weight_norm_interface_backward(grad_w.cpu(), v.cpu(), g.cpu(), norm.cpu(), dim);
+    return {to_npu(grad_v), to_npu(grad_g)};
+  }
+  const at::Tensor vf = as_f32(v), n = as_f32(norm).view(g.sizes());
+  const at::Tensor a = at::sum(at::mul(as_f32(grad_w), vf), dims_except(v, dim), /*keepdim=*/true).view(g.sizes());
+  const at::Tensor grad_g = at::div(a, n);
+  const at::Tensor grad_v =
+      elementwise_chain({as_f32(grad_w), vf, as_f32(g), n, a}, "mul(in3, in3); div(in4, %0); mul(in1, %1); sub(in0, %2); div(in2, in3); mul(%4, %3)");
+  return {grad_v.to(v.scalar_type()), grad_g.to(g.scalar_type())};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_weight_norm_interface", npu_weight_norm_interface);
+  m.impl("_weight_norm_interface_backward", npu_weight_norm_interface_backward);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("norm.out", norm_out);
   m.impl("norm.dtype_out", norm_dtype_out);
