@@ -348,6 +348,24 @@ def test_indexing_after_whole_dims_and_its_gradient(dtype):
         check(lambda t, v, index=index: written(t, index, v), x.to(dtype), values, **EXACT)
 
 
+def test_index_tensors_on_the_cpu_index_npu_tensors():
+    x, index = torch.randn(10, 3), torch.tensor([3, 1, 1, 9])  # (BEiT's relative position index, built in forward)
+    check(lambda t: t[index], x, **EXACT)
+    check(lambda t: written(t, (index,), 1.0), x, **EXACT)
+
+
+def test_matmul_out_forms_write_into_slices():
+    a, b, bias = torch.randn(8, 5), torch.randn(5, 3), torch.randn(3)
+
+    def into_slices(a, b, bias):  # a mixture of experts' grouped matmul, one expert's rows at a time
+        out = torch.zeros(8, 3, device=a.device)
+        torch.mm(a[:3], b, out=out[:3])
+        torch.addmm(bias, a[3:], b, out=out[3:])
+        return out
+    check(into_slices, a, b, bias)
+    check(lambda p, q: torch.bmm(p, q, out=torch.empty(2, 8, 3, device=p.device)), a.expand(2, 8, 5), b.expand(2, 5, 3))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_weight_norm_and_its_gradients(dtype):
     tolerance = None if dtype == torch.float32 else dict(rtol=5e-2, atol=5e-2)

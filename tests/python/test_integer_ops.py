@@ -114,6 +114,39 @@ def test_int64_negation_abs_and_the_indices_of_integer_extrema():
     assert fallbacks_since(before) == {}
 
 
+@pytest.mark.parametrize("dtype,high", [(torch.int64, 2**62), (torch.int64, 2**40), (torch.int64, 2**20), (torch.int32, 2**30),
+                                        (torch.int32, 5), (torch.int8, 100), (torch.uint8, 250)])
+def test_integer_sorts_are_stable_and_exact(dtype, high):
+    g = torch.Generator().manual_seed(high % 1000)
+    x = torch.randint(0 if dtype == torch.uint8 else -high, high, (5, 37), generator=g).to(dtype)
+    x[0, :10] = x[0, 0]  # ties keep their order
+    xn = x.to(NPU)
+    before = dict(npusim.fallback_stats())
+    for dim, descending in [(1, False), (0, True), (-1, True)]:
+        got, want = xn.sort(dim=dim, descending=descending), x.sort(dim=dim, descending=descending, stable=True)
+        same(got.values, want.values)
+        same(got.indices, want.indices)
+    same(torch.argsort(torch.argsort(xn, dim=1), dim=1), torch.argsort(torch.argsort(x, dim=1, stable=True), dim=1, stable=True))
+    assert fallbacks_since(before) == {}
+
+
+def test_integer_histc_cumsum_and_sign():
+    g = torch.Generator().manual_seed(7)
+    experts = torch.randint(0, 8, (300,), generator=g)
+    before = dict(npusim.fallback_stats())
+    for dtype in (torch.int32, torch.int64, torch.uint8):  # a mixture of experts' tokens per expert (CUDA's integer histc)
+        same(torch.histc(experts.to(dtype).to(NPU), bins=8, min=0, max=7), torch.bincount(experts, minlength=8).to(dtype))
+    # CUDA's bins: (x - min) * bins / (max - min) truncated, the last edge in the last bin, outside values dropped
+    same(torch.histc(torch.tensor([1, 2, 2, 9, -3, 5, 6], dtype=torch.int32).to(NPU), bins=4, min=0, max=6),
+         torch.tensor([1, 2, 0, 2], dtype=torch.int32))
+    counts = torch.randint(-2**40, 2**40, (3, 70), generator=g)
+    for values, dtype in [(counts, None), (counts, torch.int32), (counts.int(), None), (experts.view(3, 100), torch.int32)]:
+        same(values.to(NPU).cumsum(-1, dtype=dtype), values.cumsum(-1, dtype=dtype))
+    for values in (counts, counts.int(), counts.to(torch.int8), counts.to(torch.uint8)):
+        same(values.to(NPU).sign(), values.sign())
+    assert fallbacks_since(before) == {}
+
+
 def test_floats_convert_to_int64_truncating_as_the_cpu():
     g = torch.Generator().manual_seed(6)
     edges = [0.0, -0.0, 0.5, -0.5, 1.9999, -1.9999, 2.0**31, -2.0**31, 2.0**31 - 128, -2.0**31 - 256, 2.0**32, -2.0**32,

@@ -2,8 +2,10 @@
 against the CPU, with no CPU fallback. Each brought an op the chip lacked until it ran here: T5's
 int64 position buckets (float to int64, int64 abs and neg), BLOOM's ALiBi slopes (pow of two
 tensors), Falcon's x[..., [-2], :] (indexing after whole dims, and its gradient), CLIP's end token
-(argmax of int64 ids), wav2vec2's weight-normalized convolution, and the layer norms that
-Whisper, wav2vec2, ConvNeXt and Swin take over rows that are not contiguous.
+(argmax of int64 ids), wav2vec2's weight-normalized convolution, the layer norms that Whisper,
+wav2vec2, ConvNeXt and Swin take over rows that are not contiguous, Mixtral's routing (a sort of
+expert ids, an integer histc, an int32 cumsum, torch.mm into slices), DeBERTa's int64 sign, and
+BEiT's relative position index built on the CPU.
 
 Tolerance: outputs rtol/atol 1e-4, gradients 1e-3 of each parameter's largest (several layers of
 f32 kernels whose sums group differently from the CPU's).
@@ -49,6 +51,14 @@ MODELS = {
                     decoder_start_token_id=0, pad_token_id=0)),
                 lambda: {"input_features": torch.randn(2, 16, 100), "decoder_input_ids": torch.randint(0, 100, (2, 7))}),
     "convnext": (lambda: T.ConvNextModel(T.ConvNextConfig(num_channels=3, hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)), image),
+    "mixtral": (lambda: T.MixtralForCausalLM(T.MixtralConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                             num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+                                                             num_experts_per_tok=2)), tokens),
+    "deberta_v2": (lambda: T.DebertaV2ForMaskedLM(T.DebertaV2Config(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                                     num_attention_heads=4, relative_attention=True, position_buckets=16,
+                                                                     pos_att_type=["p2c", "c2p"])), tokens),
+    "beit": (lambda: T.BeitModel(T.BeitConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, image_size=32,
+                                              patch_size=8, use_relative_position_bias=True)), image),
     "swin": (lambda: T.SwinModel(T.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), image),
 }
 

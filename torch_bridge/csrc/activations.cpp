@@ -422,11 +422,13 @@ at::Tensor npu_expm1(const at::Tensor& x) {
 }
 at::Tensor& npu_expm1_out(const at::Tensor& x, at::Tensor& out) { return into(npu_expm1(x), out); }
 
-// sign (and sgn, the same for real dtypes): 1, -1 or 0 (NaN and -0 included), as the CPU gives; integers too.
+// sign (and sgn, the same for real dtypes): 1, -1 or 0 (NaN and -0 included), as the CPU gives; integers too
+// (int64 compared and selected on its words: DeBERTa's relative positions).
 at::Tensor npu_sign(const at::Tensor& x) {
   const at::ScalarType t = x.scalar_type();
-  const bool chip = on_npu(x) && x.numel() > 0 && (chip_float_dtype(t) || t == at::kInt || t == at::kChar);
+  const bool chip = on_npu(x) && x.numel() > 0 && (chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kLong);
   if (!chip) return on_cpu("aten::sign", [&] { return at::sign(x.cpu()); });
+  if (t == at::kByte) return at::gt(x, 0).to(t);  // (nothing below 0)
   return at::where(at::gt(x, 0), constant(1, t), at::where(at::lt(x, 0), constant(-1, t), constant(0, t)));
 }
 at::Tensor& npu_sign_out(const at::Tensor& x, at::Tensor& out) { return into(npu_sign(x), out); }

@@ -7,10 +7,12 @@
 //   floats  in x's dtype, summed in f32, rounded once per element (the CPU
 //           adds in order in a wider type: within f32 rounding; f32 on a
 //           tensor core without f32 as bf16 parts, as every f32 matmul)
-//   integers (bool, uint8, int32, int64 into int64) as int8 on the tensor
-//           core into exact int32 sums, widened: values must lie in [-128,
-//           127] (masks, flags), which is checked on the chip; other values,
-//           and dims longer than 4096, go to the CPU, counted
+//   integers (bool, uint8, int32, int64 into int64 or int32) as int8 on the
+//           tensor core into exact int32 sums, widened: where values lie in
+//           [-128, 127] (masks, flags), which is checked on the chip; other
+//           values by a Hillis-Steele scan (scan.h) of integer adds, exact and
+//           wrapping (int64 on its words), log2 L steps; dims longer than
+//           2^20 go to the CPU, counted
 // logcumsumexp is a Hillis-Steele scan (scan.h) of logaddexp, which is
 // associative and neither underflows nor overflows (a cumsum of exp would):
 // in f32, rounded once, within log2 L roundings of the CPU's sequential
@@ -26,6 +28,7 @@ namespace npusim {
 namespace {
 
 constexpr int64_t kMaxLength = 4096;
+constexpr int64_t kMaxScanLength = int64_t{1} << 20;  // (20 steps of a cat and an add)
 
 // U [L, L] of `dtype`: ones on and above the diagonal.
 at::Tensor upper_ones(int64_t length, at::ScalarType dtype) {
@@ -54,7 +57,8 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   const at::ScalarType result_type = dtype.value_or(at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
   const bool floats = chip_float(self) && result_type == self.scalar_type();
-  const bool integers = on_npu(self) && at::isIntegralType(self.scalar_type(), true) && result_type == at::kLong && self.numel() > 0;
+  const bool integers = on_npu(self) && at::isIntegralType(self.scalar_type(), true) && (result_type == at::kLong || result_type == at::kInt) &&
+                        self.numel() > 0;
   at::Tensor result;
   std::string declined;
   if (self.numel() == 0 || self.dim() == 0) declined = "an empty or 0-dim tensor";
@@ -72,8 +76,14 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
         if (k != d) moved.push_back(self.size(k));
       moved.push_back(length);
       result = sums.view(moved).movedim(-1, d);
-      if (!floats) result = result.to(at::kLong);
+      if (!floats) result = result.to(result_type);
     }
+  }
+  if (!result.defined() && integers && self.dim() > 0 && length <= kMaxScanLength) {
+    // Integers beyond int8 (a mixture of experts' offsets into its tokens sorted by expert): a
+    // Hillis-Steele scan of integer adds, exact and wrapping as the CPU's (int64 on its words).
+    const at::Tensor values = self.to(result_type).movedim(d, -1);
+    result = inclusive_scan(values, [](const at::Tensor& earlier, const at::Tensor& later) { return at::add(earlier, later); }).movedim(-1, d);
   }
   if (!result.defined()) {
     if (declined.empty()) note_cpu_fallback("aten::cumsum.out");  // (the kernel's reason)

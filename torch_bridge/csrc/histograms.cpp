@@ -8,7 +8,7 @@
 //        its length from x's maximum (read back, as CUDA does; a negative minimum raises the CPU's
 //        error), then each value against 0 .. length - 1, the hits counted (int64) or their f32
 //        weights summed (f32, within rounding of the CPU's order)
-//   histc(x, bins, min, max)  (f32)
+//   histc(x, bins, min, max)  (f32; integers as CUDA bins them, below)
 //        the bin of each element by the CPU's own f32 arithmetic, trunc((x - min) * bins / (max - min))
 //        with max's elements in the last bin and those outside [min, max] or NaN in none, then
 //        counted per bin; a range of min == max takes the data's extrema (read back), as the CPU does
@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "int64_arithmetic.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -112,8 +113,33 @@ at::Tensor& npu_bincount_out(const at::Tensor& self, const std::optional<at::Ten
   return into(npu_bincount(self, weights, minlength), out);
 }
 
+// histc of integers, which the CPU refuses and CUDA computes (a mixture of experts counts its tokens per
+// expert so): CUDA's integer arithmetic, bin = (x - min) * bins / (max - min) truncated, the last edge in
+// the last bin, in i32 here while (max - min) * bins < 2^31; the counts in the input's dtype. Undefined
+// where the chip cannot.
+at::Tensor integer_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  const at::ScalarType t = self.scalar_type();
+  if (!on_npu(self) || !(t == at::kLong || t == at::kInt || t == at::kChar || t == at::kByte) ||
+      double(self.numel()) * double(bins) > double(kMaxComparisons))
+    return {};
+  int64_t lo = min.toLong(), hi = max.toLong();
+  if (lo == hi && self.numel() > 0) lo = at::min(self).cpu().item<int64_t>(), hi = at::max(self).cpu().item<int64_t>();
+  if (lo == hi) lo -= 1, hi += 1;
+  TORCH_CHECK(lo < hi, "torch.histc: max must be larger than min");
+  if (lo < INT32_MIN || hi > INT32_MAX || double(hi - lo) * double(bins) >= 2147483648.0) return {};
+  if (self.numel() == 0) return at::zeros({bins}, at::TensorOptions().dtype(t).device(kNpu));
+  const at::Tensor x = self.reshape({-1});
+  const at::Tensor counted = at::logical_and(at::ge(x, lo), at::le(x, hi));  // (int64 compared on its words)
+  const at::Tensor low = t == at::kLong ? int64_low_word(x) : x.to(at::kInt);  // the value itself where counted
+  const at::Tensor bin = at::minimum(at::div(at::mul(at::sub(low, lo), bins), hi - lo, "trunc"), at::full({}, bins - 1, at::TensorOptions().dtype(at::kInt)));
+  const at::Tensor binned = at::where(counted, bin, at::full({}, -1, at::TensorOptions().dtype(at::kInt)));
+  const at::Tensor hits = at::eq(binned.view({-1, 1}), to_npu(at::arange(bins, at::TensorOptions().dtype(at::kInt))).view({1, -1}));
+  return at::sum(hits.to(at::kFloat), {0}).to(t);
+}
+
 at::Tensor npu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
+  if (const at::Tensor counts = integer_histc(self, bins, min, max); counts.defined()) return counts;
   const bool supported = on_npu(self) && self.scalar_type() == at::kFloat && double(self.numel()) * double(bins) <= double(kMaxComparisons);
   if (!supported) {
     note_cpu_fallback("aten::histc", "not f32, or beyond 2^24 comparisons");

@@ -53,10 +53,11 @@ std::optional<at::Tensor> leading_mask(const at::Tensor& self, const c10::List<s
   return mask;
 }
 
-at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values, bool accumulate,
+at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given, const at::Tensor& values, bool accumulate,
                       bool unsafe) {
   if (!on_npu(self) || self.numel() == 0 || !(chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
-    return on_cpu(self, indices, values, accumulate);
+    return on_cpu(self, given, values, accumulate);
+  const c10::List<std::optional<at::Tensor>> indices = indices_on_npu(given);
   if (const std::optional<at::Tensor> mask = leading_mask(self, indices); mask && !accumulate && values.numel() == 1) {
     std::vector<int64_t> shape(mask->sizes().begin(), mask->sizes().end());
     shape.resize(size_t(self.dim()), 1);  // over the trailing dims too

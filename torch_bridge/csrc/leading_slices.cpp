@@ -2,6 +2,8 @@
 
 #include <ATen/Functions.h>
 
+#include "kernel_launch.h"
+
 namespace npusim {
 
 LeadingSlices::LeadingSlices(const at::Tensor& x, int64_t first, int64_t end, const c10::List<std::optional<at::Tensor>>& indices)
@@ -9,6 +11,13 @@ LeadingSlices::LeadingSlices(const at::Tensor& x, int64_t first, int64_t end, co
   std::vector<int64_t> from, to;
   for (int64_t d = first; d < end; ++d) from.push_back(d), to.push_back(d - first), block.push_back(indices.get(size_t(d)));
   self = x.movedim(from, to);
+}
+
+c10::List<std::optional<at::Tensor>> indices_on_npu(const c10::List<std::optional<at::Tensor>>& indices) {
+  c10::List<std::optional<at::Tensor>> moved;
+  for (const std::optional<at::Tensor>& i : indices)
+    moved.push_back(i && i->defined() && !on_npu(*i) ? std::optional<at::Tensor>(to_npu(*i)) : i);
+  return moved;
 }
 
 std::optional<LeadingSlices> leading_slices(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {

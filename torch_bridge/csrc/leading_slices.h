@@ -18,6 +18,10 @@ struct LeadingSlices {
   int64_t leading;                                  // how many dims came before them
 };
 
+// The index tensors with those on the CPU moved to the npu (as a CUDA tensor may be indexed with CPU ones:
+// a relative position index built in forward, BEiT's).
+c10::List<std::optional<at::Tensor>> indices_on_npu(const c10::List<std::optional<at::Tensor>>& indices);
+
 // Where indices are absent for the first dims, given for a block after them and absent after it.
 std::optional<LeadingSlices> leading_slices(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
 

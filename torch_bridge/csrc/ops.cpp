@@ -562,6 +562,17 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor
   const at::Tensor product = matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", reference);
   return at::add(product, beta_value == 1 ? self : at::mul(self, beta));
 }
+// The .out forms (torch.mm(a, b, out=...): a mixture of experts writing each expert's rows into its slice).
+at::Tensor& mm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mm(a, b), out); }
+at::Tensor& bmm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::bmm(a, b), out); }
+at::Tensor& addmm_out(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha,
+                      at::Tensor& out) {
+  return into(npusim::addmm(bias, a, b, beta, alpha), out);
+}
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha,
+                        at::Tensor& out) {
+  return into(npusim::baddbmm(self, a, b, beta, alpha), out);
+}
 
 // Row ops work along the last dim; another dim is moved there as a view (the
 // kernel reads it strided), for the input and the output alike.
@@ -953,7 +964,8 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 // their low words, negative ones wrapped), then the rows are gathered (index_select). Dims before
 // the indexed ones (x[..., i, :], x[:, i]) are moved after them first. Other indexing (indices
 // apart, bool masks not over the leading dims, more than 2^31 rows) goes to the CPU.
-at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given) {
+  const c10::List<std::optional<at::Tensor>> indices = on_npu(self) ? indices_on_npu(given) : given;
   const auto reference = [&] {
     c10::List<std::optional<at::Tensor>> host;
     for (const std::optional<at::Tensor>& i : indices) host.push_back(i && i->defined() ? std::optional<at::Tensor>(cpu(*i)) : std::nullopt);
@@ -1236,10 +1248,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu_backward", gelu_backward);
   m.impl("erf", erf);
   m.impl("mm", mm);
+  m.impl("mm.out", mm_out);
   m.impl("_int_mm", int_mm);
   m.impl("bmm", bmm);
+  m.impl("bmm.out", bmm_out);
   m.impl("addmm", addmm);
+  m.impl("addmm.out", addmm_out);
   m.impl("baddbmm", baddbmm);
+  m.impl("baddbmm.out", baddbmm_out);
   m.impl("_softmax", softmax);
   m.impl("_log_softmax", log_softmax);
   m.impl("sum.dim_IntList", sum_dim);

@@ -7,13 +7,17 @@
 // values unspecified). sort is topk with k the dim's size, so stable either way.
 // The kernel takes k rounds over a row: beyond k x L = 2^24 element-rounds per
 // row (a sort of more than 4096, a top-500 of a 50k vocabulary) the CPU runs it,
-// counted, with that reason.
+// counted, with that reason. Integer sorts (a mixture of experts' routing, argsort of
+// permutations) are radix sorts of float keys (sort_integers below); integer topk runs on the CPU.
 #include <ATen/Functions.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include <cstdint>
 #include <optional>
+#include <vector>
 
+#include "int64_arithmetic.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -77,10 +81,50 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
   return {into(v, values), into(i, indices)};
 }
 
+// Integers: a stable sort by keys exact in f32, least significant first (LSD radix), each pass the
+// float sort of one key gathered in the order so far. Values within +-2^24 are one key (themselves);
+// others are 16-bit digits of the 32-bit words, the top one signed: two passes for int32, four for
+// int64. The range is read back (two values) to choose.
+std::optional<std::tuple<at::Tensor, at::Tensor>> sort_integers(const at::Tensor& self, int64_t dim, bool descending, std::string* reason) {
+  const at::ScalarType t = self.scalar_type();
+  const bool integer = t == at::kLong || t == at::kInt || t == at::kChar || t == at::kByte;
+  if (!on_npu(self) || !integer || self.dim() == 0 || self.numel() == 0) return std::nullopt;
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  const bool narrow = t == at::kChar || t == at::kByte;
+  const int64_t smallest = narrow ? 0 : at::min(self).cpu().item<int64_t>(), largest = narrow ? 0 : at::max(self).cpu().item<int64_t>();
+  constexpr int64_t kExact = int64_t{1} << 24;
+  std::vector<at::Tensor> keys;  // least significant first
+  if (smallest >= -kExact && largest <= kExact) {
+    keys.push_back(self.to(at::kFloat));
+  } else {
+    const bool words = t == at::kLong;
+    const at::Tensor low = words ? int64_low_word(self) : self.to(at::kInt);
+    keys.push_back(at::bitwise_and(low, 65535));
+    keys.push_back(at::bitwise_right_shift(low, 16));  // signed: the top digit of an int32
+    if (words && (smallest < INT32_MIN || largest > INT32_MAX)) {
+      const at::Tensor high = int64_high_word(self);
+      keys.back() = at::bitwise_and(keys.back(), 65535);
+      keys.push_back(at::bitwise_and(high, 65535));
+      keys.push_back(at::bitwise_right_shift(high, 16));
+    }
+  }
+  at::Tensor order;  // positions along d, int64: the permutation so far
+  for (const at::Tensor& key : keys) {
+    at::Tensor k = key.to(at::kFloat);
+    if (order.defined()) k = at::gather(k, d, order);
+    auto sorted = top(k, self.size(d), d, descending, reason);
+    if (!sorted) return std::nullopt;
+    const at::Tensor positions = std::get<1>(*sorted);
+    order = order.defined() ? at::gather(order, d, positions) : positions;
+  }
+  return std::make_tuple(at::gather(self, d, order), order);
+}
+
 std::tuple<at::Tensor, at::Tensor> sort_npu(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
   std::string reason;
   const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1)));
   if (auto result = top(self, length, dim, descending, &reason)) return *result;
+  if (auto result = sort_integers(self, dim, descending, &reason)) return *result;
   reason.empty() ? note_cpu_fallback("aten::sort") : note_cpu_fallback("aten::sort", reason);
   auto [values, indices] = at::sort(self.cpu(), stable, dim, descending);
   return {to_npu(values), to_npu(indices)};
