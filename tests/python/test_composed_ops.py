@@ -381,3 +381,17 @@ def test_layer_norm_of_rows_that_are_not_contiguous():
     x = torch.randn(2, 24, 10)  # [B, C, T] from a convolution, normalized over C as [B, T, C]
     layer = torch.nn.LayerNorm(24)
     check_gradients(lambda t: F.layer_norm(t.transpose(1, 2), (24,), layer.weight.detach().to(t.device), layer.bias.detach().to(t.device)), [x])
+
+
+def test_cross_entropy_over_pixels_and_sums_of_scalars():
+    x = torch.randn(2, 5, 4, 3)  # [N, C, H, W] scores: segmentation
+    target = torch.randint(0, 5, (2, 4, 3))
+    target[0, 0, 0] = -100
+    weight = torch.rand(5) + 0.5
+    for kwargs in [dict(), dict(reduction="sum"), dict(reduction="none"), dict(label_smoothing=0.1), dict(ignore_index=2)]:
+        labels = target.clamp_min(0) if "ignore_index" in kwargs else target  # (-100 is the default ignored class)
+        check_gradients(lambda t, kwargs=kwargs, labels=labels: F.cross_entropy(t, labels.to(t.device), **kwargs), [x])
+        check_gradients(lambda t, kwargs=kwargs, labels=labels: F.cross_entropy(t, labels.to(t.device), weight=weight.to(t.device), **kwargs),
+                        [x])
+    # A scalar summed again (a loss's sum, a 0-dim mean and maximum): itself.
+    check_gradients(lambda t: (t.square().mean() * 3).sum().mean().amax(), [x])

@@ -1,5 +1,5 @@
-"""Resampling on the npu (nearest, bilinear and bicubic upsampling, reflection and replication padding,
-grid_sample) and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
+"""Resampling on the npu (nearest, linear, bilinear, bicubic and trilinear upsampling, reflection and
+replication padding, adaptive average pooling of any sizes, grid_sample) and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
 
 Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's and bicubic's weights and every
 gradient are f32 sums in another order than the CPU's: f32 within torch.testing's defaults,
@@ -55,6 +55,18 @@ RESAMPLINGS = {
     "reflect 1-D": lambda t: F.pad(t.flatten(2), (3, 2), mode="reflect"),
     "replicate 1-D": lambda t: F.pad(t.flatten(2), (0, 5), mode="replicate"),
     "reflect unbatched": lambda t: F.pad(t[0], (1, 1, 1, 1), mode="reflect"),
+    # 1-D and 3-D: the same maps on the last dim, or on H and W and then D
+    "linear 1-D": lambda t: F.interpolate(t.flatten(2), size=47, mode="linear"),
+    "linear 1-D align_corners": lambda t: F.interpolate(t.flatten(2), scale_factor=1.5, mode="linear", align_corners=True),
+    "nearest 1-D": lambda t: F.interpolate(t.flatten(2), size=47),
+    "trilinear": lambda t: F.interpolate(t.view(2, 3, 5, 2, 3), scale_factor=(1.5, 2, 1), mode="trilinear"),
+    "trilinear align_corners down": lambda t: F.interpolate(t.view(2, 3, 5, 2, 3), size=(3, 3, 2), mode="trilinear", align_corners=True),
+    "nearest 3-D": lambda t: F.interpolate(t.view(2, 3, 5, 2, 3), size=(7, 3, 4)),
+    # adaptive average pooling of sizes that do not divide: averaging matrices
+    "adaptive avg 2-D": lambda t: F.adaptive_avg_pool2d(t, (4, 4)),
+    "adaptive avg 1-D": lambda t: F.adaptive_avg_pool1d(t.flatten(2), 7),
+    "adaptive avg 3-D": lambda t: F.adaptive_avg_pool3d(t.view(2, 3, 5, 2, 3), (3, 2, 2)),
+    "adaptive avg unbatched": lambda t: F.adaptive_avg_pool2d(t[0], (3, 4)),
 }
 
 
@@ -63,7 +75,7 @@ RESAMPLINGS = {
 def test_bilinear_upsampling_and_padding_run_on_the_chip(name, dtype):
     torch.manual_seed(4)
     check_forward_and_backward(RESAMPLINGS[name], torch.randn(2, 3, 5, 6), dtype)
-    if "pad" in name or "reflect" in name or "replicate" in name:  # an index map: exact
+    if any(word in name for word in ("pad", "reflect", "replicate", "nearest")):  # an index map: exact
         x = torch.randn(2, 3, 5, 6).to(dtype)
         assert torch.equal(RESAMPLINGS[name](x.to(NPU)).cpu(), RESAMPLINGS[name](x))
 

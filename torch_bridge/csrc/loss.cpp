@@ -8,6 +8,7 @@
 //                   the class numbers and a select), 0 elsewhere
 //   log_softmax'    grad - exp(out) * sum(grad)    } one row kernel each (their dim
 //   softmax'        out * (grad - sum(grad * out)) } moved last), else composed
+//   nll_loss2d      the same with the class dim moved last ([N, C, H, W] scores)
 // Together with log_softmax, `F.cross_entropy` trains on the chip.
 #include <ATen/Functions.h>
 #include <torch/library.h>
@@ -82,6 +83,36 @@ at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
                                       ignore_index, total_weight.cpu()));
 }
 
+// nll_loss2d (F.cross_entropy over [N, C, H, W] scores: segmentation): the class dim moved last and the
+// pixels made rows, then nll_loss as above; the gradient moved back.
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                                      int64_t reduction, int64_t ignore_index) {
+  if (self.dim() == 4 && target.dim() == 3 && chip_float(self)) {
+    const int64_t c = self.size(1);
+    auto [out, total] = npusim::nll_loss_forward(self.movedim(1, -1).reshape({-1, c}), target.reshape({-1}), weight, reduction, ignore_index);
+    return {reduction == at::Reduction::None ? out.view(target.sizes()) : out, total};
+  }
+  note_cpu_fallback("aten::nll_loss2d_forward", "not [N, C, H, W] chip floats with [N, H, W] targets");
+  auto [out, total] = at::nll_loss2d_forward(self.cpu(), target.cpu(), weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
+                                             reduction, ignore_index);
+  return {to_npu(out), to_npu(total)};
+}
+
+at::Tensor nll_loss2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                               int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  if (self.dim() == 4 && target.dim() == 3 && chip_float(self)) {
+    const int64_t c = self.size(1);
+    const at::Tensor rows = self.movedim(1, -1).reshape({-1, c});
+    const at::Tensor g = reduction == at::Reduction::None ? grad.reshape({-1}) : grad;
+    const at::Tensor grad_rows = npusim::nll_loss_backward(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
+    return grad_rows.view({self.size(0), self.size(2), self.size(3), c}).movedim(-1, 1).contiguous();
+  }
+  note_cpu_fallback("aten::nll_loss2d_backward", "not [N, C, H, W] chip floats with [N, H, W] targets");
+  return to_npu(at::nll_loss2d_backward(grad.cpu(), self.cpu(), target.cpu(),
+                                        weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, reduction,
+                                        ignore_index, total_weight.cpu()));
+}
+
 // The row kernel of a softmax's or log_softmax's backward along `dim` (moved last in the gradient,
 // the output and the result); false where it cannot run (rows too long for the scratchpad).
 bool row_backward(OpKind kind, const at::Tensor& grad, const at::Tensor& output, int64_t dim, const at::Tensor& result) {
@@ -118,6 +149,8 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward", nll_loss_forward);
   m.impl("nll_loss_backward", nll_loss_backward);
+  m.impl("nll_loss2d_forward", nll_loss2d_forward);
+  m.impl("nll_loss2d_backward", nll_loss2d_backward);
   m.impl("_log_softmax_backward_data", log_softmax_backward);
   m.impl("_softmax_backward_data", softmax_backward);
 }

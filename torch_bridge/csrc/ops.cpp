@@ -601,6 +601,10 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
   const bool sum_or_mean = kind == OpKind::SUM || kind == OpKind::MEAN;
   const bool dtype_ok = result_type == self.scalar_type() ||
                         (sum_or_mean && result_type == at::kFloat && (self.scalar_type() == at::kBFloat16 || self.scalar_type() == at::kHalf));
+  if (self.dim() == 0 && on_npu(self) && dtype_ok && (sum_or_mean || kind == OpKind::AMAX || kind == OpKind::AMIN)) {
+    // One element is its own sum, mean, maximum and minimum (a scalar loss summed again).
+    return self.to(result_type, /*non_blocking=*/false, /*copy=*/true);
+  }
   if (all_dims && self.dim() >= 1 && self.numel() > 0 && dtype_ok && (!self.is_contiguous() || keepdim)) {
     // Every element, in any order: a dense tensor's dims permuted into memory order (a view), another
     // one copied dense on the chip first; then the contiguous case below, and keepdim's shape.

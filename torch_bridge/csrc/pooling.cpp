@@ -11,7 +11,8 @@
 //   max values     (npusim::max_pool2d, where a graph never reads the indices)
 //                  im2col padding with -inf, then one elementwise maximum per
 //                  window position (NaN propagates, as on the CPU)
-//   adaptive avg   when the output size divides the input's: row means
+//   adaptive avg   when the output size divides the input's: row means; other sizes (and 3-D)
+//                  as products with averaging matrices (resampling.h)
 //   adaptive max   when the output size divides the input's: the max pool
 //                  above with kernel = stride = input / output size
 //   unfold (im2col) the window kernel itself, into [N, C*KH*KW, OH*OW]
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "kernel_launch.h"
+#include "resampling.h"
 
 namespace npusim {
 namespace {
@@ -417,6 +419,9 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef outpu
       }
       return unbatched(out.to(self.scalar_type()), self.dim() == 3);
     }
+    // Other sizes (AdaptiveAvgPool1d(4) of 11 columns, a pyramid pooling's 6 x 6 of 20 x 20): overlapping
+    // windows of unequal sizes, as two products with averaging matrices (resampling.h).
+    if (oh > 0 && ow > 0 && x.numel() > 0) return unbatched(adaptive_average_f32(x, oh, ow).to(self.scalar_type()), self.dim() == 3);
   }
   note_cpu_fallback("aten::_adaptive_avg_pool2d");
   return to_npu(at::_adaptive_avg_pool2d(self.cpu(), output_size));
@@ -432,9 +437,42 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor
       const at::Tensor gi = at::div(as_f32(spread), double(kh * kw)).to(self.scalar_type()).reshape({n, c, h, w});
       return unbatched(gi, self.dim() == 3);
     }
+    if (oh > 0 && ow > 0 && x.numel() > 0) return unbatched(adaptive_average_backward_f32(g, h, w).to(self.scalar_type()), self.dim() == 3);
   }
   note_cpu_fallback("aten::_adaptive_avg_pool2d_backward");
   return to_npu(at::_adaptive_avg_pool2d_backward(grad.cpu(), self.cpu()));
+}
+
+// 3-D adaptive average pooling ([C, D, H, W] or [N, C, D, H, W]): the averaging matrices over H and W,
+// then over D, in f32, rounded once.
+at::Tensor adaptive_avg_pool3d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
+  const int64_t od = output_size_sym[0].expect_int(), oh = output_size_sym[1].expect_int(), ow = output_size_sym[2].expect_int();
+  if (!chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0 || od <= 0 || oh <= 0 || ow <= 0) {
+    note_cpu_fallback("aten::_adaptive_avg_pool3d", "not a non-empty 4-D or 5-D f32, bf16 or f16 tensor");
+    return to_npu(at::_adaptive_avg_pool3d(self.cpu(), {od, oh, ow}));
+  }
+  const int64_t depth_dim = self.dim() - 3;
+  const at::Tensor planes = adaptive_average_f32(self, oh, ow);
+  return adaptive_average_f32(planes.movedim(depth_dim, -1), std::nullopt, od).movedim(-1, depth_dim).contiguous().to(self.scalar_type());
+}
+
+at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self) {
+  if (!chip_float(grad) || !chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0) {
+    note_cpu_fallback("aten::_adaptive_avg_pool3d_backward", "not a non-empty 4-D or 5-D f32, bf16 or f16 tensor");
+    return to_npu(at::_adaptive_avg_pool3d_backward(grad.cpu(), self.cpu()));
+  }
+  const int64_t depth_dim = self.dim() - 3;
+  const at::Tensor planes = adaptive_average_backward_f32(grad, self.size(-2), self.size(-1));
+  return adaptive_average_backward_f32(planes.movedim(depth_dim, -1), std::nullopt, self.size(depth_dim))
+      .movedim(-1, depth_dim)
+      .contiguous()
+      .to(self.scalar_type());
+}
+at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  return into(adaptive_avg_pool3d(self, output_size), out);
+}
+at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& grad_input) {
+  return into(adaptive_avg_pool3d_backward(grad, self), grad_input);
 }
 
 }  // namespace
@@ -446,6 +484,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("avg_pool2d_backward", avg_pool2d_backward);
   m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
   m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
+  m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
+  m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
+  m.impl("adaptive_avg_pool3d.out", adaptive_avg_pool3d_out);
+  m.impl("adaptive_avg_pool3d_backward.grad_input", adaptive_avg_pool3d_backward_out);
   m.impl("avg_pool3d", npu_avg_pool3d);
   m.impl("avg_pool3d.out", npu_avg_pool3d_out);
   m.impl("avg_pool3d_backward", npu_avg_pool3d_backward);

@@ -23,8 +23,11 @@
 // + 2, clamped to the dim, with Keys' cubic convolution weights (A = -0.75) of
 // t = src - floor(src), all as ATen's CPU kernel computes them, in float. Like
 // bilinear it is a product of weight matrices, with four nonzeros per row.
-// 1-D and 3-D versions, antialiased modes, int64 and f64, and empty tensors go
-// to the CPU, counted.
+// 1-D (linear, nearest) and 3-D (trilinear, nearest) upsampling apply the same
+// maps to the last dim, or to H and W and then D; adaptive average pooling of any
+// sizes is a weighted map too (resampling.h). Antialiased and nearest-exact
+// modes, bicubic in 1-D or 3-D, int64 and f64, and empty tensors go to the CPU,
+// counted.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "kernel_launch.h"
+#include "resampling.h"
 
 namespace npusim {
 namespace {
@@ -105,6 +109,16 @@ DimMap cubic_map(int64_t in, int64_t out, bool align_corners, std::optional<doub
       const int64_t i = std::clamp<int64_t>(int64_t(floor_source) - 1 + k, 0, in - 1);
       map.weights[size_t(o * in + i)] += weights[k];
     }
+  }
+  return map;
+}
+
+// Adaptive average pooling's map: output o averages ATen's window [floor(o in / out), ceil((o + 1) in / out)).
+DimMap adaptive_map(int64_t in, int64_t out) {
+  DimMap map{in, out, {}, std::vector<float>(size_t(out * in), 0.0f)};
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
+    for (int64_t i = start; i < end; ++i) map.weights[size_t(o * in + i)] = 1.0f / float(end - start);
   }
   return map;
 }
@@ -266,6 +280,133 @@ at::Tensor& npu_upsample_bicubic2d_backward_out(const at::Tensor& grad, c10::Int
   return into(npu_upsample_bicubic2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
 }
 
+// ---- 1-D and 3-D upsampling: the 2-D maps on the last dim, or on (H, W) and then D ------------------------
+
+// x [N, C, D, H, W] through the maps of D, H and W, in f32 (index maps: in x's dtype, exact).
+at::Tensor apply_maps_3d(const at::Tensor& x, const DimMap& depth, const DimMap& rows, const DimMap& cols) {
+  const at::Tensor planes = apply_maps(cols.indices.empty() ? as_f32(x) : x, &rows, cols);
+  return apply_maps(planes.movedim(2, -1), nullptr, depth).movedim(-1, 2).contiguous();
+}
+at::Tensor apply_transposed_maps_3d(const at::Tensor& grad, const DimMap& depth, const DimMap& rows, const DimMap& cols) {
+  const at::Tensor planes = apply_transposed_maps(as_f32(grad), &rows, cols);
+  return apply_transposed_maps(planes.movedim(2, -1), nullptr, depth).movedim(-1, 2).contiguous();
+}
+at::Tensor in_dtype(const at::Tensor& result, const at::Tensor& like) {
+  return result.scalar_type() == like.scalar_type() ? result : result.to(like.scalar_type());
+}
+
+at::Tensor npu_upsample_linear1d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales) {
+  if (!resamplable(x, {3}, true) || output_size.size() != 1) {
+    note_cpu_fallback("aten::upsample_linear1d", "not a non-empty 3-D f32, bf16 or f16 tensor");
+    return to_npu(at::upsample_linear1d(x.cpu(), output_size, align_corners, scales));
+  }
+  return apply_maps(x, nullptr, linear_map(x.size(2), output_size[0], align_corners, scales));
+}
+at::Tensor npu_upsample_linear1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                          bool align_corners, std::optional<double> scales) {
+  if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
+    note_cpu_fallback("aten::upsample_linear1d_backward", "not a non-empty 3-D f32, bf16 or f16 gradient");
+    return to_npu(at::upsample_linear1d_backward(grad.cpu(), output_size, input_size, align_corners, scales));
+  }
+  return apply_transposed_maps(grad, nullptr, linear_map(input_size[2], output_size[0], align_corners, scales));
+}
+
+at::Tensor npu_upsample_nearest1d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales) {
+  if (!resamplable(x, {3}) || output_size.size() != 1) {
+    note_cpu_fallback("aten::upsample_nearest1d", "not a non-empty 3-D tensor of a chip dtype");
+    return to_npu(at::upsample_nearest1d(x.cpu(), output_size, scales));
+  }
+  return apply_maps(x, nullptr, nearest_map(x.size(2), output_size[0], scales));
+}
+at::Tensor npu_upsample_nearest1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                           std::optional<double> scales) {
+  if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
+    note_cpu_fallback("aten::upsample_nearest1d_backward", "not a non-empty 3-D f32, bf16 or f16 gradient");
+    return to_npu(at::upsample_nearest1d_backward(grad.cpu(), output_size, input_size, scales));
+  }
+  return apply_transposed_maps(grad, nullptr, nearest_map(input_size[2], output_size[0], scales));
+}
+
+at::Tensor npu_upsample_trilinear3d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d,
+                                    std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!resamplable(x, {5}, true) || output_size.size() != 3) {
+    note_cpu_fallback("aten::upsample_trilinear3d", "not a non-empty 5-D f32, bf16 or f16 tensor");
+    return to_npu(at::upsample_trilinear3d(x.cpu(), output_size, align_corners, scales_d, scales_h, scales_w));
+  }
+  const DimMap depth = linear_map(x.size(2), output_size[0], align_corners, scales_d);
+  const DimMap rows = linear_map(x.size(3), output_size[1], align_corners, scales_h);
+  const DimMap cols = linear_map(x.size(4), output_size[2], align_corners, scales_w);
+  return in_dtype(apply_maps_3d(x, depth, rows, cols), x);
+}
+at::Tensor npu_upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                             bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h,
+                                             std::optional<double> scales_w) {
+  if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
+    note_cpu_fallback("aten::upsample_trilinear3d_backward", "not a non-empty 5-D f32, bf16 or f16 gradient");
+    return to_npu(at::upsample_trilinear3d_backward(grad.cpu(), output_size, input_size, align_corners, scales_d, scales_h, scales_w));
+  }
+  const DimMap depth = linear_map(input_size[2], output_size[0], align_corners, scales_d);
+  const DimMap rows = linear_map(input_size[3], output_size[1], align_corners, scales_h);
+  const DimMap cols = linear_map(input_size[4], output_size[2], align_corners, scales_w);
+  return in_dtype(apply_transposed_maps_3d(grad, depth, rows, cols), grad);
+}
+
+at::Tensor npu_upsample_nearest3d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
+                                  std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!resamplable(x, {5}) || output_size.size() != 3) {
+    note_cpu_fallback("aten::upsample_nearest3d", "not a non-empty 5-D tensor of a chip dtype");
+    return to_npu(at::upsample_nearest3d(x.cpu(), output_size, scales_d, scales_h, scales_w));
+  }
+  return apply_maps_3d(x, nearest_map(x.size(2), output_size[0], scales_d), nearest_map(x.size(3), output_size[1], scales_h),
+                       nearest_map(x.size(4), output_size[2], scales_w));
+}
+at::Tensor npu_upsample_nearest3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                           std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
+    note_cpu_fallback("aten::upsample_nearest3d_backward", "not a non-empty 5-D f32, bf16 or f16 gradient");
+    return to_npu(at::upsample_nearest3d_backward(grad.cpu(), output_size, input_size, scales_d, scales_h, scales_w));
+  }
+  return in_dtype(apply_transposed_maps_3d(grad, nearest_map(input_size[2], output_size[0], scales_d),
+                                           nearest_map(input_size[3], output_size[1], scales_h),
+                                           nearest_map(input_size[4], output_size[2], scales_w)),
+                  grad);
+}
+
+// The .out forms the structured ops dispatch to.
+at::Tensor& npu_upsample_linear1d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales,
+                                      at::Tensor& out) {
+  return into(npu_upsample_linear1d(x, output_size, align_corners, scales), out);
+}
+at::Tensor& npu_upsample_linear1d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                               bool align_corners, std::optional<double> scales, at::Tensor& out) {
+  return into(npu_upsample_linear1d_backward(grad, output_size, input_size, align_corners, scales), out);
+}
+at::Tensor& npu_upsample_nearest1d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales, at::Tensor& out) {
+  return into(npu_upsample_nearest1d(x, output_size, scales), out);
+}
+at::Tensor& npu_upsample_nearest1d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                std::optional<double> scales, at::Tensor& out) {
+  return into(npu_upsample_nearest1d_backward(grad, output_size, input_size, scales), out);
+}
+at::Tensor& npu_upsample_trilinear3d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d,
+                                         std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_trilinear3d(x, output_size, align_corners, scales_d, scales_h, scales_w), out);
+}
+at::Tensor& npu_upsample_trilinear3d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                  bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h,
+                                                  std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_trilinear3d_backward(grad, output_size, input_size, align_corners, scales_d, scales_h, scales_w), out);
+}
+at::Tensor& npu_upsample_nearest3d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
+                                       std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
+  return into(npu_upsample_nearest3d(x, output_size, scales_d, scales_h, scales_w), out);
+}
+at::Tensor& npu_upsample_nearest3d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w,
+                                                at::Tensor& out) {
+  return into(npu_upsample_nearest3d_backward(grad, output_size, input_size, scales_d, scales_h, scales_w), out);
+}
+
 // ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]) ----
 
 // padding: (left, right) or (left, right, top, bottom). Reflection needs each pad below its dim (else the
@@ -347,7 +488,37 @@ at::Tensor& npu_replication_pad2d_backward_out(const at::Tensor& g, const at::Te
 
 }  // namespace
 
+at::Tensor adaptive_average_f32(const at::Tensor& x, std::optional<int64_t> rows_out, int64_t cols_out) {
+  const DimMap cols = adaptive_map(x.size(-1), cols_out);
+  if (!rows_out) return apply_maps(as_f32(x), nullptr, cols);
+  const DimMap rows = adaptive_map(x.size(-2), *rows_out);
+  return apply_maps(as_f32(x), &rows, cols);
+}
+
+at::Tensor adaptive_average_backward_f32(const at::Tensor& grad, std::optional<int64_t> rows_in, int64_t cols_in) {
+  const DimMap cols = adaptive_map(cols_in, grad.size(-1));
+  if (!rows_in) return apply_transposed_maps(as_f32(grad), nullptr, cols);
+  const DimMap rows = adaptive_map(*rows_in, grad.size(-2));
+  return apply_transposed_maps(as_f32(grad), &rows, cols);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("upsample_linear1d", npu_upsample_linear1d);
+  m.impl("upsample_linear1d.out", npu_upsample_linear1d_out);
+  m.impl("upsample_linear1d_backward", npu_upsample_linear1d_backward);
+  m.impl("upsample_linear1d_backward.grad_input", npu_upsample_linear1d_backward_out);
+  m.impl("upsample_nearest1d", npu_upsample_nearest1d);
+  m.impl("upsample_nearest1d.out", npu_upsample_nearest1d_out);
+  m.impl("upsample_nearest1d_backward", npu_upsample_nearest1d_backward);
+  m.impl("upsample_nearest1d_backward.grad_input", npu_upsample_nearest1d_backward_out);
+  m.impl("upsample_trilinear3d", npu_upsample_trilinear3d);
+  m.impl("upsample_trilinear3d.out", npu_upsample_trilinear3d_out);
+  m.impl("upsample_trilinear3d_backward", npu_upsample_trilinear3d_backward);
+  m.impl("upsample_trilinear3d_backward.grad_input", npu_upsample_trilinear3d_backward_out);
+  m.impl("upsample_nearest3d", npu_upsample_nearest3d);
+  m.impl("upsample_nearest3d.out", npu_upsample_nearest3d_out);
+  m.impl("upsample_nearest3d_backward", npu_upsample_nearest3d_backward);
+  m.impl("upsample_nearest3d_backward.grad_input", npu_upsample_nearest3d_backward_out);
   m.impl("upsample_nearest2d", npu_upsample_nearest2d);
   m.impl("upsample_nearest2d.out", npu_upsample_nearest2d_out);
   m.impl("upsample_nearest2d_backward", npu_upsample_nearest2d_backward);
