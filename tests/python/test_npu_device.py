@@ -525,7 +525,14 @@ def conv_pool_norm_cases():
         "conv2d 7x7 stride 2": (lambda x, w: F_.conv2d(x, w, stride=2, padding=3), [(1, 3, 17, 15), (4, 3, 7, 7)]),
         "conv1d": (lambda x, w: F_.conv1d(x, w, stride=2, padding=1), [(2, 3, 13), (5, 3, 4)]),
         "conv_transpose2d": (lambda x, w: F_.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [(2, 4, 5, 6), (4, 3, 3, 3)]),
+        "conv3d": (lambda x, w, b: F_.conv3d(x, w, b, stride=(1, 2, 2), padding=1), [(2, 3, 5, 7, 6), (4, 3, 3, 3, 3), (4,)]),
+        "conv3d dilation groups": (lambda x, w: F_.conv3d(x, w, stride=2, padding=(2, 0, 1), dilation=(2, 1, 1), groups=2),
+                                   [(1, 4, 7, 6, 6), (6, 2, 3, 2, 3)]),
+        "conv3d tubelets": (lambda x, w: F_.conv3d(x, w, stride=(2, 4, 4)), [(2, 3, 4, 8, 8), (5, 3, 2, 4, 4)]),  # VideoMAE's patches
         "max_pool2d": (lambda x: F_.max_pool2d(x, 3, 2, 1), [(2, 3, 9, 8)]),
+        "max_pool3d": (lambda x: F_.max_pool3d(x, 3, 2, 1), [(2, 3, 7, 9, 8)]),
+        "max_pool3d overlapping unbatched": (lambda x: F_.max_pool3d(x, 3, 1, 1), [(3, 5, 6, 6)]),
+        "max_pool3d dilation ceil": (lambda x: F_.max_pool3d(x, (2, 3, 3), (1, 2, 2), dilation=(2, 1, 1), ceil_mode=True), [(1, 2, 6, 7, 7)]),
         "max_pool2d ceil dilation": (lambda x: F_.max_pool2d(x, 2, 2, 0, dilation=2, ceil_mode=True), [(1, 2, 9, 8)]),
         "avg_pool2d": (lambda x: F_.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [(2, 3, 10, 9)]),
         "adaptive_avg_pool2d": (lambda x: F_.adaptive_avg_pool2d(x, (2, 3)), [(2, 5, 4, 9)]),
@@ -941,3 +948,15 @@ def test_a_llama_style_block_trains_and_samples_with_zero_cpu_fallbacks():
     assert abs(npu_loss - cpu_loss) <= 1e-4 * abs(cpu_loss)
     torch.testing.assert_close(npu_grad, cpu_grad, rtol=1e-3, atol=1e-5)
     assert all(token[r].item() in npu_top[r].tolist() for r in range(2))  # drawn from the top 5
+
+
+def test_max_pool3d_indices_are_the_cpus():
+    torch.manual_seed(3)
+    x = torch.randn(2, 3, 7, 9, 8)
+    x[0, 0, 0, 0, :2] = 5.0  # a tie: the first position wins, as on the CPU
+    before = dict(npusim.fallback_stats())
+    for kwargs in (dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(2, 3, 3), stride=(1, 2, 2), dilation=(2, 1, 1), ceil_mode=True)):
+        values, indices = F.max_pool3d(x.to(NPU), return_indices=True, **kwargs)
+        expected_values, expected_indices = F.max_pool3d(x, return_indices=True, **kwargs)
+        assert torch.equal(values.cpu(), expected_values) and torch.equal(indices.cpu(), expected_indices)
+    assert npusim.fallback_stats() == before

@@ -5,7 +5,7 @@ tensors), Falcon's x[..., [-2], :] (indexing after whole dims, and its gradient)
 (argmax of int64 ids), wav2vec2's weight-normalized convolution, the layer norms that Whisper,
 wav2vec2, ConvNeXt and Swin take over rows that are not contiguous, Mixtral's routing (a sort of
 expert ids, an integer histc, an int32 cumsum, torch.mm into slices), DeBERTa's int64 sign, and
-BEiT's relative position index built on the CPU.
+BEiT's relative position index built on the CPU, and VideoMAE's 3-D convolution.
 
 Tolerance: outputs rtol/atol 1e-4, gradients 1e-3 of each parameter's largest (several layers of
 f32 kernels whose sums group differently from the CPU's).
@@ -59,6 +59,9 @@ MODELS = {
                                                                      pos_att_type=["p2c", "c2p"])), tokens),
     "beit": (lambda: T.BeitModel(T.BeitConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, image_size=32,
                                               patch_size=8, use_relative_position_bias=True)), image),
+    "videomae": (lambda: T.VideoMAEModel(T.VideoMAEConfig(image_size=32, patch_size=8, num_frames=4, tubelet_size=2, hidden_size=64,
+                                                          num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)),
+                 lambda: {"pixel_values": torch.randn(2, 4, 3, 32, 32)}),
     "swin": (lambda: T.SwinModel(T.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4)), image),
 }
 

@@ -12,13 +12,15 @@
 //   bias grad     sums over the positions, then over the batch
 // Groups take one matmul each. A transposed convolution's forward is a
 // convolution's input gradient, its backward a convolution forward and a
-// weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones and
+// weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones sums of
+// 2-D ones over the kernel's depth (conv3d.cpp); transposed 3-D ones and
 // integer dtypes go to the CPU, counted.
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <array>
 
+#include "conv3d.h"
 #include "custom_ops.h"
 #include "kernel_launch.h"
 
@@ -156,6 +158,9 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   Geometry g;
   bool one_d = false;
   const bool has_bias = bias && bias->defined();
+  if (input.dim() == 5 && !transposed && (!has_bias || chip_float(*bias))) {
+    if (const at::Tensor out = conv3d_forward(input, weight, bias, stride, padding, dilation, groups); out.defined()) return out;
+  }
   if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && (!has_bias || chip_float(*bias))) {
     try {
       const at::Tensor x = as_2d(input, one_d), w = as_2d(weight, one_d);
@@ -186,6 +191,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
                                                                     std::array<bool, 3> mask) {
   Geometry g;
   bool one_d = false;
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> gradients;
+  if (input.dim() == 5 && !transposed && grad.scalar_type() == input.scalar_type() &&
+      conv3d_backward(grad, input, weight, stride, padding, dilation, groups, mask, &gradients))
+    return gradients;
   if (chip_geometry(input, weight, stride, padding, dilation, groups, &g, &one_d) && on_npu(grad) && grad.scalar_type() == input.scalar_type()) {
     try {
       const at::Tensor x = as_2d(input, one_d), w = as_2d(weight, one_d), dy = as_2d(grad, one_d);
