@@ -1,5 +1,5 @@
 """Resampling on the npu (nearest, linear, bilinear, bicubic and trilinear upsampling, reflection and
-replication padding, adaptive average pooling of any sizes, grid_sample) and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
+replication padding in 1, 2 and 3 dims, adaptive average pooling of any sizes, grid_sample) and their gradients, against the CPU in f32 and bf16, with no CPU fallback.
 
 Index maps (nearest, padding) move values: exactly the CPU's. Bilinear's and bicubic's weights and every
 gradient are f32 sums in another order than the CPU's: f32 within torch.testing's defaults,
@@ -55,6 +55,8 @@ RESAMPLINGS = {
     "reflect 1-D": lambda t: F.pad(t.flatten(2), (3, 2), mode="reflect"),
     "replicate 1-D": lambda t: F.pad(t.flatten(2), (0, 5), mode="replicate"),
     "reflect unbatched": lambda t: F.pad(t[0], (1, 1, 1, 1), mode="reflect"),
+    "reflect 3-D": lambda t: F.pad(t.view(2, 3, 5, 2, 3), (1, 1, 1, 0, 2, 1), mode="reflect"),
+    "replicate 3-D unbatched": lambda t: F.pad(t.view(2, 3, 5, 2, 3)[1], (2, 0, 1, 3, 0, 2), mode="replicate"),
     # 1-D and 3-D: the same maps on the last dim, or on H and W and then D
     "linear 1-D": lambda t: F.interpolate(t.flatten(2), size=47, mode="linear"),
     "linear 1-D align_corners": lambda t: F.interpolate(t.flatten(2), scale_factor=1.5, mode="linear", align_corners=True),

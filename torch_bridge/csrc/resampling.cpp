@@ -23,8 +23,8 @@
 // + 2, clamped to the dim, with Keys' cubic convolution weights (A = -0.75) of
 // t = src - floor(src), all as ATen's CPU kernel computes them, in float. Like
 // bilinear it is a product of weight matrices, with four nonzeros per row.
-// 1-D (linear, nearest) and 3-D (trilinear, nearest) upsampling apply the same
-// maps to the last dim, or to H and W and then D; adaptive average pooling of any
+// 1-D (linear, nearest) and 3-D (trilinear, nearest) upsampling and 3-D padding
+// apply the same maps to the last dim, or to H and W and then D; adaptive average pooling of any
 // sizes is a weighted map too (resampling.h). Antialiased and nearest-exact
 // modes, bicubic in 1-D or 3-D, int64 and f64, and empty tensors go to the CPU,
 // counted.
@@ -407,7 +407,7 @@ at::Tensor& npu_upsample_nearest3d_backward_out(const at::Tensor& grad, c10::Int
   return into(npu_upsample_nearest3d_backward(grad, output_size, input_size, scales_d, scales_h, scales_w), out);
 }
 
-// ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]) ----
+// ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]; 3-D: [C, D, H, W] or [N, C, D, H, W]) ----
 
 // padding: (left, right) or (left, right, top, bottom). Reflection needs each pad below its dim (else the
 // CPU gives its error); negative pads (cropping) go to the CPU too.
@@ -419,37 +419,55 @@ bool paddable(const at::Tensor& t, c10::IntArrayRef padding, bool reflect) {
   return true;
 }
 
+// The CPU's padding and its gradient, for 1, 2 or 3 padded dims (2, 4 or 6 pads).
+at::Tensor cpu_pad(const at::Tensor& h, c10::IntArrayRef padding, bool reflect) {
+  switch (padding.size()) {
+    case 2: return reflect ? at::reflection_pad1d(h, padding) : at::replication_pad1d(h, padding);
+    case 4: return reflect ? at::reflection_pad2d(h, padding) : at::replication_pad2d(h, padding);
+    default: return reflect ? at::reflection_pad3d(h, padding) : at::replication_pad3d(h, padding);
+  }
+}
+at::Tensor cpu_pad_backward(const at::Tensor& g, const at::Tensor& h, c10::IntArrayRef padding, bool reflect) {
+  switch (padding.size()) {
+    case 2: return reflect ? at::reflection_pad1d_backward(g, h, padding) : at::replication_pad1d_backward(g, h, padding);
+    case 4: return reflect ? at::reflection_pad2d_backward(g, h, padding) : at::replication_pad2d_backward(g, h, padding);
+    default: return reflect ? at::reflection_pad3d_backward(g, h, padding) : at::replication_pad3d_backward(g, h, padding);
+  }
+}
+
+// padding: (left, right[, top, bottom[, front, back]]) of the last 1, 2 or 3 dims (3-D: the maps of H
+// and W, then D's), an unbatched or batched tensor.
 at::Tensor pad(const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
-  const bool two_d = padding.size() == 4;
-  const bool ok = resamplable(x, two_d ? std::initializer_list<int64_t>{3, 4} : std::initializer_list<int64_t>{2, 3}) &&
-                  (padding.size() == 2 || padding.size() == 4) && paddable(x, padding, reflect);
+  const int64_t dims = int64_t(padding.size() / 2);
+  const bool ok = (padding.size() == 2 || padding.size() == 4 || padding.size() == 6) && resamplable(x, {dims + 1, dims + 2}) &&
+                  paddable(x, padding, reflect);
   if (!ok) {
     note_cpu_fallback(op, paddable(x, padding, reflect) ? "a rank, dtype or size the chip path does not take"
                                                         : "a negative padding, or a reflection not below its dim");
-    const at::Tensor h = x.cpu();
-    return (two_d ? (reflect ? at::reflection_pad2d(h, padding) : at::replication_pad2d(h, padding))
-                  : (reflect ? at::reflection_pad1d(h, padding) : at::replication_pad1d(h, padding)))
-        .to(x.device());
+    return cpu_pad(x.cpu(), padding, reflect).to(x.device());
   }
   const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
-  if (!two_d) return apply_maps(x, nullptr, cols);
+  if (dims == 1) return apply_maps(x, nullptr, cols);
   const DimMap rows = padding_map(x.size(-2), padding[2], padding[3], reflect);
-  return apply_maps(x, &rows, cols);
+  if (dims == 2) return apply_maps(x, &rows, cols);
+  const DimMap depth = padding_map(x.size(-3), padding[4], padding[5], reflect);
+  return apply_maps(apply_maps(x, &rows, cols).movedim(-3, -1), nullptr, depth).movedim(-1, -3).contiguous();
 }
 
 at::Tensor pad_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
-  const bool two_d = padding.size() == 4;
-  if (!chip_float(grad) || grad.numel() == 0 || x.numel() == 0 || grad.dim() != x.dim() || !paddable(x, padding, reflect)) {
+  const int64_t dims = int64_t(padding.size() / 2);
+  if (!chip_float(grad) || grad.numel() == 0 || x.numel() == 0 || grad.dim() != x.dim() || !paddable(x, padding, reflect) || dims < 1 ||
+      dims > 3 || grad.dim() < dims + 1) {
     note_cpu_fallback(op, "an empty or non-float gradient, or a padding the forward ran on the CPU");
-    const at::Tensor g = grad.cpu(), h = x.cpu();
-    return (two_d ? (reflect ? at::reflection_pad2d_backward(g, h, padding) : at::replication_pad2d_backward(g, h, padding))
-                  : (reflect ? at::reflection_pad1d_backward(g, h, padding) : at::replication_pad1d_backward(g, h, padding)))
-        .to(grad.device());
+    return cpu_pad_backward(grad.cpu(), x.cpu(), padding, reflect).to(grad.device());
   }
   const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
-  if (!two_d) return apply_transposed_maps(grad, nullptr, cols);
+  if (dims == 1) return apply_transposed_maps(grad, nullptr, cols);
   const DimMap rows = padding_map(x.size(-2), padding[2], padding[3], reflect);
-  return apply_transposed_maps(grad, &rows, cols);
+  if (dims == 2) return apply_transposed_maps(grad, &rows, cols);
+  const DimMap depth = padding_map(x.size(-3), padding[4], padding[5], reflect);
+  const at::Tensor planes = apply_transposed_maps(as_f32(grad), &rows, cols);
+  return in_dtype(apply_transposed_maps(planes.movedim(-3, -1), nullptr, depth).movedim(-1, -3).contiguous(), grad);
 }
 
 at::Tensor npu_reflection_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad1d"); }
@@ -460,6 +478,22 @@ at::Tensor& npu_reflection_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at
 at::Tensor& npu_reflection_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad2d(x, p), out); }
 at::Tensor& npu_replication_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad1d(x, p), out); }
 at::Tensor& npu_replication_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad2d(x, p), out); }
+at::Tensor npu_reflection_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad3d"); }
+at::Tensor npu_replication_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad3d"); }
+at::Tensor& npu_reflection_pad3d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad3d(x, p), out); }
+at::Tensor& npu_replication_pad3d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad3d(x, p), out); }
+at::Tensor npu_reflection_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, true, "aten::reflection_pad3d_backward");
+}
+at::Tensor npu_replication_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward(g, x, p, false, "aten::replication_pad3d_backward");
+}
+at::Tensor& npu_reflection_pad3d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_reflection_pad3d_backward(g, x, p), out);
+}
+at::Tensor& npu_replication_pad3d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
+  return into(npu_replication_pad3d_backward(g, x, p), out);
+}
 
 at::Tensor npu_reflection_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
   return pad_backward(g, x, p, true, "aten::reflection_pad1d_backward");
@@ -531,6 +565,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bicubic2d.out", npu_upsample_bicubic2d_out);
   m.impl("upsample_bicubic2d_backward", npu_upsample_bicubic2d_backward);
   m.impl("upsample_bicubic2d_backward.grad_input", npu_upsample_bicubic2d_backward_out);
+  m.impl("reflection_pad3d", npu_reflection_pad3d);
+  m.impl("reflection_pad3d.out", npu_reflection_pad3d_out);
+  m.impl("replication_pad3d", npu_replication_pad3d);
+  m.impl("replication_pad3d.out", npu_replication_pad3d_out);
+  m.impl("reflection_pad3d_backward", npu_reflection_pad3d_backward);
+  m.impl("reflection_pad3d_backward.grad_input", npu_reflection_pad3d_backward_out);
+  m.impl("replication_pad3d_backward", npu_replication_pad3d_backward);
+  m.impl("replication_pad3d_backward.grad_input", npu_replication_pad3d_backward_out);
   m.impl("reflection_pad1d", npu_reflection_pad1d);
   m.impl("reflection_pad1d.out", npu_reflection_pad1d_out);
   m.impl("reflection_pad2d", npu_reflection_pad2d);
