@@ -76,10 +76,22 @@ RESAMPLINGS = {
 @pytest.mark.parametrize("name", list(RESAMPLINGS))
 def test_bilinear_upsampling_and_padding_run_on_the_chip(name, dtype):
     torch.manual_seed(4)
-    check_forward_and_backward(RESAMPLINGS[name], torch.randn(2, 3, 5, 6), dtype)
+    f = RESAMPLINGS[name]
+    if "3-D" in name and dtype == torch.bfloat16 and ("reflect" in name or "replicate" in name):
+        # The CPU adds bf16 padding gradients in bf16, rounding at every add (up to 8 at a 3-D corner):
+        # the chip's f32 sums, rounded once, are held to the f32 gradient rounded to bf16 instead.
+        x = torch.randn(2, 3, 5, 6)
+        grad = torch.randn(f(x).shape).bfloat16()
+        x_npu = x.bfloat16().to(NPU).requires_grad_()
+        f(x_npu).backward(grad.to(NPU))
+        x_f32 = x.bfloat16().float().requires_grad_()
+        f(x_f32).backward(grad.float())
+        assert torch.equal(x_npu.grad.cpu(), x_f32.grad.bfloat16())
+    else:
+        check_forward_and_backward(f, torch.randn(2, 3, 5, 6), dtype)
     if any(word in name for word in ("pad", "reflect", "replicate", "nearest")):  # an index map: exact
         x = torch.randn(2, 3, 5, 6).to(dtype)
-        assert torch.equal(RESAMPLINGS[name](x.to(NPU)).cpu(), RESAMPLINGS[name](x))
+        assert torch.equal(f(x.to(NPU)).cpu(), f(x))
 
 
 def test_a_padding_the_cpu_refuses_is_refused_with_its_error():
