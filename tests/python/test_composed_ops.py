@@ -395,3 +395,13 @@ def test_cross_entropy_over_pixels_and_sums_of_scalars():
                         [x])
     # A scalar summed again (a loss's sum, a 0-dim mean and maximum): itself.
     check_gradients(lambda t: (t.square().mean() * 3).sum().mean().amax(), [x])
+
+
+def test_a_mask_after_whole_dims_gives_the_cpus_result():
+    # A bool mask indexes as many dims as it has: x[:, mask] with a 2-D mask is not a one-dim index.
+    x, mask = torch.randn(2, 3, 4), torch.rand(3, 4) > 0.5
+    torch.testing.assert_close(x.to(NPU)[:, mask.to(NPU)].cpu(), x[:, mask], rtol=0, atol=0)
+    t, t_npu = x.clone(), x.to(NPU)
+    t[:, mask] = 1.0
+    t_npu[:, mask.to(NPU)] = 1.0
+    torch.testing.assert_close(t_npu.cpu(), t, rtol=0, atol=0)

@@ -33,6 +33,10 @@ std::optional<LeadingSlices> leading_slices(const at::Tensor& self, const c10::L
   for (int64_t d = end; d < k; ++d)
     if (given(d)) return std::nullopt;  // indices apart: their dims go first in the result (the CPU's)
   if (first == 0 || end == first || end > self.dim()) return std::nullopt;
+  for (int64_t d = first; d < end; ++d) {  // (a bool mask indexes as many dims as it has: not one per entry)
+    const at::ScalarType t = indices.get(size_t(d))->scalar_type();
+    if (t != at::kLong && t != at::kInt) return std::nullopt;
+  }
   return LeadingSlices(self, first, end, indices);
 }
 

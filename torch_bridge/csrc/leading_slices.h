@@ -22,7 +22,7 @@ struct LeadingSlices {
 // a relative position index built in forward, BEiT's).
 c10::List<std::optional<at::Tensor>> indices_on_npu(const c10::List<std::optional<at::Tensor>>& indices);
 
-// Where indices are absent for the first dims, given for a block after them and absent after it.
+// Where indices are absent for the first dims, given (integer tensors) for a block after them and absent after it.
 std::optional<LeadingSlices> leading_slices(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
 
 }  // namespace npusim
