@@ -22,7 +22,6 @@
 #include <c10/util/accumulate.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "kernel_launch.h"
@@ -70,13 +69,10 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
     // the values' index dims with them.
     std::vector<int64_t> index_shape;
     for (const std::optional<at::Tensor>& i : moved->block) index_shape = at::infer_size(index_shape, i->sizes());
-    const bool integer = std::all_of(moved->block.begin(), moved->block.end(), [](const std::optional<at::Tensor>& i) {
-      return i->scalar_type() == at::kLong || i->scalar_type() == at::kInt;
-    });
     std::vector<int64_t> full(self.sizes().begin(), self.sizes().begin() + moved->leading);
     full.insert(full.end(), index_shape.begin(), index_shape.end());
     full.insert(full.end(), self.sizes().begin() + moved->leading + int64_t(moved->block.size()), self.sizes().end());
-    if (integer && at::is_expandable_to(values.sizes(), full)) {
+    if (at::is_expandable_to(values.sizes(), full)) {
       const int64_t index_dims = int64_t(index_shape.size());
       std::vector<int64_t> from(static_cast<size_t>(index_dims)), to(static_cast<size_t>(index_dims));
       for (int64_t d = 0; d < index_dims; ++d) from[size_t(d)] = moved->leading + d, to[size_t(d)] = d;
