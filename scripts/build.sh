@@ -5,9 +5,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# Paths under the checkout are hashed relative to it, so a fresh clone elsewhere
-# (CI) reuses the compile cache of earlier builds.
+# Paths under the checkout are hashed relative to it, and the build directory is
+# left out of the hash (ccache adds it for -g builds), so a fresh clone elsewhere
+# (CI) reuses the compile cache of earlier builds. (The debug info then names the
+# directory of whichever build compiled an object first.)
 export CCACHE_BASEDIR="$ROOT"
+export CCACHE_NOHASHDIR=1
 
 case "${1:-default}" in
   default)
