@@ -81,7 +81,7 @@ CoreConfig to_typed(const pb::CoreConfig& m) {
   core.accumulator = to_typed(m.accumulator());
   const pb::DmaConfig& dma = m.dma();
   core.dma = {dma.channels(), dma.descriptor_cycles(), dma.request_bytes(), dma.max_outstanding_requests(),
-              dma.step_bytes()};
+              dma.step_bytes(), dma.timing() == pb::PER_STEP ? DmaTiming::PerStep : DmaTiming::PerRequest};
   return core;
 }
 
@@ -100,6 +100,7 @@ void to_proto(const CoreConfig& core, pb::CoreConfig* m) {
   dma->set_request_bytes(core.dma.request_bytes);
   dma->set_max_outstanding_requests(core.dma.max_outstanding_requests);
   dma->set_step_bytes(core.dma.step_bytes);
+  dma->set_timing(core.dma.timing == DmaTiming::PerStep ? pb::PER_STEP : pb::PER_REQUEST);
 }
 
 DramConfig to_typed(const pb::DramConfig& m) {

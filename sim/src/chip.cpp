@@ -14,6 +14,7 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
       registers("registers", chip_context, command_processor, [this] { reset(); }),
       host_link("host_link", chip_context) {
   const ChipConfig& config = context.config;
+  directory.noc = &noc;
   for (unsigned c = 0; c < config.num_cores; ++c)
     cores.push_back(std::make_unique<Core>(("core" + std::to_string(c)).c_str(), context, c, directory, dram));
   for (auto& core : cores) {

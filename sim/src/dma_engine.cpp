@@ -13,55 +13,6 @@
 namespace npu::sim {
 namespace {
 
-// The rows of a transfer, in order, as (source offset, destination offset)
-// pairs. A 3-D block's (n2 planes of n1 rows; an extent register holding 0
-// counts as 1) are computed as they are walked, so that a large block costs
-// no list; a gather's are listed, read from its index array before any byte
-// moves. Offsets wrap modulo 2^64, as the registers do.
-class Rows {
- public:
-  Rows(uint64_t n1, uint64_t n2, uint64_t src_s1, uint64_t dst_s1, uint64_t src_s2, uint64_t dst_s2)
-      : n1_(std::max<uint64_t>(n1, 1)), n2_(std::max<uint64_t>(n2, 1)), src_s1_(src_s1), dst_s1_(dst_s1), src_s2_(src_s2), dst_s2_(dst_s2) {}
-  explicit Rows(std::vector<std::pair<uint64_t, uint64_t>> listed) : listed_(std::move(listed)), is_listed_(true) {}
-
-  // The next row's offsets; false after the last.
-  bool next(uint64_t* src_offset, uint64_t* dst_offset) {
-    if (is_listed_) {
-      if (index_ == listed_.size()) return false;
-      std::tie(*src_offset, *dst_offset) = listed_[index_++];
-      return true;
-    }
-    if (plane_ == n2_) return false;
-    *src_offset = src_row_, *dst_offset = dst_row_;
-    if (++row_ < n1_) {
-      src_row_ += src_s1_, dst_row_ += dst_s1_;
-    } else {
-      row_ = 0, ++plane_;
-      src_row_ = src_plane_ += src_s2_, dst_row_ = dst_plane_ += dst_s2_;
-    }
-    return true;
-  }
-
-  // For a block whose strides are all below 2^63 (none "negative"): how far
-  // its last row starts past its first, for source and destination. A row
-  // lies between the first row's start and the last row's end.
-  bool last_row(unsigned __int128* src_offset, unsigned __int128* dst_offset) const {
-    constexpr uint64_t kSign = uint64_t{1} << 63;
-    if (is_listed_ || ((src_s1_ | dst_s1_ | src_s2_ | dst_s2_) & kSign)) return false;
-    *src_offset = static_cast<unsigned __int128>(n1_ - 1) * src_s1_ + static_cast<unsigned __int128>(n2_ - 1) * src_s2_;
-    *dst_offset = static_cast<unsigned __int128>(n1_ - 1) * dst_s1_ + static_cast<unsigned __int128>(n2_ - 1) * dst_s2_;
-    return true;
-  }
-
- private:
-  uint64_t n1_ = 1, n2_ = 1, src_s1_ = 0, dst_s1_ = 0, src_s2_ = 0, dst_s2_ = 0;
-  uint64_t row_ = 0, plane_ = 0;
-  uint64_t src_row_ = 0, dst_row_ = 0, src_plane_ = 0, dst_plane_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> listed_;
-  size_t index_ = 0;
-  bool is_listed_ = false;
-};
-
 constexpr uint64_t kMaxRows = uint64_t{1} << 24;
 
 }  // namespace
@@ -72,7 +23,9 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigne
       noc("noc"),
       local_(local),
       directory_(directory),
-      dram_(dram) {
+      dram_(dram),
+      channel_bursts_(context.config.dram.channels),
+      interleave_(context.config.dram) {
   is_dma_ = true;
   payload_.set_byte_enable_ptr(nullptr);
   payload_.set_dmi_allowed(false);
@@ -197,7 +150,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   unsigned remote_core = 0;
   uint64_t src = uoperand(command, "src"), dst = uoperand(command, "dst");
   uint64_t n0 = uoperand(command, "n0");
-  std::optional<Rows> rows;
+  std::optional<DmaRows> rows;
 
   switch (op) {
     case isa::Opcode::DMA_LD: src_space = Space::Global, dst_space = Space::Local; break;
@@ -246,7 +199,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   const bool safe = n0 == 0 || (rows->last_row(&src_last, &dst_last) && holds(src_space, src, src_last + n0, remote_core) &&
                                 holds(dst_space, dst, dst_last + n0, remote_core));
   if (!safe) {
-    Rows walk = *rows;
+    DmaRows walk = *rows;
     for (uint64_t src_offset, dst_offset; walk.next(&src_offset, &dst_offset);) {
       if (auto fault = check(command, src_space, src + src_offset, n0, remote_core)) return {0, fault, {}};
       if (auto fault = check(command, dst_space, dst + dst_offset, n0, remote_core)) return {0, fault, {}};
@@ -255,6 +208,12 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
 
   const DmaConfig& config = context_.config.core.dma;
   noc_wait_ = dram_wait_ = sram_wait_ = 0;
+  const bool dram_and_scratchpad = (src_space == Space::Global && dst_space == Space::Local && op != isa::Opcode::DMA_GATHER) ||
+                                   (src_space == Space::Local && dst_space == Space::Global);
+  if (config.timing == DmaTiming::PerStep && safe && dram_and_scratchpad) {
+    const bool load = src_space == Space::Global;
+    return transfer_in_steps(*rows, load, load ? src : dst, load ? dst : src, n0, start);
+  }
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;
   const Divider request_bytes(config.request_bytes);

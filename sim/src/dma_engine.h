@@ -3,7 +3,10 @@
 // and gathers. Transfers are split into requests; up to
 // max_outstanding_requests are in flight, one is issued per cycle, and the
 // channel yields to the simulation every step_bytes so that concurrent
-// transfers interleave on the links and channels they share.
+// transfers interleave on the links and channels they share. Each request is
+// timed through the NoC and the memories' TLM sockets; with DmaTiming::PerStep,
+// a transfer between DRAM and the scratchpad is timed a step at a time instead
+// (dma_steps.cpp).
 #pragma once
 
 #include <tlm>
@@ -12,6 +15,9 @@
 #include <vector>
 
 #include "core_directory.h"
+#include "dma_rows.h"
+#include "dram.h"
+#include "dram_interleave.h"
 #include "engine.h"
 #include "local_memory.h"
 #include "timing_extension.h"
@@ -46,6 +52,24 @@ class DmaEngine : public Engine {
                    std::optional<FaultRecord>* fault, const Command& command);
   uint64_t noc_transport(tlm::tlm_command direction, uint64_t address, uint8_t* data, uint64_t bytes, uint64_t ready, bool* ok);
 
+  // DmaTiming::PerStep (dma_steps.cpp): a transfer between DRAM at `global`
+  // and the scratchpad at `local` (a load when `load`), every row inside them
+  // (checked), cut into requests as the per-request model cuts them; each
+  // step's requests to one DRAM channel are timed as one burst.
+  Outcome transfer_in_steps(DmaRows& rows, bool load, uint64_t global, uint64_t local, uint64_t n0, uint64_t start);
+  // Times the step's requests (in channel_bursts_), the first issued at
+  // `issue`; returns when the last is done. Estimates each request's
+  // completion into in_flight_ (its slot), for the window of later steps.
+  uint64_t time_step(bool load, uint64_t issue);
+  struct ChannelBurst {
+    std::vector<Dram::BurstRequest> requests;  // the step's requests to one DRAM channel, in order
+    std::vector<size_t> slots;                 // each request's slot in in_flight_
+    uint64_t first_local = 0, bytes = 0;
+    // What its requests would hold one by one, each rounded up to whole cycles: every NoC link on its route,
+    // and the scratchpad's banks.
+    uint64_t link_cycles = 0, sram_cycles = 0;
+  };
+
   LocalMemory& local_;
   const CoreDirectory& directory_;
   Dram& dram_;
@@ -53,6 +77,13 @@ class DmaEngine : public Engine {
   TimingExtension timing_;
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
+  std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
+  std::vector<unsigned> step_channels_;       // the channels the step uses, in order of first use
+  // The last max_outstanding_requests requests' completion cycles, a ring, as the per-request model keeps
+  // them; per step, estimated from its bursts (0 until the step is timed).
+  std::vector<uint64_t> in_flight_;
+  std::vector<uint64_t> dram_done_;  // per request of a burst (Dram::access_burst)
+  const DramInterleave interleave_;
 };
 
 }  // namespace npu::sim

@@ -35,10 +35,14 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
       banks_per_channel_(config_.banks_per_channel),
       refresh_interval_(config_.refresh_interval_cycles ? config_.refresh_interval_cycles : 1),
       bus_width_(config_.bytes_per_cycle_per_channel),
+      channel_row_span_(uint64_t{config_.channels} * config_.row_bytes),
       storage_(map_zeroed(config_.size_bytes), Unmapper{config_.size_bytes}),
       channels_(config_.channels),
       stats_(config_.channels) {
-  for (Channel& channel : channels_) channel.banks.resize(config_.banks_per_channel);
+  for (Channel& channel : channels_) {
+    channel.banks.resize(config_.banks_per_channel);
+    channel.quiet_until = config_.refresh_interval_cycles ? config_.refresh_interval_cycles : UINT64_MAX;
+  }
   socket.register_b_transport(this, &Dram::b_transport);
 }
 
@@ -52,19 +56,18 @@ uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t
     for (Bank& bank : channel.banks) bank.row_open = false;
   }
   const uint64_t window_start = window * config_.refresh_interval_cycles;
+  channel.quiet_from = window >= 1 ? window_start + config_.refresh_cycles : 0;
+  channel.quiet_until = window_start + config_.refresh_interval_cycles;
   if (window >= 1 && start < window_start + config_.refresh_cycles) return window_start + config_.refresh_cycles;
   return start;
 }
 
-uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
-  const unsigned channel_index = interleave_.channel_of(address);
-  Channel& channel = channels_[channel_index];
-  DramChannelStats& stats = stats_[channel_index];
+uint64_t Dram::open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start) {
   const uint64_t row_global = row_bytes_.quotient(interleave_.channel_address(address));
   Bank& bank = channel.banks[banks_per_channel_.remainder(row_global)];
   const uint64_t row = banks_per_channel_.quotient(row_global);
 
-  const uint64_t start = apply_refresh(channel, stats, std::max(ready, bank.ready));
+  *start = apply_refresh(channel, stats, std::max(*start, bank.ready));
   uint64_t latency;
   if (bank.row_open && bank.open_row == row) {
     latency = config_.row_hit_cycles;
@@ -80,7 +83,16 @@ uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t 
   bank.open_row = row;
   // The bank is busy while it precharges and activates; column accesses to an
   // open row pipeline behind each other on the bus.
-  bank.ready = start + (latency - config_.row_hit_cycles);
+  bank.ready = *start + (latency - config_.row_hit_cycles);
+  return latency;
+}
+
+uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles) {
+  const unsigned channel_index = interleave_.channel_of(address);
+  Channel& channel = channels_[channel_index];
+  DramChannelStats& stats = stats_[channel_index];
+  uint64_t start = ready;
+  const uint64_t latency = open_row(channel, stats, address, &start);
   const uint64_t burst = bus_width_.ceil_quotient(bytes);
   const uint64_t bus_start = channel.bus.reserve(start + latency, burst);
   stats.busy_cycles += burst;
@@ -91,6 +103,55 @@ uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t 
   const uint64_t ideal = ready + config_.row_hit_cycles + burst;
   if (wait_cycles) *wait_cycles = done > ideal ? done - ideal : 0;
   return done;
+}
+
+Dram::BurstTiming Dram::access_burst(const std::vector<BurstRequest>& requests, bool is_write, uint64_t ready, uint64_t* wait_cycles,
+                                     std::vector<uint64_t>* done) {
+  done->resize(requests.size());
+  const unsigned channel_index = interleave_.channel_of(requests.front().address);
+  Channel& channel = channels_[channel_index];
+  DramChannelStats& stats = stats_[channel_index];
+  const uint64_t first_offset = requests.front().offset;
+  // The bus as access() would leave it after each request, without touching the timeline until the end.
+  uint64_t bus_free = channel.bus.busy_until;
+  uint64_t first_bus_start = 0, first_done = 0, busy = 0, bytes = 0, waited = 0;
+  uint64_t previous_row = UINT64_MAX;  // of the request before, in channel_row_span_ units
+  Bank* previous_bank = nullptr;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const BurstRequest& request = requests[i];
+    const uint64_t request_ready = ready + (request.offset - first_offset);
+    uint64_t start = request_ready;
+    uint64_t latency;
+    const uint64_t row = channel_row_span_.quotient(request.address);
+    if (row == previous_row && std::max(start, previous_bank->ready) >= channel.quiet_from &&
+        std::max(start, previous_bank->ready) < channel.quiet_until) {
+      // The row the request before opened, with no refresh between: a hit, as open_row() would find.
+      start = std::max(start, previous_bank->ready);
+      latency = config_.row_hit_cycles;
+      ++stats.row_hits;
+      previous_bank->ready = start;
+    } else {
+      latency = open_row(channel, stats, request.address, &start);
+      previous_row = row;
+      previous_bank = &channel.banks[banks_per_channel_.remainder(row)];  // (the bank open_row() used)
+    }
+    const uint64_t burst = bus_width_.ceil_quotient(request.bytes);
+    const uint64_t bus_start = std::max(start + latency, bus_free);
+    bus_free = bus_start + burst;
+    (*done)[i] = bus_free;
+    if (i == 0) first_bus_start = bus_start, first_done = bus_free;
+    busy += burst;
+    bytes += request.bytes;
+    const uint64_t ideal = request_ready + config_.row_hit_cycles + burst;
+    waited += bus_free > ideal ? bus_free - ideal : 0;
+  }
+  channel.bus.busy_until = bus_free;
+  channel.bus.busy_cycles += busy;
+  stats.busy_cycles += busy;
+  (is_write ? stats.write_bytes : stats.read_bytes) += bytes;
+  if (context_.trace) context_.trace->dram_transfer(channel_index, first_bus_start, bus_free, bytes);
+  if (wait_cycles) *wait_cycles = waited;
+  return {first_done, bus_free};
 }
 
 void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

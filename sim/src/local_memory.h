@@ -41,6 +41,20 @@ class LocalMemory : public sc_core::sc_module {
   // bank-conflict delay. Where a stream shares the banks, the access takes
   // longer by the stream's share of their bandwidth. (DMA requests.)
   uint64_t access(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t* wait_cycles);
+  // A DMA burst (DmaTiming::PerStep): `bytes` coming in or going out from
+  // `ready` on, over at least `duration` cycles, that its requests would hold
+  // the banks for `full_width_cycles` in all (access_cycles() of each). It is
+  // slowed by the largest share streams hold of its banks, as access() is,
+  // and by other bursts: over its span it holds its cycles' part of the
+  // banks' time, and a later burst there gets the rest while it lasts.
+  // Returns when its bytes are through.
+  uint64_t burst(uint64_t address, uint64_t bytes, uint64_t full_width_cycles, bool is_write, uint64_t ready, uint64_t duration,
+                 uint64_t* wait_cycles);
+  // The cycles access() takes for `bytes` at `address` when nothing else uses its banks.
+  uint64_t access_cycles(uint64_t address, uint64_t bytes) const {
+    const Memory& memory = address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_;
+    return memory.bytes_per_cycle.quotient(bytes + memory.config->bytes_per_cycle() - 1);
+  }
   // An engine streaming `bytes` through the banks over `duration` cycles (a
   // vector instruction's operand, the tensor core's A, B and C): it shares
   // the banks for its span, using bytes / (their bandwidth x duration) of
@@ -64,6 +78,7 @@ class LocalMemory : public sc_core::sc_module {
     std::vector<uint8_t> bytes;
     std::vector<BankTimeline> banks;  // DMA requests' reservations
     std::vector<BankShare> shares;     // streams, per bank
+    std::vector<BankShare> bursts;     // DMA bursts (DmaTiming::PerStep): the part of each bank's time they hold
     Divider bank_width, bytes_per_cycle, bank_count;  // the config's, for the per-access arithmetic
   };
   struct BankSpan {

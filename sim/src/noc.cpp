@@ -20,10 +20,10 @@ Noc::Noc(sc_core::sc_module_name name, ChipContext& context)
 
 void Noc::add_initiator_node(MeshPosition position) { initiator_nodes_.push_back(position); }
 
-uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles) {
+uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t serialization, uint64_t ready,
+                       uint64_t* wait_cycles) {
   if (wait_cycles) *wait_cycles = 0;
   if (from.x == to.x && from.y == to.y) return ready;  // same node: no link crossed
-  const uint64_t serialization = link_width_.ceil_quotient(bytes);
   uint64_t head = ready;
   uint64_t waited = 0;
   unsigned x = from.x, y = from.y;

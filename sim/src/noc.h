@@ -35,11 +35,23 @@ class Noc : public sc_core::sc_module {
 
   // Moves `bytes` from one node to another, starting at `ready`; returns the
   // arrival cycle of the last byte. `wait_cycles` gets the link contention.
-  uint64_t transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles);
+  uint64_t transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t ready, uint64_t* wait_cycles) {
+    return transfer(from, to, bytes, serialization_cycles(bytes), ready, wait_cycles);
+  }
+  // The same for a train of packets holding `bytes` in all that occupy each
+  // link for `serialization` cycles together (each packet rounds its own
+  // bytes up to whole link cycles): a DMA burst (DmaTiming::PerStep).
+  uint64_t transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint64_t serialization, uint64_t ready, uint64_t* wait_cycles);
   unsigned hops(MeshPosition from, MeshPosition to) const {  // (in the class, to be inlined: every request asks)
     const auto distance = [](uint32_t a, uint32_t b) { return a > b ? a - b : b - a; };
     return distance(from.x, to.x) + distance(from.y, to.y);
   }
+
+  // Where the controller of the DRAM channel serving `address` sits.
+  MeshPosition dram_port(uint64_t address) const { return dram_port_of_channel_[dram_interleave_.channel_of(address)]; }
+  // Cycles `bytes` take on one link, and a packet's latency over `hops` routers.
+  uint64_t serialization_cycles(uint64_t bytes) const { return link_width_.ceil_quotient(bytes); }
+  uint64_t route_cycles(unsigned hop_count) const { return uint64_t{hop_count} * config_.router_latency_cycles; }
 
   std::vector<NocLinkStats> link_stats() const;
 

@@ -96,6 +96,9 @@ int sc_main(int argc, char* argv[]) {
       ("version", "print the version and exit")
       ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
        "chip config: a preset (tiny, base, large) or a .pbtxt file")
+      ("dma-timing", po::value<std::string>()->value_name("request|step"),
+       "override the config's core.dma.timing: 'request' (PER_REQUEST, every DMA request modelled) or 'step' "
+       "(PER_STEP, a step's requests to one DRAM channel as one burst: faster, docs/chip.md \"DMA timing\")")
       ("dump-config", "print the effective chip config (protobuf text format) and exit")
       ("register-map", "print the MMIO register map (Markdown, docs/registers.md) and exit")
       ("input,i", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
@@ -124,6 +127,14 @@ int sc_main(int argc, char* argv[]) {
   } catch (const npu::sim::ConfigError& e) {
     std::cerr << "npu-sim: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;
+  }
+  if (vm.count("dma-timing")) {
+    const std::string timing = vm["dma-timing"].as<std::string>();
+    if (timing != "request" && timing != "step") {
+      std::cerr << "npu-sim: error: --dma-timing takes 'request' or 'step', got '" << timing << "'\nTry 'npu-sim --help'.\n";
+      return npu::cli::kExitBadUsage;
+    }
+    config.core.dma.timing = timing == "step" ? npu::sim::DmaTiming::PerStep : npu::sim::DmaTiming::PerRequest;
   }
   if (vm.count("dump-config")) {
     std::cout << npu::sim::dump_chip_config(config);

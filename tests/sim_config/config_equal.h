@@ -30,8 +30,8 @@ inline bool operator==(const SramConfig& a, const SramConfig& b) {
 }
 
 inline bool operator==(const DmaConfig& a, const DmaConfig& b) {
-  return std::tie(a.channels, a.descriptor_cycles, a.request_bytes, a.max_outstanding_requests, a.step_bytes) ==
-         std::tie(b.channels, b.descriptor_cycles, b.request_bytes, b.max_outstanding_requests, b.step_bytes);
+  return std::tie(a.channels, a.descriptor_cycles, a.request_bytes, a.max_outstanding_requests, a.step_bytes, a.timing) ==
+         std::tie(b.channels, b.descriptor_cycles, b.request_bytes, b.max_outstanding_requests, b.step_bytes, b.timing);
 }
 
 inline bool operator==(const CoreConfig& a, const CoreConfig& b) {

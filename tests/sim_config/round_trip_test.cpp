@@ -29,8 +29,12 @@ TEST(RoundTrip, EditedConfigKeepsTheEdit) {
   config.core.tensor_core.weight_double_buffering = false;  // an output-stationary array holds no weights
   config.dram.refresh_interval_cycles = 0;
   config.dram.refresh_cycles = 0;
-  const ChipConfig again = parse_chip_config(dump_chip_config(config), "dump");
+  config.core.dma.timing = DmaTiming::PerStep;
+  const std::string text = dump_chip_config(config);
+  EXPECT_TRUE(contains(text, "timing: PER_STEP")) << text;
+  const ChipConfig again = parse_chip_config(text, "dump");
   EXPECT_TRUE(again == config);
+  EXPECT_EQ(again.core.dma.timing, DmaTiming::PerStep);
   EXPECT_EQ(again.core.vector_unit.cost(isa::Opcode::V_ADD).latency_cycles, 9u);
 }
 

@@ -13,6 +13,8 @@
 namespace npu::sim {
 
 enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
+// How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
+enum class DmaTiming : uint8_t { PerRequest, PerStep };
 
 struct ControlUnitConfig {
   uint32_t issue_cycles = 1;
@@ -55,6 +57,7 @@ struct DmaConfig {
   uint32_t request_bytes = 64;
   uint32_t max_outstanding_requests = 16;
   uint32_t step_bytes = 4096;
+  DmaTiming timing = DmaTiming::PerRequest;
 };
 
 struct CoreConfig {

@@ -1,0 +1,161 @@
+// DmaTiming::PerStep: a DMA transfer between DRAM and the scratchpad timed a
+// step at a time. The transfer is cut into the same requests as the
+// per-request model's (at request_bytes boundaries of the DRAM address, one
+// issued a cycle, none before the request max_outstanding_requests earlier is
+// done), and a step is the same step_bytes between yields. Within a step, the
+// requests to one DRAM channel form a burst:
+//   - in DRAM each still meets its bank's row state and follows the one before
+//     it on the channel's bus as in the per-request model (Dram::access_burst);
+//   - on the NoC and in the scratchpad the burst is one transfer, cut through,
+//     holding each link and the banks for the cycles its requests would hold
+//     them one by one: its bytes start across the links when the first
+//     request's are ready, and it is done no earlier than the last request's
+//     would be.
+// Each step reserves a link or a bank a few times instead of once per request,
+// which is where the per-request model spends its host time. What changes is
+// the fine order of requests on a shared link or bank within a step (another
+// engine's transfer sees the burst's reservation as one block, and bursts do
+// not wait for each other's scratchpad banks), and the window: a request's
+// completion is known only once its step is timed (estimated as its burst's
+// end less the cycles it was issued before the burst's last request), so a
+// request does not wait for one of its own step. The per-request model stays
+// the reference; docs/chip.md "DMA timing" has the measured difference.
+#include <algorithm>
+#include <cstring>
+
+#include "dma_engine.h"
+#include "divider.h"
+#include "noc.h"
+
+namespace npu::sim {
+
+uint64_t DmaEngine::time_step(bool load, uint64_t issue) {
+  Noc& mesh = *directory_.noc;
+  const MeshPosition node = context_.config.core_position(core_);
+  const DramConfig& dram = context_.config.dram;
+  uint64_t done = issue;
+  for (const unsigned channel : step_channels_) {
+    ChannelBurst& burst = channel_bursts_[channel];
+    const uint64_t bytes = burst.bytes;
+    const uint64_t first_bytes = burst.requests.front().bytes, last_bytes = burst.requests.back().bytes;
+    const uint64_t first_issue = issue + burst.requests.front().offset, last_issue = issue + burst.requests.back().offset;
+    const MeshPosition port = mesh.dram_port(burst.requests.front().address);
+    const unsigned hops = mesh.hops(node, port);
+    uint64_t wait = 0;
+    uint64_t burst_done;
+    if (load) {
+      // The read requests reach the controller after their router latencies; the data comes back.
+      const Dram::BurstTiming read = dram_.access_burst(burst.requests, false, first_issue + mesh.route_cycles(hops), &wait, &dram_done_);
+      dram_wait_ += wait;
+      uint64_t first_arrival = read.first_done, last_arrival = read.done;
+      if (hops > 0) {
+        const uint64_t through = mesh.transfer(port, node, bytes, burst.link_cycles, read.first_done, &wait);
+        noc_wait_ += wait;
+        first_arrival = through - burst.link_cycles + mesh.serialization_cycles(first_bytes);
+        last_arrival = std::max(through, read.done + mesh.route_cycles(hops) + mesh.serialization_cycles(last_bytes));
+      }
+      const uint64_t written =
+          local_.burst(burst.first_local, bytes, burst.sram_cycles, true, first_arrival, last_arrival - first_arrival, &wait);
+      sram_wait_ += wait;
+      burst_done = std::max(written, last_arrival + local_.access_cycles(burst.first_local, last_bytes));
+    } else {
+      // Read out of the scratchpad no faster than the requests issue.
+      const uint64_t read = local_.burst(burst.first_local, bytes, burst.sram_cycles, false, first_issue, last_issue - first_issue, &wait);
+      sram_wait_ += wait;
+      uint64_t first_arrival = first_issue + local_.access_cycles(burst.first_local, first_bytes);
+      uint64_t last_arrival = std::max(read, last_issue + local_.access_cycles(burst.first_local, last_bytes));
+      if (hops > 0) {
+        const uint64_t through = mesh.transfer(node, port, bytes, burst.link_cycles, first_arrival, &wait);
+        noc_wait_ += wait;
+        first_arrival = through - burst.link_cycles + mesh.serialization_cycles(first_bytes);
+        last_arrival = std::max(through, last_arrival + mesh.route_cycles(hops) + mesh.serialization_cycles(last_bytes));
+      }
+      const Dram::BurstTiming write = dram_.access_burst(burst.requests, true, first_arrival, &wait, &dram_done_);
+      dram_wait_ += wait;
+      burst_done = std::max(write.done, last_arrival + dram.row_hit_cycles + ceil_div(last_bytes, dram.bytes_per_cycle_per_channel));
+    }
+    done = std::max(done, burst_done);
+    // Each request done when its data has crossed the DRAM bus (a store), or, for a load, has come over the
+    // links and into the scratchpad from there (uncontended: the burst's contention there lands on its end).
+    for (size_t i = 0; i < burst.requests.size(); ++i) {
+      const uint64_t request_bytes = burst.requests[i].bytes;
+      const uint64_t request_done =
+          load ? dram_done_[i] + (hops > 0 ? mesh.route_cycles(hops) + mesh.serialization_cycles(request_bytes) : 0) +
+                     local_.access_cycles(burst.first_local, request_bytes)
+               : dram_done_[i];
+      in_flight_[burst.slots[i]] = std::min(burst_done, request_done);
+    }
+    burst.requests.clear();
+    burst.slots.clear();
+  }
+  step_channels_.clear();
+  return done;
+}
+
+DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64_t global, uint64_t local, uint64_t n0, uint64_t start) {
+  const DmaConfig& config = context_.config.core.dma;
+  const Divider request_bytes(config.request_bytes);
+  const Noc& mesh = *directory_.noc;
+  in_flight_.assign(config.max_outstanding_requests, 0);
+  size_t slot = 0;
+  uint64_t next_issue = start + config.descriptor_cycles;
+  uint64_t step_issue = 0;  // of the step's first request
+  uint64_t end = next_issue;
+  uint64_t requests = 0, step_bytes = 0;
+  // Times the step's requests and yields, as the per-request model yields after each step.
+  const auto finish_step = [&]() {
+    end = std::max(end, time_step(load, step_issue));
+    step_bytes = 0;
+    // Let the rest of the chip catch up before issuing further ahead.
+    return context_.wait_until(next_issue - 1);
+  };
+  // Rows as (source offset, destination offset): the DRAM side is the source of a load.
+  for (uint64_t src_offset, dst_offset; rows.next(&src_offset, &dst_offset);) {
+    const uint64_t global_row = global + (load ? src_offset : dst_offset);
+    const uint64_t local_row = local + (load ? dst_offset : src_offset);
+    for (uint64_t done_bytes = 0; done_bytes < n0;) {
+      const uint64_t address = global_row + done_bytes;
+      const uint64_t local_address = local_row + done_bytes;
+      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
+      // Each request's bytes move when it is cut, as the per-request model moves them when it is issued: a
+      // step's data moves before the step is timed, never more than a step ahead.
+      if (timing_.move_data) {
+        if (load) {
+          std::memcpy(local_.data(local_address), dram_.data(address), bytes);
+        } else {
+          std::memcpy(dram_.data(address), local_.data(local_address), bytes);
+        }
+      }
+      const uint64_t issue = std::max(next_issue, in_flight_[slot]);
+      if (step_bytes == 0) step_issue = issue;
+      const unsigned channel = interleave_.channel_of(address);
+      ChannelBurst& burst = channel_bursts_[channel];
+      if (burst.requests.empty()) {
+        step_channels_.push_back(channel);
+        burst.first_local = local_address;
+        burst.bytes = burst.link_cycles = burst.sram_cycles = 0;
+      }
+      burst.requests.push_back({address, bytes, issue - step_issue});
+      burst.slots.push_back(slot);
+      burst.bytes += bytes;
+      burst.link_cycles += mesh.serialization_cycles(bytes);
+      burst.sram_cycles += local_.access_cycles(local_address, bytes);
+      in_flight_[slot] = 0;  // (known when its step is timed)
+      if (++slot == in_flight_.size()) slot = 0;
+      next_issue = issue + 1;
+      done_bytes += bytes;
+      step_bytes += bytes;
+      ++requests;
+      if (step_bytes >= config.step_bytes && !finish_step()) return {end, std::nullopt, {}};
+    }
+  }
+  if (step_bytes > 0 && !finish_step()) return {end, std::nullopt, {}};
+  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
+  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, config.max_outstanding_requests));
+  add_stall(StallReason::Noc, noc_wait_ / depth);
+  add_stall(StallReason::Dram, dram_wait_ / depth);
+  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+  return {end, std::nullopt, {}};
+}
+
+}  // namespace npu::sim
