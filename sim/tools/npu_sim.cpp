@@ -189,14 +189,19 @@ int sc_main(int argc, char* argv[]) {
         throw InputError("the program's buffers do not fit in device DRAM (" + std::to_string(config.dram.size_bytes) + " bytes)");
       addresses[i] = next;
       next = (next + size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+      // Device memory starts zeroed: a buffer that would be written as zeros (outputs, scratch, inputs
+      // not generated) is left as it is, which saves a timing-only run most of its host time on large
+      // buffers. `contents` then stays empty.
       std::vector<uint8_t>& bytes = contents[i];
-      bytes.assign(size, 0);
       if (symbol.kind == npu::isa::SymbolKind::Data) {
         bytes = program.data[symbol.section].contents;
       } else if (symbol.kind == npu::isa::SymbolKind::Input) {
         const auto given = inputs.find(symbol.name);
         if (given == inputs.end()) {
-          if (needs_data) fill_deterministic(symbol, bytes);
+          if (needs_data) {
+            bytes.assign(size, 0);
+            fill_deterministic(symbol, bytes);
+          }
         } else {
           std::ifstream in(given->second, std::ios::binary);
           if (!in) throw InputError("cannot open input file '" + given->second + "' for " + symbol.name);
@@ -204,7 +209,7 @@ int sc_main(int argc, char* argv[]) {
           if (data.size() != size)
             throw InputError("input file '" + given->second + "' has " + std::to_string(data.size()) + " bytes; " + symbol.name + " needs " +
                              std::to_string(size));
-          std::memcpy(bytes.data(), data.data(), size);
+          bytes.assign(data.begin(), data.end());
         }
       }
     }
@@ -224,7 +229,8 @@ int sc_main(int argc, char* argv[]) {
     sim_options.trace = vm.count("trace") ? &trace : nullptr;
     npu::sim::Simulator simulator(config, sim_options);
     for (size_t i = 0; i < program.symbols.size(); ++i)
-      if (addresses[i] != npu::sim::kUnboundSymbol) simulator.write_dram(addresses[i], contents[i].data(), contents[i].size());
+      if (addresses[i] != npu::sim::kUnboundSymbol && !contents[i].empty())
+        simulator.write_dram(addresses[i], contents[i].data(), contents[i].size());
 
     // A progress line for long runs, only where a person watches stderr.
     const bool show_progress = isatty(STDERR_FILENO) != 0;
