@@ -77,12 +77,16 @@ uint64_t DmaEngine::time_step(bool load, uint64_t issue) {
     done = std::max(done, burst_done);
     // Each request done when its data has crossed the DRAM bus (a store), or, for a load, has come over the
     // links and into the scratchpad from there (uncontended: the burst's contention there lands on its end).
+    const auto after_dram = [&](uint64_t request_bytes) {
+      return load ? (hops > 0 ? mesh.route_cycles(hops) + mesh.serialization_cycles(request_bytes) : 0) +
+                        local_.access_cycles(burst.first_local, request_bytes)
+                  : 0;
+    };
+    const uint64_t full_request_bytes = context_.config.core.dma.request_bytes;
+    const uint64_t after_full_request = after_dram(full_request_bytes);  // (most requests: computed once)
     for (size_t i = 0; i < burst.requests.size(); ++i) {
       const uint64_t request_bytes = burst.requests[i].bytes;
-      const uint64_t request_done =
-          load ? dram_done_[i] + (hops > 0 ? mesh.route_cycles(hops) + mesh.serialization_cycles(request_bytes) : 0) +
-                     local_.access_cycles(burst.first_local, request_bytes)
-               : dram_done_[i];
+      const uint64_t request_done = dram_done_[i] + (request_bytes == full_request_bytes ? after_full_request : after_dram(request_bytes));
       in_flight_[burst.slots[i]] = std::min(burst_done, request_done);
     }
     burst.requests.clear();
@@ -102,8 +106,21 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
   uint64_t step_issue = 0;  // of the step's first request
   uint64_t end = next_issue;
   uint64_t requests = 0, step_bytes = 0;
+  // Bytes to move, contiguous on both sides.
+  struct Copy {
+    uint64_t global = 0, local = 0, bytes = 0;
+  } copy;
+  const auto move = [&](Copy& pending) {
+    if (load) {
+      std::memcpy(local_.data(pending.local), dram_.data(pending.global), pending.bytes);
+    } else {
+      std::memcpy(dram_.data(pending.global), local_.data(pending.local), pending.bytes);
+    }
+    pending.bytes = 0;
+  };
   // Times the step's requests and yields, as the per-request model yields after each step.
   const auto finish_step = [&]() {
+    if (copy.bytes > 0) move(copy);
     end = std::max(end, time_step(load, step_issue));
     step_bytes = 0;
     // Let the rest of the chip catch up before issuing further ahead.
@@ -117,14 +134,13 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
       const uint64_t address = global_row + done_bytes;
       const uint64_t local_address = local_row + done_bytes;
       const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
-      // Each request's bytes move when it is cut, as the per-request model moves them when it is issued: a
-      // step's data moves before the step is timed, never more than a step ahead.
+      // The bytes move with their step, as the per-request model moves each request's when it is issued: a
+      // step's data moves before the step is timed, never more than a step ahead. Requests that continue
+      // each other on both sides move in one copy.
       if (timing_.move_data) {
-        if (load) {
-          std::memcpy(local_.data(local_address), dram_.data(address), bytes);
-        } else {
-          std::memcpy(dram_.data(address), local_.data(local_address), bytes);
-        }
+        if (copy.bytes > 0 && (address != copy.global + copy.bytes || local_address != copy.local + copy.bytes)) move(copy);
+        if (copy.bytes == 0) copy.global = address, copy.local = local_address;
+        copy.bytes += bytes;
       }
       const uint64_t issue = std::max(next_issue, in_flight_[slot]);
       if (step_bytes == 0) step_issue = issue;
@@ -135,7 +151,9 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
         burst.first_local = local_address;
         burst.bytes = burst.link_cycles = burst.sram_cycles = 0;
       }
-      burst.requests.push_back({address, bytes, issue - step_issue});
+      // (Filled in place: a pushed temporary is read back before its stores retire, a stall on every request.)
+      Dram::BurstRequest& request = burst.requests.emplace_back();
+      request.address = address, request.bytes = bytes, request.offset = issue - step_issue;
       burst.slots.push_back(slot);
       burst.bytes += bytes;
       burst.link_cycles += mesh.serialization_cycles(bytes);

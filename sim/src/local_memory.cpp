@@ -124,9 +124,12 @@ uint64_t LocalMemory::burst(uint64_t address, uint64_t bytes, uint64_t full_widt
   BankShare* const bursts = touched->bursts.data();
   uint64_t share = 0;
   BankShare held;  // of the bursts before it on its banks: the largest part of their time, until the latest end
+  // (Selects, not branches: which banks' shares have run out is unpredictable.)
   span.each([&](uint64_t bank) {
-    if (shares[bank].until > ready) share = std::max(share, shares[bank].share);
-    if (bursts[bank].until > ready) held.share = std::max(held.share, bursts[bank].share), held.until = std::max(held.until, bursts[bank].until);
+    share = std::max(share, shares[bank].until > ready ? shares[bank].share : 0);
+    const bool holds = bursts[bank].until > ready;
+    held.share = std::max(held.share, holds ? bursts[bank].share : 0);
+    held.until = std::max(held.until, holds ? bursts[bank].until : 0);
   });
   // The cycles its requests would hold the banks, slowed by the streams as access() is.
   const uint64_t bank_cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
