@@ -80,7 +80,7 @@ class DmaEngine : public Engine {
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step uses, in order of first use
   // The last max_outstanding_requests requests' completion cycles, a ring, as the per-request model keeps
-  // them; per step, estimated from its bursts (0 until the step is timed).
+  // them; per step, estimated from its bursts.
   std::vector<uint64_t> in_flight_;
   std::vector<uint64_t> dram_done_;  // per request of a burst (Dram::access_burst)
   const DramInterleave interleave_;

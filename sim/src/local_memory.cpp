@@ -13,7 +13,7 @@ LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, Cor
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {
   const CoreConfig& core = context.config.core;
   for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
-    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks), std::vector<BankShare>(config->banks),
+    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
                Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle()), Divider(config->banks)};
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
@@ -121,37 +121,12 @@ uint64_t LocalMemory::burst(uint64_t address, uint64_t bytes, uint64_t full_widt
   Memory* touched;
   const BankSpan span = begin(address, bytes, is_write, &touched);
   const BankShare* const shares = touched->shares.data();
-  BankShare* const bursts = touched->bursts.data();
   uint64_t share = 0;
-  BankShare held;  // of the bursts before it on its banks: the largest part of their time, until the latest end
-  // (Selects, not branches: which banks' shares have run out is unpredictable.)
-  span.each([&](uint64_t bank) {
-    share = std::max(share, shares[bank].until > ready ? shares[bank].share : 0);
-    const bool holds = bursts[bank].until > ready;
-    held.share = std::max(held.share, holds ? bursts[bank].share : 0);
-    held.until = std::max(held.until, holds ? bursts[bank].until : 0);
-  });
-  // The cycles its requests would hold the banks, slowed by the streams as access() is.
-  const uint64_t bank_cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
-  // Other bursts leave it the rest of the banks' time while they last, as the per-request model's requests
-  // fit between each other's.
-  uint64_t cycles = bank_cycles;
-  if (held.share > 0) {
-    const uint64_t free_per_cycle = kShareUnit - held.share;  // (in 1/kShareUnit of a cycle)
-    const uint64_t overlap = held.until - ready;
-    cycles = bank_cycles * kShareUnit <= overlap * free_per_cycle ? ceil_div(bank_cycles * kShareUnit, free_per_cycle)
-                                                                  : overlap + ceil_div(bank_cycles * kShareUnit - overlap * free_per_cycle, kShareUnit);
-  }
+  // (A select, not a branch: which banks' shares have run out is unpredictable.)
+  span.each([&](uint64_t bank) { share = std::max(share, shares[bank].until > ready ? shares[bank].share : 0); });
+  const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   if (wait_cycles) *wait_cycles = cycles > duration ? cycles - std::max(duration, full_width_cycles) : 0;
-  const uint64_t span_cycles = std::max(cycles, duration);
-  const uint64_t until = ready + span_cycles;
-  const uint64_t own = ceil_div(bank_cycles * kShareUnit, span_cycles);
-  span.each([&](uint64_t bank) {
-    BankShare& s = bursts[bank];
-    s.share = std::min<uint64_t>(kShareUnit * 7 / 8, (s.until > ready ? s.share : 0) + own);
-    s.until = std::max(s.until, until);
-  });
-  return until;
+  return ready + std::max(cycles, duration);
 }
 
 uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration) {

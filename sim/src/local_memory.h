@@ -45,9 +45,10 @@ class LocalMemory : public sc_core::sc_module {
   // `ready` on, over at least `duration` cycles, that its requests would hold
   // the banks for `full_width_cycles` in all (access_cycles() of each). It is
   // slowed by the largest share streams hold of its banks, as access() is,
-  // and by other bursts: over its span it holds its cycles' part of the
-  // banks' time, and a later burst there gets the rest while it lasts.
-  // Returns when its bytes are through.
+  // and holds none of them: bursts do not wait for each other (a share
+  // summed over overlapping bursts, as streams' shares are, only grows while
+  // bursts follow each other, and throttled DMA without end). Returns when
+  // its bytes are through.
   uint64_t burst(uint64_t address, uint64_t bytes, uint64_t full_width_cycles, bool is_write, uint64_t ready, uint64_t duration,
                  uint64_t* wait_cycles);
   // The cycles access() takes for `bytes` at `address` when nothing else uses its banks.
@@ -78,7 +79,6 @@ class LocalMemory : public sc_core::sc_module {
     std::vector<uint8_t> bytes;
     std::vector<BankTimeline> banks;  // DMA requests' reservations
     std::vector<BankShare> shares;     // streams, per bank
-    std::vector<BankShare> bursts;     // DMA bursts (DmaTiming::PerStep): the part of each bank's time they hold
     Divider bank_width, bytes_per_cycle, bank_count;  // the config's, for the per-access arithmetic
   };
   struct BankSpan {
