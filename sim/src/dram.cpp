@@ -1,7 +1,6 @@
 #include "dram.h"
 
 #include <algorithm>
-#include <sys/mman.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -14,17 +13,6 @@
 
 namespace npu::sim {
 
-// Device DRAM can be larger than the host's memory (32 GiB on `large`): map
-// it without reserving swap; the OS hands out zero pages only where the
-// program writes, and unwritten bytes read as zero.
-uint8_t* Dram::map_zeroed(uint64_t bytes) {
-  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) throw std::runtime_error("cannot map " + std::to_string(bytes) + " bytes of device DRAM");
-  return static_cast<uint8_t*>(memory);
-}
-
-void Dram::Unmapper::operator()(uint8_t* memory) const { munmap(memory, bytes); }
-
 Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
     : sc_module(name),
       socket("socket"),
@@ -36,7 +24,7 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
       refresh_interval_(config_.refresh_interval_cycles ? config_.refresh_interval_cycles : 1),
       bus_width_(config_.bytes_per_cycle_per_channel),
       channel_row_span_(uint64_t{config_.channels} * config_.row_bytes),
-      storage_(map_zeroed(config_.size_bytes), Unmapper{config_.size_bytes}),
+      storage_(config_.size_bytes, "device DRAM"),
       channels_(config_.channels),
       stats_(config_.channels) {
   for (Channel& channel : channels_) {

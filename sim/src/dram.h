@@ -16,6 +16,7 @@
 #include "divider.h"
 #include "dram_interleave.h"
 #include "timeline.h"
+#include "zeroed_bytes.h"
 
 namespace npu::sim {
 
@@ -27,7 +28,7 @@ class Dram : public sc_core::sc_module {
 
   // Zero-time access for loaders and the host side (no timing, no stats).
   bool in_range(uint64_t address, uint64_t bytes) const { return address <= config_.size_bytes && bytes <= config_.size_bytes - address; }
-  uint8_t* data(uint64_t address) { return storage_.get() + address; }
+  uint8_t* data(uint64_t address) { return storage_.data() + address; }
 
   // Times one access of `bytes` (within one interleave block) that reaches the
   // controller at `ready`; returns the cycle its data has crossed the bus.
@@ -84,13 +85,7 @@ class Dram : public sc_core::sc_module {
   // space (interleave_bytes divides row_bytes): address / this = the row's
   // index in its channel, as channel_address(address) / row_bytes.
   const Divider channel_row_span_;
-  struct Unmapper {
-    uint64_t bytes;
-    void operator()(uint8_t* memory) const;
-  };
-  static uint8_t* map_zeroed(uint64_t bytes);
-
-  std::unique_ptr<uint8_t, Unmapper> storage_;
+  ZeroedBytes storage_;
   std::vector<Channel> channels_;
   std::vector<DramChannelStats> stats_;
 };

@@ -13,7 +13,7 @@ LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, Cor
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {
   const CoreConfig& core = context.config.core;
   for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
-    *memory = {config, std::vector<uint8_t>(config->size_bytes), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
+    *memory = {config, ZeroedBytes(config->size_bytes, "local memory"), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
                Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle()), Divider(config->banks)};
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
@@ -148,11 +148,6 @@ uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, ui
   };
   span.each(take);
   return until;
-}
-
-void LocalMemory::clear() {
-  std::fill(scratchpad_.bytes.begin(), scratchpad_.bytes.end(), 0);
-  std::fill(accumulator_.bytes.begin(), accumulator_.bytes.end(), 0);
 }
 
 void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

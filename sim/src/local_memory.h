@@ -18,6 +18,7 @@
 #include "npusim/sim/stats.h"
 #include "bank_timeline.h"
 #include "timeline.h"
+#include "zeroed_bytes.h"
 
 namespace npu::sim {
 
@@ -65,8 +66,6 @@ class LocalMemory : public sc_core::sc_module {
   // bytes are through: at least the cycles they take at the banks' full width.
   uint64_t stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration);
 
-  void clear();
-
  private:
   // The streams sharing a bank: until when, and their share of its bandwidth in 1/kShareUnit.
   struct BankShare {
@@ -76,7 +75,7 @@ class LocalMemory : public sc_core::sc_module {
   static constexpr uint64_t kShareUnit = 1024;
   struct Memory {
     const SramConfig* config;
-    std::vector<uint8_t> bytes;
+    ZeroedBytes bytes;
     std::vector<BankTimeline> banks;  // DMA requests' reservations
     std::vector<BankShare> shares;     // streams, per bank
     Divider bank_width, bytes_per_cycle, bank_count;  // the config's, for the per-access arithmetic
