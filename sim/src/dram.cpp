@@ -36,6 +36,8 @@ Dram::Dram(sc_core::sc_module_name name, ChipContext& context)
 
 uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start) {
   if (config_.refresh_interval_cycles == 0) return start;
+  // Between the last refresh applied and the next: nothing to do (the common case, on every access).
+  if (start >= channel.quiet_from && start < channel.quiet_until) return start;
   // Refresh k occupies [k * tREFI, k * tREFI + tRFC) for k >= 1 and closes every row.
   const uint64_t window = refresh_interval_.quotient(start);
   if (window > channel.refreshes_seen) {
