@@ -155,11 +155,24 @@ TEST_F(NpuSim, DmaTimingPerStepGivesTheSameOutputsInNearlyTheSameCycles) {
       }
     }
   }
-  // Its trace (one DRAM and NoC span per burst) is as valid as the reference's.
-  const ToolRun traced = run(kSim + " --config base " + assemble_example("gemm") + " --dma-timing step --trace " + path("step.pftrace"));
-  ASSERT_EQ(traced.status, 0) << traced.err;
-  const auto problems = npu::trace::validate_perfetto(read(path("step.pftrace")));
+  // Its trace (one DRAM and NoC span per burst) is as valid as the reference's, and two runs give the
+  // same statistics and trace, timing-only the same cycles.
+  const std::string gemm = assemble_example("gemm");
+  std::string stats[2], traces[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    const ToolRun traced = run(kSim + " --config base " + gemm + " --dma-timing step --trace " + path("step" + n + ".pftrace") +
+                               " --stats " + path("step" + n + ".json"));
+    ASSERT_EQ(traced.status, 0) << traced.err;
+    stats[i] = read(path("step" + n + ".json")), traces[i] = read(path("step" + n + ".pftrace"));
+  }
+  EXPECT_EQ(stats[1], stats[0]);
+  EXPECT_EQ(traces[1], traces[0]);
+  const auto problems = npu::trace::validate_perfetto(traces[0]);
   EXPECT_TRUE(problems.empty()) << problems.front();
+  const ToolRun timing = run(kSim + " --config base " + gemm + " --dma-timing step --timing-only --stats " + path("timing.json"));
+  ASSERT_EQ(timing.status, 0) << timing.err;
+  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(stats[0]));
   const ToolRun dump = run(kSim + " --config base --dma-timing step --dump-config");
   EXPECT_NE(dump.out.find("timing: PER_STEP"), std::string::npos) << dump.out;
   const ToolRun bad = run(kSim + " --config base --dma-timing fast --dump-config");
