@@ -54,6 +54,12 @@ ChipConfig load_chip_config(const std::string& preset_or_path) {
                     "; a config file path needs a '/' or the .pbtxt extension)");
 }
 
+DmaTiming dma_timing_from_name(const std::string& name) {
+  if (name == "request") return DmaTiming::PerRequest;
+  if (name == "step") return DmaTiming::PerStep;
+  throw ConfigError("the DMA timing is 'request' or 'step', not '" + name + "'");
+}
+
 ChipConfig parse_chip_config(const std::string& text, const std::string& source_name) {
   pb::ChipConfig message;
   google::protobuf::TextFormat::ParseInfoTree locations;

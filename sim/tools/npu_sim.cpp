@@ -129,12 +129,12 @@ int sc_main(int argc, char* argv[]) {
     return npu::cli::kExitBadInput;
   }
   if (vm.count("dma-timing")) {
-    const std::string timing = vm["dma-timing"].as<std::string>();
-    if (timing != "request" && timing != "step") {
-      std::cerr << "npu-sim: error: --dma-timing takes 'request' or 'step', got '" << timing << "'\nTry 'npu-sim --help'.\n";
+    try {
+      config.core.dma.timing = npu::sim::dma_timing_from_name(vm["dma-timing"].as<std::string>());
+    } catch (const npu::sim::ConfigError& e) {
+      std::cerr << "npu-sim: error: --dma-timing: " << e.what() << "\nTry 'npu-sim --help'.\n";
       return npu::cli::kExitBadUsage;
     }
-    config.core.dma.timing = timing == "step" ? npu::sim::DmaTiming::PerStep : npu::sim::DmaTiming::PerRequest;
   }
   if (vm.count("dump-config")) {
     std::cout << npu::sim::dump_chip_config(config);

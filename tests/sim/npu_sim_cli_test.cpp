@@ -177,7 +177,7 @@ TEST_F(NpuSim, DmaTimingPerStepGivesTheSameOutputsInNearlyTheSameCycles) {
   EXPECT_NE(dump.out.find("timing: PER_STEP"), std::string::npos) << dump.out;
   const ToolRun bad = run(kSim + " --config base --dma-timing fast --dump-config");
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("--dma-timing takes 'request' or 'step', got 'fast'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--dma-timing: the DMA timing is 'request' or 'step', not 'fast'"), std::string::npos) << bad.err;
 }
 
 // Gather indices the chip computes from integers (i32 arithmetic on loaded indices) are computed in

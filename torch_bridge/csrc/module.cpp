@@ -12,7 +12,8 @@ extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { re
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
   m.def("init", &npusim::Runtime::configure, "Chooses the chip config and trace file; False once the device is open.",
-        pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false, pybind11::arg("sram_pool_bytes") = npusim::Runtime::kDefaultSramPool);
+        pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false, pybind11::arg("sram_pool_bytes") = npusim::Runtime::kDefaultSramPool,
+        pybind11::arg("dma_timing") = "");
   m.def("set_sram_placement", &npusim::Runtime::set_sram_placement,
         "While on (this thread), new npu memory comes from the cores' SRAM pools where one has room; returns the previous setting.");
   m.def("sram_stats", [] {

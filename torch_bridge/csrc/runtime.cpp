@@ -19,6 +19,7 @@ std::string g_config;
 std::string g_trace;
 bool g_timing_only = false;
 int64_t g_sram_pool_bytes = Runtime::kDefaultSramPool;
+std::string g_dma_timing;
 bool g_started = false;
 thread_local bool t_sram_placement = false;
 
@@ -39,13 +40,15 @@ npu::compiler::MatmulSchedule matmul_schedule_from_env() {
 
 }  // namespace
 
-bool Runtime::configure(const std::string& config, const std::string& trace_path, bool timing_only, int64_t sram_pool_bytes_per_core) {
+bool Runtime::configure(const std::string& config, const std::string& trace_path, bool timing_only, int64_t sram_pool_bytes_per_core,
+                        const std::string& dma_timing) {
   const std::lock_guard<std::mutex> lock(g_config_mutex);
   if (g_started) return false;
   g_config = config;
   g_trace = trace_path;
   g_timing_only = timing_only;
   g_sram_pool_bytes = sram_pool_bytes_per_core;
+  g_dma_timing = dma_timing;
   return true;
 }
 
@@ -63,7 +66,7 @@ Runtime& Runtime::get() {
 }
 
 Runtime::Runtime() {
-  std::string config, trace;
+  std::string config, trace, dma_timing;
   bool timing_only = false;
   int64_t sram_pool_bytes = kDefaultSramPool;
   {
@@ -73,6 +76,7 @@ Runtime::Runtime() {
     trace = g_trace.empty() ? env_or("NPUSIM_TRACE", "") : g_trace;
     timing_only = g_timing_only;
     sram_pool_bytes = g_sram_pool_bytes;
+    dma_timing = g_dma_timing.empty() ? env_or("NPUSIM_DMA_TIMING", "") : g_dma_timing;
   }
   try {
     npu::SimulatorLinkOptions options;
@@ -81,6 +85,10 @@ Runtime::Runtime() {
     // Timing only: the chip models time but computes nothing (results are garbage; cycles are the same).
     options.functional = !(timing_only || env_or("NPUSIM_TIMING_ONLY", "0") == "1");
     npu::sim::ChipConfig chip = npu::sim::load_chip_config(config);
+    if (!dma_timing.empty()) chip.core.dma.timing = npu::sim::dma_timing_from_name(dma_timing);
+    // The chip as it runs (export packages record it): built from this text.
+    config_text_ = npu::sim::dump_chip_config(chip);
+    options.config_text = config_text_;
     // Kernels keep off the pool: the compiler sees the scratchpad without it.
     // Whole bank rows, so that the compiler's config stays a valid chip.
     const uint64_t bank_row = uint64_t{chip.core.scratchpad.banks} * chip.core.scratchpad.bank_width_bytes;
@@ -350,13 +358,7 @@ void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::ve
   synchronize();  // buffers from before the capture are complete from here on
   const std::lock_guard<std::mutex> lock(mutex_);
   TORCH_CHECK(!capture_, "npusim: a capture is already in progress");
-  std::string config_text;
-  try {
-    config_text = npu::sim::dump_chip_config(npu::sim::load_chip_config(config_name_));
-  } catch (const std::exception& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
-  }
-  capture_ = std::make_unique<npu::deploy::PackageBuilder>(source, config_name_, config_text);
+  capture_ = std::make_unique<npu::deploy::PackageBuilder>(source, config_name_, config_text_);
   capture_problems_.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     TORCH_CHECK(inputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: capture inputs are npu tensors");

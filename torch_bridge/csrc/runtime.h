@@ -36,8 +36,10 @@ class Runtime {
   // the rest. kDefaultSramPool: NPUSIM_SRAM_POOL's value if set, else a
   // quarter of the scratchpad (default_sram_pool_bytes).
   static constexpr int64_t kDefaultSramPool = -1;
+  // dma_timing: "request" or "step" (docs/chip.md, "DMA timing") over the config's own; empty:
+  // NPUSIM_DMA_TIMING's value if set, else the config's.
   static bool configure(const std::string& config, const std::string& trace_path, bool timing_only,
-                        int64_t sram_pool_bytes_per_core = kDefaultSramPool);
+                        int64_t sram_pool_bytes_per_core = kDefaultSramPool, const std::string& dma_timing = "");
   static bool started();
 
   npu::Device& device() { return *device_; }
@@ -110,6 +112,7 @@ class Runtime {
   std::shared_ptr<npu::Device> device_;
   std::unique_ptr<npu::compiler::Compiler> compiler_;
   std::string config_name_;
+  std::string config_text_;  // the effective config (dump_chip_config), NPUSIM_DMA_TIMING applied
   // The capture in progress (null when none), and why it cannot be replayed.
   std::unique_ptr<npu::deploy::PackageBuilder> capture_;
   std::vector<std::string> capture_problems_;

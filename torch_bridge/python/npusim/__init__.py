@@ -35,7 +35,8 @@ __all__ = ["explain", "profile", "init", "write_trace", "is_initialized", "synch
 _DEVICE = "npu"
 
 
-def init(config: str = "base", trace: str = "", timing_only: bool = False, sram_pool: Optional[int] = None) -> None:
+def init(config: str = "base", trace: str = "", timing_only: bool = False, sram_pool: Optional[int] = None,
+         dma_timing: str = "") -> None:
     """Chooses the chip config, and a trace file (.pftrace or .json) of the chip and the
     driver written at exit and by write_trace(), before the device is first used.
     timing_only (or NPUSIM_TIMING_ONLY=1): the chip models time but computes nothing;
@@ -44,8 +45,11 @@ def init(config: str = "base", trace: str = "", timing_only: bool = False, sram_
     tensors, for torch.compile's memory plan (intermediates kept in SRAM between kernels);
     every kernel is then compiled for the rest of the scratchpad. A multiple of the
     scratchpad's banks x bank width; 0: none; None: NPUSIM_SRAM_POOL if set, else a
-    quarter of the scratchpad."""
-    if not _C.init(config, trace, timing_only, -1 if sram_pool is None else sram_pool):
+    quarter of the scratchpad.
+    dma_timing (or NPUSIM_DMA_TIMING): "request" or "step", over the config's own DMA timing
+    (docs/chip.md, "DMA timing": per step simulates DMA-heavy work faster, cycles within a few
+    percent); "": NPUSIM_DMA_TIMING if set, else the config's."""
+    if not _C.init(config, trace, timing_only, -1 if sram_pool is None else sram_pool, dma_timing):
         raise RuntimeError("npusim.init: the npu device is already in use; call init before the first npu tensor")
 
 
