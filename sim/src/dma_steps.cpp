@@ -77,16 +77,12 @@ uint64_t DmaEngine::time_step(bool load, uint64_t issue) {
     done = std::max(done, burst_done);
     // Each request done when its data has crossed the DRAM bus (a store), or, for a load, has come over the
     // links and into the scratchpad from there (uncontended: the burst's contention there lands on its end).
-    const auto after_dram = [&](uint64_t request_bytes) {
-      return load ? (hops > 0 ? mesh.route_cycles(hops) + mesh.serialization_cycles(request_bytes) : 0) +
-                        local_.access_cycles(burst.first_local, request_bytes)
-                  : 0;
-    };
-    const uint64_t full_request_bytes = context_.config.core.dma.request_bytes;
-    const uint64_t after_full_request = after_dram(full_request_bytes);  // (most requests: computed once)
     for (size_t i = 0; i < burst.requests.size(); ++i) {
       const uint64_t request_bytes = burst.requests[i].bytes;
-      const uint64_t request_done = dram_done_[i] + (request_bytes == full_request_bytes ? after_full_request : after_dram(request_bytes));
+      const uint64_t request_done =
+          load ? dram_done_[i] + (hops > 0 ? mesh.route_cycles(hops) + mesh.serialization_cycles(request_bytes) : 0) +
+                     local_.access_cycles(burst.first_local, request_bytes)
+               : dram_done_[i];
       in_flight_[burst.slots[i]] = std::min(burst_done, request_done);
     }
     burst.requests.clear();

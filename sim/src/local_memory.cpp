@@ -93,7 +93,7 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
     all_free = all_free && banks[bank].free_from(ready);
   };
   span.each(survey);
-  const uint64_t full_width_cycles = memory.bytes_per_cycle.quotient(bytes + memory.config->bytes_per_cycle() - 1);
+  const uint64_t full_width_cycles = access_cycles(address, bytes);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   // Otherwise the first cycle from which every bank it touches is free (other DMA requests hold them).
   uint64_t start = ready;

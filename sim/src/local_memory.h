@@ -46,10 +46,8 @@ class LocalMemory : public sc_core::sc_module {
   // `ready` on, over at least `duration` cycles, that its requests would hold
   // the banks for `full_width_cycles` in all (access_cycles() of each). It is
   // slowed by the largest share streams hold of its banks, as access() is,
-  // and holds none of them: bursts do not wait for each other (a share
-  // summed over overlapping bursts, as streams' shares are, only grows while
-  // bursts follow each other, and throttled DMA without end). Returns when
-  // its bytes are through.
+  // and holds none of them: bursts do not wait for each other (docs/chip.md,
+  // "DMA timing"). Returns when its bytes are through.
   uint64_t burst(uint64_t address, uint64_t bytes, uint64_t full_width_cycles, bool is_write, uint64_t ready, uint64_t duration,
                  uint64_t* wait_cycles);
   // The cycles access() takes for `bytes` at `address` when nothing else uses its banks.
