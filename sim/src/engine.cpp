@@ -53,6 +53,12 @@ FaultRecord Engine::fault_from(const Command& command, const FaultRecord& proble
 void Engine::run() {
   for (;;) {
     while (queue_.empty()) {
+      const uint64_t generation = context_.generation();
+      if (!wait_for_results()) {
+        context_.park(generation);  // (a reset empties the queue)
+        continue;
+      }
+      if (!queue_.empty()) break;
       busy_ = false;
       idle_.notify(sc_core::SC_ZERO_TIME);
       sc_core::wait(pushed_);
@@ -68,6 +74,16 @@ void Engine::run() {
     queue_.pop_front();
     popped_.notify(sc_core::SC_ZERO_TIME);
   }
+}
+
+bool Engine::wait_for_results() {
+  const uint64_t start = context_.now_cycle(), ready = results_ready_cycle();
+  if (ready <= start) return true;
+  if (!context_.wait_until(ready)) return false;
+  // The wait is the engine's own work (the tensor core's drain): busy, and a span of its own.
+  stats_.busy_cycles += ready - start;
+  if (context_.trace) context_.trace->named_span(trace_track_, start, ready, "drain", {});
+  return true;
 }
 
 bool Engine::serve(const Command& command) {
@@ -88,6 +104,7 @@ bool Engine::serve(const Command& command) {
     return true;
   }
   if (command.opcode == isa::Opcode::SIGNAL) {
+    if (!wait_for_results()) return false;
     semaphores_.signal(static_cast<unsigned>(command.operands[1]), is_dma_);
     return true;
   }

@@ -45,6 +45,10 @@ class Engine : public sc_core::sc_module {
   // Runs one instruction starting at `start` (the current cycle): applies its
   // effect and returns when it ends. May wait() (e.g. a DMA pacing its requests).
   virtual Outcome execute(const Command& command, uint64_t start) = 0;
+  // When the effects of every instruction executed so far are complete, for an engine whose
+  // instructions end (free it for the next one) before their results are (the tensor core's
+  // drain). A signal and the engine going idle wait for it.
+  virtual uint64_t results_ready_cycle() const { return 0; }
 
   // A fault report prefilled with this engine's identity and the command.
   FaultRecord fault_for(const Command& command, FaultKind kind, std::string message) const;
@@ -61,6 +65,7 @@ class Engine : public sc_core::sc_module {
  private:
   void run();
   bool serve(const Command& command);  // false: abandoned by a fault or reset
+  bool wait_for_results();  // until results_ready_cycle(); false as serve
 
   std::string display_name_;
   uint64_t trace_track_;

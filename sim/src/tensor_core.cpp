@@ -7,14 +7,14 @@
 
 namespace npu::sim {
 
-uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
-  if (m == 0 || n == 0 || k == 0) return 0;
+SystolicTiming systolic_timing(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
+  if (m == 0 || n == 0 || k == 0) return {};
   const uint64_t rows = config.rows, cols = config.cols;
   if (config.dataflow == Dataflow::WeightStationary) {
     // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
     // through: 2*kr + nc + m - 2 cycles per fold (SCALE-Sim). Summed over folds:
     const uint64_t k_folds = ceil_div(k, rows), n_folds = ceil_div(n, cols), folds = k_folds * n_folds;
-    if (!config.weight_double_buffering) return 2 * k * n_folds + n * k_folds + (m - 2) * folds;
+    if (!config.weight_double_buffering) return {0, 2 * k * n_folds + n * k_folds + (m - 2) * folds, 0, 0};
     // Double-buffered weights: the first block loads (kr cycles), then each fold
     // streams its m rows while the next fold's kr rows of weights load, so it
     // takes max(m, next kr); the last fold streams m and drains (kr + nc - 2).
@@ -25,12 +25,17 @@ uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n,
     // The kr of folds 1 .. folds-1 (each fold's successor): rows, or the rest.
     const uint64_t rest_folds = rest > 0 ? n_folds - (full_k_folds > 0 ? 0 : 1) : 0;
     const uint64_t full_folds = folds - 1 - rest_folds;
-    return first_kr + full_folds * std::max(m, rows) + rest_folds * std::max(m, rest) + m + last_kr + last_nc - 2;
+    return {first_kr, full_folds * std::max(m, rows) + rest_folds * std::max(m, rest) + m, last_kr + last_nc - 2, m};
   }
   // Output stationary: each fold owns a (<= rows) x (<= cols) block of C and
   // streams k: 2*mr + nc + k - 2 cycles per fold.
   const uint64_t m_folds = ceil_div(m, rows), n_folds = ceil_div(n, cols), folds = m_folds * n_folds;
-  return 2 * m * n_folds + n * m_folds + (k - 2) * folds;
+  return {0, 2 * m * n_folds + n * m_folds + (k - 2) * folds, 0, 0};
+}
+
+uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
+  const SystolicTiming timing = systolic_timing(config, m, n, k);
+  return timing.preload_cycles + timing.stream_cycles + timing.drain_cycles;
 }
 
 TensorCore::TensorCore(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
@@ -71,14 +76,23 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   const uint64_t a_traffic = m * k * size * n_folds;
   const uint64_t b_traffic = k * n * size * (config.dataflow == Dataflow::WeightStationary ? 1 : m_folds);
   const uint64_t c_bytes = m * n * 4;
+  // Back to back with the previous tc.mm (no gap: its operands were ready), this one's first weights
+  // loaded into the second weight buffer while the previous one's last fold streamed, and its rows enter
+  // the array behind that fold's, while the previous results drain: the engine is free again when the
+  // last row has entered, and the results are complete a drain later (a signal waits for them).
+  const SystolicTiming timing = systolic_timing(config, m, n, k);
+  const uint64_t hidden_preload = start == stream_free_cycle_ ? std::min(timing.preload_cycles, last_fold_rows_) : 0;
+  const uint64_t duration = timing.preload_cycles - hidden_preload + timing.stream_cycles;
   // A, B and C stream through their banks over the tile's time, sharing them with DMA.
-  const uint64_t duration = systolic_cycles(config, m, n, k);
   uint64_t end = start + duration;
   end = std::max(end, local_.stream(a, a_traffic, false, start, duration));
   end = std::max(end, local_.stream(b, b_traffic, false, start, duration));
   if (flags & isa::kTcAcc) end = std::max(end, local_.stream(dst, c_bytes, false, start, duration));
   end = std::max(end, local_.stream(dst, c_bytes, true, start, duration));
   core_stats_.macs += m * n * k;
+  stream_free_cycle_ = end;
+  last_fold_rows_ = timing.last_fold_rows;
+  results_ready_cycle_ = std::max(results_ready_cycle_, end + timing.drain_cycles);
 
   if (context_.functional) {
     if (auto error = functional::tensor_matmul(dtype, flags, local_.data(dst), local_.data(a), local_.data(b), m, n, k))

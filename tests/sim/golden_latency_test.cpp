@@ -113,6 +113,58 @@ TEST_F(Golden, TensorCoreTileEndToEnd) {
   EXPECT_EQ(after.cores[0].macs - before.cores[0].macs, 8u * 4 * 4);
 }
 
+// With double-buffered weights, a tc.mm that follows another without a gap loads its first weights
+// while the other's last fold streams, and its rows enter behind that fold's while the results drain.
+TEST_F(Golden, BackToBackTilesOverlapTheirWeightLoadsAndDrains) {
+  ChipConfig config = test_config();
+  config.core.tensor_core.weight_double_buffering = true;
+  config.core.vector_unit.op_costs[static_cast<size_t>(isa::Opcode::V_EXP)] = {20, 2};
+  const std::string operands = R"(
+.code 0
+    li r1, 0x40000000
+    li r2, 0
+    li r3, 1024
+    li r4, 8
+    li r5, 4
+    li r6, 2048
+    li r7, 40
+)";
+  Simulator simulator(config);
+  {
+    const ChipStats before = simulator.stats();
+    run(simulator, assemble(operands + R"(
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    tc.mm bf16, acc, r1, r2, r3, r4, r5, r5
+    sync.signal tc, s0
+    sync.wait ctl, s0
+    halt
+)"));
+    const ChipStats after = simulator.stats();
+    // Alone, m=8, n=4, k=4 on the 4x4 array: 4 (weights) + 8 (rows) + 4 + 4 - 2 (drain) = 18.
+    // The first ends when its last row is in (4 + 8 = 12); the second, at once, has its weights
+    // (loaded during the first's 8 rows): 8; the signal waits for its drain, 6: 12 + 8 + 6 = 26.
+    EXPECT_EQ(busy(before, after, 0, kTensor), 26u);
+  }
+  {
+    const ChipStats before = simulator.stats();
+    run(simulator, assemble(operands + R"(
+    v.exp f32, r6, r2, r5, r7
+    sync.signal vec, s1
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    sync.wait tc, s1
+    tc.mm bf16, acc, r1, r2, r3, r4, r5, r5
+    halt
+)"));
+    const ChipStats after = simulator.stats();
+    // The second waits for the vector unit (20 + 160 / 8 * 2 = 60 cycles), long after the first's
+    // last row: its weights load after the wait. 12 + (4 + 8) + 6 (the drain before the core halts) = 30.
+    EXPECT_EQ(busy(before, after, 0, kTensor), 30u);
+    EXPECT_GT(after.cores[0].engines[kTensor].stall_cycles[size_t(StallReason::Semaphore)] -
+                  before.cores[0].engines[kTensor].stall_cycles[size_t(StallReason::Semaphore)],
+              0u);
+  }
+}
+
 TEST_F(Golden, VectorOpUsesItsOwnCost) {
   ChipConfig config = test_config();
   config.core.vector_unit.op_costs[static_cast<size_t>(isa::Opcode::V_EXP)] = {20, 2};
