@@ -77,13 +77,40 @@ Run run(npu::Device& device, const std::shared_ptr<npu::Device>& shared, npu::co
   return {npu::Event::elapsed_cycles(before, after), seconds, kernel->plan};
 }
 
-// DRAM bytes read and written so far, from the chip's counters.
+// The chip's counters (cumulative since it started).
+npu::sim::ChipStats chip_stats(npu::Device& device) {
+  npu::sim::ChipStats stats;
+  static_cast<npu::SimulatorLink&>(device.link()).call([&](npu::sim::Simulator& chip) { stats = chip.stats(); });
+  return stats;
+}
+
+// DRAM bytes read and written so far.
 uint64_t dram_bytes(npu::Device& device) {
   uint64_t bytes = 0;
-  static_cast<npu::SimulatorLink&>(device.link()).call([&](npu::sim::Simulator& chip) {
-    for (const npu::sim::DramChannelStats& channel : chip.stats().dram_channels) bytes += channel.read_bytes + channel.write_bytes;
-  });
+  for (const npu::sim::DramChannelStats& channel : chip_stats(device).dram_channels) bytes += channel.read_bytes + channel.write_bytes;
   return bytes;
+}
+
+// Between two snapshots: each DRAM channel's data bus busy, its row hits, and the tensor cores and vector
+// units busy, as shares of the cycles between them.
+void print_utilization(const npu::sim::ChipStats& before, const npu::sim::ChipStats& after, uint64_t cycles) {
+  std::printf("  DRAM buses busy");
+  uint64_t hits = 0, accesses = 0;
+  for (size_t c = 0; c < after.dram_channels.size(); ++c) {
+    const npu::sim::DramChannelStats &a = after.dram_channels[c], &b = before.dram_channels[c];
+    std::printf(" %.0f%%", 100.0 * double(a.busy_cycles - b.busy_cycles) / double(cycles));
+    hits += a.row_hits - b.row_hits;
+    accesses += a.row_hits + a.row_closed + a.row_conflicts - b.row_hits - b.row_closed - b.row_conflicts;
+  }
+  std::printf(" (row hits %.0f%%); busy per core, tensor core / vector unit:", accesses ? 100.0 * double(hits) / double(accesses) : 0.0);
+  for (size_t core = 0; core < after.cores.size(); ++core) {
+    const auto& engines = after.cores[core].engines;
+    const auto busy = [&](size_t from_end) {
+      return 100.0 * double(engines[engines.size() - from_end].busy_cycles - before.cores[core].engines[engines.size() - from_end].busy_cycles) / double(cycles);
+    };
+    std::printf(" %.0f/%.0f%%", busy(2), busy(1));
+  }
+  std::printf("\n");
 }
 
 // Ops run back to back on one queue; each names its buffers (inputs, then the output) by index.
@@ -175,9 +202,11 @@ int sc_main(int argc, char* argv[]) {
       const OpDesc op(OpKind::MATMUL,
                       {TensorDesc::contiguous(npu::isa::DType::BF16, {m, k}), TensorDesc::contiguous(npu::isa::DType::BF16, {k, n})},
                       TensorDesc::contiguous(npu::isa::DType::BF16, {m, n}));
+      const npu::sim::ChipStats stats_before = chip_stats(*device);
       const uint64_t bytes_before = dram_bytes(*device);
       const Run r = run(*device, device, compiler, op);
       const double moved = double(dram_bytes(*device) - bytes_before);
+      const npu::sim::ChipStats stats_after = chip_stats(*device);
       const double macs = double(m) * n * k;
       // The DRAM bound: every byte of A, B and C moved once at the DRAM peak.
       const double min_bytes = double(m * k + k * n + m * n) * 2;
@@ -187,6 +216,7 @@ int sc_main(int argc, char* argv[]) {
                   100.0 * roofline, r.host_seconds, r.plan.c_str());
       std::printf("  DRAM traffic %.1f MiB = %.2fx the minimum; at the DRAM peak it alone takes %.0f cycles (%.0f%% of the run)\n",
                   moved / 1048576.0, moved / min_bytes, moved / dram_bytes_per_cycle, 100.0 * moved / dram_bytes_per_cycle / double(r.cycles));
+      print_utilization(stats_before, stats_after, r.cycles);
     }
     if (const int64_t m = 4096, n = 4096, k = 1024; fits_watchdog(m, n, k)) {  // (else skipped above)
       // The largest GEMM in each of the matmul's two schedules, whichever the compiler picked above.

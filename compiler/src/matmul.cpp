@@ -237,7 +237,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const int64_t concurrent = std::min<int64_t>({int64_t{config.num_cores}, tiles_, n_tiles_});
           const double b_share = tile_share(bm, TK, TN, TN, concurrent);
           const double dram_cycles = (a_bytes + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
-          const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k, k_steps);
+          const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
           // Ties (compute-bound shapes) go to the fewer DRAM bytes.

@@ -68,13 +68,14 @@ inline void emit_element_address(ProgramBuilder& pb, Reg out, uint16_t symbol, c
   if (mx.offset) pb.addi(out, out, mx.offset * mx.esize);
 }
 
-// The tensor core's cycles for a tm x tn output tile over depth k in k_steps
-// steps: weight-stationary folds of max(tm, array rows) rows, and a fill and
-// drain per K step (per fold without weight double buffering).
-inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k, int64_t k_steps) {
+// The tensor core's cycles for a tm x tn output tile over depth k: weight-stationary
+// folds of max(tm, array rows) rows, and one fill and drain (the K steps' tc.mm run
+// back to back, overlapping theirs, when their operands are there in time); a fill and
+// drain per fold without weight double buffering.
+inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k) {
   const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
   const double folds = double((tn + array_cols - 1) / array_cols) * double((k + array_rows - 1) / array_rows);
-  return config.core.tensor_core.weight_double_buffering ? folds * double(std::max(tm, array_rows)) + double(k_steps) * double(2 * array_rows + array_cols)
+  return config.core.tensor_core.weight_double_buffering ? folds * double(std::max(tm, array_rows)) + double(2 * array_rows + array_cols)
                                                          : folds * double(tm + 2 * array_rows + array_cols);
 }
 

@@ -8,8 +8,9 @@
 // Per K step, each member loads one of the Q tiles of B from DRAM once and
 // sends it to the other members, so B is read once per Q rows, and the Q loads
 // of a step come from Q different columns (different DRAM channels where a
-// tile row is one interleave block; then each member loads the column its own
-// channel's controller serves). Each core accumulates its Q output tiles together, so the
+// tile row is one interleave block, or a part of one: then a round's columns
+// lie a block apart; and each member loads the column its own channel's
+// controller serves). Each core accumulates its Q output tiles together, so the
 // accumulator holds Q x TM x TN f32, and A stays resident as the row's panel
 // (TM x K) for all the columns.
 //
@@ -27,9 +28,12 @@
 //   dma ch1  wait LOADED; for each peer p in turn (q + 1, q + 2, ...): wait
 //            CREDIT[p] (p's slot s is free), send part q into p's slot s, which
 //            raises FULL[q] there; signal SENT
-//   tc       wait FULL[0 .. Q-1]; Q tc.mm into the Q accumulator tiles; signal MINE_FREE
+//   tc       for p = q, q - 1, ... (the order the parts arrive in): wait FULL[p]
+//            (and on the first K step ACC_FREE); tc.mm into accumulator tile p;
+//            then signal MINE_FREE
 // and per round of Q columns / per row:
-//   vector   the Q tiles' epilogue, into an output slot of two           -> dma ch2
+//   vector   each tile's epilogue, into an output slot of two, freeing the tile
+//            (ACC_FREE) as it goes, in the tensor core's order          -> dma ch2
 //   dma ch2  store the Q tiles, each member starting at a different column
 //   dma ch3  the row's A panel, a K step at a time (ch0 where there is no fourth channel)
 // One semaphore per sender for data and for credits: a count shared by
@@ -38,7 +42,9 @@
 // semaphores at 0, which must not undo a peer's early send.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "elementwise.h"
@@ -57,7 +63,20 @@ struct SharedPlan {
   int64_t b_slots = 2;  // the B ring's depth
   double cycles = 0, dram_bytes = 0;
   int64_t steps = 0;  // K steps per core (rounds of rows x rounds of columns x K steps)
+  // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row.
+  int64_t tile_spread = 1, column_rounds = 0;
 };
+
+// Where a tile row of B is a part of a DRAM interleave block (so a column of tiles lies in one
+// channel), the Q columns of a round are taken an interleave block apart, so that the Q members'
+// loads go to Q different channels (adjacent narrow columns would share one): the number of
+// columns per block, where there are enough columns for it; else 1 (adjacent columns).
+int64_t column_spread(const MatmulShape& mm, const sim::ChipConfig& config, int64_t q, int64_t tn) {
+  const int64_t row_bytes = tn * mm.b.esize, interleave = config.dram.interleave_bytes;
+  if (mm.b.col_stride != 1 || row_bytes >= interleave || interleave % row_bytes != 0) return 1;
+  const int64_t spread = interleave / row_bytes;
+  return ceil_div(mm.n, tn) >= q * spread ? spread : 1;
+}
 
 // A bias row in A's dtype joins the schedule as one more product: ones [TM x 1] @ bias [1 x TN], on
 // the tensor core after the last K step, the bias row travelling with the last B tile of its column.
@@ -84,12 +103,12 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
   const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
+  std::vector<SharedPlan> candidates;
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
         const int64_t tm = std::min(mm.m, cm), tn = std::min(mm.n, cn), tk = std::min(mm.k, ck);
-        // K steps of at least two array heights: the tensor core fills and drains once per step and
-        // product, which shallower steps cannot hide (the estimate's maximum assumes they overlap).
+        // K steps of at least two array heights: every step synchronizes the group (below).
         if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
         if (q * align64(tm * tn * 4) > accumulator) continue;
         const int64_t k_steps = ceil_div(mm.k, tk);
@@ -102,21 +121,33 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         if (local(b_slots) > scratchpad) continue;
         const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
         const int64_t rounds = ceil_div(ceil_div(rows, groups), q);  // per core, the busiest group's
-        const int64_t column_rounds = ceil_div(n_tiles, q);
+        const int64_t tile_spread = column_spread(mm, config, q, tn), column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
         // A once per row, B once per round of each group that has rows, C once.
         const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
         const double bytes = double(mm.batch * mm.m * mm.k * e) + b_bytes + double(mm.batch * mm.m * mm.n * eo);
         // Each core sends its loads to Q - 1 peers over its links (about one and a half hops each).
         const double noc = b_bytes / config.num_cores * double(q - 1) * 1.5 / config.noc.link_bytes_per_cycle;
-        const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k, k_steps);
+        const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k);
         // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
         const double core_share = dram_bytes_per_cycle / config.num_cores;
         const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
         const double drain = double(q * tm * tn * eo) / core_share;
         const double cycles = std::max({bytes / dram_bytes_per_cycle, noc, compute}) + fill + drain;
-        if (best.group == 0 || cycles < best.cycles || (cycles == best.cycles && (bytes < best.dram_bytes || (bytes == best.dram_bytes && b_slots > best.b_slots))))
-          best = {q_size, tm, tn, tk, b_slots, cycles, bytes, rounds * column_rounds * k_steps};
+        candidates.push_back({q_size, tm, tn, tk, b_slots, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds});
       }
+  // Every K step synchronizes the group (a member's products wait for every member's part, and its
+  // slot for every member's credit), and the estimate leaves out those latencies; they cost each step
+  // about the same. So among the plans within 10% of the lowest estimate, the one with the fewest K
+  // steps per core; then the lowest estimate, the fewest bytes, the deeper ring. (Measured on base,
+  // 4096 x 4096 x 1024: 512 x 64 x 512 tiles, 64 steps, 654 k cycles; 512 x 64 x 256, 128 steps,
+  // estimated 2% lower, 718 k.)
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const SharedPlan& plan : candidates) lowest = std::min(lowest, plan.cycles);
+  for (const SharedPlan& plan : candidates) {
+    if (plan.cycles > 1.1 * lowest) continue;
+    const auto key = [](const SharedPlan& p) { return std::make_tuple(p.steps, p.cycles, p.dram_bytes, -p.b_slots); };
+    if (best.group == 0 || key(plan) < key(best)) best = plan;
+  }
   return best;
 }
 
@@ -125,7 +156,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t q_size = plan.group, q = member, groups = config.num_cores / plan.group;
   const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
   const int64_t e = mm.a.esize, eo = mm.c.esize;
-  const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), n_tiles = ceil_div(n, tn), rows = mm.batch * m_tiles;
+  const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), rows = mm.batch * m_tiles;
   // Local memory: the A panel (k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
   // A B part: the tile, then (with a bias, on the last K step) the bias row of its column at bias_off.
   const bool bias = has_bias(op, mm);
@@ -148,14 +179,19 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t f32 = static_cast<int64_t>(DType::F32), tc_dt = static_cast<int64_t>(mm.a.dtype);
   const int64_t flags = (mm.a.transposed() ? 2 : 0) | (mm.b.transposed() ? 4 : 0);
 
-  // Which member loads which column of a round: where a tile row of B is one DRAM interleave block
-  // (so a column of tiles lies in one channel) and each member sits at one channel's controller,
-  // the member whose controller serves the column, so that its loads cross no link; otherwise
-  // member p loads column p. channel_of_member[p]: the channel whose controller sits at member
-  // p's mesh node (all -1: the mapping does not apply).
+  // Which columns of tiles a round takes, and which member loads which: where a tile row of B is a
+  // DRAM interleave block or a part of one (so a column of tiles lies in one channel), the Q columns
+  // of a round are tile_spread apart, one per interleave block, hence in Q different channels (with
+  // narrower tiles, adjacent columns would share channels); and where each member sits at one
+  // channel's controller, the member whose controller serves the column loads it, so that its loads
+  // cross no link. Otherwise member p loads column p of Q adjacent ones. channel_of_member[p]: the
+  // channel whose controller sits at member p's mesh node (all -1: the mapping does not apply).
   const sim::DramConfig& dram = config.dram;
+  // Rounds: tile_spread per Q x tile_spread columns; round r's member j takes column
+  // (r / tile_spread) * Q * tile_spread + r % tile_spread + j * tile_spread (past N: empty).
+  const int64_t tile_spread = plan.tile_spread, column_rounds = plan.column_rounds;
   std::vector<int64_t> channel_of_member(size_t(q_size), -1);
-  if (groups == 1 && dram.channels == unsigned(q_size) && mm.b.col_stride == 1 && tn * e == int64_t(dram.interleave_bytes) &&
+  if (groups == 1 && dram.channels == unsigned(q_size) && mm.b.col_stride == 1 && tile_spread * tn * e == int64_t(dram.interleave_bytes) &&
       (mm.b.row_stride * e) % int64_t(dram.interleave_bytes * dram.channels) == 0) {
     for (unsigned c = 0; c < dram.channels; ++c) {
       const sim::MeshPosition port = dram.ports[c % dram.ports.size()];
@@ -176,7 +212,11 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const uint16_t bias_sym = bias ? pb.input("in2", mm.bias.dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
-  for (const int64_t s : {a_free, acc_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  for (const int64_t s : {a_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::SIGNAL, {kCtl, acc_free});  // (one per accumulator tile)
+  // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
+  std::vector<int64_t> tile_order;
+  for (int64_t i = 0; i < q_size; ++i) tile_order.push_back((q - i + q_size) % q_size);
   const Reg tmp = pb.reg(), tmp2 = pb.reg(), peers = pb.reg();
   const Reg rr = pb.reg(), rr_stop = pb.reg(), row_end = pb.reg();
   // Group g = id / Q holds rows [g R / G, (g + 1) R / G); member q takes every Q-th from the first + q.
@@ -208,7 +248,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   }
   pb.emit(Opcode::BARRIER, {0});
 
-  const Reg bidx = pb.reg(), m0 = pb.reg(), mt = pb.reg(), col0 = pb.reg(), n0 = pb.reg(), nt = pb.reg();
+  const Reg bidx = pb.reg(), m0 = pb.reg(), mt = pb.reg(), round = pb.reg(), col0 = pb.reg(), n0 = pb.reg(), nt = pb.reg();
   const Reg k_left = pb.reg(), kt = pb.reg(), bslot = pb.reg(), oslot = pb.reg(), a_src = pb.reg(), b_src = pb.reg(), apanel = pb.reg();
   const Reg l0 = pb.reg(), l1 = pb.reg();
   const DmaShape shape{pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg()};
@@ -244,19 +284,22 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
     pb.branch(Opcode::BLT, {kZero.index, k_left.index}, a_loop);
   }
-  // Rounds of Q columns of tiles.
-  pb.li(col0, 0);
+  // Rounds of Q columns of tiles: col0 is the round's first column.
+  pb.li(round, 0);
   const Label column_loop = pb.label();
   pb.bind(column_loop);
-  // Member p's column of this round: n0 = (col0 + j) TN with j = p, or the j whose channel,
-  // (shift + j) % Q, is member p's; nt = clamp(N - n0, 0, TN).
+  pb.li(tmp, tile_spread), pb.emit(Opcode::DIVU, {col0.index, round.index, tmp.index}), pb.muli(col0, col0, q_size * tile_spread);
+  pb.emit(Opcode::REMU, {tmp.index, round.index, tmp.index}), pb.add(col0, col0, tmp);
+  // Member p's column of this round: n0 = (col0 + j tile_spread) TN with j = p, or the j whose
+  // channel, (shift + j) % Q, is member p's; nt = clamp(N - n0, 0, TN).
   const auto column = [&](int64_t p) {
     if (local_columns) {
       pb.li(n0, channel_of_member[size_t(p)] + q_size), pb.sub(n0, n0, shift), pb.li(tmp, q_size);
-      pb.emit(Opcode::REMU, {n0.index, n0.index, tmp.index}), pb.add(n0, n0, col0);
+      pb.emit(Opcode::REMU, {n0.index, n0.index, tmp.index});
     } else {
-      pb.addi(n0, col0, p);
+      pb.li(n0, p);
     }
+    pb.muli(n0, n0, tile_spread), pb.add(n0, n0, col0);
     pb.muli(n0, n0, tn);
     pb.li(tmp, n), pb.sub(nt, tmp, n0), pb.li(tmp, tn), pb.min(nt, nt, tmp), pb.emit(Opcode::MAX, {nt.index, nt.index, kZero.index});
     pb.li(tmp, n), pb.min(n0, n0, tmp);  // (an empty column's address stays inside B)
@@ -309,25 +352,24 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.emit(Opcode::DMA_SEND, {int64_t(ch_b), tmp2.index, full(q), l1.index, l1.index, tmp.index, one.index, kZero.index, kZero.index});
   }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_b), sent});
-  // The tensor core: Q products into the Q accumulator tiles.
+  // The tensor core: Q products into the Q accumulator tiles, each as soon as its part is here: our
+  // own first, then in the order the peers send to us (q - 1, q - 2, ...). On the first K step each
+  // tile also waits until the vector unit has read it out (it frees them in the same order).
   {
-    const Label resident = pb.label(), not_first = pb.label();
-    pb.branch(Opcode::BNE, {col0.index, kZero.index}, resident);
+    const Label resident = pb.label();
+    pb.branch(Opcode::BNE, {round.index, kZero.index}, resident);
     pb.emit(Opcode::WAIT, {kTc, a_full});
     pb.bind(resident);
-    pb.li(tmp, k);
-    pb.branch(Opcode::BNE, {k_left.index, tmp.index}, not_first);
-    pb.emit(Opcode::WAIT, {kTc, acc_free});
-    pb.bind(not_first);
   }
-  for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::WAIT, {kTc, full(p)});
-  for (int64_t p = 0; p < q_size; ++p) {
+  for (const int64_t p : tile_order) {
+    pb.emit(Opcode::WAIT, {kTc, full(p)});
     column(p);
     pb.li(l1, q_size * b_bytes), pb.mul(l1, l1, bslot), pb.addi(l1, l1, b0 + p * b_bytes);
     pb.li(l0, acc0 + p * acc_bytes);
     const Label accumulate = pb.label(), issued = pb.label();
     pb.li(tmp, k);
     pb.branch(Opcode::BNE, {k_left.index, tmp.index}, accumulate);
+    pb.emit(Opcode::WAIT, {kTc, acc_free});
     pb.emit(Opcode::TC_MM, {tc_dt, flags, l0.index, apanel.index, l1.index, mt.index, nt.index, kt.index});
     pb.branch(Opcode::JMP, {}, issued);
     pb.bind(accumulate);
@@ -356,7 +398,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   // The epilogue of the Q tiles on the vector unit, in f32 in the accumulator, rounded into the output slot.
   pb.emit(Opcode::WAIT, {kVec, acc_full});
   pb.emit(Opcode::WAIT, {kVec, out_free});
-  for (int64_t p = 0; p < q_size; ++p) {
+  for (const int64_t p : tile_order) {
     column(p);
     pb.li(l0, acc0 + p * acc_bytes);
     pb.li(l1, q_size * o_bytes), pb.mul(l1, l1, oslot), pb.addi(l1, l1, o0 + p * o_bytes);
@@ -365,8 +407,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     if (mm.integer) pb.emit(Opcode::V_MOV, {static_cast<int64_t>(DType::I32), l1.index, l0.index, mt.index, nt.index});
     else if (mm.c.dtype == DType::F32) pb.emit(Opcode::V_MOV, {f32, l1.index, l0.index, mt.index, nt.index});
     else pb.emit(Opcode::V_CVT, {static_cast<int64_t>(mm.c.dtype), f32, l1.index, l0.index, mt.index, nt.index});
+    pb.emit(Opcode::SIGNAL, {kVec, acc_free});
   }
-  pb.emit(Opcode::SIGNAL, {kVec, acc_free});
   pb.emit(Opcode::SIGNAL, {kVec, out_full});
   // Store them.
   pb.emit(Opcode::WAIT, {engine_of(ch_c), out_full});
@@ -381,9 +423,9 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_c), out_free});
   pb.emit(Opcode::XORI, {oslot.index, oslot.index, 1});
-  pb.addi(col0, col0, q_size);
-  pb.li(tmp, n_tiles);
-  pb.branch(Opcode::BLT, {col0.index, tmp.index}, column_loop);
+  pb.addi(round, round, 1);
+  pb.li(tmp, column_rounds);
+  pb.branch(Opcode::BLT, {round.index, tmp.index}, column_loop);
   // The row is done: the panel is free.
   pb.emit(Opcode::SIGNAL, {kTc, a_free});
   pb.addi(rr, rr, q_size);
@@ -422,7 +464,9 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
   text << "matmul: " << mm.batch << " x [" << mm.m << " x " << mm.k << "] @ [" << mm.k << " x " << mm.n << "] in " << isa::dtype_name(mm.a.dtype)
        << (mm.integer ? ", i32 accumulation (wrapping)" : ", f32 accumulation") << "; B shared over the NoC by groups of " << plan.group
        << " cores (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
-       << " (M x N x K), " << plan.group << " output tiles accumulated at once per core; A panel resident; A " << layout(mm.a) << ", B "
+       << " (M x N x K), " << plan.group << " output tiles accumulated at once per core"
+       << (plan.tile_spread > 1 ? "; a round's columns of tiles " + std::to_string(plan.tile_spread) + " apart (one per DRAM interleave block)" : std::string())
+       << "; A panel resident; A " << layout(mm.a) << ", B "
        << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
   for (const OpKind step : op.epilogue) text << ", then " << op_name(step);

@@ -314,7 +314,7 @@ TEST_P(Matmul, TheTilesFollowTheChip) {
 
 // The schedule that shares B's tiles over the NoC (four cores of base in one group): rows of
 // tiles that do not fill the group's last round (members with no row still send their tiles),
-// columns past N in the last round (empty tiles), a batch over one B, B transposed (a linear
+// columns past N in the last round (empty tiles), narrow tiles whose round spreads over the DRAM channels, a batch over one B, B transposed (a linear
 // layer's weight), A strided, alpha and an epilogue, one row, a bias (int8: Int8OperandsSumExactlyIntoInt32); and a size where each
 // member loads the columns its own DRAM controller serves. On tiny (one core) there is no group:
 // the other schedule, the same values.
@@ -343,6 +343,15 @@ TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
   check(shared(with_bias), 8);
   check(shared(OpDesc{OpKind::MATMUL, {contiguous(dt, {300, 600}), contiguous(dt, {600, 130}), contiguous(dt, {1, 130})}, contiguous(dt, {300, 130})}), 9);
   check(shared(mm(dt, 512, 512, 512)), 6);
+  // Tiles whose rows are half a DRAM interleave block (64 bf16 columns on base): a round's columns
+  // lie a block apart, the round after takes the columns between them; the last column of tiles is
+  // partial, and in the second the last block of columns is mostly empty tiles.
+  for (const OpDesc& spread : {shared(mm(dt, 600, 1000, 300)), shared(mm(dt, 512, 700, 512))}) {
+    if (base) {
+      EXPECT_NE(compiler_.compile(spread)->plan.find("apart (one per DRAM interleave block)"), std::string::npos) << compiler_.compile(spread)->plan;
+    }
+    check(spread, 10);
+  }
   if (base) {
     // The compiler's own choice: shared where it pipelines at least 8 K steps per core and its estimate is
     // at least 10% below, so not for a small matmul.
