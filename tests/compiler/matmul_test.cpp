@@ -353,14 +353,14 @@ TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
     check(spread, 10);
   }
   if (base) {
-    // The compiler's own choice: shared where it pipelines at least 8 K steps per core and its estimate is
-    // at least 10% below, so not for a small matmul.
+    // The compiler's own choice: shared where its estimate is at least 10% below, so not for a matmul of
+    // few rows (128 x 768 x 768: estimated 40% slower shared, measured 23% slower).
     const auto big = compiler_.compile(mm(DType::BF16, 1024, 1024, 1024));
     EXPECT_NE(big->plan.find("B shared over the NoC"), std::string::npos);
     EXPECT_TRUE(big->cores_exchange_data);
     EXPECT_NE(Compiler::listing(*big).find("exactly cores 0..3"), std::string::npos);
     EXPECT_NE(Compiler::listing(*big).find("# code for cores 3\n"), std::string::npos);  // one section per member
-    EXPECT_EQ(compiler_.compile(mm(DType::BF16, 512, 512, 512))->plan.find("B shared over the NoC"), std::string::npos);
+    EXPECT_EQ(compiler_.compile(mm(DType::BF16, 128, 768, 768))->plan.find("B shared over the NoC"), std::string::npos);
     OpDesc own = mm(DType::BF16, 1024, 1024, 1024);
     own.schedule = MatmulSchedule::OwnTiles;
     EXPECT_EQ(compiler_.compile(own)->plan.find("B shared over the NoC"), std::string::npos);
