@@ -8,8 +8,9 @@
 // panel of A (TM x K) fits the scratchpad next to the other buffers, it is
 // loaded once for the run of tiles that share it (the "A panel"), not once
 // per tile. The tile sizes and the panel are chosen by an estimate of the
-// kernel's time from the config: the DRAM bytes it moves at the DRAM peak
-// against the tensor core's cycles per tile, whichever is longer.
+// kernel's time from the config: the DRAM bytes it moves at the bandwidth a
+// matmul reaches (matmul_operands.h) against the tensor core's cycles per
+// tile, whichever is longer.
 // Four engines form rings of two slots (the protocol of examples/gemm.s):
 //   dma ch0:  A tiles, or the A panel's K steps once per panel,
 //             and the bias, scale and residual tiles, once per
@@ -206,7 +207,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
   int64_t tm = 0, tn = 0, tk = 0;
   bool panel = false;
-  double best = 0, best_bytes = 0;
+  double best = 0, best_dram = 0;
   for (const int64_t cm_ : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
     for (const int64_t cn : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
@@ -231,18 +232,20 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const double a_reads = with_panel ? double(std::min(tiles_, batch * m_tiles_ + config.num_cores - 1)) : double(tiles_);
           const double a_bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e);
           const double b_bytes = double(tiles_) * double(k) * double(std::min(TN, n)) * double(e);
-          const double bytes = a_bytes + b_bytes + double(batch * m * n * eo);
           // B's loads at the channels they reach (only B's: A's tiles are few and shared by the cores of a row
           // of tiles, and counting their channels too chose tiles that ran slower, GPT-2's qkv projection's)
           const int64_t concurrent = std::min<int64_t>({int64_t{config.num_cores}, tiles_, n_tiles_});
           const double b_share = tile_share(bm, TK, TN, TN, concurrent);
-          const double dram_cycles = (a_bytes + b_bytes / b_share + double(batch * m * n * eo)) / dram_bytes_per_cycle;
+          // Narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
+          const double b_rows = bm.col_stride == 1 && TN < n ? dram_row_share(config, TN * e) : bm.transposed() && TK < k ? dram_row_share(config, TK * e) : 1.0;
+          const double c_rows = TN < n ? dram_row_share(config, TN * eo) : 1.0;
+          const double dram_cycles = (a_bytes + b_bytes / (b_share * b_rows) + double(batch * m * n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
           const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
-          // Ties (compute-bound shapes) go to the fewer DRAM bytes.
-          if (tm == 0 || estimate < best || (estimate == best && bytes < best_bytes))
-            best = estimate, best_bytes = bytes, tm = TM, tn = TN, tk = TK, panel = with_panel;
+          // Ties (compute-bound shapes) go to the shorter DRAM time (fewer bytes, more channels, longer rows).
+          if (tm == 0 || estimate < best || (estimate == best && dram_cycles < best_dram))
+            best = estimate, best_dram = dram_cycles, tm = TM, tn = TN, tk = TK, panel = with_panel;
         }
       }
   if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");

@@ -91,8 +91,9 @@ unsigned group_size(unsigned cores) {
 }
 
 // Tile sizes by an estimate of time like the other schedule's: the longest of
-// DRAM bytes at the DRAM peak, the NoC's share of the exchange and the tensor
-// core, plus what does not overlap them (the first loads, the last stores).
+// DRAM bytes at the bandwidth a matmul reaches (matmul_dram_bytes_per_cycle,
+// narrow rows at dram_row_share), the NoC's share of the exchange and the
+// first loads followed by the tensor core's work, plus the last stores.
 SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config) {
   SharedPlan best;
   const unsigned q_size = group_size(config.num_cores);
@@ -132,7 +133,11 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         const double core_share = dram_bytes_per_cycle / config.num_cores;
         const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
         const double drain = double(q * tm * tn * eo) / core_share;
-        const double cycles = std::max({bytes / dram_bytes_per_cycle, noc, compute}) + fill + drain;
+        // DRAM: narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
+        const double b_rows = tn < mm.n ? dram_row_share(config, tn * e) : 1.0, c_rows = tn < mm.n ? dram_row_share(config, tn * eo) : 1.0;
+        const double dram = (double(mm.batch * mm.m * mm.k * e) + b_bytes / b_rows + double(mm.batch * mm.m * mm.n * eo) / c_rows) /
+                            matmul_dram_bytes_per_cycle(config);
+        const double cycles = std::max({dram, noc, fill + compute}) + drain;
         candidates.push_back({q_size, tm, tn, tk, b_slots, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds});
       }
   // Every K step synchronizes the group (a member's products wait for every member's part, and its
