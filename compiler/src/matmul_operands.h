@@ -80,9 +80,9 @@ inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm,
 }
 
 // The DRAM bandwidth a matmul's estimate counts on: the channels' peak less refresh, and less
-// what in-order service loses (a request waits for its bank and the bus idles behind it: the
-// row kernels at their bound reach 86-91% of the peak on base, the GEMMs 70-80%; 85% of what
-// refresh leaves).
+// what in-order service loses with a matmul's strided tile rows (a request waits for its bank
+// and the bus idles behind it: on base the row kernels reach the refresh limit, the GEMMs 69-85%
+// of the peak; 85% of what refresh leaves).
 inline double matmul_dram_bytes_per_cycle(const sim::ChipConfig& config) {
   const sim::DramConfig& dram = config.dram;
   const double refresh = dram.refresh_interval_cycles ? double(dram.refresh_cycles) / dram.refresh_interval_cycles : 0.0;

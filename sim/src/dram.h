@@ -74,6 +74,8 @@ class Dram : public sc_core::sc_module {
   // The bank an access of `address` uses, and how long until its data can
   // start on the bus (row hit, closed or conflict latency, counted in the
   // stats); updates the bank's row state. `start` becomes when it could start.
+  // The first cycle at or after `ready` from which a burst of `burst` cycles misses every refresh.
+  uint64_t bus_slot(uint64_t ready, uint64_t burst) const;
   uint64_t open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start);
   uint64_t apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start);
 

@@ -37,7 +37,10 @@ uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint6
     }
     Link& hop = link(x, y, direction);
     const uint64_t arrive = head + config_.router_latency_cycles;
-    head = hop.timeline.reserve(arrive, serialization);
+    head = hop.timeline.first_free(arrive, serialization);
+    hop.timeline.reserve(head, serialization);
+    if (hop.timeline.crowded()) hop.timeline.prune(context_.now_cycle());
+    hop.busy_cycles += serialization;
     waited += head - arrive;
     hop.bytes += bytes;
     if (context_.trace) context_.trace->noc_transfer(head, head + serialization, bytes);
@@ -110,7 +113,7 @@ std::vector<NocLinkStats> Noc::link_stats() const {
         if (l.bytes == 0) continue;
         char name[48];
         std::snprintf(name, sizeof name, "(%u,%u)%s", x, y, arrows[d]);
-        stats.push_back({name, l.bytes, l.timeline.busy_cycles});
+        stats.push_back({name, l.bytes, l.busy_cycles});
       }
   return stats;
 }

@@ -17,6 +17,7 @@
 #include "divider.h"
 #include "dram_interleave.h"
 #include "npusim/sim/stats.h"
+#include "bank_timeline.h"
 #include "timeline.h"
 
 namespace npu::sim {
@@ -57,9 +58,12 @@ class Noc : public sc_core::sc_module {
 
  private:
   enum Direction { East, West, North, South };
+  // A link's reservations as intervals with usable gaps (as an SRAM bank's): a transfer
+  // reserved ahead for a later cycle (data a DRAM channel returns late) does not hold up
+  // one that can cross the link earlier.
   struct Link {
-    Timeline timeline;
-    uint64_t bytes = 0;
+    BankTimeline timeline;
+    uint64_t bytes = 0, busy_cycles = 0;
   };
   Link& link(unsigned x, unsigned y, Direction direction) {
     return links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + direction];

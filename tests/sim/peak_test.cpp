@@ -40,6 +40,69 @@ TEST(Peaks, LargeDmaLoadReachesDramBandwidth) {
   EXPECT_EQ(simulator.stats().dram_channels[0].read_bytes, 262144u);
 }
 
+TEST(Peaks, RefreshTakesItsShareOfTheDramBandwidth) {
+  ChipConfig config = test_config();
+  config.dram.channels = 1;
+  // Refresh k occupies [1000 k, 1000 k + 100): no data crosses the bus then, so a channel moves at
+  // most 90% of its 32 B/cycle. (Requests queued on the bus used to carry data through it: 99%.)
+  config.dram.refresh_interval_cycles = 1000;
+  config.dram.refresh_cycles = 100;
+  Simulator simulator(config);
+  const isa::Program program = assemble(R"(
+.buffer src, u8, 262144
+.code 0
+    la r1, src
+    li r5, 1024
+    li r6, 256
+    dma.ld ch0, r0, r1, r5, r6, r0, r0, r5, r0, r0
+    halt
+)");
+  const RunResult result = run(simulator, program, 1);
+  EXPECT_NEAR(262144.0 / static_cast<double>(result.cycles()), 32.0 * 0.9, 32.0 * 0.9 * 0.015) << result.cycles() << " cycles";
+}
+
+// A transfer reserved on a link for a late cycle (data that a busy DRAM channel returns late) leaves
+// the link free before it: core 0 queues 128 requests on DRAM channel 0, whose data crosses link
+// (2,0)->(1,0) one every 8 cycles for a thousand cycles; core 1, at (1,0), then loads 256 bytes from
+// the idle channel 1 over the same link. Alone it takes 5 (descriptor) + 2 (the request's hop) + 20
+// (closed row) + 4 x 8 (bus) + 2 + 1 (the data's hop: router, link) + 1 (scratchpad) = 63 cycles, and
+// the same beside core 0 (with one "busy until" per link it waited for core 0's last reservation).
+TEST(Peaks, ALateReservationLeavesTheLinkFreeBeforeIt) {
+  ChipConfig config = test_config(3, 3, 1);
+  config.noc.link_bytes_per_cycle = 64;
+  config.dram.bytes_per_cycle_per_channel = 8;
+  config.dram.ports = {{2, 0}};
+  Simulator simulator(config);
+  const isa::Program program = assemble(R"(
+.buffer src, u8, 65536
+.code 0
+    la r1, src
+    li r5, 256
+    li r6, 32
+    li r7, 512
+    dma.ld ch0, r0, r1, r5, r6, r0, r0, r7, r0, r0
+    halt
+.code 1
+    li r2, 100
+wait:
+    addi r2, r2, -1
+    blt r0, r2, wait
+    la r1, src
+    addi r1, r1, 256
+    li r5, 256
+    li r6, 1
+    dma.ld ch0, r0, r1, r5, r6, r0, r0, r0, r0, r0
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program, 0b011);
+  const ChipStats after = simulator.stats();
+  const uint64_t core1_load = after.cores[1].engines[1].busy_cycles - before.cores[1].engines[1].busy_cycles;
+  const uint64_t core0_load = after.cores[0].engines[1].busy_cycles - before.cores[0].engines[1].busy_cycles;
+  EXPECT_GT(core0_load, 1000u);
+  EXPECT_EQ(core1_load, 63u);
+}
+
 TEST(Peaks, InterleavingSpreadsATransferOverChannels) {
   Simulator simulator(test_config());  // 2 channels x 32 B/cycle, 256 B interleave
   const isa::Program program = assemble(R"(
