@@ -30,6 +30,7 @@ void Engine::reset() {
   queue_.clear();
   busy_ = false;
   waiting_on_ = -1;
+  forget_pending_results();
 }
 
 FaultRecord Engine::fault_for(const Command& command, FaultKind kind, std::string message) const {

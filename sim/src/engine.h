@@ -49,6 +49,8 @@ class Engine : public sc_core::sc_module {
   // instructions end (free it for the next one) before their results are (the tensor core's
   // drain). A signal and the engine going idle wait for it.
   virtual uint64_t results_ready_cycle() const { return 0; }
+  // On a reset: the abandoned instructions' results are nobody's to wait for.
+  virtual void forget_pending_results() {}
 
   // A fault report prefilled with this engine's identity and the command.
   FaultRecord fault_for(const Command& command, FaultKind kind, std::string message) const;

@@ -31,6 +31,7 @@ class TensorCore : public Engine {
  protected:
   Outcome execute(const Command& command, uint64_t start) override;
   uint64_t results_ready_cycle() const override { return results_ready_cycle_; }
+  void forget_pending_results() override { stream_free_cycle_ = UINT64_MAX, last_fold_rows_ = 0, results_ready_cycle_ = 0; }
 
  private:
   LocalMemory& local_;
