@@ -428,5 +428,22 @@ TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), testing::preset_name);
 
+// On large (16 cores) B is shared by four groups of four, each over its own rows (in the first shape
+// every group has members without a row): every output tile comes once, with its values.
+class MatmulInGroups : public Matmul {};
+
+TEST_P(MatmulInGroups, FourGroupsShareBEachOverItsOwnRows) {
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1100, 700, 300}, {520, 1000, 128}}) {
+    OpDesc op = mm(DType::BF16, m, n, k);
+    op.schedule = MatmulSchedule::SharedB;
+    const std::string plan = compiler_.compile(op)->plan;
+    EXPECT_NE(plan.find("B shared over the NoC by groups of 4"), std::string::npos) << plan;
+    EXPECT_EQ(compiler_.compile(op)->cores, 16u);
+    check(op, 11);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Large, MatmulInGroups, ::testing::Values("large"), testing::preset_name);
+
 }  // namespace
 }  // namespace npu::compiler
