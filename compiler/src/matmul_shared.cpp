@@ -16,8 +16,9 @@
 //
 // Rows of output tiles (batch element, row) are dealt to the groups, and
 // within a group row i goes to member i % Q; a member without a row in the
-// group's last round ("phantom": 0 rows) still loads and sends its B tiles.
-// Columns past N are empty tiles (0 columns) that raise their semaphores.
+// group's last round ("phantom": 0 rows) still loads and sends its B tiles,
+// and stores nothing. Columns past N are empty tiles (0 columns) that raise
+// their semaphores. Group g takes its rounds of columns from round g on.
 //
 // Engines of member q (code generated per member: semaphores are immediates),
 // per K step, with B slot s of a ring of three (two where three do not fit):
@@ -293,8 +294,12 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.li(round, 0);
   const Label column_loop = pb.label();
   pb.bind(column_loop);
-  pb.li(tmp, tile_spread), pb.emit(Opcode::DIVU, {col0.index, round.index, tmp.index}), pb.muli(col0, col0, q_size * tile_spread);
-  pb.emit(Opcode::REMU, {tmp.index, round.index, tmp.index}), pb.add(col0, col0, tmp);
+  // Group g takes its rounds of columns from round g on, so that the groups load different columns of
+  // B at a time (the same column in every group put all their loads on the same DRAM channels).
+  pb.emit(Opcode::CSRR, {tmp2.index, 0}), pb.li(tmp, q_size), pb.emit(Opcode::DIVU, {tmp2.index, tmp2.index, tmp.index});
+  pb.add(tmp2, tmp2, round), pb.li(tmp, column_rounds), pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, tmp.index});
+  pb.li(tmp, tile_spread), pb.emit(Opcode::DIVU, {col0.index, tmp2.index, tmp.index}), pb.muli(col0, col0, q_size * tile_spread);
+  pb.emit(Opcode::REMU, {tmp.index, tmp2.index, tmp.index}), pb.add(col0, col0, tmp);
   // Member p's column of this round: n0 = (col0 + j tile_spread) TN with j = p, or the j whose
   // channel, (shift + j) % Q, is member p's; nt = clamp(N - n0, 0, TN).
   const auto column = [&](int64_t p) {
@@ -424,6 +429,9 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     emit_element_address(pb, l0, c_sym, mm.c, bidx, m0, n0, tmp);
     pb.li(shape.n2, 0), pb.li(shape.dst_s2, 0), pb.li(shape.src_s2, 0);
     pb.muli(shape.n0, nt, eo), pb.mov(shape.n1, mt), pb.li(shape.dst_s1, mm.c.row_stride * eo), pb.muli(shape.src_s1, nt, eo);
+    // A member without a row stores nothing: n1 = 0 would count as one row (docs/isa.md), its slot's
+    // garbage over row 0, and only the timing decided whether the row's owner wrote it again after.
+    pb.min(tmp, mt, one), pb.mul(shape.n0, shape.n0, tmp);
     emit_dma(pb, Opcode::DMA_ST, ch_c, l0, l1, shape);
   }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_c), out_free});
