@@ -145,8 +145,8 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   // slot for every member's credit), and the estimate leaves out those latencies; they cost each step
   // about the same. So among the plans within 10% of the lowest estimate, the one with the fewest K
   // steps per core; then the lowest estimate, the fewest bytes, the deeper ring. (Measured on base,
-  // 4096 x 4096 x 1024: 512 x 64 x 512 tiles, 64 steps, 654 k cycles; 512 x 64 x 256, 128 steps,
-  // estimated 2% lower, 718 k.)
+  // 4096 x 4096 x 1024, when this was chosen: 512 x 64 x 512 tiles, 64 steps, 654 k cycles; 512 x 64
+  // x 256, 128 steps, estimated 2% lower, 718 k. docs/compiler.md has the figures of today.)
   double lowest = std::numeric_limits<double>::infinity();
   for (const SharedPlan& plan : candidates) lowest = std::min(lowest, plan.cycles);
   for (const SharedPlan& plan : candidates) {
