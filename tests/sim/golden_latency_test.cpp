@@ -92,15 +92,19 @@ TEST_F(Golden, SystolicTileWithDoubleBufferedWeights) {
   EXPECT_EQ(systolic_cycles(array, 5, 7, 6), 27u);
 }
 
-TEST_F(Golden, TensorCoreTileEndToEnd) {
-  Simulator simulator(test_config());
-  const isa::Program program = assemble(R"(
+// A tile of m = 8, n = 4, k = 4: the accumulator (r1), A at 0 (r2), B at 1024 (r3), m (r4), n and k (r5).
+constexpr const char* kTileOperands = R"(
 .code 0
     li r1, 0x40000000
     li r2, 0
     li r3, 1024
     li r4, 8
     li r5, 4
+)";
+
+TEST_F(Golden, TensorCoreTileEndToEnd) {
+  Simulator simulator(test_config());
+  const isa::Program program = assemble(std::string(kTileOperands) + R"(
     tc.mm bf16, none, r1, r2, r3, r4, r5, r5
     halt
 )");
@@ -119,13 +123,7 @@ TEST_F(Golden, BackToBackTilesOverlapTheirWeightLoadsAndDrains) {
   ChipConfig config = test_config();
   config.core.tensor_core.weight_double_buffering = true;
   config.core.vector_unit.op_costs[static_cast<size_t>(isa::Opcode::V_EXP)] = {20, 2};
-  const std::string operands = R"(
-.code 0
-    li r1, 0x40000000
-    li r2, 0
-    li r3, 1024
-    li r4, 8
-    li r5, 4
+  const std::string operands = std::string(kTileOperands) + R"(
     li r6, 2048
     li r7, 40
 )";

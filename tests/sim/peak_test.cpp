@@ -19,13 +19,9 @@ RunResult run(Simulator& simulator, const isa::Program& program, uint64_t mask) 
   return result;
 }
 
-TEST(Peaks, LargeDmaLoadReachesDramBandwidth) {
-  ChipConfig config = test_config();
-  config.dram.channels = 1;  // 32 B/cycle: below the DMA's 64 B/cycle request rate
-  Simulator simulator(config);
-  // One 256 KiB load: 256 rows of 1 KiB, all landing on the same scratchpad
-  // kilobyte (dst_s1 = 0), so that one instruction can move more than the scratchpad holds.
-  const isa::Program program = assemble(R"(
+// One 256 KiB load: 256 rows of 1 KiB, all landing on the same scratchpad
+// kilobyte (dst_s1 = 0), so that one instruction can move more than the scratchpad holds.
+constexpr const char* kLoad256KiB = R"(
 .buffer src, u8, 262144
 .code 0
     la r1, src
@@ -33,7 +29,13 @@ TEST(Peaks, LargeDmaLoadReachesDramBandwidth) {
     li r6, 256
     dma.ld ch0, r0, r1, r5, r6, r0, r0, r5, r0, r0
     halt
-)");
+)";
+
+TEST(Peaks, LargeDmaLoadReachesDramBandwidth) {
+  ChipConfig config = test_config();
+  config.dram.channels = 1;  // 32 B/cycle: below the DMA's 64 B/cycle request rate
+  Simulator simulator(config);
+  const isa::Program program = assemble(kLoad256KiB);
   const RunResult result = run(simulator, program, 1);
   const double bytes_per_cycle = 262144.0 / static_cast<double>(result.cycles());
   EXPECT_NEAR(bytes_per_cycle, 32.0, 32.0 * 0.01) << result.cycles() << " cycles";
@@ -48,15 +50,7 @@ TEST(Peaks, RefreshTakesItsShareOfTheDramBandwidth) {
   config.dram.refresh_interval_cycles = 1000;
   config.dram.refresh_cycles = 100;
   Simulator simulator(config);
-  const isa::Program program = assemble(R"(
-.buffer src, u8, 262144
-.code 0
-    la r1, src
-    li r5, 1024
-    li r6, 256
-    dma.ld ch0, r0, r1, r5, r6, r0, r0, r5, r0, r0
-    halt
-)");
+  const isa::Program program = assemble(kLoad256KiB);
   const RunResult result = run(simulator, program, 1);
   EXPECT_NEAR(262144.0 / static_cast<double>(result.cycles()), 32.0 * 0.9, 32.0 * 0.9 * 0.015) << result.cycles() << " cycles";
 }
