@@ -80,8 +80,13 @@ KernelError vector_gather(isa::DType dtype, uint8_t* dst, const uint8_t* src, ui
 // The host instructions tc.mm's arithmetic runs on: the widest the host has by
 // default. Every choice gives the same results (tests compare them); false
 // (and no change) when the host lacks it. Not thread-safe: for tests.
-enum class MatmulIsa { Sse2, Avx2, Avx512 };
+// Avx512Bf16 adds AVX512-BF16's pair dot product for bf16 inputs (matmul.cpp
+// says when), where the host's instruction rounds in the documented order.
+enum class MatmulIsa { Sse2, Avx2, Avx512, Avx512Bf16 };
 bool use_matmul_isa(MatmulIsa isa);
+// Which arithmetic the last tensor_matmul on this thread ran (for tests).
+enum class MatmulPath { ProductThenSum, FusedMultiplyAdd, Bf16Pairs };
+MatmulPath last_matmul_path();
 
 // tc.mm: acc[m x n] (+)= A * B with the isa::TcFlag flags; acc is f32, or i32 for i8 inputs.
 KernelError tensor_matmul(isa::DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,

@@ -21,6 +21,17 @@
 // products all lie in f32's normal range, and no infinity or NaN among them)
 // a fused multiply-add rounds exactly as a product then a sum does, and the
 // kernel uses the host's FMA: the same bits in half the instructions.
+//
+// bf16 inputs can go further, on hosts with AVX512-BF16: VDPBF16PS adds the
+// products of a pair of k steps to a sum, as two fused multiply-adds in a
+// fixed order (the pair's upper half first), but with denormal inputs read
+// as zero and denormal results flushed to zero. Packed with k in the upper
+// half and k + 1 in the lower, a pair is exactly two of the steps above. The
+// flushing changes nothing when no input is denormal and every product is a
+// multiple of 2^-126 (its exponents add up to at least -126 + 14): then every
+// partial sum is too (rounding to f32 keeps that), so it is 0 or normal. The
+// kernel runs only on such problems, and only where a check of the host's
+// instruction at first use finds that order (bf16_pairs_round_in_order).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -48,6 +59,7 @@ constexpr size_t kMc = 32 * kMr;  // rows per block: a kMc x kKc block of A stay
 // in magnitude and a block's partial sums at most kKc * 2^14, so while that
 // stays within 2^24 every f32 operation is exact.
 static_assert(kKc * 128 * 128 <= (1u << 24), "i8 block sums must stay exact in f32");
+static_assert(kKc % 2 == 0, "the bf16 pair kernel's k blocks must hold whole pairs");
 
 // A logical outer x depth matrix X (A is m x k; B^T is n x k) repacked into
 // panels of `width` outer indices: element X(o, p) goes to
@@ -101,6 +113,47 @@ template <typename Vec, size_t L>
   }
 }
 
+// The same over bf16 pairs (see the top): a holds kMr pairs per step, b nr.
+__attribute__((target("avx512f,avx512bf16"))) void micro_kernel_avx512_bf16_pairs(size_t pairs, const uint32_t* a, const uint32_t* b,
+                                                                                  float* c, size_t ldc) {
+  __m512 sums[kMr][2];
+  for (size_t r = 0; r < kMr; ++r) sums[r][0] = _mm512_loadu_ps(c + r * ldc), sums[r][1] = _mm512_loadu_ps(c + r * ldc + 16);
+  for (size_t q = 0; q < pairs; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + q * 32), b1 = (__m512bh)_mm512_loadu_si512(b + q * 32 + 16);
+    for (size_t r = 0; r < kMr; ++r) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(int32_t(a[q * kMr + r]));
+      sums[r][0] = _mm512_dpbf16_ps(sums[r][0], x, b0);
+      sums[r][1] = _mm512_dpbf16_ps(sums[r][1], x, b1);
+    }
+  }
+  for (size_t r = 0; r < kMr; ++r) _mm512_storeu_ps(c + r * ldc, sums[r][0]), _mm512_storeu_ps(c + r * ldc + 16, sums[r][1]);
+}
+
+// Whether this host's VDPBF16PS adds a pair as (sum + upper product) + lower
+// product, each rounded to nearest even: on a few thousand pairs of normal
+// bf16 values whose two orders, or one fused rounding, would give other bits.
+__attribute__((target("avx512f,avx512bf16"))) bool bf16_pairs_round_in_order() {
+  uint32_t state = 12345;
+  const auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  const auto bf16 = [&next] {  // a random normal bf16 with an exponent in [-20, 20]
+    const uint32_t r = next();
+    return uint16_t(((r >> 31) << 15) | ((107 + (r >> 8) % 41) << 7) | ((r >> 16) & 0x7f));
+  };
+  const auto widen = [](uint16_t h) { return isa::f32_from_bits(uint32_t(h) << 16); };
+  for (int trial = 0; trial < 4096; ++trial) {
+    const uint16_t a_upper = bf16(), a_lower = bf16(), b_upper = bf16(), b_lower = bf16();
+    const float sum = widen(bf16()) * widen(bf16());
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(int32_t((uint32_t(a_upper) << 16) | a_lower));
+    const __m512bh b = (__m512bh)_mm512_set1_epi32(int32_t((uint32_t(b_upper) << 16) | b_lower));
+    float got[16];
+    _mm512_storeu_ps(got, _mm512_dpbf16_ps(_mm512_set1_ps(sum), a, b));
+    volatile float upper = widen(a_upper) * widen(b_upper), lower = widen(a_lower) * widen(b_lower);
+    const float expected = (sum + upper) + lower;
+    if (isa::f32_bits(got[0]) != isa::f32_bits(expected)) return false;
+  }
+  return true;
+}
+
 typedef float F32x4 __attribute__((vector_size(16)));
 typedef float F32x8 __attribute__((vector_size(32)));
 typedef float F32x16 __attribute__((vector_size(64)));
@@ -142,30 +195,46 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2_fma(size_t kc, const 
 }
 
 using KernelFunction = void (*)(size_t kc, const float* a, const float* b, float* c, size_t ldc);
+using PairKernelFunction = void (*)(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc);
 struct MicroKernel {
   size_t nr;  // columns of its register tile: two vectors
   KernelFunction run;
   KernelFunction exact_products;  // for problems whose products are all exact: FMA where the host has it
+  PairKernelFunction bf16_pairs = nullptr;  // for bf16 problems whose partial sums all stay normal (see the top)
 };
 MicroKernel kernel_for(MatmulIsa isa) {
   switch (isa) {
+    case MatmulIsa::Avx512Bf16: return {32, micro_kernel_avx512, micro_kernel_avx512_fma, micro_kernel_avx512_bf16_pairs};
     case MatmulIsa::Avx512: return {32, micro_kernel_avx512, micro_kernel_avx512_fma};
     case MatmulIsa::Avx2: return {16, micro_kernel_avx2, __builtin_cpu_supports("fma") ? micro_kernel_avx2_fma : micro_kernel_avx2};
     default: return {8, micro_kernel_sse2, micro_kernel_sse2};
   }
 }
+bool host_has(MatmulIsa isa) {
+  switch (isa) {
+    case MatmulIsa::Avx512Bf16: {
+      static const bool usable = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") && bf16_pairs_round_in_order();
+      return usable;
+    }
+    case MatmulIsa::Avx512: return __builtin_cpu_supports("avx512f");
+    case MatmulIsa::Avx2: return __builtin_cpu_supports("avx2");
+    default: return true;
+  }
+}
 // The widest kernel this host runs, unless use_matmul_isa chose another.
 MicroKernel& current_kernel() {
-  static MicroKernel kernel = kernel_for(__builtin_cpu_supports("avx512f") ? MatmulIsa::Avx512
-                                         : __builtin_cpu_supports("avx2") ? MatmulIsa::Avx2
-                                                                          : MatmulIsa::Sse2);
+  static MicroKernel kernel = kernel_for(host_has(MatmulIsa::Avx512Bf16) ? MatmulIsa::Avx512Bf16
+                                         : host_has(MatmulIsa::Avx512)   ? MatmulIsa::Avx512
+                                         : host_has(MatmulIsa::Avx2)     ? MatmulIsa::Avx2
+                                                                         : MatmulIsa::Sse2);
   return kernel;
 }
 const MicroKernel& micro_kernel() { return current_kernel(); }
 
 // Edge tiles run the same kernel on a full-size copy, so padding lanes never
 // touch the sum buffer.
-void edge_kernel(KernelFunction run, size_t nr, size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t tile_rows,
+template <typename Function, typename Element>
+void edge_kernel(Function run, size_t nr, size_t kc, const Element* a, const Element* b, float* c, size_t ldc, size_t tile_rows,
                  size_t tile_cols) {
   float tile[kMr * 2 * kMaxLanes] = {};
   for (size_t r = 0; r < tile_rows; ++r) std::copy_n(c + r * ldc, tile_cols, tile + r * nr);
@@ -174,10 +243,100 @@ void edge_kernel(KernelFunction run, size_t nr, size_t kc, const float* a, const
 }
 
 struct Problem {
-  size_t m, n, k;
+  size_t m = 0, n = 0, k = 0;
   std::vector<float> a_panels, b_panels;
   bool exact_products = false;  // every product of an A and a B value is exact in f32
+  // Instead of the float panels, for the bf16 pair kernel: pairs of k steps, k in the upper half.
+  std::vector<uint32_t> a_pairs, b_pairs;
+  bool bf16_pairs = false;
 };
+
+// pack_panels' layout over pairs of k steps of a bf16 matrix, k in the upper
+// half and k + 1 (or a zero after the last) in the lower.
+std::vector<uint32_t> pack_pairs(size_t width, const uint8_t* stored, size_t outer, size_t depth, bool outer_major) {
+  const size_t pairs = (depth + 1) / 2, whole_pairs = depth / 2;
+  const size_t panels = (outer + width - 1) / width;
+  std::vector<uint32_t> packed(panels * pairs * width, 0);
+  const auto element = [stored](size_t index) {
+    uint16_t bits;
+    std::memcpy(&bits, stored + 2 * index, 2);
+    return uint32_t{bits};
+  };
+  for (size_t panel = 0; panel < panels; ++panel) {
+    uint32_t* out = packed.data() + panel * pairs * width;
+    const size_t first = panel * width, count = std::min(width, outer - first);
+    if (outer_major) {  // X(o, p) at o * depth + p: a pair is one 32-bit word, halves swapped
+      for (size_t o = 0; o < count; ++o) {
+        const uint8_t* row = stored + (first + o) * depth * 2;
+        for (size_t q = 0; q < whole_pairs; ++q) {
+          uint32_t word;
+          std::memcpy(&word, row + 4 * q, 4);
+          out[q * width + o] = (word << 16) | (word >> 16);
+        }
+        if (depth % 2) out[whole_pairs * width + o] = element((first + o) * depth + depth - 1) << 16;
+      }
+    } else {  // X(o, p) at p * outer + o: two rows of the stored matrix make a row of pairs
+      for (size_t q = 0; q < pairs; ++q) {
+        const uint8_t* upper = stored + (2 * q * outer + first) * 2;
+        const uint8_t* lower = upper + outer * 2;
+        const bool has_lower = 2 * q + 1 < depth;
+        uint32_t* row = out + q * width;
+        for (size_t o = 0; o < count; ++o) {
+          uint16_t hi, lo = 0;
+          std::memcpy(&hi, upper + 2 * o, 2);
+          if (has_lower) std::memcpy(&lo, lower + 2 * o, 2);
+          row[o] = (uint32_t{hi} << 16) | lo;
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+// The smallest nonzero and the largest magnitude among count bf16 values, as
+// bit patterns with the sign cleared (whose order is the magnitudes'); 32 at a
+// time, in the widest vectors the host has.
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void bf16_magnitudes(const uint8_t* values, size_t count,
+                                                                                     uint16_t* smallest, uint16_t* largest) {
+  typedef uint16_t U16x32 __attribute__((vector_size(64)));
+  const U16x32 zero = U16x32{}, none = zero + 0x7fff;
+  U16x32 lo = none, hi = zero;
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    U16x32 v;
+    std::memcpy(&v, values + 2 * i, sizeof v);
+    v &= none;
+    hi = v > hi ? v : hi;
+    const U16x32 nonzero = v == zero ? none : v;
+    lo = nonzero < lo ? nonzero : lo;
+  }
+  uint16_t lowest = 0x7fff, highest = 0;
+  for (size_t lane = 0; lane < 32; ++lane) lowest = std::min<uint16_t>(lowest, lo[lane]), highest = std::max<uint16_t>(highest, hi[lane]);
+  for (; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, values + 2 * i, 2);
+    bits &= 0x7fff;
+    highest = std::max(highest, bits);
+    if (bits != 0) lowest = std::min(lowest, bits);
+  }
+  *smallest = lowest, *largest = highest;
+}
+
+// Whether the bf16 pair kernel gives the documented bits for A (m x k values)
+// and B (k x n): no infinity, NaN or denormal among them, no product beyond
+// f32's range, and every product a multiple of 2^-126 (see the top).
+bool pairs_stay_normal(const uint8_t* a, size_t a_count, const uint8_t* b, size_t b_count) {
+  uint16_t a_lo, a_hi, b_lo, b_hi;
+  bf16_magnitudes(a, a_count, &a_lo, &a_hi);
+  bf16_magnitudes(b, b_count, &b_lo, &b_hi);
+  if (a_hi >= 0x7f80 || b_hi >= 0x7f80) return false;  // an infinity or a NaN
+  if (a_hi == 0 || b_hi == 0) return true;              // every product is an exact zero
+  if (a_lo < 0x0080 || b_lo < 0x0080) return false;     // a denormal input
+  const auto widen = [](uint16_t h) { return double(isa::f32_from_bits(uint32_t(h) << 16)); };
+  // The exponents of the smallest magnitudes; a bf16 value is a multiple of 2^(exponent - 7).
+  const int a_exponent = (a_lo >> 7) - 127, b_exponent = (b_lo >> 7) - 127;
+  return widen(a_hi) * widen(b_hi) < std::ldexp(1.0, 127) && a_exponent + b_exponent - 14 >= -126;
+}
 
 // The smallest nonzero and the largest magnitude among values; false if one is not finite.
 // On the bit patterns with the sign cleared (their signed order is the magnitudes'),
@@ -221,8 +380,19 @@ bool products_exact(DType dtype, const std::vector<float>& a, const std::vector<
 }
 
 Problem pack(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, size_t m, size_t n, size_t k) {
-  Problem p{m, n, k, pack_panels(kMr, dtype, a, m, k, (flags & isa::kTcTransposeA) == 0),
-            pack_panels(micro_kernel().nr, dtype, b, n, k, (flags & isa::kTcTransposeB) != 0)};
+  const bool a_outer_major = (flags & isa::kTcTransposeA) == 0, b_outer_major = (flags & isa::kTcTransposeB) != 0;
+  if (dtype == DType::BF16 && micro_kernel().bf16_pairs != nullptr && pairs_stay_normal(a, m * k, b, k * n)) {
+    Problem p;
+    p.m = m, p.n = n, p.k = k;
+    p.a_pairs = pack_pairs(kMr, a, m, k, a_outer_major);
+    p.b_pairs = pack_pairs(micro_kernel().nr, b, n, k, b_outer_major);
+    p.bf16_pairs = true;
+    return p;
+  }
+  Problem p;
+  p.m = m, p.n = n, p.k = k;
+  p.a_panels = pack_panels(kMr, dtype, a, m, k, a_outer_major);
+  p.b_panels = pack_panels(micro_kernel().nr, dtype, b, n, k, b_outer_major);
   p.exact_products = products_exact(dtype, p.a_panels, p.b_panels);
   return p;
 }
@@ -233,18 +403,30 @@ void multiply_rows(const Problem& p, size_t pc, size_t kc, float* sums, size_t f
   const MicroKernel& kernel = micro_kernel();
   const size_t nr = kernel.nr;
   const KernelFunction run = p.exact_products ? kernel.exact_products : kernel.run;
+  // The pair kernel takes k two steps at a time (kKc is even: only the last block can end in half a pair).
+  const size_t depth = p.bf16_pairs ? (p.k + 1) / 2 : p.k, start = p.bf16_pairs ? pc / 2 : pc, steps = p.bf16_pairs ? (kc + 1) / 2 : kc;
   for (size_t ic = first_block * kMc; ic < std::min(p.m, end_block * kMc); ic += kMc) {
     const size_t i_end = std::min(p.m, ic + kMc);
     for (size_t j = 0; j < p.n; j += nr) {
-      const float* b_panel = p.b_panels.data() + (j / nr) * p.k * nr + pc * nr;
+      const size_t b_offset = (j / nr) * depth * nr + start * nr;
       for (size_t i = ic; i < i_end; i += kMr) {
-        const float* a_panel = p.a_panels.data() + (i / kMr) * p.k * kMr + pc * kMr;
+        const size_t a_offset = (i / kMr) * depth * kMr + start * kMr;
         const size_t tile_rows = std::min(kMr, p.m - i);
         const size_t tile_cols = std::min(nr, p.n - j);
-        if (tile_rows == kMr && tile_cols == nr)
-          run(kc, a_panel, b_panel, sums + i * p.n + j, p.n);
-        else
-          edge_kernel(run, nr, kc, a_panel, b_panel, sums + i * p.n + j, p.n, tile_rows, tile_cols);
+        float* c = sums + i * p.n + j;
+        if (p.bf16_pairs) {
+          const uint32_t *a_panel = p.a_pairs.data() + a_offset, *b_panel = p.b_pairs.data() + b_offset;
+          if (tile_rows == kMr && tile_cols == nr)
+            kernel.bf16_pairs(steps, a_panel, b_panel, c, p.n);
+          else
+            edge_kernel(kernel.bf16_pairs, nr, steps, a_panel, b_panel, c, p.n, tile_rows, tile_cols);
+        } else {
+          const float *a_panel = p.a_panels.data() + a_offset, *b_panel = p.b_panels.data() + b_offset;
+          if (tile_rows == kMr && tile_cols == nr)
+            run(kc, a_panel, b_panel, c, p.n);
+          else
+            edge_kernel(run, nr, kc, a_panel, b_panel, c, p.n, tile_rows, tile_cols);
+        }
       }
     }
   }
@@ -265,7 +447,12 @@ void multiply_block(const Problem& p, size_t pc, size_t kc, float* sums) {
   helper.join();
 }
 
+thread_local MatmulPath last_path = MatmulPath::ProductThenSum;
+
 std::vector<float> float_sums(const Problem& p) {
+  last_path = p.bf16_pairs ? MatmulPath::Bf16Pairs
+              : p.exact_products && micro_kernel().exact_products != micro_kernel().run ? MatmulPath::FusedMultiplyAdd
+                                                                                          : MatmulPath::ProductThenSum;
   std::vector<float> sums(p.m * p.n, 0.0f);
   for (size_t pc = 0; pc < p.k; pc += kKc) multiply_block(p, pc, std::min(kKc, p.k - pc), sums.data());
   return sums;
@@ -301,9 +488,10 @@ void accumulate(uint32_t flags, uint8_t* acc, const std::vector<T>& sums) {
 
 }  // namespace
 
+MatmulPath last_matmul_path() { return last_path; }
+
 bool use_matmul_isa(MatmulIsa isa) {
-  const bool supported = isa == MatmulIsa::Sse2 || (isa == MatmulIsa::Avx2 && __builtin_cpu_supports("avx2")) ||
-                         (isa == MatmulIsa::Avx512 && __builtin_cpu_supports("avx512f"));
+  const bool supported = host_has(isa);
   if (supported) current_kernel() = kernel_for(isa);
   return supported;
 }

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "npusim/sim/systemc_main.h"  // declares sc_main, which this file defines
 
@@ -26,6 +27,18 @@ namespace {
 
 constexpr uint64_t kBufferAlignment = 4096;
 
+// Element i gets encodings[splitmix64(seed + i) % kValues], in kSize bytes.
+template <unsigned kSize, uint64_t kValues>
+void fill_encoded(uint64_t seed, const std::vector<uint32_t>& encodings, std::vector<uint8_t>& bytes) {
+  for (uint64_t i = 0; i < bytes.size() / kSize; ++i) {
+    uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    std::memcpy(bytes.data() + i * kSize, &encodings[x % kValues], kSize);
+  }
+}
+
 // Deterministic data for inputs the user did not give: the same program and
 // symbol always get the same values. Floats in [-1, 1] in steps of 1/1000;
 // integers in [0, 8), small enough for products and valid as small indices.
@@ -33,22 +46,26 @@ void fill_deterministic(const npu::isa::Symbol& symbol, std::vector<uint8_t>& by
   uint64_t seed = 1469598103934665603ull;
   for (const char c : symbol.name) seed = (seed ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   const unsigned size = npu::isa::dtype_size_bytes(symbol.dtype);
-  for (uint64_t i = 0; i < bytes.size() / size; ++i) {
-    uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    uint8_t* element = bytes.data() + i * size;
-    if (npu::isa::dtype_is_float(symbol.dtype)) {
-      const float value = static_cast<float>(static_cast<int64_t>(x % 2001) - 1000) / 1000.0f;
-      const uint32_t bits = symbol.dtype == npu::isa::DType::F32    ? npu::isa::f32_bits(value)
-                            : symbol.dtype == npu::isa::DType::BF16 ? npu::isa::f32_to_bf16(value)
-                                                                    : npu::isa::f32_to_f16(value);
-      std::memcpy(element, &bits, size);
-    } else {
-      const uint32_t value = static_cast<uint32_t>(x % 8);
-      std::memcpy(element, &value, size);
+  const bool is_float = npu::isa::dtype_is_float(symbol.dtype);
+  // Each value's encoding, computed once: a multi-megabyte input would otherwise spend most of its
+  // time converting the same 2001 values.
+  std::vector<uint32_t> encodings(is_float ? 2001 : 8);
+  for (uint32_t v = 0; v < encodings.size(); ++v) {
+    if (!is_float) {
+      encodings[v] = v;
+      continue;
     }
+    const float value = static_cast<float>(static_cast<int64_t>(v) - 1000) / 1000.0f;
+    encodings[v] = symbol.dtype == npu::isa::DType::F32    ? npu::isa::f32_bits(value)
+                   : symbol.dtype == npu::isa::DType::BF16 ? npu::isa::f32_to_bf16(value)
+                                                           : npu::isa::f32_to_f16(value);
+  }
+  switch (size * 10000 + encodings.size()) {  // the constants let the loop's division and copy compile to a few instructions
+    case 1 * 10000 + 8: fill_encoded<1, 8>(seed, encodings, bytes); break;
+    case 4 * 10000 + 8: fill_encoded<4, 8>(seed, encodings, bytes); break;
+    case 2 * 10000 + 2001: fill_encoded<2, 2001>(seed, encodings, bytes); break;
+    case 4 * 10000 + 2001: fill_encoded<4, 2001>(seed, encodings, bytes); break;
+    default: throw std::logic_error("fill_deterministic: no loop for " + std::to_string(size) + "-byte elements");
   }
 }
 

@@ -17,6 +17,14 @@ struct Shape {
 constexpr Shape kShapes[] = {{1, 1, 1},  {7, 13, 5},  {33, 17, 65}, {1, 40, 3},  {40, 1, 3},
                              {12, 16, 9}, {13, 29, 300}, {6, 8, 513}, {64, 48, 32}};
 
+constexpr MatmulIsa kEveryMatmulIsa[] = {MatmulIsa::Sse2, MatmulIsa::Avx2, MatmulIsa::Avx512, MatmulIsa::Avx512Bf16};
+
+// Back to the default after a test chose a kernel.
+void use_widest_matmul_isa() {
+  for (auto isa = std::rbegin(kEveryMatmulIsa); isa != std::rend(kEveryMatmulIsa); ++isa)
+    if (use_matmul_isa(*isa)) return;
+}
+
 std::string describe(const Shape& s, uint32_t flags) {
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " flags " + std::to_string(flags);
 }
@@ -123,21 +131,24 @@ TEST(TensorMatmul, LargeBf16EqualsStraightLoops) {
 TEST(TensorMatmul, EveryHostKernelGivesTheSameBits) {
   const Shape shapes[] = {{300, 200, 300}, {37, 45, 70}};
   int kernels = 0;
-  for (const MatmulIsa isa : {MatmulIsa::Sse2, MatmulIsa::Avx2, MatmulIsa::Avx512}) {
+  for (const MatmulIsa isa : kEveryMatmulIsa) {
     if (!use_matmul_isa(isa)) continue;
     ++kernels;
     for (const Shape& s : shapes)
-      for (const uint32_t flags : {0u, uint32_t{isa::kTcAcc | isa::kTcTransposeB}}) {
+      for (const uint32_t flags : {0u, uint32_t{isa::kTcAcc | isa::kTcTransposeB}, uint32_t{isa::kTcTransposeA}}) {
         SCOPED_TRACE("kernel " + std::to_string(int(isa)) + " " + describe(s, flags));
         const FloatProblem p = float_problem(DType::BF16, s, flags, 3);
         const std::vector<float> got = run_float(DType::BF16, flags, p, s);
+        if (isa == MatmulIsa::Avx512Bf16) {
+          EXPECT_EQ(last_matmul_path(), MatmulPath::Bf16Pairs);
+        }
         const std::vector<float> expected = straight_loops(p, s, (flags & isa::kTcAcc) != 0);
         for (size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_bits(got[e], expected[e])) << "element " << e;
       }
   }
   EXPECT_GE(kernels, 1);
   // Back to the widest.
-  if (!use_matmul_isa(MatmulIsa::Avx512) && !use_matmul_isa(MatmulIsa::Avx2)) use_matmul_isa(MatmulIsa::Sse2);
+  use_widest_matmul_isa();
 }
 
 // A product below f32's normal range rounds before it is added (the documented order), where a
@@ -147,7 +158,7 @@ TEST(TensorMatmul, ProductsBelowTheNormalRangeRoundBeforeTheyAreAdded) {
   const Shape s{1, 1, 2};
   const std::vector<float> a = {std::ldexp(1.0f, -62), std::ldexp(1.25f, -75)}, b = {std::ldexp(1.0f, -63), std::ldexp(1.0f, -74)};
   const float expected = std::ldexp(1.0f, -125);
-  for (const MatmulIsa isa : {MatmulIsa::Sse2, MatmulIsa::Avx2, MatmulIsa::Avx512}) {
+  for (const MatmulIsa isa : kEveryMatmulIsa) {
     if (!use_matmul_isa(isa)) continue;
     for (const DType dtype : {DType::BF16, DType::F32}) {
       Bytes acc = encode_floats(DType::F32, {0.0f});
@@ -156,7 +167,30 @@ TEST(TensorMatmul, ProductsBelowTheNormalRangeRoundBeforeTheyAreAdded) {
       EXPECT_TRUE(same_bits(decode_floats(DType::F32, acc)[0], expected)) << "kernel " << int(isa) << " " << name(dtype);
     }
   }
-  if (!use_matmul_isa(MatmulIsa::Avx512) && !use_matmul_isa(MatmulIsa::Avx2)) use_matmul_isa(MatmulIsa::Sse2);
+  use_widest_matmul_isa();
+}
+
+// Normal products can cancel to a denormal sum: 1.5 * 2^-126 - 2^-126 = 2^-127. The documented
+// order keeps it; AVX512-BF16's pair instruction would flush it to zero, so such a problem must not
+// reach that kernel. Ordinary values do.
+TEST(TensorMatmul, ADenormalPartialSumStaysOffTheFlushingPairKernel) {
+  const Shape s{1, 1, 2};
+  const Bytes a = encode_floats(DType::BF16, {std::ldexp(1.5f, -63), -std::ldexp(1.0f, -63)});
+  const Bytes b = encode_floats(DType::BF16, {std::ldexp(1.0f, -63), std::ldexp(1.0f, -63)});
+  const Bytes ordinary = encode_floats(DType::BF16, {0.375f, -2.5f});
+  for (const MatmulIsa isa : kEveryMatmulIsa) {
+    if (!use_matmul_isa(isa)) continue;
+    Bytes acc = encode_floats(DType::F32, {0.0f});
+    ASSERT_FALSE(tensor_matmul(DType::BF16, 0, acc.data(), a.data(), b.data(), s.m, s.n, s.k));
+    EXPECT_TRUE(same_bits(decode_floats(DType::F32, acc)[0], std::ldexp(1.0f, -127))) << "kernel " << int(isa);
+    EXPECT_NE(last_matmul_path(), MatmulPath::Bf16Pairs);
+    ASSERT_FALSE(tensor_matmul(DType::BF16, 0, acc.data(), ordinary.data(), ordinary.data(), s.m, s.n, s.k));
+    EXPECT_EQ(decode_floats(DType::F32, acc)[0], 0.375f * 0.375f + 2.5f * 2.5f);
+    if (isa == MatmulIsa::Avx512Bf16) {
+      EXPECT_EQ(last_matmul_path(), MatmulPath::Bf16Pairs);
+    }
+  }
+  use_widest_matmul_isa();
 }
 
 TEST(TensorMatmul, InfinitiesAndNaNPropagateOnlyWhereTheyBelong) {
