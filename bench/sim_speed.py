@@ -6,7 +6,7 @@ host time of the same GEMM in torch's CPU matmul, measured in the same run, as t
 Targets (issue: chip model): timing-only >= 50 M simulated cycles/s on the GEMM; functional
 mode at most 3x the host matmul's time. Each kernel runs with DMA timed per request (the reference
 model) and per step (--dma-timing step, docs/chip.md "DMA timing"), with the ratio of their cycles.
-Each simulation is timed as the best of three runs; each reference as the best of three runs after a
+Each simulation is timed as the best of five runs; each reference as the best of five runs after a
 warm-up, or the warm-up alone where it takes more than 10 s (bf16 on a host without bf16 instructions).
 
 Usage: .venv/bin/python bench/sim_speed.py [--size 2048] [--config base]
@@ -48,7 +48,7 @@ def simulate(program, config, timing_only, directory, dma_timing="request"):
     if timing_only:
         command.append("--timing-only")
     seconds = float("inf")
-    for _ in range(3):  # the best of three: a run of a tenth of a second varies by tens of percent here
+    for _ in range(5):  # the best of five: a run of a tenth of a second varies by tens of percent here
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         seconds = min(seconds, time.perf_counter() - start)
@@ -69,7 +69,7 @@ def torch_matmul_seconds(size, dtype_name="bfloat16"):
     if warm_up > 10:  # (bf16 without bf16 instructions takes minutes: one run is the measurement)
         return warm_up, torch.get_num_threads()
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         start = time.perf_counter()
         torch.matmul(a, b)
         best = min(best, time.perf_counter() - start)

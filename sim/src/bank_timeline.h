@@ -21,8 +21,7 @@ class BankTimeline {
     if (free_from(ready)) return ready;
     uint64_t start = ready;
     // Disjoint and sorted by start, so sorted by end too: skip those that end by `ready` in log time.
-    auto it = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
-                                   [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.second <= start; });
+    auto it = busy_.begin() + static_cast<std::ptrdiff_t>(first_ending_after(start));
     for (; it != busy_.end(); ++it) {
       if (it->first >= start + duration) break;  // the gap before this one fits
       start = it->second;
@@ -60,6 +59,19 @@ class BankTimeline {
     const auto at = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
                                          [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.first <= from; });
     busy_.insert(at, {from, to});
+  }
+
+  // The index of the first live interval that ends after `cycle` (busy_.size() if none): a binary
+  // search without branches on the comparisons, which are unpredictable and dominated its time.
+  size_t first_ending_after(uint64_t cycle) const {
+    size_t first = live_, count = busy_.size() - live_;
+    while (count > 0) {
+      const size_t half = count / 2;
+      const bool ended = busy_[first + half].second <= cycle;
+      first = ended ? first + half + 1 : first;
+      count = ended ? count - half - 1 : half;
+    }
+    return first;
   }
 
   static constexpr size_t kPruneAt = 32;
