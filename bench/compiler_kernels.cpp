@@ -23,12 +23,17 @@
 // matmul (q k^T), softmax, matmul (p v) through DRAM: cycles and DRAM bytes
 // (the chip's own counters) of each.
 //
-// Usage: build/bin/npu-bench-compiler [--config base]
+// Usage: build/bin/npu-bench-compiler [--config base] [--gemm MxNxK[:f32][:bt]]...
+// With --gemm, only the GEMMs given, each as the compiler chooses and in each
+// schedule, with the plans: for tuning the matmul's choice on other shapes.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "npusim/compiler/compiler.h"
 #include "npusim/driver/device.h"
@@ -113,6 +118,34 @@ void print_utilization(const npu::sim::ChipStats& before, const npu::sim::ChipSt
   std::printf("\n");
 }
 
+// A GEMM asked for with --gemm MxNxK[:f32][:bt].
+struct GemmRequest {
+  int64_t m = 0, n = 0, k = 0;
+  npu::isa::DType dtype = npu::isa::DType::BF16;
+  bool b_transposed = false;
+};
+
+std::optional<GemmRequest> parse_gemm(const std::string& text) {
+  GemmRequest g;
+  std::string rest;
+  {
+    std::istringstream in(text);
+    char x1 = 0, x2 = 0;
+    if (!(in >> g.m >> x1 >> g.n >> x2 >> g.k) || x1 != 'x' || x2 != 'x' || g.m <= 0 || g.n <= 0 || g.k <= 0) return std::nullopt;
+    std::getline(in, rest);
+  }
+  for (size_t at = 0; at < rest.size();) {
+    if (rest[at] != ':') return std::nullopt;
+    const size_t next = rest.find(':', at + 1);
+    const std::string flag = rest.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (flag == "f32") g.dtype = npu::isa::DType::F32;
+    else if (flag == "bt") g.b_transposed = true;
+    else return std::nullopt;
+    at = next == std::string::npos ? rest.size() : next;
+  }
+  return g;
+}
+
 // Ops run back to back on one queue; each names its buffers (inputs, then the output) by index.
 struct Step {
   OpDesc op;
@@ -154,11 +187,24 @@ Measured run_steps(npu::Device& device, const std::shared_ptr<npu::Device>& shar
 
 int sc_main(int argc, char* argv[]) {
   std::string config = "base";
+  std::vector<GemmRequest> gemms;
+  constexpr const char* kUsage =
+      "usage: npu-bench-compiler [--config PRESET|FILE] [--gemm MxNxK[:f32][:bt]]...\n"
+      "  --gemm  instead of the benchmark, this GEMM (repeatable): bf16 unless :f32, B stored\n"
+      "          transposed with :bt; the compiler's choice and each schedule, with their plans\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) config = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: npu-bench-compiler [--config PRESET|FILE]\n");
+    if (arg == "--config" && i + 1 < argc) {
+      config = argv[++i];
+    } else if (arg == "--gemm" && i + 1 < argc) {
+      const auto gemm = parse_gemm(argv[++i]);
+      if (!gemm) {
+        std::fprintf(stderr, "npu-bench-compiler: --gemm takes MxNxK[:f32][:bt] with positive sizes, got '%s'\n%s", argv[i], kUsage);
+        return 2;
+      }
+      gemms.push_back(*gemm);
+    } else {
+      std::fprintf(arg == "--help" || arg == "-h" ? stdout : stderr, "%s", kUsage);
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
   }
@@ -184,14 +230,23 @@ int sc_main(int argc, char* argv[]) {
                   (long long)n, (long long)k, cycles, (unsigned long long)chip.simulation.watchdog_cycles);
       return true;
     };
-    if (std::getenv("LMHEAD")) {
-      for (const auto dt : {npu::isa::DType::F32, npu::isa::DType::BF16})
-      for (const int64_t n : {50257, 3072}) {
-        const int64_t m = 128, k = 768;
-        TensorDesc wt = TensorDesc::contiguous(dt, {k, n}); wt.strides = {1, k};
-        OpDesc op(OpKind::MATMUL, {TensorDesc::contiguous(dt, {m, k}), wt}, TensorDesc::contiguous(dt, {m, n}));
-        const Run r = run(*device, device, compiler, op);
-        std::printf("linear %lld x %lld x %lld %s: %llu cycles\n  %s", (long long)m, (long long)k, (long long)n, std::string(npu::isa::dtype_name(dt)).c_str(), (unsigned long long)r.cycles, r.plan.c_str());
+    if (!gemms.empty()) {
+      // Only the GEMMs asked for: the compiler's choice, then each schedule, with the plans.
+      for (const GemmRequest& g : gemms) {
+        std::printf("GEMM %lldx%lldx%lld %s%s:\n", (long long)g.m, (long long)g.n, (long long)g.k, std::string(npu::isa::dtype_name(g.dtype)).c_str(),
+                    g.b_transposed ? ", B stored transposed" : "");
+        for (const npu::compiler::MatmulSchedule schedule :
+             {npu::compiler::MatmulSchedule::Auto, npu::compiler::MatmulSchedule::OwnTiles, npu::compiler::MatmulSchedule::SharedB}) {
+          if (too_long(g.m, g.n, g.k)) break;
+          TensorDesc b = TensorDesc::contiguous(g.dtype, {g.k, g.n});
+          if (g.b_transposed) b.strides = {1, g.k};
+          OpDesc op(OpKind::MATMUL, {TensorDesc::contiguous(g.dtype, {g.m, g.k}), b}, TensorDesc::contiguous(g.dtype, {g.m, g.n}));
+          op.schedule = schedule;
+          const Run r = run(*device, device, compiler, op);
+          const char* name = schedule == npu::compiler::MatmulSchedule::Auto ? "compiler's choice" : schedule == npu::compiler::MatmulSchedule::OwnTiles ? "own tiles" : "B shared";
+          std::printf("  %-17s %9llu cycles, %5.1f%% of peak MACs/cycle\n    %s", name, (unsigned long long)r.cycles,
+                      100.0 * double(g.m) * double(g.n) * double(g.k) / (double(r.cycles) * peak_macs), r.plan.c_str());
+        }
       }
       return 0;
     }

@@ -236,10 +236,19 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           // of tiles, and counting their channels too chose tiles that ran slower, GPT-2's qkv projection's)
           const int64_t concurrent = std::min<int64_t>({int64_t{config.num_cores}, tiles_, n_tiles_});
           const double b_share = tile_share(bm, TK, TN, TN, concurrent);
+          // And A's, where the cores outnumber a row's tiles: then they work on different rows of tiles at
+          // the same K step, and A's rows (a matrix row apart, the cores TM rows apart) may all lie on the
+          // same channels (2048 x 64 x 2048 on base: K tiles of 256 kept A's loads on two channels of four).
+          const int64_t row_cores = std::min<int64_t>(int64_t{config.num_cores}, batch * m_tiles_);
+          const double a_share =
+              n_tiles_ >= int64_t{config.num_cores} ? 1.0
+              : am.col_stride == 1 ? channel_share(TM, TK * e, am.row_stride * e, TM * am.row_stride * e, row_cores)
+              : am.transposed()    ? channel_share(TK, TM * e, am.col_stride * e, TM * e, row_cores)
+                                   : 1.0;
           // Narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
           const double b_rows = bm.col_stride == 1 && TN < n ? dram_row_share(config, TN * e) : bm.transposed() && TK < k ? dram_row_share(config, TK * e) : 1.0;
           const double c_rows = TN < n ? dram_row_share(config, TN * eo) : 1.0;
-          const double dram_cycles = (a_bytes + b_bytes / (b_share * b_rows) + double(batch * m * n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
+          const double dram_cycles = (a_bytes / a_share + b_bytes / (b_share * b_rows) + double(batch * m * n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
           const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));

@@ -324,6 +324,23 @@ TEST_P(Matmul, NarrowTilesPayForTheDramRowsTheyOpen) {
   }
 }
 
+// With fewer columns of tiles than cores, the cores work on different rows of tiles at the same K
+// step. A's rows of 4 KiB (2048 bf16) then put every core's loads of a K tile on the same channels,
+// as many of them as the tile's row covers: the K tiles must cover them all (tiles of 256 took two
+// of base's four, and 2048 x 64 x 2048 ran 55% longer). (On large no K tile covers its 16 channels'
+// 4 KiB: its largest, 1024, takes half of them.)
+TEST(MatmulPlan, CoresOnRowsOfTilesReadAFromEveryChannel) {
+  const sim::ChipConfig chip = sim::load_chip_config("base");
+  Compiler compiler(chip);
+  OpDesc op{OpKind::MATMUL, {contiguous(DType::BF16, {2048, 2048}), contiguous(DType::BF16, {2048, 64})}, contiguous(DType::BF16, {2048, 64})};
+  op.schedule = MatmulSchedule::OwnTiles;
+  const std::string plan = compiler.compile(op)->plan;
+  const size_t at = plan.find(" (M x N x K)");
+  ASSERT_NE(at, std::string::npos) << plan;
+  const int64_t tk = std::stoll(plan.substr(plan.rfind(" x ", at) + 3));
+  EXPECT_GE(tk * 2, int64_t{chip.dram.channels} * chip.dram.interleave_bytes) << plan;
+}
+
 TEST_P(Matmul, TheTilesFollowTheChip) {
   const auto kernel = compiler_.compile(mm(DType::BF16, 512, 512, 512));
   EXPECT_EQ(kernel->cores, device_->info().num_cores);
