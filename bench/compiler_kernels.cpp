@@ -23,7 +23,7 @@
 // matmul (q k^T), softmax, matmul (p v) through DRAM: cycles and DRAM bytes
 // (the chip's own counters) of each.
 //
-// Usage: build/bin/npu-bench-compiler [--config base] [--gemm MxNxK[:f32][:bt]]...
+// Usage: build/bin/npu-bench-compiler [--config base] [--gemm MxNxK[:f32][:bt]]... [--trace FILE]
 // With --gemm, only the GEMMs given, each as the compiler chooses and in each
 // schedule, with the plans: for tuning the matmul's choice on other shapes.
 #include <chrono>
@@ -188,14 +188,18 @@ Measured run_steps(npu::Device& device, const std::shared_ptr<npu::Device>& shar
 int sc_main(int argc, char* argv[]) {
   std::string config = "base";
   std::vector<GemmRequest> gemms;
+  std::string trace_path;
   constexpr const char* kUsage =
-      "usage: npu-bench-compiler [--config PRESET|FILE] [--gemm MxNxK[:f32][:bt]]...\n"
-      "  --gemm  instead of the benchmark, this GEMM (repeatable): bf16 unless :f32, B stored\n"
-      "          transposed with :bt; the compiler's choice and each schedule, with their plans\n";
+      "usage: npu-bench-compiler [--config PRESET|FILE] [--gemm MxNxK[:f32][:bt]]... [--trace FILE]\n"
+      "  --gemm   instead of the benchmark, this GEMM (repeatable): bf16 unless :f32, B stored\n"
+      "           transposed with :bt; the compiler's choice and each schedule, with their plans\n"
+      "  --trace  write the chip's trace of everything run (.pftrace or .json)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--config" && i + 1 < argc) {
       config = argv[++i];
+    } else if (arg == "--trace" && i + 1 < argc) {
+      trace_path = argv[++i];
     } else if (arg == "--gemm" && i + 1 < argc) {
       const auto gemm = parse_gemm(argv[++i]);
       if (!gemm) {
@@ -213,6 +217,7 @@ int sc_main(int argc, char* argv[]) {
     npu::SimulatorLinkOptions link;
     link.config = config;
     link.functional = false;  // timing only: the same cycles, no arithmetic
+    link.trace_path = trace_path;
     const auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
     npu::compiler::Compiler compiler(chip);
     const double peak_macs = double(chip.num_cores) * chip.core.tensor_core.rows * chip.core.tensor_core.cols;
