@@ -293,6 +293,46 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t ap0 = consts + 128, bp0 = ap0 + 2 * parts * ap_bytes, residual0 = bp0 + 2 * parts * bp_bytes;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase), acc_bytes = align64(tm * tn * 4);
 
+  // Where each core starts within its part of a row of tiles (see "Tile t is visited as tile u" below):
+  // by default the core id modulo its part, so that cores on neighbouring columns start on different
+  // ones. A column of tiles of a row-major B or C whose rows are a multiple of channels x interleave
+  // apart lies on the DRAM channels of its first row; where tile rows are shorter than a period of
+  // the interleave, cores that own the same columns of different rows (or columns on the same
+  // channels) would start on the same channel. Then each core, in order, starts at the column of its
+  // part whose channels the cores before it use least (the default where that ties).
+  std::vector<int64_t> start_of_core(cores);
+  {
+    const int64_t dram_channels = config.dram.channels, interleave = config.dram.interleave_bytes, period = dram_channels * interleave;
+    const auto channel_key = [&](const Matrix& mx, int64_t esize, int64_t column) -> int64_t {
+      if (mx.col_stride != 1 || (mx.row_stride * esize) % period != 0 || tn * esize >= period) return -1;  // spread: no preference
+      return (column * tn * esize / interleave) % dram_channels;
+    };
+    std::vector<int64_t> b_use(size_t(dram_channels), 0), c_use(size_t(dram_channels), 0);
+    for (unsigned core = 0; core < cores; ++core) {
+      const int64_t first = int64_t(core) * tiles / cores, end = int64_t(core + 1) * tiles / cores;
+      const int64_t row_first = first / n_tiles * n_tiles, part = std::min(row_first + n_tiles, end) - first;
+      start_of_core[core] = part > 0 ? int64_t(core) % part : 0;
+      if (part <= 1) continue;
+      const auto cost = [&](int64_t x) {
+        const int64_t column = first - row_first + x, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
+        return (b_key < 0 ? 0 : b_use[size_t(b_key)]) + (c_key < 0 ? 0 : c_use[size_t(c_key)]);
+      };
+      int64_t best_x = start_of_core[core];
+      for (int64_t x = 0; x < part; ++x)
+        if (cost(x) < cost(best_x)) best_x = x;
+      start_of_core[core] = best_x;
+      const int64_t column = first - row_first + best_x, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
+      if (b_key >= 0) ++b_use[size_t(b_key)];
+      if (c_key >= 0) ++c_use[size_t(c_key)];
+    }
+  }
+  bool default_starts = true;
+  for (unsigned core = 0; core < cores; ++core) {
+    const int64_t first = int64_t(core) * tiles / cores, end = int64_t(core + 1) * tiles / cores;
+    const int64_t row_first = first / n_tiles * n_tiles, part = std::min(row_first + n_tiles, end) - first;
+    default_starts = default_starts && (part <= 0 || start_of_core[core] == int64_t(core) % part);
+  }
+
   ProgramBuilder pb("matmul (generated)");
   const uint16_t c_sym = pb.output("out", c.dtype, {uint64_t(std::max<int64_t>(c.storage_extent(), 1))});
   const uint16_t a_sym = pb.input("in0", a.dtype, {uint64_t(std::max<int64_t>(a.storage_extent(), 1))});
@@ -323,6 +363,20 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
     const Reg t_first = pb.reg();
     pb.mov(t_first, t);
+    // This core's start within its part of a row (start_of_core), where it is not the core id.
+    const Reg start = default_starts ? kZero : pb.reg();
+    if (!default_starts) {
+      pb.emit(Opcode::CSRR, {tmp.index, 0});
+      pb.li(start, 0);
+      for (unsigned core = 0; core < cores; ++core) {
+        if (start_of_core[core] == 0) continue;
+        const Label other = pb.label();
+        pb.li(tmp2, core);
+        pb.branch(Opcode::BNE, {tmp.index, tmp2.index}, other);
+        pb.li(start, start_of_core[core]);
+        pb.bind(other);
+      }
+    }
     const Reg one = pb.reg();
     pb.li(one, 1);
     float alpha = float(op.alpha), beta = float(op.beta);
@@ -352,7 +406,10 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       pb.li(tmp, n_tiles), pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index}), pb.mul(bidx, bidx, tmp);  // the row's first tile
       pb.emit(Opcode::MAX, {m0.index, t_first.index, bidx.index});                                            // s: this core's first in it
       pb.addi(n0, bidx, n_tiles), pb.min(n0, n0, t_end), pb.sub(n0, n0, m0);                                 // its count there
-      pb.sub(tmp2, t, m0), pb.emit(Opcode::CSRR, {tmp.index, 0}), pb.add(tmp2, tmp2, tmp);
+      pb.sub(tmp2, t, m0);
+      if (default_starts) pb.emit(Opcode::CSRR, {tmp.index, 0});
+      else pb.mov(tmp, start);
+      pb.add(tmp2, tmp2, tmp);
       pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, n0.index}), pb.add(tmp2, tmp2, m0);
     } else {
       pb.mov(tmp2, t);
@@ -575,6 +632,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
        << " cores; A " << layout(am) << ", B " << layout(bm) << (has_vectors && vectors[0].role == Role::Bias ? ", with bias" : "")
        << (vectors.size() > 1 && vectors[1].role == Role::Scale ? ", scaled" : "") << (residual ? ", plus a residual" : "");
   if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";
+  if (!default_starts) plan << "; each core starts its part of a row at the column on the DRAM channels the cores before it use least";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;
   for (const OpKind step : op.epilogue) plan << ", then " << op_name(step);

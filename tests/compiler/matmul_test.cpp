@@ -329,6 +329,18 @@ TEST_P(Matmul, NarrowTilesPayForTheDramRowsTheyOpen) {
 // as many of them as the tile's row covers: the K tiles must cover them all (tiles of 256 took two
 // of base's four, and 2048 x 64 x 2048 ran 55% longer). (On large no K tile covers its 16 channels'
 // 4 KiB: its largest, 1024, takes half of them.)
+// 1024 x 512 x 64 on base: tiles of 512 x 64 (columns of 128 bytes, a row of C 1 KiB apart, so each
+// column of tiles on one channel), 16 tiles, a quarter row per core: with the core id as their start,
+// cores 0 and 2 (and 1 and 3) would store the same columns at once. Each core starts instead at the
+// column on the channels its predecessors use least, which must still visit every tile once.
+TEST_P(Matmul, CoresStartTheirRowsOnTheChannelsTheOthersUseLeast) {
+  OpDesc op = mm(dtype(), 1024, 512, 64);
+  op.schedule = MatmulSchedule::OwnTiles;
+  const std::string plan = compiler_.compile(op)->plan;
+  EXPECT_EQ(plan.find("each core starts its part of a row") != std::string::npos, GetParam() == "base") << plan;
+  check(op);
+}
+
 TEST(MatmulPlan, CoresOnRowsOfTilesReadAFromEveryChannel) {
   const sim::ChipConfig chip = sim::load_chip_config("base");
   Compiler compiler(chip);
