@@ -52,14 +52,18 @@ uint64_t Dram::apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t
   return start;
 }
 
-uint64_t Dram::bus_slot(uint64_t ready, uint64_t burst) const {
+uint64_t Dram::bus_slot(Channel& channel, uint64_t ready, uint64_t burst) const {
   if (config_.refresh_interval_cycles == 0) return ready;
+  // Within the gap between two refreshes found last time: nothing to do (the common case).
+  if (ready >= channel.bus_gap_from && ready + burst <= channel.bus_gap_until) return ready;
   // An all-bank refresh moves no data: a burst that would overlap refresh k, [k tREFI, k tREFI + tRFC)
   // for k >= 1, starts after it.
   const uint64_t window = refresh_interval_.quotient(ready + burst - 1);
-  if (window == 0) return ready;
-  const uint64_t refresh_start = window * config_.refresh_interval_cycles, refresh_end = refresh_start + config_.refresh_cycles;
-  return ready < refresh_end && ready + burst > refresh_start ? refresh_end : ready;
+  const uint64_t refresh_start = window * config_.refresh_interval_cycles, refresh_end = window == 0 ? 0 : refresh_start + config_.refresh_cycles;
+  const uint64_t slot = ready < refresh_end && ready + burst > refresh_start ? refresh_end : ready;
+  // The gap the burst lies in: after refresh `window` (if it has begun by then), before the next.
+  if (slot >= refresh_end) channel.bus_gap_from = refresh_end, channel.bus_gap_until = refresh_start + config_.refresh_interval_cycles;
+  return slot;
 }
 
 uint64_t Dram::open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start) {
@@ -94,7 +98,7 @@ uint64_t Dram::access(uint64_t address, uint64_t bytes, bool is_write, uint64_t 
   uint64_t start = ready;
   const uint64_t latency = open_row(channel, stats, address, &start);
   const uint64_t burst = bus_width_.ceil_quotient(bytes);
-  const uint64_t bus_start = channel.bus.reserve(bus_slot(std::max(start + latency, channel.bus.busy_until), burst), burst);
+  const uint64_t bus_start = channel.bus.reserve(bus_slot(channel, std::max(start + latency, channel.bus.busy_until), burst), burst);
   stats.busy_cycles += burst;
   (is_write ? stats.write_bytes : stats.read_bytes) += bytes;
   if (context_.trace) context_.trace->dram_transfer(channel_index, bus_start, bus_start + burst, bytes);
@@ -136,7 +140,7 @@ Dram::BurstTiming Dram::access_burst(const std::vector<BurstRequest>& requests, 
       previous_bank = &channel.banks[banks_per_channel_.remainder(row)];  // (the bank open_row() used)
     }
     const uint64_t burst = bus_width_.ceil_quotient(request.bytes);
-    const uint64_t bus_start = bus_slot(std::max(start + latency, bus_free), burst);
+    const uint64_t bus_start = bus_slot(channel, std::max(start + latency, bus_free), burst);
     bus_free = bus_start + burst;
     (*done)[i] = bus_free;
     if (i == 0) first_bus_start = bus_start, first_done = bus_free;

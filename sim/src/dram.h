@@ -68,6 +68,8 @@ class Dram : public sc_core::sc_module {
     // Where apply_refresh() changes nothing: [quiet_from, quiet_until) (after
     // the last refresh applied, before the next).
     uint64_t quiet_from = 0, quiet_until = UINT64_MAX;
+    // A stretch of the bus between two refreshes, as bus_slot() last found one: [from, until).
+    uint64_t bus_gap_from = 0, bus_gap_until = 0;
   };
 
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
@@ -75,7 +77,7 @@ class Dram : public sc_core::sc_module {
   // start on the bus (row hit, closed or conflict latency, counted in the
   // stats); updates the bank's row state. `start` becomes when it could start.
   // The first cycle at or after `ready` from which a burst of `burst` cycles misses every refresh.
-  uint64_t bus_slot(uint64_t ready, uint64_t burst) const;
+  uint64_t bus_slot(Channel& channel, uint64_t ready, uint64_t burst) const;
   uint64_t open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start);
   uint64_t apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start);
 
