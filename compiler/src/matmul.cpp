@@ -368,20 +368,6 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.branch(Opcode::BGE, {t.index, t_end.index}, done);
     const Reg t_first = pb.reg();
     pb.mov(t_first, t);
-    // This core's start within its part of a row (start_of_core), where it is not the core id.
-    const Reg start = default_starts ? kZero : pb.reg();
-    if (!default_starts) {
-      pb.emit(Opcode::CSRR, {tmp.index, 0});
-      pb.li(start, 0);
-      for (unsigned core = 0; core < cores; ++core) {
-        if (start_of_core[core] == 0) continue;
-        const Label other = pb.label();
-        pb.li(tmp2, core);
-        pb.branch(Opcode::BNE, {tmp.index, tmp2.index}, other);
-        pb.li(start, start_of_core[core]);
-        pb.bind(other);
-      }
-    }
     const Reg one = pb.reg();
     pb.li(one, 1);
     float alpha = float(op.alpha), beta = float(op.beta);
@@ -412,8 +398,20 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       pb.emit(Opcode::MAX, {m0.index, t_first.index, bidx.index});                                            // s: this core's first in it
       pb.addi(n0, bidx, n_tiles), pb.min(n0, n0, t_end), pb.sub(n0, n0, m0);                                 // its count there
       pb.sub(tmp2, t, m0);
-      if (default_starts) pb.emit(Opcode::CSRR, {tmp.index, 0});
-      else pb.mov(tmp, start);
+      if (default_starts) {
+        pb.emit(Opcode::CSRR, {tmp.index, 0});
+      } else {
+        // This core's start_of_core, picked by its id (kt and k_left serve as scratch: the K loop sets them).
+        pb.emit(Opcode::CSRR, {k_left.index, 0}), pb.li(tmp, 0);
+        for (unsigned core = 0; core < cores; ++core) {
+          if (start_of_core[core] == 0) continue;
+          const Label other = pb.label();
+          pb.li(kt, core);
+          pb.branch(Opcode::BNE, {k_left.index, kt.index}, other);
+          pb.li(tmp, start_of_core[core]);
+          pb.bind(other);
+        }
+      }
       pb.add(tmp2, tmp2, tmp);
       pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, n0.index}), pb.add(tmp2, tmp2, m0);
     } else {
