@@ -460,6 +460,7 @@ std::vector<float> float_sums(const Problem& p) {
 
 // Each k block's exact f32 sums, added up in i32 arithmetic (modulo 2^32).
 std::vector<uint32_t> int8_sums(const Problem& p) {
+  last_path = MatmulPath::ProductThenSum;  // (exact: the block sums stay within f32's integers)
   std::vector<uint32_t> sums(p.m * p.n, 0);
   std::vector<float> block(p.m * p.n);
   for (size_t pc = 0; pc < p.k; pc += kKc) {
