@@ -306,6 +306,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   // channels) would start on the same channel. Then each core, in order, starts at the column of its
   // part whose channels the cores before it use least (the default where that ties).
   std::vector<int64_t> start_of_core(cores);
+  bool default_starts = true;  // every core starts at its core id's column (the program reads its id)
   {
     const int64_t dram_channels = config.dram.channels, interleave = config.dram.interleave_bytes, period = dram_channels * interleave;
     const auto channel_key = [&](const Matrix& mx, int64_t esize, int64_t column) -> int64_t {
@@ -325,17 +326,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       int64_t best_x = start_of_core[core];
       for (int64_t x = 0; x < part; ++x)
         if (cost(x) < cost(best_x)) best_x = x;
+      default_starts = default_starts && best_x == start_of_core[core];
       start_of_core[core] = best_x;
       const int64_t column = first - row_first + best_x, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
       if (b_key >= 0) ++b_use[size_t(b_key)];
       if (c_key >= 0) ++c_use[size_t(c_key)];
     }
-  }
-  bool default_starts = true;
-  for (unsigned core = 0; core < cores; ++core) {
-    const int64_t first = int64_t(core) * tiles / cores, end = int64_t(core + 1) * tiles / cores;
-    const int64_t row_first = first / n_tiles * n_tiles, part = std::min(row_first + n_tiles, end) - first;
-    default_starts = default_starts && (part <= 0 || start_of_core[core] == int64_t(core) % part);
   }
 
   ProgramBuilder pb("matmul (generated)");
