@@ -30,10 +30,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <boost/program_options.hpp>
 
 #include "npusim/compiler/compiler.h"
 #include "npusim/driver/device.h"
@@ -186,31 +189,33 @@ Measured run_steps(npu::Device& device, const std::shared_ptr<npu::Device>& shar
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
-  std::string config = "base";
+  namespace po = boost::program_options;
+  std::string config, trace_path;
+  std::vector<std::string> gemm_texts;
+  po::options_description options("usage: npu-bench-compiler [options]");
+  options.add_options()("help,h", "this text")(
+      "config", po::value(&config)->default_value("base"), "chip preset (tiny, base, large) or .pbtxt file")(
+      "gemm", po::value(&gemm_texts)->composing(),
+      "MxNxK[:f32][:bt]: instead of the benchmark, this GEMM (repeatable), bf16 unless :f32, B stored transposed with :bt; "
+      "the compiler's choice and each schedule, with their plans")(
+      "trace", po::value(&trace_path), "write the chip's trace of everything run (.pftrace or .json)");
   std::vector<GemmRequest> gemms;
-  std::string trace_path;
-  constexpr const char* kUsage =
-      "usage: npu-bench-compiler [--config PRESET|FILE] [--gemm MxNxK[:f32][:bt]]... [--trace FILE]\n"
-      "  --gemm   instead of the benchmark, this GEMM (repeatable): bf16 unless :f32, B stored\n"
-      "           transposed with :bt; the compiler's choice and each schedule, with their plans\n"
-      "  --trace  write the chip's trace of everything run (.pftrace or .json)\n";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) {
-      config = argv[++i];
-    } else if (arg == "--trace" && i + 1 < argc) {
-      trace_path = argv[++i];
-    } else if (arg == "--gemm" && i + 1 < argc) {
-      const auto gemm = parse_gemm(argv[++i]);
-      if (!gemm) {
-        std::fprintf(stderr, "npu-bench-compiler: --gemm takes MxNxK[:f32][:bt] with positive sizes, got '%s'\n%s", argv[i], kUsage);
-        return 2;
-      }
-      gemms.push_back(*gemm);
-    } else {
-      std::fprintf(arg == "--help" || arg == "-h" ? stdout : stderr, "%s", kUsage);
-      return arg == "--help" || arg == "-h" ? 0 : 2;
+  try {
+    po::variables_map given;
+    po::store(po::parse_command_line(argc, argv, options), given);
+    if (given.count("help")) {
+      std::cout << options;
+      return 0;
     }
+    po::notify(given);
+    for (const std::string& text : gemm_texts) {
+      const auto gemm = parse_gemm(text);
+      if (!gemm) throw po::error("--gemm takes MxNxK[:f32][:bt] with positive sizes, got '" + text + "'");
+      gemms.push_back(*gemm);
+    }
+  } catch (const po::error& e) {
+    std::cerr << "npu-bench-compiler: " << e.what() << "\n" << options;
+    return 2;
   }
   try {
     const npu::sim::ChipConfig chip = npu::sim::load_chip_config(config);
