@@ -19,6 +19,18 @@ Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core
       capacity_(context.config.core.control.queue_depth) {
   stats_.name = display_name_;
   SC_THREAD(run);
+  SC_METHOD(raise_due_signals);
+  sensitive << deferred_signal_due_;
+  dont_initialize();
+}
+
+void Engine::raise_due_signals() {
+  const uint64_t now = context_.now_cycle();
+  while (!deferred_signals_.empty() && deferred_signals_.front().cycle <= now) {
+    semaphores_.signal(deferred_signals_.front().semaphore, is_dma_);
+    deferred_signals_.pop_front();
+  }
+  if (!deferred_signals_.empty()) deferred_signal_due_.notify(context_.cycles(deferred_signals_.front().cycle - now));
 }
 
 void Engine::push(const Command& command) {
@@ -31,6 +43,8 @@ void Engine::reset() {
   busy_ = false;
   waiting_on_ = -1;
   forget_pending_results();
+  deferred_signals_.clear();
+  deferred_signal_due_.cancel();
 }
 
 FaultRecord Engine::fault_for(const Command& command, FaultKind kind, std::string message) const {
@@ -105,8 +119,14 @@ bool Engine::serve(const Command& command) {
     return true;
   }
   if (command.opcode == isa::Opcode::SIGNAL) {
-    if (!wait_for_results()) return false;
-    semaphores_.signal(static_cast<unsigned>(command.operands[1]), is_dma_);
+    const auto semaphore = static_cast<unsigned>(command.operands[1]);
+    const uint64_t ready = results_ready_cycle();
+    if (ready <= start) {
+      semaphores_.signal(semaphore, is_dma_);
+    } else {
+      if (deferred_signals_.empty()) deferred_signal_due_.notify(context_.cycles(ready - start));
+      deferred_signals_.push_back({ready, semaphore});
+    }
     return true;
   }
   Outcome outcome = execute(command, start);

@@ -68,6 +68,7 @@ class Engine : public sc_core::sc_module {
   void run();
   bool serve(const Command& command);  // false: abandoned by a fault or reset
   bool wait_for_results();  // until results_ready_cycle(); false as serve
+  void raise_due_signals();  // SC_METHOD: the deferred signals whose cycle has come
 
   std::string display_name_;
   uint64_t trace_track_;
@@ -76,6 +77,15 @@ class Engine : public sc_core::sc_module {
   bool busy_ = false;
   int waiting_on_ = -1;
   sc_core::sc_event pushed_, popped_, idle_;
+  // Signals queued behind results not ready yet (the tensor core's drain): raised at that cycle while
+  // the engine goes on with the next instruction, as sync.signal says ("once every earlier instruction
+  // has completed"). In cycle order: results_ready_cycle() never goes back.
+  struct DeferredSignal {
+    uint64_t cycle;
+    unsigned semaphore;
+  };
+  std::deque<DeferredSignal> deferred_signals_;
+  sc_core::sc_event deferred_signal_due_;
 };
 
 // Disassembly of a command's instruction word (for faults and traces).

@@ -146,6 +146,21 @@ TEST_F(Golden, BackToBackTilesOverlapTheirWeightLoadsAndDrains) {
   {
     const ChipStats before = simulator.stats();
     run(simulator, assemble(operands + R"(
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    sync.signal tc, s2
+    tc.mm bf16, acc, r1, r2, r3, r4, r5, r5
+    sync.wait ctl, s2
+    halt
+)"));
+    const ChipStats after = simulator.stats();
+    // A signal between them (a K step freeing its operand slots) rises when the first's results are
+    // complete (12 + 6) while the engine goes on: the second still follows at once, 12 + 8 + 6 = 26.
+    // (When a signal held the engine through the drain: 12 + 6, then 4 + 8 + 6 = 36.)
+    EXPECT_EQ(busy(before, after, 0, kTensor), 26u);
+  }
+  {
+    const ChipStats before = simulator.stats();
+    run(simulator, assemble(operands + R"(
     v.exp f32, r6, r2, r5, r7
     sync.signal vec, s1
     tc.mm bf16, none, r1, r2, r3, r4, r5, r5
