@@ -136,11 +136,11 @@ TEST_F(RawQueues, PacketCostsAreModelled) {
   drain(0);
   // TIMESTAMP writes when its own packet completes: two NOPs and a TIMESTAMP later, 3 x 50 cycles.
   EXPECT_EQ(read_u64(t1) - read_u64(t0), 150u);
-  // base DRAM: 4 channels x 32 B/cycle = 128 B/cycle: 1 MiB in 8192 cycles, plus one
-  // closed-row access (row_closed_cycles) before it, plus the TIMESTAMP packet.
+  // base DRAM: 4 channels x 128 B/cycle = 512 B/cycle: 1 MiB in 2048 cycles, plus one
+  // closed-row access (row_closed_cycles: 46) before it, plus the TIMESTAMP packet.
   const uint64_t fill = read_u64(t2) - read_u64(t1) - 50;
-  EXPECT_GE(fill, 8192u);
-  EXPECT_LE(fill, 8192u + 100u);
+  EXPECT_GE(fill, 2048u);
+  EXPECT_LE(fill, 2048u + 100u);
 }
 
 }  // namespace

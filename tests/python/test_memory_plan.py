@@ -117,4 +117,4 @@ def test_a_pool_that_is_not_whole_bank_rows_is_refused():
     result = subprocess.run([sys.executable, "-c", "import torch, npusim; npusim.init('base', sram_pool=1000); torch.ones(1).to('npu')"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
-    assert "multiple of 2048 bytes" in result.stderr, result.stderr[-2000:]
+    assert "multiple of 4096 bytes" in result.stderr, result.stderr[-2000:]

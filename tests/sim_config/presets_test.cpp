@@ -55,10 +55,10 @@ TEST(Presets, BaseIsFourCoresOnTwoByTwo) {
   EXPECT_EQ(c.core.tensor_core.dataflow, Dataflow::WeightStationary);
   EXPECT_EQ(c.core.scratchpad.size_bytes, 2u * 1024 * 1024);
   EXPECT_EQ(c.core.accumulator.size_bytes, 512u * 1024);
-  EXPECT_EQ(c.core.vector_unit.lanes, 64u);
+  EXPECT_EQ(c.core.vector_unit.lanes, 256u);
   EXPECT_EQ(c.core.dma.channels, 4u);
   EXPECT_EQ(peak_macs_per_cycle(c), 65536u);
-  EXPECT_EQ(dram_bytes_per_cycle(c), 128u);  // 128 GB/s at 1 GHz
+  EXPECT_EQ(dram_bytes_per_cycle(c), 512u);  // 512 GB/s at 1 GHz: 128 MACs per DRAM byte, as TPU v5e
   EXPECT_GT(c.dram.refresh_interval_cycles, c.dram.refresh_cycles);
   EXPECT_EQ(c.host_link.bytes_per_cycle, 32u);
   EXPECT_EQ(c.host_link.latency_cycles, 1000u);
@@ -88,13 +88,16 @@ TEST(Presets, LargeIsSixteenCoresWithHbm) {
   EXPECT_EQ(c.noc.mesh_cols, 4u);
   EXPECT_EQ(c.noc.mesh_rows, 4u);
   EXPECT_EQ(c.dram.channels, 16u);
-  EXPECT_GT(dram_bytes_per_cycle(c) * c.clock_mhz, 10 * dram_bytes_per_cycle(base) * base.clock_mhz);
+  // 1536 GB/s against 512 (a TPU v6e against a v5e: more MACs per DRAM byte).
+  EXPECT_EQ(dram_bytes_per_cycle(c) * c.clock_mhz, 3 * dram_bytes_per_cycle(base) * base.clock_mhz);
   EXPECT_GT(c.dram.ports.size(), 1u);
   for (const MeshPosition& port : c.dram.ports) {
     const bool on_edge = port.x == 0 || port.y == 0 || port.x + 1 == c.noc.mesh_cols || port.y + 1 == c.noc.mesh_rows;
     EXPECT_TRUE(on_edge) << "port (" << port.x << ", " << port.y << ")";
   }
   EXPECT_EQ(c.core.tensor_core.rows, base.core.tensor_core.rows);
+  EXPECT_EQ(c.core.vector_unit.lanes, base.core.vector_unit.lanes);
+  EXPECT_EQ(c.core.scratchpad.banks, base.core.scratchpad.banks);
 }
 
 TEST(VectorCost, UnlistedOpsUseTheDefault) {
