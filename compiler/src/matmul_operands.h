@@ -81,8 +81,8 @@ inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm,
 
 // The DRAM bandwidth a matmul's estimate counts on: the channels' peak less refresh, and less
 // what in-order service loses with a matmul's strided tile rows (a request waits for its bank
-// and the bus idles behind it: on base the row kernels reach the refresh limit, the GEMMs 69-85%
-// of the peak; 85% of what refresh leaves).
+// and the bus idles behind it: on the former base, 128 GB/s, the row kernels reached the refresh
+// limit, the GEMMs 69-85% of the peak; 85% of what refresh leaves).
 inline double matmul_dram_bytes_per_cycle(const sim::ChipConfig& config) {
   const sim::DramConfig& dram = config.dram;
   const double refresh = dram.refresh_interval_cycles ? double(dram.refresh_cycles) / dram.refresh_interval_cycles : 0.0;
@@ -92,7 +92,7 @@ inline double matmul_dram_bytes_per_cycle(const sim::ChipConfig& config) {
 // The share of that bandwidth that a tile's rows reach when each row, row_bytes long, lies in
 // a DRAM row of its own (rows a matrix row apart): every request then opens a row, which keeps
 // its bank busy (conflict - hit) cycles, so a channel's banks open at most banks / (conflict -
-// hit) rows a cycle. Rows of 32 bytes on base move at 14 of a channel's 32 bytes a cycle.
+// hit) rows a cycle. Rows of 32 bytes on base move at 14 of a channel's 128 bytes a cycle.
 inline double dram_row_share(const sim::ChipConfig& config, int64_t row_bytes) {
   const sim::DramConfig& dram = config.dram;
   const double activation = double(dram.row_conflict_cycles) - double(dram.row_hit_cycles);
