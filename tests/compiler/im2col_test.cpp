@@ -93,6 +93,23 @@ TEST_P(Im2col, MaxPoolPadsWithMinusInfinity) {
   conv(DType::BF16, 2, 4, 9, 9, 3, 3, make_window(2, 1), -std::numeric_limits<double>::infinity());
 }
 
+// A column stride: the stage is de-interleaved (v.trans) so that each window position's row is one run.
+// Strides 2 and 3, dilations 1 and 2, widths that are not multiples of the stride, 1-, 2- and 4-byte
+// elements, the rotated kernel; and ResNet-18's max pooling at a size a test can check.
+TEST_P(Im2col, AColumnStrideDeinterleavesTheStage) {
+  for (const DType dtype : {DType::I8, DType::BF16, DType::F32})
+    for (const int64_t stride : {2, 3})
+      for (const int64_t dilation : {1, 2}) {
+        SCOPED_TRACE(std::to_string(stride) + " " + std::to_string(dilation));
+        const Window window = make_window(stride, 1, dilation, dilation == 2);
+        const int64_t h = 10, w = 13, k = 3;
+        const int64_t oh = out_size(h, k, stride, 1, dilation), ow = out_size(w, k, stride, 1, dilation);
+        const auto run = check(t(dtype, {2, 3, h, w}), t(dtype, {2, 3, k, k, oh, ow}), window, dtype == DType::I8 ? 0.0 : -1.5);
+        EXPECT_NE(run.kernel->plan.find("de-interleaved by the column stride"), std::string::npos) << run.kernel->plan;
+      }
+  conv(DType::F32, 1, 4, 112, 112, 3, 3, make_window(2, 1), -std::numeric_limits<double>::infinity());
+}
+
 TEST_P(Im2col, IntegersPadWithTheirValue) { conv(DType::I32, 1, 2, 4, 5, 2, 2, make_window(1, 1), 7); }
 
 // A convolution's input gradient: the rotated kernel over the output
