@@ -110,6 +110,20 @@ TEST_P(Im2col, AColumnStrideDeinterleavesTheStage) {
   conv(DType::F32, 1, 4, 112, 112, 3, 3, make_window(2, 1), -std::numeric_limits<double>::infinity());
 }
 
+// Small planes of many channels: a unit takes a group of channels (the last group partial), with a
+// column stride (de-interleaved) and without, and with an output laid out for the weight gradient.
+TEST_P(Im2col, SmallPlanesGoInGroupsOfChannels) {
+  for (const int64_t stride : {1, 2}) {
+    const int64_t o = (9 + 2 - 3) / stride + 1;
+    const auto run = check(t(DType::BF16, {2, 37, 9, 9}), t(DType::BF16, {2, 37, 3, 3, o, o}), make_window(stride, 1), -1.5);
+    EXPECT_NE(run.kernel->plan.find(" channels, " + std::to_string(o) + " output rows"), std::string::npos) << run.kernel->plan;
+  }
+  const int64_t n = 2, c = 19, k = 3, oh = 5, ow = 5;
+  const std::vector<int64_t> strides = {oh * ow, k * k * n * oh * ow, k * n * oh * ow, n * oh * ow, ow, 1};
+  const auto gradient = check(t(DType::F32, {n, c, 5, 5}), strided(DType::F32, {n, c, k, k, oh, ow}, strides), make_window(1, 1));
+  EXPECT_NE(gradient.kernel->plan.find(" channels, "), std::string::npos) << gradient.kernel->plan;
+}
+
 TEST_P(Im2col, IntegersPadWithTheirValue) { conv(DType::I32, 1, 2, 4, 5, 2, 2, make_window(1, 1), 7); }
 
 // A convolution's input gradient: the rotated kernel over the output
