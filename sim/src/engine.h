@@ -47,7 +47,7 @@ class Engine : public sc_core::sc_module {
   virtual Outcome execute(const Command& command, uint64_t start) = 0;
   // When the effects of every instruction executed so far are complete, for an engine whose
   // instructions end (free it for the next one) before their results are (the tensor core's
-  // drain). A signal and the engine going idle wait for it.
+  // drain). A signal is raised then (deferred_signals_), and the engine goes idle only then.
   virtual uint64_t results_ready_cycle() const { return 0; }
   // On a reset: the abandoned instructions' results are nobody's to wait for.
   virtual void forget_pending_results() {}
