@@ -24,8 +24,9 @@ struct Command {
 namespace npu::sim {
 
 // Index of a named operand of an opcode, from the instruction table (so the
-// engines never hard-code operand positions). Aborts on a name the opcode
-// does not have: that is a programming error.
+// engines never hard-code operand positions). `name` is a string literal (the
+// answer is remembered by its address). Aborts on a name the opcode does not
+// have: that is a programming error.
 size_t operand_index(isa::Opcode opcode, const char* name);
 
 inline int64_t operand(const Command& command, const char* name) { return command.operands[operand_index(command.opcode, name)]; }

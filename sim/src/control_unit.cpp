@@ -25,6 +25,7 @@ void ControlUnit::attach_engines(std::vector<Engine*> dma_channels, Engine* tens
 
 void ControlUnit::start(const Launch& launch) {
   launch_ = launch;
+  decoded_.assign(launch.code->size(), std::nullopt);
   registers_.fill(0);
   // Every launch starts with the core's semaphores at 0, whatever the last
   // one left (a double-buffering kernel ends with its FREE tokens unspent).
@@ -96,11 +97,14 @@ void ControlUnit::execute_program() {
       return;
     }
     const uint64_t word = code[static_cast<size_t>(pc_)];
-    std::string error;
-    const auto decoded = isa::decode(word, &error);
+    std::optional<isa::Instruction>& decoded = decoded_[static_cast<size_t>(pc_)];
     if (!decoded) {
-      fault(FaultKind::InvalidInstruction, error, word);
-      return;
+      std::string error;
+      decoded = isa::decode(word, &error);
+      if (!decoded) {
+        fault(FaultKind::InvalidInstruction, error, word);
+        return;
+      }
     }
     if (local_cycle_ >= context_.now_cycle() + context_.config.simulation.quantum_cycles) {
       // Bound the run-ahead, so that a scalar-only loop still lets time (and the watchdog) advance.

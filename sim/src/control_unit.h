@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "barrier.h"
@@ -77,6 +78,9 @@ class ControlUnit : public sc_core::sc_module {
   std::vector<Engine*> all_engines_;
 
   Launch launch_;
+  // The launch's code decoded as it is first reached (an instruction word that does not decode faults when
+  // it is reached, not at launch): a loop decodes its body once.
+  std::vector<std::optional<isa::Instruction>> decoded_;
   std::array<uint64_t, isa::kNumRegisters> registers_{};
   int64_t pc_ = 0;
   uint64_t local_cycle_ = 0;
