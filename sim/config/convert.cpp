@@ -16,6 +16,23 @@ void to_proto(const MeshPosition& position, pb::MeshPosition* m) {
 
 SramConfig to_typed(const pb::SramConfig& m) { return {m.size_bytes(), m.banks(), m.bank_width_bytes()}; }
 
+DmaTiming to_typed(pb::DmaTiming timing) {
+  switch (timing) {
+    case pb::PER_STEP: return DmaTiming::PerStep;
+    case pb::PER_WINDOW: return DmaTiming::PerWindow;
+    default: return DmaTiming::PerRequest;
+  }
+}
+
+pb::DmaTiming to_proto(DmaTiming timing) {
+  switch (timing) {
+    case DmaTiming::PerStep: return pb::PER_STEP;
+    case DmaTiming::PerWindow: return pb::PER_WINDOW;
+    case DmaTiming::PerRequest: break;
+  }
+  return pb::PER_REQUEST;
+}
+
 void to_proto(const SramConfig& sram, pb::SramConfig* m) {
   m->set_size_bytes(sram.size_bytes);
   m->set_banks(sram.banks);
@@ -81,7 +98,7 @@ CoreConfig to_typed(const pb::CoreConfig& m) {
   core.accumulator = to_typed(m.accumulator());
   const pb::DmaConfig& dma = m.dma();
   core.dma = {dma.channels(), dma.descriptor_cycles(), dma.request_bytes(), dma.max_outstanding_requests(),
-              dma.step_bytes(), dma.timing() == pb::PER_STEP ? DmaTiming::PerStep : DmaTiming::PerRequest};
+              dma.step_bytes(), to_typed(dma.timing())};
   return core;
 }
 
@@ -100,7 +117,7 @@ void to_proto(const CoreConfig& core, pb::CoreConfig* m) {
   dma->set_request_bytes(core.dma.request_bytes);
   dma->set_max_outstanding_requests(core.dma.max_outstanding_requests);
   dma->set_step_bytes(core.dma.step_bytes);
-  dma->set_timing(core.dma.timing == DmaTiming::PerStep ? pb::PER_STEP : pb::PER_REQUEST);
+  dma->set_timing(to_proto(core.dma.timing));
 }
 
 DramConfig to_typed(const pb::DramConfig& m) {

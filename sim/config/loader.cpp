@@ -57,7 +57,8 @@ ChipConfig load_chip_config(const std::string& preset_or_path) {
 DmaTiming dma_timing_from_name(const std::string& name) {
   if (name == "request") return DmaTiming::PerRequest;
   if (name == "step") return DmaTiming::PerStep;
-  throw ConfigError("the DMA timing is 'request' or 'step', not '" + name + "'");
+  if (name == "window") return DmaTiming::PerWindow;
+  throw ConfigError("the DMA timing is 'request', 'step' or 'window', not '" + name + "'");
 }
 
 ChipConfig parse_chip_config(const std::string& text, const std::string& source_name) {

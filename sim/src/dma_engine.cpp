@@ -25,6 +25,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigne
       directory_(directory),
       dram_(dram),
       channel_bursts_(context.config.dram.channels),
+      channel_windows_(context.config.dram.channels),
       interleave_(context.config.dram) {
   is_dma_ = true;
   payload_.set_byte_enable_ptr(nullptr);
@@ -213,6 +214,10 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   if (config.timing == DmaTiming::PerStep && safe && dram_and_scratchpad) {
     const bool load = src_space == Space::Global;
     return transfer_in_steps(*rows, load, load ? src : dst, load ? dst : src, n0, start);
+  }
+  if (config.timing == DmaTiming::PerWindow && safe && dram_and_scratchpad) {
+    const bool load = src_space == Space::Global;
+    return transfer_in_windows(*rows, load, load ? src : dst, load ? dst : src, n0, start);
   }
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;

@@ -6,7 +6,7 @@
 // transfers interleave on the links and channels they share. Each request is
 // timed through the NoC and the memories' TLM sockets; with DmaTiming::PerStep,
 // a transfer between DRAM and the scratchpad is timed a step at a time instead
-// (dma_steps.cpp).
+// (dma_steps.cpp), with DmaTiming::PerWindow a window at a time (dma_windows.cpp).
 #pragma once
 
 #include <tlm>
@@ -70,6 +70,23 @@ class DmaEngine : public Engine {
     uint64_t link_cycles = 0, sram_cycles = 0;
   };
 
+  // DmaTiming::PerWindow (dma_windows.cpp): the same transfers as per step, cut into requests as the
+  // per-request model cuts them, timed a window of max_outstanding_requests requests at a time, each
+  // DRAM channel's share of a window in closed form.
+  Outcome transfer_in_windows(DmaRows& rows, bool load, uint64_t global, uint64_t local, uint64_t n0, uint64_t start);
+  struct WindowTimes {
+    uint64_t first_done, done;
+  };
+  // Times the window's shares (in channel_windows_), request i issued at start + i * spacing_256ths / 256.
+  WindowTimes time_window(bool load, uint64_t start, uint64_t spacing_256ths);
+  struct ChannelWindow {
+    Dram::WindowShare dram;
+    uint64_t first_local = 0, first_index = 0, first_bytes = 0, last_index = 0, last_bytes = 0;
+    uint64_t link_cycles = 0, sram_cycles = 0;  // as ChannelBurst's
+    uint64_t ready = 0;  // request i of the window reaches the controller at ready + i * spacing / 256 (uncontended)
+    uint64_t last_row_span = 0;
+  };
+
   LocalMemory& local_;
   const CoreDirectory& directory_;
   Dram& dram_;
@@ -78,7 +95,8 @@ class DmaEngine : public Engine {
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
-  std::vector<unsigned> step_channels_;       // the channels the step uses, in order of first use
+  std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
+  std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel
   // The last max_outstanding_requests requests' completion cycles, a ring, as the per-request model keeps
   // them; per step, estimated from its bursts.
   std::vector<uint64_t> in_flight_;

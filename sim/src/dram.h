@@ -53,6 +53,38 @@ class Dram : public sc_core::sc_module {
   BurstTiming access_burst(const std::vector<BurstRequest>& requests, bool is_write, uint64_t ready, uint64_t* wait_cycles,
                            std::vector<uint64_t>* done);
 
+  // DmaTiming::PerWindow (dma_windows.cpp): a window of DMA requests' share of one channel, timed in closed
+  // form. The DMA engine counts the share's requests into a WindowShare, calls window_begin() at the
+  // first and window_row() at each that moves to another DRAM row, then window_end() once.
+  struct WindowShare {
+    uint64_t requests = 0, bytes = 0, bus_cycles = 0, row_starts = 0;
+    uint64_t first_bus_cycles = 0, last_bus_cycles = 0;
+    uint64_t last_arrival = 0;     // when the last request reaches the controller
+    uint64_t first_data = 0;       // when the first request's data could start on the bus (window_row())
+    int64_t latest_row_data = 0;   // the latest, over the row starts, of that minus the bus cycles before it
+  };
+  // The share's first request reaches the controller at `arrival`: a refresh due by then closes the rows.
+  void window_begin(unsigned channel, uint64_t arrival) { apply_refresh(channels_[channel], stats_[channel], arrival); }
+  // A request that moves to DRAM row `row_span` (row_span()) reaches the controller at `arrival`: it meets
+  // its bank's open row as access() does (and counts it), though not the bank's busy time (dram.cpp says
+  // why); returns when its data could start on the bus.
+  uint64_t window_row(unsigned channel, uint64_t row_span, uint64_t arrival);
+  struct WindowTiming {
+    uint64_t first_done;   // the first request's data has crossed the bus
+    uint64_t done;         // the last request's has
+    uint64_t wait_cycles;  // past the share's time alone on an idle channel, times its requests
+  };
+  // Times the share, every time in it `delay` cycles later (the writes of a store that met contention on
+  // the way): the bus serves the requests in order, so its last data crosses at the latest of (the bus's
+  // backlog, or the first request's data) plus all their bus cycles, each row start's data plus the bus
+  // cycles from it on, and the last request's arrival plus a hit; a refresh that begins while the data
+  // crosses holds the bus for its duration. One reservation of the bus, one span in the trace.
+  WindowTiming window_end(unsigned channel, const WindowShare& share, bool is_write, uint64_t delay);
+  // The DRAM row, of every channel, an address lies in: address / (channels x row_bytes).
+  uint64_t row_span(uint64_t address) const { return channel_row_span_.quotient(address); }
+  // Cycles `bytes` take on a channel's bus.
+  uint64_t bus_cycles(uint64_t bytes) const { return bus_width_.ceil_quotient(bytes); }
+
   const std::vector<DramChannelStats>& channel_stats() const { return stats_; }
 
  private:

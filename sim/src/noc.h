@@ -50,6 +50,7 @@ class Noc : public sc_core::sc_module {
 
   // Where the controller of the DRAM channel serving `address` sits.
   MeshPosition dram_port(uint64_t address) const { return dram_port_of_channel_[dram_interleave_.channel_of(address)]; }
+  MeshPosition dram_port_of_channel(unsigned channel) const { return dram_port_of_channel_[channel]; }
   // Cycles `bytes` take on one link, and a packet's latency over `hops` routers.
   uint64_t serialization_cycles(uint64_t bytes) const { return link_width_.ceil_quotient(bytes); }
   uint64_t route_cycles(unsigned hop_count) const { return uint64_t{hop_count} * config_.router_latency_cycles; }

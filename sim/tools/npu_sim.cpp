@@ -113,9 +113,10 @@ int sc_main(int argc, char* argv[]) {
       ("version", "print the version and exit")
       ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
        "chip config: a preset (tiny, base, large) or a .pbtxt file")
-      ("dma-timing", po::value<std::string>()->value_name("request|step"),
-       "override the config's core.dma.timing: 'request' (PER_REQUEST, every DMA request modelled) or 'step' "
-       "(PER_STEP, a step's requests to one DRAM channel as one burst: faster, docs/chip.md \"DMA timing\")")
+      ("dma-timing", po::value<std::string>()->value_name("request|step|window"),
+       "override the config's core.dma.timing: 'request' (PER_REQUEST, every DMA request modelled), 'step' "
+       "(PER_STEP, a step's requests to one DRAM channel as one burst: faster) or 'window' (PER_WINDOW, a "
+       "window of requests in closed form per DRAM channel: fastest, coarsest; docs/chip.md \"DMA timing\")")
       ("dump-config", "print the effective chip config (protobuf text format) and exit")
       ("register-map", "print the MMIO register map (Markdown, docs/registers.md) and exit")
       ("input,i", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),

@@ -21,7 +21,12 @@ using testing::test_config;
 constexpr unsigned kDma0 = 1;
 
 std::string timing_name(const ::testing::TestParamInfo<DmaTiming>& info) {
-  return info.param == DmaTiming::PerStep ? "PerStep" : "PerRequest";
+  switch (info.param) {
+    case DmaTiming::PerStep: return "PerStep";
+    case DmaTiming::PerWindow: return "PerWindow";
+    case DmaTiming::PerRequest: break;
+  }
+  return "PerRequest";
 }
 
 class DmaTimingGolden : public ::testing::TestWithParam<DmaTiming> {
@@ -153,7 +158,8 @@ TEST_P(DmaTimingGolden, StridedLoadAndStoreMoveTheSameBytes) {
   EXPECT_EQ(y, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModels, DmaTimingGolden, ::testing::Values(DmaTiming::PerRequest, DmaTiming::PerStep), timing_name);
+INSTANTIATE_TEST_SUITE_P(AllModels, DmaTimingGolden, ::testing::Values(DmaTiming::PerRequest, DmaTiming::PerStep, DmaTiming::PerWindow),
+                         timing_name);
 
 }  // namespace
 }  // namespace npu::sim

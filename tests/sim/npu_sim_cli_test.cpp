@@ -125,60 +125,69 @@ TEST_F(NpuSim, TimingOnlyWithoutDataGivesEveryStatisticOfTheFunctionalRun) {
   }
 }
 
-// DMA timed per step (--dma-timing step) moves the same bytes as the per-request reference, so every
-// example's output is identical on every preset. Its cycles differ by the fine order of requests within a
-// step (docs/chip.md, "DMA timing"): where the DMA streams long rows (the GEMM, the softmax and the
-// vector-unit transpose on base and large), within 4% of the reference's (measured: at most 3.2%, the
-// transpose on base, a kernel of 1.5 k cycles); the table in docs/chip.md lists the kernels where it
-// differs more.
-TEST_F(NpuSim, DmaTimingPerStepGivesTheSameOutputsInNearlyTheSameCycles) {
+// DMA timed per step (--dma-timing step) or per window (--dma-timing window) moves the same bytes as the
+// per-request reference, so every example's output is identical on every preset. Their cycles differ by
+// how finely requests of concurrent transfers interleave (docs/chip.md, "DMA timing"). Per step, where
+// the DMA streams long rows (the GEMM, the softmax and the vector-unit transpose on base and large),
+// within 4% of the reference's (measured: at most 3.2%, the transpose on base, a kernel of 1.5 k
+// cycles). Per window, whose windows of 128 requests are large against these kernels of 1 to 3 k
+// cycles, within 20% on those (measured: -18.8% to +13.8%, the table in docs/chip.md; on large kernels
+// it lands within a few percent, bench/sim_speed.py and docs/chip.md).
+TEST_F(NpuSim, DmaTimingPerStepOrWindowGivesTheSameOutputsInNearlyTheSameCycles) {
   const std::pair<const char*, const char*> examples[] = {{"gemm", "C"},         {"softmax_rows", "y"}, {"layernorm_rows", "y"},
                                                           {"transpose_dma", "y"}, {"noc_ring", "y"},     {"transpose_vtrans", "y"}};
+  const char* const timings[] = {"request", "step", "window"};
   for (const auto& [example, output] : examples) {
     const std::string program = assemble_example(example);
     for (const std::string preset : {"base", "large"}) {
       SCOPED_TRACE(std::string(example) + " on " + preset);
-      uint64_t cycles[2];
-      std::string outputs[2];
-      for (int step = 0; step < 2; ++step) {
-        const std::string n = std::to_string(step);
-        const ToolRun result = run(kSim + " --config " + preset + " " + program + " --dma-timing " + (step ? "step" : "request") +
-                                   " --output " + output + "=" + path("out" + n + ".bin") + " --stats " + path("s" + n + ".json"));
+      uint64_t cycles[3];
+      std::string outputs[3];
+      for (int model = 0; model < 3; ++model) {
+        const std::string n = std::to_string(model);
+        const ToolRun result = run(kSim + " --config " + preset + " " + program + " --dma-timing " + timings[model] + " --output " +
+                                   output + "=" + path("out" + n + ".bin") + " --stats " + path("s" + n + ".json"));
         ASSERT_EQ(result.status, 0) << result.err;
-        cycles[step] = cycles_of(read(path("s" + n + ".json")));
-        outputs[step] = read(path("out" + n + ".bin"));
+        cycles[model] = cycles_of(read(path("s" + n + ".json")));
+        outputs[model] = read(path("out" + n + ".bin"));
       }
       EXPECT_FALSE(outputs[0].empty());
       EXPECT_EQ(outputs[1], outputs[0]);
+      EXPECT_EQ(outputs[2], outputs[0]);
       const std::string name = example;
       if (name == "gemm" || name == "softmax_rows" || name == "transpose_vtrans") {
         EXPECT_NEAR(static_cast<double>(cycles[1]), static_cast<double>(cycles[0]), 0.04 * static_cast<double>(cycles[0]));
+        EXPECT_NEAR(static_cast<double>(cycles[2]), static_cast<double>(cycles[0]), 0.20 * static_cast<double>(cycles[0]));
       }
     }
   }
-  // Its trace (one DRAM and NoC span per burst) is as valid as the reference's, and two runs give the
-  // same statistics and trace, timing-only the same cycles.
+  // Their traces (one DRAM and NoC span per burst or per window's share) are as valid as the reference's,
+  // and two runs give the same statistics and trace, timing-only the same cycles.
   const std::string gemm = assemble_example("gemm");
-  std::string stats[2], traces[2];
-  for (int i = 0; i < 2; ++i) {
-    const std::string n = std::to_string(i);
-    const ToolRun traced = run(kSim + " --config base " + gemm + " --dma-timing step --trace " + path("step" + n + ".pftrace") +
-                               " --stats " + path("step" + n + ".json"));
-    ASSERT_EQ(traced.status, 0) << traced.err;
-    stats[i] = read(path("step" + n + ".json")), traces[i] = read(path("step" + n + ".pftrace"));
+  for (const std::string timing : {"step", "window"}) {
+    SCOPED_TRACE(timing);
+    std::string stats[2], traces[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::string n = timing + std::to_string(i);
+      const ToolRun traced = run(kSim + " --config base " + gemm + " --dma-timing " + timing + " --trace " + path(n + ".pftrace") +
+                                 " --stats " + path(n + ".json"));
+      ASSERT_EQ(traced.status, 0) << traced.err;
+      stats[i] = read(path(n + ".json")), traces[i] = read(path(n + ".pftrace"));
+    }
+    EXPECT_EQ(stats[1], stats[0]);
+    EXPECT_EQ(traces[1], traces[0]);
+    const auto problems = npu::trace::validate_perfetto(traces[0]);
+    EXPECT_TRUE(problems.empty()) << problems.front();
+    const ToolRun timing_only =
+        run(kSim + " --config base " + gemm + " --dma-timing " + timing + " --timing-only --stats " + path("timing.json"));
+    ASSERT_EQ(timing_only.status, 0) << timing_only.err;
+    EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(stats[0]));
   }
-  EXPECT_EQ(stats[1], stats[0]);
-  EXPECT_EQ(traces[1], traces[0]);
-  const auto problems = npu::trace::validate_perfetto(traces[0]);
-  EXPECT_TRUE(problems.empty()) << problems.front();
-  const ToolRun timing = run(kSim + " --config base " + gemm + " --dma-timing step --timing-only --stats " + path("timing.json"));
-  ASSERT_EQ(timing.status, 0) << timing.err;
-  EXPECT_EQ(cycles_of(read(path("timing.json"))), cycles_of(stats[0]));
-  const ToolRun dump = run(kSim + " --config base --dma-timing step --dump-config");
-  EXPECT_NE(dump.out.find("timing: PER_STEP"), std::string::npos) << dump.out;
+  EXPECT_NE(run(kSim + " --config base --dma-timing step --dump-config").out.find("timing: PER_STEP"), std::string::npos);
+  EXPECT_NE(run(kSim + " --config base --dma-timing window --dump-config").out.find("timing: PER_WINDOW"), std::string::npos);
   const ToolRun bad = run(kSim + " --config base --dma-timing fast --dump-config");
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("--dma-timing: the DMA timing is 'request' or 'step', not 'fast'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--dma-timing: the DMA timing is 'request', 'step' or 'window', not 'fast'"), std::string::npos) << bad.err;
 }
 
 // Gather indices the chip computes from integers (i32 arithmetic on loaded indices) are computed in

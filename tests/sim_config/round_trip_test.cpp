@@ -36,6 +36,10 @@ TEST(RoundTrip, EditedConfigKeepsTheEdit) {
   EXPECT_TRUE(again == config);
   EXPECT_EQ(again.core.dma.timing, DmaTiming::PerStep);
   EXPECT_EQ(again.core.vector_unit.cost(isa::Opcode::V_ADD).latency_cycles, 9u);
+  config.core.dma.timing = DmaTiming::PerWindow;
+  const std::string window_text = dump_chip_config(config);
+  EXPECT_TRUE(contains(window_text, "timing: PER_WINDOW")) << window_text;
+  EXPECT_EQ(parse_chip_config(window_text, "dump").core.dma.timing, DmaTiming::PerWindow);
 }
 
 TEST(Dump, ShowsZeroFields) {

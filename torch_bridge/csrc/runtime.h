@@ -36,7 +36,7 @@ class Runtime {
   // the rest. kDefaultSramPool: NPUSIM_SRAM_POOL's value if set, else a
   // quarter of the scratchpad (default_sram_pool_bytes).
   static constexpr int64_t kDefaultSramPool = -1;
-  // dma_timing: "request" or "step" (docs/chip.md, "DMA timing") over the config's own; empty:
+  // dma_timing: "request", "step" or "window" (docs/chip.md, "DMA timing") over the config's own; empty:
   // NPUSIM_DMA_TIMING's value if set, else the config's.
   static bool configure(const std::string& config, const std::string& trace_path, bool timing_only,
                         int64_t sram_pool_bytes_per_core = kDefaultSramPool, const std::string& dma_timing = "");

@@ -46,9 +46,10 @@ def init(config: str = "base", trace: str = "", timing_only: bool = False, sram_
     every kernel is then compiled for the rest of the scratchpad. A multiple of the
     scratchpad's banks x bank width; 0: none; None: NPUSIM_SRAM_POOL if set, else a
     quarter of the scratchpad.
-    dma_timing (or NPUSIM_DMA_TIMING): "request" or "step", over the config's own DMA timing
-    (docs/chip.md, "DMA timing": per step simulates DMA-heavy work faster, cycles within a few
-    percent); "": NPUSIM_DMA_TIMING if set, else the config's."""
+    dma_timing (or NPUSIM_DMA_TIMING): "request", "step" or "window", over the config's own DMA
+    timing (docs/chip.md, "DMA timing": per step and, faster still, per window simulate DMA-heavy
+    work faster, in cycles within a few percent on models); "": NPUSIM_DMA_TIMING if set, else the
+    config's."""
     if not _C.init(config, trace, timing_only, -1 if sram_pool is None else sram_pool, dma_timing):
         raise RuntimeError("npusim.init: the npu device is already in use; call init before the first npu tensor")
 

@@ -14,7 +14,7 @@ namespace npu::sim {
 
 enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
 // How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
-enum class DmaTiming : uint8_t { PerRequest, PerStep };
+enum class DmaTiming : uint8_t { PerRequest, PerStep, PerWindow };
 
 struct ControlUnitConfig {
   uint32_t issue_cycles = 1;

@@ -25,9 +25,10 @@ ChipConfig load_chip_config(const std::string& preset_or_path);
 // Same, from text (`source_name` is used in messages).
 ChipConfig parse_chip_config(const std::string& text, const std::string& source_name);
 
-// The DMA timing model named "request" (DmaTiming::PerRequest) or "step"
-// (DmaTiming::PerStep), as npu-sim --dma-timing and NPUSIM_DMA_TIMING name
-// them; throws ConfigError for any other name.
+// The DMA timing model named "request" (DmaTiming::PerRequest), "step"
+// (DmaTiming::PerStep) or "window" (DmaTiming::PerWindow), as npu-sim
+// --dma-timing and NPUSIM_DMA_TIMING name them; throws ConfigError for any
+// other name.
 DmaTiming dma_timing_from_name(const std::string& name);
 
 // The effective config as protobuf text format, every field shown; parsing it

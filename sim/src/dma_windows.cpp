@@ -1,0 +1,201 @@
+// DmaTiming::PerWindow: a DMA transfer between DRAM and the scratchpad timed a
+// window at a time. The transfer is cut into the same requests as the
+// per-request model's (at request_bytes boundaries of the DRAM address, one
+// issued a cycle), and a window is max_outstanding_requests of them: the ones
+// the per-request model can have in flight together. A request is counted
+// into its DRAM channel's share of the window (bytes; bus, link and bank
+// cycles) as it is cut, and where it moves to another DRAM row it meets its
+// bank's row state then (Dram::window_row). Each share is then timed in
+// closed form:
+//   - in DRAM, by Dram::window_end: the bus serves the requests in order;
+//   - on the NoC and in the scratchpad as one cut-through burst, as a per-step
+//     burst is (dma_steps.cpp).
+// The window stands in for the ring of completions: the next window's request
+// i waits for this one's request i, so it starts when this window's first
+// request is done (and not before this one has issued) and issues at the pace
+// this one's requests completed. Per window, a channel's bus and each link are
+// reserved once and the engine yields once, where the per-step model does so
+// every step_bytes. What changes against per step: requests of other
+// transfers do not interleave with a window's on a bus or a link (its share
+// goes as one block, first come first served); the pacing inside a window is
+// uniform; a store's rows meet their banks as if its writes had met no
+// contention before DRAM (what they met delays the share as a whole); and the
+// stall statistics are estimates (a share's delay times its requests).
+// docs/chip.md "DMA timing" has the measured difference.
+#include <algorithm>
+#include <cstring>
+
+#include "dma_engine.h"
+#include "divider.h"
+#include "noc.h"
+
+namespace npu::sim {
+
+DmaEngine::WindowTimes DmaEngine::time_window(bool load, uint64_t start, uint64_t spacing_256ths) {
+  Noc& mesh = *directory_.noc;
+  const MeshPosition node = context_.config.core_position(core_);
+  const uint64_t row_hit_cycles = context_.config.dram.row_hit_cycles;
+  const auto issued = [&](uint64_t index) { return start + ((index * spacing_256ths) >> 8); };
+  WindowTimes times{UINT64_MAX, start};
+  for (const unsigned channel : step_channels_) {
+    ChannelWindow& window = channel_windows_[channel];
+    const MeshPosition port = mesh.dram_port_of_channel(channel);
+    const unsigned hops = mesh.hops(node, port);
+    const uint64_t first_issue = issued(window.first_index), last_issue = issued(window.last_index);
+    uint64_t wait = 0, first_done, done;
+    if (load) {
+      // The read requests reached the controller after their router latencies; the data comes back.
+      const Dram::WindowTiming read = dram_.window_end(channel, window.dram, false, 0);
+      dram_wait_ += read.wait_cycles;
+      uint64_t first_arrival = read.first_done, last_arrival = read.done;
+      if (hops > 0) {
+        const uint64_t through = mesh.transfer(port, node, window.dram.bytes, window.link_cycles, read.first_done, &wait);
+        noc_wait_ += wait * window.dram.requests;
+        first_arrival = through - window.link_cycles + mesh.serialization_cycles(window.first_bytes);
+        last_arrival = std::max(through, read.done + mesh.route_cycles(hops) + mesh.serialization_cycles(window.last_bytes));
+      }
+      const uint64_t written = local_.burst(window.first_local, window.dram.bytes, window.sram_cycles, true, first_arrival,
+                                            last_arrival - first_arrival, &wait);
+      sram_wait_ += wait * window.dram.requests;
+      first_done = first_arrival + local_.access_cycles(window.first_local, window.first_bytes);
+      done = std::max(written, last_arrival + local_.access_cycles(window.first_local, window.last_bytes));
+    } else {
+      // Read out of the scratchpad no faster than the requests issue, then over the links to the controller.
+      const uint64_t read = local_.burst(window.first_local, window.dram.bytes, window.sram_cycles, false, first_issue,
+                                         last_issue - first_issue, &wait);
+      sram_wait_ += wait * window.dram.requests;
+      uint64_t first_arrival = first_issue + local_.access_cycles(window.first_local, window.first_bytes);
+      uint64_t last_arrival = std::max(read, last_issue + local_.access_cycles(window.first_local, window.last_bytes));
+      if (hops > 0) {
+        const uint64_t through = mesh.transfer(node, port, window.dram.bytes, window.link_cycles, first_arrival, &wait);
+        noc_wait_ += wait * window.dram.requests;
+        first_arrival = through - window.link_cycles + mesh.serialization_cycles(window.first_bytes);
+        last_arrival = std::max(through, last_arrival + mesh.route_cycles(hops) + mesh.serialization_cycles(window.last_bytes));
+      }
+      // The writes were counted as reaching the controller uncontended, from ready on: what they met delays them all.
+      const uint64_t uncontended = window.ready + (issued(window.first_index) - start);
+      const Dram::WindowTiming write = dram_.window_end(channel, window.dram, true, first_arrival > uncontended ? first_arrival - uncontended : 0);
+      dram_wait_ += write.wait_cycles;
+      first_done = write.first_done;
+      done = std::max(write.done, last_arrival + row_hit_cycles + dram_.bus_cycles(window.last_bytes));
+    }
+    times.first_done = std::min(times.first_done, first_done);
+    times.done = std::max(times.done, done);
+    window.dram.requests = 0;
+  }
+  step_channels_.clear();
+  return times;
+}
+
+DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint64_t global, uint64_t local, uint64_t n0, uint64_t start) {
+  const DmaConfig& config = context_.config.core.dma;
+  const Divider request_bytes(config.request_bytes);
+  const Noc& mesh = *directory_.noc;
+  const MeshPosition node = context_.config.core_position(core_);
+  uint64_t window_start = start + config.descriptor_cycles;
+  uint64_t spacing_256ths = 256;  // one request a cycle
+  uint64_t end = window_start;
+  uint64_t index = 0;  // of the next request in its window
+  uint64_t requests = 0;
+  struct Copy {
+    uint64_t global = 0, local = 0, bytes = 0;
+  } copy;
+  const auto move = [&](Copy& pending) {
+    if (load) {
+      std::memcpy(local_.data(pending.local), dram_.data(pending.global), pending.bytes);
+    } else {
+      std::memcpy(dram_.data(pending.global), local_.data(pending.local), pending.bytes);
+    }
+    pending.bytes = 0;
+  };
+  // Times the window and yields until its last request has issued, as the per-request model yields as it issues.
+  const auto finish_window = [&]() {
+    if (copy.bytes > 0) move(copy);
+    const WindowTimes times = time_window(load, window_start, spacing_256ths);
+    end = std::max(end, times.done);
+    const uint64_t last_issue = window_start + (((index - 1) * spacing_256ths) >> 8);
+    // The next window's request i takes this one's request i's place: it issues once that one is done.
+    const uint64_t completion_256ths = index > 1 ? ((times.done - times.first_done) << 8) / (index - 1) : 256;
+    spacing_256ths = std::max<uint64_t>(256, completion_256ths);
+    window_start = std::max(last_issue + 1, times.first_done);
+    index = 0;
+    return context_.wait_until(last_issue);
+  };
+  // A request's cycles on the DRAM bus, a link and the banks depend on its size alone (the local memory is
+  // one for the whole transfer): computed for a full request and for the last other size met, since the
+  // loop below runs for every request. (The interleave is copied: stores into the windows would otherwise
+  // make the compiler reload its divisors through `this`.)
+  const DramInterleave interleave = interleave_;
+  struct RequestCycles {
+    uint64_t bytes = 0, bus = 0, link = 0, sram = 0;
+  };
+  const auto cycles_of = [&](uint64_t bytes) {
+    return RequestCycles{bytes, dram_.bus_cycles(bytes), mesh.serialization_cycles(bytes), local_.access_cycles(local, bytes)};
+  };
+  const uint64_t full_request = config.request_bytes;
+  const RequestCycles full = cycles_of(full_request);
+  RequestCycles part;
+  for (uint64_t src_offset, dst_offset; rows.next(&src_offset, &dst_offset);) {
+    const uint64_t global_row = global + (load ? src_offset : dst_offset);
+    const uint64_t local_row = local + (load ? dst_offset : src_offset);
+    if (timing_.move_data) {
+      // Rows that continue each other on both sides move in one copy.
+      if (copy.bytes > 0 && (global_row != copy.global + copy.bytes || local_row != copy.local + copy.bytes)) move(copy);
+      if (copy.bytes == 0) copy.global = global_row, copy.local = local_row;
+      copy.bytes += n0;
+    }
+    for (uint64_t done_bytes = 0; done_bytes < n0;) {
+      const uint64_t address = global_row + done_bytes;
+      const uint64_t bytes = std::min(n0 - done_bytes, full_request - request_bytes.remainder(address));
+      if (bytes != full_request && bytes != part.bytes) part = cycles_of(bytes);
+      const RequestCycles& cycles = bytes == full_request ? full : part;
+      const unsigned channel = interleave.channel_of(address);
+      ChannelWindow& window = channel_windows_[channel];
+      Dram::WindowShare& share = window.dram;
+      const uint64_t row_span = dram_.row_span(address);
+      if (share.requests == 0) {
+        // The channel's first request in the window.
+        step_channels_.push_back(channel);
+        const uint64_t local_address = local_row + done_bytes;
+        window.first_local = local_address, window.first_index = index, window.first_bytes = bytes;
+        window.link_cycles = window.sram_cycles = 0;
+        share = Dram::WindowShare{};
+        share.first_bus_cycles = cycles.bus;
+        // Uncontended, its requests reach the controller a route after they issue (a store's after its
+        // first bytes are read out of the scratchpad and over the first link).
+        const unsigned hops = mesh.hops(node, mesh.dram_port_of_channel(channel));
+        window.ready = window_start + mesh.route_cycles(hops);
+        if (!load) window.ready += local_.access_cycles(local_address, bytes) + (hops > 0 ? mesh.serialization_cycles(bytes) : 0);
+        dram_.window_begin(channel, window.ready + ((index * spacing_256ths) >> 8));
+        window.last_row_span = ~row_span;
+      }
+      const uint64_t arrival = window.ready + ((index * spacing_256ths) >> 8);
+      if (row_span != window.last_row_span) {
+        const uint64_t data = dram_.window_row(channel, row_span, arrival);
+        if (share.row_starts++ == 0) share.first_data = data;
+        share.latest_row_data = std::max(share.latest_row_data, static_cast<int64_t>(data) - static_cast<int64_t>(share.bus_cycles));
+        window.last_row_span = row_span;
+      }
+      share.last_arrival = arrival, share.last_bus_cycles = cycles.bus;
+      window.last_index = index;
+      window.last_bytes = bytes;
+      window.link_cycles += cycles.link;
+      window.sram_cycles += cycles.sram;
+      ++share.requests;
+      share.bytes += bytes;
+      share.bus_cycles += cycles.bus;
+      done_bytes += bytes;
+      ++requests;
+      if (++index == config.max_outstanding_requests && !finish_window()) return {end, std::nullopt, {}};
+    }
+  }
+  if (index > 0 && !finish_window()) return {end, std::nullopt, {}};
+  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
+  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, config.max_outstanding_requests));
+  add_stall(StallReason::Noc, noc_wait_ / depth);
+  add_stall(StallReason::Dram, dram_wait_ / depth);
+  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+  return {end, std::nullopt, {}};
+}
+
+}  // namespace npu::sim
