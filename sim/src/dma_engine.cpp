@@ -26,6 +26,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigne
       dram_(dram),
       channel_bursts_(context.config.dram.channels),
       channel_windows_(context.config.dram.channels),
+      stream_(core * context.config.core.dma.channels + channel + 1),
       interleave_(context.config.dram) {
   is_dma_ = true;
   payload_.set_byte_enable_ptr(nullptr);

@@ -79,6 +79,14 @@ class DmaEngine : public Engine {
   };
   // Times the window's shares (in channel_windows_), request i issued at start + i * spacing_256ths / 256.
   WindowTimes time_window(bool load, uint64_t start, uint64_t spacing_256ths);
+  // Requests of a window to one DRAM channel, all in one DRAM row: the first and last are the window's
+  // requests first_index and last_index (in a row's cut: indices and first_local from the row's start).
+  struct SharePiece {
+    unsigned channel;
+    uint64_t first_index, last_index, requests, bytes, bus, link, sram;  // (bus, link, sram: cycles, summed)
+    uint64_t first_local, first_bytes, last_bytes, first_bus, last_bus;
+    uint64_t row_span;  // Dram::row_span()
+  };
   struct ChannelWindow {
     Dram::WindowShare dram;
     uint64_t first_local = 0, first_index = 0, first_bytes = 0, last_index = 0, last_bytes = 0;
@@ -97,6 +105,8 @@ class DmaEngine : public Engine {
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
   std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel
+  std::vector<SharePiece> row_pieces_;          // a row's cut, by channel (transfer_in_windows)
+  const unsigned stream_;                       // this channel's number on the chip, from 1 (Dram::window_row)
   // The last max_outstanding_requests requests' completion cycles, a ring, as the per-request model keeps
   // them; per step, estimated from its bursts.
   std::vector<uint64_t> in_flight_;

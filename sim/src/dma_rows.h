@@ -38,6 +38,28 @@ class DmaRows {
     return true;
   }
 
+  // How many rows, from the next one on, are left in its plane, evenly spaced by the source and
+  // destination strides it sets (a listed transfer's rows: one at a time).
+  uint64_t run_length(uint64_t* src_stride, uint64_t* dst_stride) const {
+    if (is_listed_) {
+      *src_stride = *dst_stride = 0;
+      return index_ < listed_.size() ? 1 : 0;
+    }
+    *src_stride = src_s1_, *dst_stride = dst_s1_;
+    return plane_ == n2_ ? 0 : n1_ - row_;
+  }
+  // Skips `rows` rows of the plane, at most run_length() (next() then gives the one after them).
+  void skip(uint64_t rows) {
+    if (rows == 0) return;
+    if (row_ + rows < n1_) {
+      row_ += rows;
+      src_row_ += rows * src_s1_, dst_row_ += rows * dst_s1_;
+    } else {
+      row_ = 0, ++plane_;
+      src_row_ = src_plane_ += src_s2_, dst_row_ = dst_plane_ += dst_s2_;
+    }
+  }
+
   // For a block whose strides are all below 2^63 (none "negative"): how far
   // its last row starts past its first, for source and destination. A row
   // lies between the first row's start and the last row's end.

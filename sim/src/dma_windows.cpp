@@ -2,11 +2,13 @@
 // window at a time. The transfer is cut into the same requests as the
 // per-request model's (at request_bytes boundaries of the DRAM address, one
 // issued a cycle), and a window is max_outstanding_requests of them: the ones
-// the per-request model can have in flight together. A request is counted
-// into its DRAM channel's share of the window (bytes; bus, link and bank
-// cycles) as it is cut, and where it moves to another DRAM row it meets its
-// bank's row state then (Dram::window_row). Each share is then timed in
-// closed form:
+// the per-request model can have in flight together. Requests are counted
+// into their DRAM channel's share of the window (bytes; bus, link and bank
+// cycles), and where they move to another DRAM row they meet its bank's state
+// then (Dram::window_row). Rows that are cut alike (DRAM addresses a multiple
+// of the interleave pattern apart) are counted from one row's cut, a group of
+// rows at a time, so that the work is per DRAM row, not per request. Each
+// share is then timed in closed form:
 //   - in DRAM, by Dram::window_end: the bus serves the requests in order;
 //   - on the NoC and in the scratchpad as one cut-through burst, as a per-step
 //     burst is (dma_steps.cpp).
@@ -17,13 +19,18 @@
 // reserved once and the engine yields once, where the per-step model does so
 // every step_bytes. What changes against per step: requests of other
 // transfers do not interleave with a window's on a bus or a link (its share
-// goes as one block, first come first served); the pacing inside a window is
-// uniform; a store's rows meet their banks as if its writes had met no
-// contention before DRAM (what they met delays the share as a whole); and the
-// stall statistics are estimates (a share's delay times its requests).
-// docs/chip.md "DMA timing" has the measured difference.
+// goes as one block, first come first served), nor do their DRAM rows (each
+// stream keeps the rows it opens through its window), and a bank's busy time
+// holds back only the same stream's next activation (Dram::window_row says
+// why); the pacing inside a window is uniform; a store's rows meet their
+// banks as if its writes had met no contention before DRAM (what they met
+// delays the share as a whole); and the stall statistics are estimates (a
+// share's delay times its requests). docs/chip.md "DMA timing" has the
+// measured difference.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "dma_engine.h"
 #include "divider.h"
@@ -89,9 +96,11 @@ DmaEngine::WindowTimes DmaEngine::time_window(bool load, uint64_t start, uint64_
 
 DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint64_t global, uint64_t local, uint64_t n0, uint64_t start) {
   const DmaConfig& config = context_.config.core.dma;
+  const DramConfig& dram = context_.config.dram;
   const Divider request_bytes(config.request_bytes);
   const Noc& mesh = *directory_.noc;
   const MeshPosition node = context_.config.core_position(core_);
+  const uint64_t window_requests = config.max_outstanding_requests;
   uint64_t window_start = start + config.descriptor_cycles;
   uint64_t spacing_256ths = 256;  // one request a cycle
   uint64_t end = window_start;
@@ -108,6 +117,13 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     }
     pending.bytes = 0;
   };
+  // The bytes move with their window, a row at a time; rows that continue each other on both sides in one copy.
+  const auto move_row = [&](uint64_t global_row, uint64_t local_row) {
+    if (!timing_.move_data) return;
+    if (copy.bytes > 0 && (global_row != copy.global + copy.bytes || local_row != copy.local + copy.bytes)) move(copy);
+    if (copy.bytes == 0) copy.global = global_row, copy.local = local_row;
+    copy.bytes += n0;
+  };
   // Times the window and yields until its last request has issued, as the per-request model yields as it issues.
   const auto finish_window = [&]() {
     if (copy.bytes > 0) move(copy);
@@ -121,73 +137,127 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     index = 0;
     return context_.wait_until(last_issue);
   };
+  // Counts a piece into its channel's share of the window: requests to one channel, all in one DRAM row, the
+  // first and the last at these indices of the window.
+  const auto count = [&](const SharePiece& piece) {
+    ChannelWindow& window = channel_windows_[piece.channel];
+    Dram::WindowShare& share = window.dram;
+    if (share.requests == 0) {
+      // The channel's first request in the window.
+      step_channels_.push_back(piece.channel);
+      window.first_local = piece.first_local, window.first_index = piece.first_index, window.first_bytes = piece.first_bytes;
+      window.link_cycles = window.sram_cycles = 0;
+      share = Dram::WindowShare{};
+      share.first_bus_cycles = piece.first_bus;
+      // Uncontended, its requests reach the controller a route after they issue (a store's after its
+      // first bytes are read out of the scratchpad and over the first link).
+      const unsigned hops = mesh.hops(node, mesh.dram_port_of_channel(piece.channel));
+      window.ready = window_start + mesh.route_cycles(hops);
+      if (!load) window.ready += local_.access_cycles(piece.first_local, piece.first_bytes) + (hops > 0 ? mesh.serialization_cycles(piece.first_bytes) : 0);
+      dram_.window_begin(piece.channel, window.ready + ((piece.first_index * spacing_256ths) >> 8));
+      window.last_row_span = ~piece.row_span;
+    }
+    if (piece.row_span != window.last_row_span) {
+      const uint64_t data = dram_.window_row(piece.channel, piece.row_span, window.ready + ((piece.first_index * spacing_256ths) >> 8), stream_);
+      if (share.row_starts++ == 0) share.first_data = data;
+      share.latest_row_data = std::max(share.latest_row_data, static_cast<int64_t>(data) - static_cast<int64_t>(share.bus_cycles));
+      window.last_row_span = piece.row_span;
+    }
+    share.last_arrival = window.ready + ((piece.last_index * spacing_256ths) >> 8), share.last_bus_cycles = piece.last_bus;
+    window.last_index = piece.last_index, window.last_bytes = piece.last_bytes;
+    window.link_cycles += piece.link;
+    window.sram_cycles += piece.sram;
+    share.requests += piece.requests;
+    share.bytes += piece.bytes;
+    share.bus_cycles += piece.bus;
+  };
   // A request's cycles on the DRAM bus, a link and the banks depend on its size alone (the local memory is
-  // one for the whole transfer): computed for a full request and for the last other size met, since the
-  // loop below runs for every request. (The interleave is copied: stores into the windows would otherwise
-  // make the compiler reload its divisors through `this`.)
-  const DramInterleave interleave = interleave_;
+  // one for the whole transfer): computed for a full request and for the last other size met.
   struct RequestCycles {
     uint64_t bytes = 0, bus = 0, link = 0, sram = 0;
   };
   const auto cycles_of = [&](uint64_t bytes) {
     return RequestCycles{bytes, dram_.bus_cycles(bytes), mesh.serialization_cycles(bytes), local_.access_cycles(local, bytes)};
   };
-  const uint64_t full_request = config.request_bytes;
-  const RequestCycles full = cycles_of(full_request);
+  const RequestCycles full = cycles_of(config.request_bytes);
   RequestCycles part;
-  for (uint64_t src_offset, dst_offset; rows.next(&src_offset, &dst_offset);) {
-    const uint64_t global_row = global + (load ? src_offset : dst_offset);
-    const uint64_t local_row = local + (load ? dst_offset : src_offset);
-    if (timing_.move_data) {
-      // Rows that continue each other on both sides move in one copy.
-      if (copy.bytes > 0 && (global_row != copy.global + copy.bytes || local_row != copy.local + copy.bytes)) move(copy);
-      if (copy.bytes == 0) copy.global = global_row, copy.local = local_row;
-      copy.bytes += n0;
-    }
+  // Cuts a row into requests and counts each (where a row spans two DRAM rows or two windows, or has no
+  // row like it: the rows below take them in groups).
+  const auto count_row = [&](uint64_t global_row, uint64_t local_row) {
+    move_row(global_row, local_row);
     for (uint64_t done_bytes = 0; done_bytes < n0;) {
       const uint64_t address = global_row + done_bytes;
-      const uint64_t bytes = std::min(n0 - done_bytes, full_request - request_bytes.remainder(address));
-      if (bytes != full_request && bytes != part.bytes) part = cycles_of(bytes);
-      const RequestCycles& cycles = bytes == full_request ? full : part;
-      const unsigned channel = interleave.channel_of(address);
-      ChannelWindow& window = channel_windows_[channel];
-      Dram::WindowShare& share = window.dram;
-      const uint64_t row_span = dram_.row_span(address);
-      if (share.requests == 0) {
-        // The channel's first request in the window.
-        step_channels_.push_back(channel);
-        const uint64_t local_address = local_row + done_bytes;
-        window.first_local = local_address, window.first_index = index, window.first_bytes = bytes;
-        window.link_cycles = window.sram_cycles = 0;
-        share = Dram::WindowShare{};
-        share.first_bus_cycles = cycles.bus;
-        // Uncontended, its requests reach the controller a route after they issue (a store's after its
-        // first bytes are read out of the scratchpad and over the first link).
-        const unsigned hops = mesh.hops(node, mesh.dram_port_of_channel(channel));
-        window.ready = window_start + mesh.route_cycles(hops);
-        if (!load) window.ready += local_.access_cycles(local_address, bytes) + (hops > 0 ? mesh.serialization_cycles(bytes) : 0);
-        dram_.window_begin(channel, window.ready + ((index * spacing_256ths) >> 8));
-        window.last_row_span = ~row_span;
-      }
-      const uint64_t arrival = window.ready + ((index * spacing_256ths) >> 8);
-      if (row_span != window.last_row_span) {
-        const uint64_t data = dram_.window_row(channel, row_span, arrival);
-        if (share.row_starts++ == 0) share.first_data = data;
-        share.latest_row_data = std::max(share.latest_row_data, static_cast<int64_t>(data) - static_cast<int64_t>(share.bus_cycles));
-        window.last_row_span = row_span;
-      }
-      share.last_arrival = arrival, share.last_bus_cycles = cycles.bus;
-      window.last_index = index;
-      window.last_bytes = bytes;
-      window.link_cycles += cycles.link;
-      window.sram_cycles += cycles.sram;
-      ++share.requests;
-      share.bytes += bytes;
-      share.bus_cycles += cycles.bus;
+      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
+      if (bytes != config.request_bytes && bytes != part.bytes) part = cycles_of(bytes);
+      const RequestCycles& cycles = bytes == config.request_bytes ? full : part;
+      count({interleave_.channel_of(address), index, index, 1, bytes, cycles.bus, cycles.link, cycles.sram, local_row + done_bytes, bytes,
+             bytes, cycles.bus, cycles.bus, dram_.row_span(address)});
       done_bytes += bytes;
       ++requests;
-      if (++index == config.max_outstanding_requests && !finish_window()) return {end, std::nullopt, {}};
+      if (++index == window_requests && !finish_window()) return false;
     }
+    return true;
+  };
+  // Rows whose DRAM addresses differ by a multiple of this are cut into the same requests on the same
+  // channels: a run of them is counted from one row's cut (its pieces, by channel), in groups of rows that
+  // lie in one DRAM row and one window, where the requests are too many to count one by one.
+  const uint64_t row_span_bytes = uint64_t{dram.channels} * dram.row_bytes;
+  const uint64_t pattern_bytes = std::lcm<uint64_t>(config.request_bytes, uint64_t{dram.channels} * dram.interleave_bytes);
+  std::vector<SharePiece>& row_pieces = row_pieces_;
+  for (;;) {
+    uint64_t src_stride, dst_stride, src_offset, dst_offset;
+    const uint64_t run = rows.run_length(&src_stride, &dst_stride);
+    if (run == 0 || !rows.next(&src_offset, &dst_offset)) break;
+    const uint64_t global_row = global + (load ? src_offset : dst_offset), local_row = local + (load ? dst_offset : src_offset);
+    const uint64_t global_stride = load ? src_stride : dst_stride, local_stride = load ? dst_stride : src_stride;
+    if (run == 1 || global_stride % pattern_bytes != 0) {
+      if (!count_row(global_row, local_row)) return {end, std::nullopt, {}};
+      continue;
+    }
+    // The first row's cut, as pieces by channel (indices from the row's first request, one DRAM row).
+    row_pieces.clear();
+    uint64_t row_requests = 0;
+    for (uint64_t done_bytes = 0; done_bytes < n0; ++row_requests) {
+      const uint64_t address = global_row + done_bytes;
+      const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
+      const RequestCycles cycles = cycles_of(bytes);
+      const unsigned channel = interleave_.channel_of(address);
+      auto piece = std::find_if(row_pieces.begin(), row_pieces.end(), [&](const SharePiece& p) { return p.channel == channel; });
+      if (piece == row_pieces.end()) {
+        row_pieces.push_back({channel, row_requests, row_requests, 0, 0, 0, 0, 0, done_bytes, bytes, bytes, cycles.bus, cycles.bus, 0});
+        piece = row_pieces.end() - 1;
+      }
+      piece->last_index = row_requests, piece->last_bytes = bytes, piece->last_bus = cycles.bus;
+      ++piece->requests, piece->bytes += bytes, piece->bus += cycles.bus, piece->link += cycles.link, piece->sram += cycles.sram;
+      done_bytes += bytes;
+    }
+    // (Divisions by run constants, here per group of rows: a divide instruction costs tens of cycles.)
+    const Divider per_row(row_requests), per_stride(std::max<uint64_t>(global_stride, 1));
+    for (uint64_t row = 0; row < run;) {
+      const uint64_t group_global = global_row + row * global_stride, group_local = local_row + row * local_stride;
+      const uint64_t row_span = dram_.row_span(group_global);
+      const uint64_t in_window = per_row.quotient(window_requests - index);
+      if (in_window == 0 || dram_.row_span(group_global + n0 - 1) != row_span) {
+        if (!count_row(group_global, group_local)) return {end, std::nullopt, {}};
+        ++row;
+        continue;
+      }
+      // Rows from this one on that end in its DRAM row, and fit in the window.
+      const uint64_t in_row_span =
+          global_stride == 0 ? run - row : per_stride.quotient((row_span + 1) * row_span_bytes - (group_global + n0)) + 1;
+      const uint64_t group = std::min({run - row, in_row_span, in_window});
+      for (const SharePiece& piece : row_pieces) {
+        count({piece.channel, index + piece.first_index, index + (group - 1) * row_requests + piece.last_index, piece.requests * group,
+               piece.bytes * group, piece.bus * group, piece.link * group, piece.sram * group, group_local + piece.first_local,
+               piece.first_bytes, piece.last_bytes, piece.first_bus, piece.last_bus, row_span});
+      }
+      for (uint64_t i = 0; i < group; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
+      index += group * row_requests;
+      requests += group * row_requests;
+      row += group;
+      if (index == window_requests && !finish_window()) return {end, std::nullopt, {}};
+    }
+    rows.skip(run - 1);
   }
   if (index > 0 && !finish_window()) return {end, std::nullopt, {}};
   // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.

@@ -88,6 +88,7 @@ uint64_t Dram::open_row(Channel& channel, DramChannelStats& stats, uint64_t addr
   // The bank is busy while it precharges and activates; column accesses to an
   // open row pipeline behind each other on the bus.
   bank.ready = *start + (latency - config_.row_hit_cycles);
+  bank.window_stream = 0;
   return latency;
 }
 
@@ -156,30 +157,6 @@ Dram::BurstTiming Dram::access_burst(const std::vector<BurstRequest>& requests, 
   if (context_.trace) context_.trace->dram_transfer(channel_index, first_bus_start, bus_free, bytes);
   if (wait_cycles) *wait_cycles = waited;
   return {first_done, bus_free};
-}
-
-uint64_t Dram::window_row(unsigned channel_index, uint64_t row_span, uint64_t arrival) {
-  Channel& channel = channels_[channel_index];
-  DramChannelStats& stats = stats_[channel_index];
-  Bank& bank = channel.banks[banks_per_channel_.remainder(row_span)];
-  const uint64_t row = banks_per_channel_.quotient(row_span);
-  // Not after bank.ready: other windows' shares are timed up to a window ahead of their requests, so
-  // the activations they leave lie in this one's future (the per-request model's, a step ahead at most);
-  // waiting for them made the compiler's 4096 x 4096 x 1024 GEMM on base 12.9% slower than per request
-  // (293.8 k cycles), not waiting 0.03%.
-  uint64_t latency = config_.row_hit_cycles;
-  if (!bank.row_open) {
-    latency = config_.row_closed_cycles;
-    ++stats.row_closed;
-  } else if (bank.open_row != row) {
-    latency = config_.row_conflict_cycles;
-    ++stats.row_conflicts;
-  } else {
-    ++stats.row_hits;
-  }
-  bank.row_open = true;
-  bank.open_row = row;
-  return arrival + latency;
 }
 
 Dram::WindowTiming Dram::window_end(unsigned channel_index, const WindowShare& share, bool is_write, uint64_t delay) {
