@@ -35,6 +35,7 @@ void ControlUnit::start(const Launch& launch) {
   pc_ = 0;
   finished_ = false;
   blocked_on_.clear();
+  full_queue_ = nullptr;
   start_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -81,13 +82,15 @@ void ControlUnit::execute_program() {
   const std::vector<uint64_t>& code = *launch_.code;
   local_cycle_ = context_.now_cycle();
   const uint64_t launch_cycle = local_cycle_;
-  // Time the control unit spends blocked, by reason, with a trace span.
-  const auto blocked = [&](StallReason reason, const std::string& what, uint64_t since) {
+  // Time the control unit spends blocked, by reason, with a trace span named by what(): a string only
+  // where a trace is written.
+  const auto blocked = [&](StallReason reason, const auto& what, uint64_t since) {
     const uint64_t now = context_.now_cycle();
     stats_.stall_cycles[static_cast<size_t>(reason)] += now - since;
-    if (context_.trace && now > since) context_.trace->named_span(trace_track_, since, now, what);
+    if (context_.trace && now > since) context_.trace->named_span(trace_track_, since, now, what());
     local_cycle_ = std::max(local_cycle_, now);
     blocked_on_.clear();
+    full_queue_ = nullptr;
   };
 
   for (;;) {
@@ -192,7 +195,7 @@ void ControlUnit::execute_program() {
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "fence";
         if (!drain()) return;
-        blocked(StallReason::Fence, "fence", since);
+        blocked(StallReason::Fence, [] { return std::string("fence"); }, since);
         break;
       }
       case Opcode::BARRIER: {
@@ -200,7 +203,7 @@ void ControlUnit::execute_program() {
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "barrier " + std::to_string(ops[0]);
         if (!launch_.barrier->arrive(static_cast<unsigned>(ops[0]), context_)) return;
-        blocked(StallReason::Barrier, "barrier " + std::to_string(ops[0]), since);
+        blocked(StallReason::Barrier, [&] { return "barrier " + std::to_string(ops[0]); }, since);
         break;
       }
       case Opcode::HALT: {
@@ -208,7 +211,7 @@ void ControlUnit::execute_program() {
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "halt (draining engine queues)";
         if (!drain()) return;
-        blocked(StallReason::Fence, "drain", since);
+        blocked(StallReason::Fence, [] { return std::string("drain"); }, since);
         finished_ = true;
         finish_cycle_ = context_.now_cycle();
         if (context_.trace) context_.trace->named_span(trace_track_, launch_cycle, finish_cycle_, launch_.name);
@@ -231,7 +234,7 @@ void ControlUnit::execute_program() {
             while (semaphores_.value[semaphore] == 0)
               if (!context_.wait_for(semaphores_.changed[semaphore])) return;
             --semaphores_.value[semaphore];
-            blocked(StallReason::Semaphore, "wait s" + std::to_string(semaphore), since);
+            blocked(StallReason::Semaphore, [&] { return "wait s" + std::to_string(semaphore); }, since);
           }
           break;
         }
@@ -272,10 +275,10 @@ void ControlUnit::execute_program() {
         if (target->full()) {
           if (!context_.wait_until(local_cycle_)) return;
           const uint64_t since = context_.now_cycle();
-          blocked_on_ = "queue of " + target->display_name() + " full";
+          full_queue_ = target;
           while (target->full())
             if (!context_.wait_for(target->space_event())) return;
-          blocked(StallReason::QueueFull, "queue full: " + target->display_name(), since);
+          blocked(StallReason::QueueFull, [&] { return "queue full: " + target->display_name(); }, since);
         }
         command.dispatch_cycle = local_cycle_;
         target->push(command);

@@ -56,7 +56,7 @@ class ControlUnit : public sc_core::sc_module {
 
   // For deadlock and watchdog reports.
   int64_t pc() const { return pc_; }
-  std::string blocked_on() const { return blocked_on_; }
+  std::string blocked_on() const { return full_queue_ ? "queue of " + full_queue_->display_name() + " full" : blocked_on_; }
   const std::vector<Engine*>& engines() const { return all_engines_; }
 
  private:
@@ -87,6 +87,7 @@ class ControlUnit : public sc_core::sc_module {
   bool finished_ = true;
   uint64_t finish_cycle_ = 0;
   std::string blocked_on_;
+  const Engine* full_queue_ = nullptr;  // blocked on this engine's full queue (named only when asked: it is frequent)
   sc_core::sc_event start_event_, finished_event_;
   sc_core::sc_event* halt_listener_ = nullptr;
 };
