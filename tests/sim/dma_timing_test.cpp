@@ -1,7 +1,10 @@
-// DMA timing per request (the reference) and per step (DmaTiming::PerStep,
-// dma_steps.cpp) on the test chip (test_chip.h): golden latencies that both
-// models must give, with the arithmetic in a comment, and the per-step model's
-// statistics and data.
+// DMA timing per request (the reference), per step (DmaTiming::PerStep,
+// dma_steps.cpp) and per window (DmaTiming::PerWindow, dma_windows.cpp) on the
+// test chip (test_chip.h): golden latencies that all three models must give,
+// with the arithmetic in a comment, and the coarser models' statistics and
+// data. Each transfer here fits in one window, whose share of a channel the
+// window model times in closed form as the per-step burst is timed (the
+// in-order bus gives the same data times as request by request).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -122,7 +125,7 @@ TEST_P(DmaTimingGolden, StoreToDram) {
   EXPECT_EQ(simulator.stats().dram_channels[0].write_bytes, 256u);
 }
 
-// Data moves the same in both models, strided rows included.
+// Data moves the same in every model, strided rows included.
 TEST_P(DmaTimingGolden, StridedLoadAndStoreMoveTheSameBytes) {
   Simulator simulator(config());
   const isa::Program program = assemble(R"(
