@@ -171,6 +171,38 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     share.bytes += piece.bytes;
     share.bus_cycles += piece.bus;
   };
+  uint64_t row_requests = 0;  // in the current run's rows
+  // Counts `groups` groups of `group` rows from a row's cut (its pieces, by channel): the first from the
+  // window's next request on, in DRAM row `row_span`, each next one span_step DRAM rows further. The
+  // same counts as count() for each group in turn, with only the row starts done group by group.
+  const auto count_groups = [&](const SharePiece& piece, uint64_t group, uint64_t groups, uint64_t span_step, uint64_t first_local,
+                                uint64_t row_span) {
+    const uint64_t group_requests = group * row_requests;
+    count({piece.channel, index + piece.first_index, index + (group - 1) * row_requests + piece.last_index, piece.requests * group,
+           piece.bytes * group, piece.bus * group, piece.link * group, piece.sram * group, first_local + piece.first_local,
+           piece.first_bytes, piece.last_bytes, piece.first_bus, piece.last_bus, row_span});
+    if (groups == 1) return;
+    ChannelWindow& window = channel_windows_[piece.channel];
+    Dram::WindowShare& share = window.dram;
+    const uint64_t group_bus = piece.bus * group;
+    for (uint64_t g = 1; g < groups; ++g) {
+      // (span_step > 0: every group opens another row.)
+      const uint64_t span = row_span + g * span_step, first = index + g * group_requests + piece.first_index;
+      const uint64_t data = dram_.window_row(piece.channel, span, window.ready + ((first * spacing_256ths) >> 8), stream_);
+      ++share.row_starts;
+      share.latest_row_data =
+          std::max(share.latest_row_data, static_cast<int64_t>(data) - static_cast<int64_t>(share.bus_cycles + (g - 1) * group_bus));
+    }
+    window.last_row_span = row_span + (groups - 1) * span_step;
+    const uint64_t more = groups - 1;
+    share.requests += more * piece.requests * group;
+    share.bytes += more * piece.bytes * group;
+    share.bus_cycles += more * group_bus;
+    window.link_cycles += more * piece.link * group;
+    window.sram_cycles += more * piece.sram * group;
+    window.last_index = index + more * group_requests + (group - 1) * row_requests + piece.last_index;
+    share.last_arrival = window.ready + ((window.last_index * spacing_256ths) >> 8);
+  };
   // A request's cycles on the DRAM bus, a link and the banks depend on its size alone (the local memory is
   // one for the whole transfer): computed for a full request and for the last other size met.
   struct RequestCycles {
@@ -216,7 +248,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     }
     // The first row's cut, as pieces by channel (indices from the row's first request, one DRAM row).
     row_pieces.clear();
-    uint64_t row_requests = 0;
+    row_requests = 0;
     for (uint64_t done_bytes = 0; done_bytes < n0; ++row_requests) {
       const uint64_t address = global_row + done_bytes;
       const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
@@ -246,15 +278,23 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
       const uint64_t in_row_span =
           global_stride == 0 ? run - row : per_stride.quotient((row_span + 1) * row_span_bytes - (group_global + n0)) + 1;
       const uint64_t group = std::min({run - row, in_row_span, in_window});
-      for (const SharePiece& piece : row_pieces) {
-        count({piece.channel, index + piece.first_index, index + (group - 1) * row_requests + piece.last_index, piece.requests * group,
-               piece.bytes * group, piece.bus * group, piece.link * group, piece.sram * group, group_local + piece.first_local,
-               piece.first_bytes, piece.last_bytes, piece.first_bus, piece.last_bus, row_span});
+      // Where the stride is a multiple of a DRAM row (a group is one row) or a whole DRAM row is a whole
+      // number of strides (and this group fills its row), the groups after this one are the same shape, a
+      // DRAM row (or stride / row) further on each: as many as fit in the run and the window go together.
+      uint64_t groups = 1, span_step = 0;
+      if (global_stride != 0) {
+        if (global_stride % row_span_bytes == 0) {
+          span_step = global_stride / row_span_bytes;
+        } else if (row_span_bytes % global_stride == 0 && group == row_span_bytes / global_stride) {
+          span_step = 1;
+        }
+        if (span_step != 0) groups = std::min((run - row) / group, (window_requests - index) / (group * row_requests));
       }
-      for (uint64_t i = 0; i < group; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
-      index += group * row_requests;
-      requests += group * row_requests;
-      row += group;
+      for (const SharePiece& piece : row_pieces) count_groups(piece, group, groups, span_step, group_local, row_span);
+      for (uint64_t i = 0; i < group * groups; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
+      index += groups * group * row_requests;
+      requests += groups * group * row_requests;
+      row += groups * group;
       if (index == window_requests && !finish_window()) return {end, std::nullopt, {}};
     }
     rows.skip(run - 1);
