@@ -52,6 +52,33 @@ class DmaEngine : public Engine {
                    std::optional<FaultRecord>* fault, const Command& command);
   uint64_t noc_transport(tlm::tlm_command direction, uint64_t address, uint8_t* data, uint64_t bytes, uint64_t ready, bool* ok);
 
+  // What the per-step and per-window models share (dma_bursts.cpp). The NoC and the scratchpad see a
+  // burst of requests to one DRAM channel (a step's, a window's share) as one cut-through transfer that
+  // holds each link, and the banks, for the cycles its requests would hold them one by one.
+  struct BurstPath {
+    MeshPosition port;  // of the channel's controller
+    unsigned hops;      // from this core to it
+    uint64_t bytes, link_cycles, sram_cycles, first_local, first_bytes, last_bytes;
+    uint64_t wait_weight;  // how many times the waits it meets count (per window: its requests)
+  };
+  struct BurstEnds {
+    uint64_t first, last;
+  };
+  // A load's data, its first and last request's off the DRAM bus at first_read and last_read, over the
+  // links into the scratchpad: when the first and the last request's bytes are in.
+  BurstEnds into_scratchpad(const BurstPath& path, uint64_t first_read, uint64_t last_read);
+  // A store's requests, issued from first_issue to last_issue, read out of the scratchpad no faster and
+  // over the links: when the first and the last reach the DRAM controller.
+  BurstEnds to_controller(const BurstPath& path, uint64_t first_issue, uint64_t last_issue);
+  // The bytes a transfer moves, gathered while they continue each other on both sides, moved in one copy.
+  struct PendingCopy {
+    uint64_t global = 0, local = 0, bytes = 0;
+  };
+  // Adds [global, +bytes) and [local, +bytes) to `copy`, moving what it held first unless they continue it.
+  void add_to_copy(PendingCopy& copy, bool load, uint64_t global, uint64_t local, uint64_t bytes);
+  // Moves what `copy` holds (from DRAM to the scratchpad for a load) and empties it.
+  void move_copy(PendingCopy& copy, bool load);
+
   // DmaTiming::PerStep (dma_steps.cpp): a transfer between DRAM at `global`
   // and the scratchpad at `local` (a load when `load`), every row inside them
   // (checked), cut into requests as the per-request model cuts them; each

@@ -21,7 +21,6 @@
 // uncontended, within its burst's end. The per-request model stays
 // the reference; docs/chip.md "DMA timing" has the measured difference.
 #include <algorithm>
-#include <cstring>
 
 #include "dma_engine.h"
 #include "divider.h"
@@ -41,38 +40,19 @@ uint64_t DmaEngine::time_step(bool load, uint64_t issue) {
     const uint64_t first_issue = issue + burst.requests.front().offset, last_issue = issue + burst.requests.back().offset;
     const MeshPosition port = mesh.dram_port(burst.requests.front().address);
     const unsigned hops = mesh.hops(node, port);
+    const BurstPath path{port, hops, bytes, burst.link_cycles, burst.sram_cycles, burst.first_local, first_bytes, last_bytes, 1};
     uint64_t wait = 0;
     uint64_t burst_done;
     if (load) {
       // The read requests reach the controller after their router latencies; the data comes back.
       const Dram::BurstTiming read = dram_.access_burst(burst.requests, false, first_issue + mesh.route_cycles(hops), &wait, &dram_done_);
       dram_wait_ += wait;
-      uint64_t first_arrival = read.first_done, last_arrival = read.done;
-      if (hops > 0) {
-        const uint64_t through = mesh.transfer(port, node, bytes, burst.link_cycles, read.first_done, &wait);
-        noc_wait_ += wait;
-        first_arrival = through - burst.link_cycles + mesh.serialization_cycles(first_bytes);
-        last_arrival = std::max(through, read.done + mesh.route_cycles(hops) + mesh.serialization_cycles(last_bytes));
-      }
-      const uint64_t written =
-          local_.burst(burst.first_local, bytes, burst.sram_cycles, true, first_arrival, last_arrival - first_arrival, &wait);
-      sram_wait_ += wait;
-      burst_done = std::max(written, last_arrival + local_.access_cycles(burst.first_local, last_bytes));
+      burst_done = into_scratchpad(path, read.first_done, read.done).last;
     } else {
-      // Read out of the scratchpad no faster than the requests issue.
-      const uint64_t read = local_.burst(burst.first_local, bytes, burst.sram_cycles, false, first_issue, last_issue - first_issue, &wait);
-      sram_wait_ += wait;
-      uint64_t first_arrival = first_issue + local_.access_cycles(burst.first_local, first_bytes);
-      uint64_t last_arrival = std::max(read, last_issue + local_.access_cycles(burst.first_local, last_bytes));
-      if (hops > 0) {
-        const uint64_t through = mesh.transfer(node, port, bytes, burst.link_cycles, first_arrival, &wait);
-        noc_wait_ += wait;
-        first_arrival = through - burst.link_cycles + mesh.serialization_cycles(first_bytes);
-        last_arrival = std::max(through, last_arrival + mesh.route_cycles(hops) + mesh.serialization_cycles(last_bytes));
-      }
-      const Dram::BurstTiming write = dram_.access_burst(burst.requests, true, first_arrival, &wait, &dram_done_);
+      const BurstEnds arrival = to_controller(path, first_issue, last_issue);
+      const Dram::BurstTiming write = dram_.access_burst(burst.requests, true, arrival.first, &wait, &dram_done_);
       dram_wait_ += wait;
-      burst_done = std::max(write.done, last_arrival + dram.row_hit_cycles + ceil_div(last_bytes, dram.bytes_per_cycle_per_channel));
+      burst_done = std::max(write.done, arrival.last + dram.row_hit_cycles + ceil_div(last_bytes, dram.bytes_per_cycle_per_channel));
     }
     done = std::max(done, burst_done);
     // Each request done when its data has crossed the DRAM bus (a store), or, for a load, has come over the
@@ -102,21 +82,10 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
   uint64_t step_issue = 0;  // of the step's first request
   uint64_t end = next_issue;
   uint64_t requests = 0, step_bytes = 0, step_requests = 0;
-  // Bytes to move, contiguous on both sides.
-  struct Copy {
-    uint64_t global = 0, local = 0, bytes = 0;
-  } copy;
-  const auto move = [&](Copy& pending) {
-    if (load) {
-      std::memcpy(local_.data(pending.local), dram_.data(pending.global), pending.bytes);
-    } else {
-      std::memcpy(dram_.data(pending.global), local_.data(pending.local), pending.bytes);
-    }
-    pending.bytes = 0;
-  };
+  PendingCopy copy;  // bytes to move, contiguous on both sides
   // Times the step's requests and yields, as the per-request model yields after each step.
   const auto finish_step = [&]() {
-    if (copy.bytes > 0) move(copy);
+    move_copy(copy, load);
     end = std::max(end, time_step(load, step_issue));
     step_bytes = step_requests = 0;
     // Let the rest of the chip catch up before issuing further ahead.
@@ -144,11 +113,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
       // The bytes move with their step, as the per-request model moves each request's when it is issued: a
       // step's data moves before the step is timed, never more than a step ahead. Requests that continue
       // each other on both sides move in one copy.
-      if (timing_.move_data) {
-        if (copy.bytes > 0 && (address != copy.global + copy.bytes || local_address != copy.local + copy.bytes)) move(copy);
-        if (copy.bytes == 0) copy.global = address, copy.local = local_address;
-        copy.bytes += bytes;
-      }
+      if (timing_.move_data) add_to_copy(copy, load, address, local_address, bytes);
       const uint64_t issue = std::max(next_issue, in_flight_[slot]);
       if (step_requests == 0) step_issue = issue;
       const unsigned channel = interleave_.channel_of(address);

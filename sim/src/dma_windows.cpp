@@ -11,7 +11,7 @@
 // share is then timed in closed form:
 //   - in DRAM, by Dram::window_end: the bus serves the requests in order;
 //   - on the NoC and in the scratchpad as one cut-through burst, as a per-step
-//     burst is (dma_steps.cpp).
+//     burst is (DmaEngine::into_scratchpad, to_controller: dma_bursts.cpp).
 // The window stands in for the ring of completions: the next window's request
 // i waits for this one's request i, so it starts when this window's first
 // request is done (and not before this one has issued) and issues at the pace
@@ -28,7 +28,6 @@
 // share's delay times its requests). docs/chip.md "DMA timing" has the
 // measured difference.
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -49,42 +48,23 @@ DmaEngine::WindowTimes DmaEngine::time_window(bool load, uint64_t start, uint64_
     const MeshPosition port = mesh.dram_port_of_channel(channel);
     const unsigned hops = mesh.hops(node, port);
     const uint64_t first_issue = issued(window.first_index), last_issue = issued(window.last_index);
-    uint64_t wait = 0, first_done, done;
+    const BurstPath path{port, hops, window.dram.bytes, window.link_cycles, window.sram_cycles, window.first_local, window.first_bytes,
+                         window.last_bytes, window.dram.requests};
+    uint64_t first_done, done;
     if (load) {
       // The read requests reached the controller after their router latencies; the data comes back.
       const Dram::WindowTiming read = dram_.window_end(channel, window.dram, false, 0);
       dram_wait_ += read.wait_cycles;
-      uint64_t first_arrival = read.first_done, last_arrival = read.done;
-      if (hops > 0) {
-        const uint64_t through = mesh.transfer(port, node, window.dram.bytes, window.link_cycles, read.first_done, &wait);
-        noc_wait_ += wait * window.dram.requests;
-        first_arrival = through - window.link_cycles + mesh.serialization_cycles(window.first_bytes);
-        last_arrival = std::max(through, read.done + mesh.route_cycles(hops) + mesh.serialization_cycles(window.last_bytes));
-      }
-      const uint64_t written = local_.burst(window.first_local, window.dram.bytes, window.sram_cycles, true, first_arrival,
-                                            last_arrival - first_arrival, &wait);
-      sram_wait_ += wait * window.dram.requests;
-      first_done = first_arrival + local_.access_cycles(window.first_local, window.first_bytes);
-      done = std::max(written, last_arrival + local_.access_cycles(window.first_local, window.last_bytes));
+      const BurstEnds written = into_scratchpad(path, read.first_done, read.done);
+      first_done = written.first, done = written.last;
     } else {
-      // Read out of the scratchpad no faster than the requests issue, then over the links to the controller.
-      const uint64_t read = local_.burst(window.first_local, window.dram.bytes, window.sram_cycles, false, first_issue,
-                                         last_issue - first_issue, &wait);
-      sram_wait_ += wait * window.dram.requests;
-      uint64_t first_arrival = first_issue + local_.access_cycles(window.first_local, window.first_bytes);
-      uint64_t last_arrival = std::max(read, last_issue + local_.access_cycles(window.first_local, window.last_bytes));
-      if (hops > 0) {
-        const uint64_t through = mesh.transfer(node, port, window.dram.bytes, window.link_cycles, first_arrival, &wait);
-        noc_wait_ += wait * window.dram.requests;
-        first_arrival = through - window.link_cycles + mesh.serialization_cycles(window.first_bytes);
-        last_arrival = std::max(through, last_arrival + mesh.route_cycles(hops) + mesh.serialization_cycles(window.last_bytes));
-      }
+      const BurstEnds arrival = to_controller(path, first_issue, last_issue);
       // The writes were counted as reaching the controller uncontended, from ready on: what they met delays them all.
-      const uint64_t uncontended = window.ready + (issued(window.first_index) - start);
-      const Dram::WindowTiming write = dram_.window_end(channel, window.dram, true, first_arrival > uncontended ? first_arrival - uncontended : 0);
+      const uint64_t uncontended = window.ready + (first_issue - start);
+      const Dram::WindowTiming write = dram_.window_end(channel, window.dram, true, arrival.first > uncontended ? arrival.first - uncontended : 0);
       dram_wait_ += write.wait_cycles;
       first_done = write.first_done;
-      done = std::max(write.done, last_arrival + row_hit_cycles + dram_.bus_cycles(window.last_bytes));
+      done = std::max(write.done, arrival.last + row_hit_cycles + dram_.bus_cycles(window.last_bytes));
     }
     times.first_done = std::min(times.first_done, first_done);
     times.done = std::max(times.done, done);
@@ -106,27 +86,14 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
   uint64_t end = window_start;
   uint64_t index = 0;  // of the next request in its window
   uint64_t requests = 0;
-  struct Copy {
-    uint64_t global = 0, local = 0, bytes = 0;
-  } copy;
-  const auto move = [&](Copy& pending) {
-    if (load) {
-      std::memcpy(local_.data(pending.local), dram_.data(pending.global), pending.bytes);
-    } else {
-      std::memcpy(dram_.data(pending.global), local_.data(pending.local), pending.bytes);
-    }
-    pending.bytes = 0;
-  };
   // The bytes move with their window, a row at a time; rows that continue each other on both sides in one copy.
+  PendingCopy copy;
   const auto move_row = [&](uint64_t global_row, uint64_t local_row) {
-    if (!timing_.move_data) return;
-    if (copy.bytes > 0 && (global_row != copy.global + copy.bytes || local_row != copy.local + copy.bytes)) move(copy);
-    if (copy.bytes == 0) copy.global = global_row, copy.local = local_row;
-    copy.bytes += n0;
+    if (timing_.move_data) add_to_copy(copy, load, global_row, local_row, n0);
   };
   // Times the window and yields until its last request has issued, as the per-request model yields as it issues.
   const auto finish_window = [&]() {
-    if (copy.bytes > 0) move(copy);
+    move_copy(copy, load);
     const WindowTimes times = time_window(load, window_start, spacing_256ths);
     end = std::max(end, times.done);
     const uint64_t last_issue = window_start + (((index - 1) * spacing_256ths) >> 8);
