@@ -212,13 +212,11 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   noc_wait_ = dram_wait_ = sram_wait_ = 0;
   const bool dram_and_scratchpad = (src_space == Space::Global && dst_space == Space::Local && op != isa::Opcode::DMA_GATHER) ||
                                    (src_space == Space::Local && dst_space == Space::Global);
-  if (config.timing == DmaTiming::PerStep && safe && dram_and_scratchpad) {
+  if (config.timing != DmaTiming::PerRequest && safe && dram_and_scratchpad) {
     const bool load = src_space == Space::Global;
-    return transfer_in_steps(*rows, load, load ? src : dst, load ? dst : src, n0, start);
-  }
-  if (config.timing == DmaTiming::PerWindow && safe && dram_and_scratchpad) {
-    const bool load = src_space == Space::Global;
-    return transfer_in_windows(*rows, load, load ? src : dst, load ? dst : src, n0, start);
+    const uint64_t global = load ? src : dst, local = load ? dst : src;
+    return config.timing == DmaTiming::PerStep ? transfer_in_steps(*rows, load, global, local, n0, start)
+                                               : transfer_in_windows(*rows, load, global, local, n0, start);
   }
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;
