@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -61,30 +62,118 @@ constexpr size_t kMc = 32 * kMr;  // rows per block: a kMc x kKc block of A stay
 static_assert(kKc * 128 * 128 <= (1u << 24), "i8 block sums must stay exact in f32");
 static_assert(kKc % 2 == 0, "the bf16 pair kernel's k blocks must hold whole pairs");
 
+// n bf16 values as f32, 8 at a time (SSE2: every x86-64 host).
+void widen_bf16(const uint8_t* src, size_t n, float* out) {
+  const __m128i zero = _mm_setzero_si128();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_unpacklo_epi16(zero, v));  // (the bits, 16 places up)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 4), _mm_unpackhi_epi16(zero, v));
+  }
+  for (; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, 2);
+    out[i] = isa::bf16_to_f32(bits);
+  }
+}
+
+// Eight bf16 values at `src` as f32.
+__attribute__((target("avx2"))) inline __m256 widen_bf16x8(const uint8_t* src) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))), 16));
+}
+
+// pack_panels for width 4 from bf16 rows (A without ta), on AVX2 hosts: each
+// 4 x 8 block transposed in registers instead of stored one strided element
+// at a time.
+__attribute__((target("avx2"))) void pack_bf16_rows_by_4(const uint8_t* stored, size_t outer, size_t depth, float* packed) {
+  const std::vector<uint8_t> zero_row(outer % 4 != 0 ? depth * 2 : 0);  // the padding rows of the last panel
+  for (size_t panel = 0; panel * 4 < outer; ++panel) {
+    const uint8_t* rows[4];
+    for (size_t r = 0; r < 4; ++r) rows[r] = panel * 4 + r < outer ? stored + (panel * 4 + r) * depth * 2 : zero_row.data();
+    float* out = packed + panel * depth * 4;
+    size_t p = 0;
+    for (; p + 8 <= depth; p += 8) {
+      const __m256 r0 = widen_bf16x8(rows[0] + 2 * p), r1 = widen_bf16x8(rows[1] + 2 * p);
+      const __m256 r2 = widen_bf16x8(rows[2] + 2 * p), r3 = widen_bf16x8(rows[3] + 2 * p);
+      // Within each 128-bit half: t0 = r0[0] r1[0] r0[1] r1[1], t1 = r0[2] r1[2] r0[3] r1[3], ...
+      const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      // Columns p + c of the four rows: c = 0 | 4, 1 | 5, 2 | 6, 3 | 7 (low | high half).
+      const __m256 c04 = _mm256_shuffle_ps(t0, t2, 0x44), c15 = _mm256_shuffle_ps(t0, t2, 0xee);
+      const __m256 c26 = _mm256_shuffle_ps(t1, t3, 0x44), c37 = _mm256_shuffle_ps(t1, t3, 0xee);
+      _mm256_storeu_ps(out + 4 * p, _mm256_permute2f128_ps(c04, c15, 0x20));
+      _mm256_storeu_ps(out + 4 * p + 8, _mm256_permute2f128_ps(c26, c37, 0x20));
+      _mm256_storeu_ps(out + 4 * p + 16, _mm256_permute2f128_ps(c04, c15, 0x31));
+      _mm256_storeu_ps(out + 4 * p + 24, _mm256_permute2f128_ps(c26, c37, 0x31));
+    }
+    for (; p < depth; ++p)
+      for (size_t r = 0; r < 4; ++r) {
+        uint16_t bits;
+        std::memcpy(&bits, rows[r] + 2 * p, 2);
+        out[4 * p + r] = isa::bf16_to_f32(bits);
+      }
+  }
+}
+
+// pack_panels from bf16 columns (B without tb) into panels of a width that is
+// a multiple of 8, on AVX2 hosts: 8 values at a time, straight into the panels.
+__attribute__((target("avx2"))) void pack_bf16_columns_by_8s(size_t width, const uint8_t* stored, size_t outer, size_t depth, float* packed) {
+  for (size_t s = 0; s < depth; ++s) {
+    const uint8_t* row = stored + s * outer * 2;
+    size_t o = 0;
+    for (; o + 8 <= outer; o += 8) _mm256_storeu_ps(packed + (o / width) * depth * width + s * width + o % width, widen_bf16x8(row + 2 * o));
+    if (o == outer) {
+      if (outer % width != 0) std::fill_n(packed + (o / width) * depth * width + s * width + o % width, width - o % width, 0.0f);
+      continue;
+    }
+    float* out = packed + (o / width) * depth * width + s * width;  // the last, partial run: o % width == a multiple of 8
+    const size_t start = o % width;
+    widen_bf16(row + 2 * o, outer - o, out + start);
+    std::fill(out + start + (outer - o), out + width, 0.0f);
+  }
+}
+
 // A logical outer x depth matrix X (A is m x k; B^T is n x k) repacked into
 // panels of `width` outer indices: element X(o, p) goes to
 //   packed[(o / width) * depth * width + p * width + o % width],
 // with zeros padding the last panel. outer_major says whether the stored
 // matrix has X's rows as its rows (A without ta, B with tb) or as its columns.
-std::vector<float> pack_panels(size_t width, DType dtype, const uint8_t* stored, size_t outer, size_t depth, bool outer_major) {
+// `packed` is resized and every element written (padding too), so that a
+// buffer can be reused without being cleared first.
+void pack_panels(size_t width, DType dtype, const uint8_t* stored, size_t outer, size_t depth, bool outer_major, std::vector<float>& packed) {
   const size_t panels = (outer + width - 1) / width;
-  std::vector<float> packed(panels * depth * width, 0.0f);
-  if (packed.empty()) return packed;  // k = 0 or nothing to pack: no pointer into an empty vector
+  packed.resize(panels * depth * width);
+  if (packed.empty()) return;  // k = 0 or nothing to pack: no pointer into an empty vector
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (dtype == DType::BF16 && avx2 && outer_major && width == 4) return pack_bf16_rows_by_4(stored, outer, depth, packed.data());
+  if (dtype == DType::BF16 && avx2 && !outer_major && width % 8 == 0) return pack_bf16_columns_by_8s(width, stored, outer, depth, packed.data());
   const size_t stored_rows = outer_major ? outer : depth;
   const size_t stored_cols = outer_major ? depth : outer;
   const size_t row_bytes = stored_cols * isa::dtype_size_bytes(dtype);
   std::vector<float> row(stored_cols);
   for (size_t s = 0; s < stored_rows; ++s) {
-    load_f32_n(dtype, stored + s * row_bytes, stored_cols, row.data());
     if (outer_major) {  // row s is X(o = s, all p): a strided column of its panel
+      load_f32_n(dtype, stored + s * row_bytes, stored_cols, row.data());
       float* out = packed.data() + (s / width) * depth * width + s % width;
       for (size_t p = 0; p < depth; ++p) out[p * width] = row[p];
     } else {  // row s is X(all o, p = s): contiguous runs of `width` in each panel
-      for (size_t o = 0; o < stored_cols; o += width)
-        std::copy_n(row.data() + o, std::min(width, stored_cols - o), packed.data() + (o / width) * depth * width + s * width);
+      for (size_t o = 0; o < stored_cols; o += width) {
+        const size_t count = std::min(width, stored_cols - o);
+        float* out = packed.data() + (o / width) * depth * width + s * width;
+        if (dtype == DType::BF16)
+          widen_bf16(stored + s * row_bytes + 2 * o, count, out);
+        else
+          load_f32_n(dtype, stored + s * row_bytes + o * isa::dtype_size_bytes(dtype), count, out);
+        std::fill(out + count, out + width, 0.0f);
+      }
     }
   }
-  return packed;
+  if (outer_major)  // the padding columns of the last panel
+    for (size_t o = outer; o < panels * width; ++o) {
+      float* out = packed.data() + (o / width) * depth * width + o % width;
+      for (size_t p = 0; p < depth; ++p) out[p * width] = 0.0f;
+    }
 }
 
 // c[kMr x 2L] (row stride ldc) += A panel * B panel over kc steps of k, with
@@ -242,14 +331,33 @@ void edge_kernel(Function run, size_t nr, size_t kc, const Element* a, const Ele
   for (size_t r = 0; r < tile_rows; ++r) std::copy_n(tile + r * nr, tile_cols, c + r * ldc);
 }
 
-struct Problem {
+// The largest magnitude and the smallest nonzero one among an operand's
+// values, as f32 bit patterns with the sign cleared (their signed order is the
+// magnitudes'); lowest is 0x7fffffff where none is nonzero.
+struct MagnitudeBits {
+  int32_t lowest = 0x7fffffff, highest = 0;
+};
+
+}  // namespace
+
+// The operands of one tc.mm, packed for the host's micro-kernel (pack_matmul).
+struct PackedMatmul {
+  DType dtype = DType::F32;
+  uint32_t flags = 0;
   size_t m = 0, n = 0, k = 0;
   std::vector<float> a_panels, b_panels;
+  // Found while packing (bf16, from the stored bits), or else by float_sums from the panels.
+  bool magnitudes_known = false;
+  MagnitudeBits a_magnitudes, b_magnitudes;
   bool exact_products = false;  // every product of an A and a B value is exact in f32
   // Instead of the float panels, for the bf16 pair kernel: pairs of k steps, k in the upper half.
   std::vector<uint32_t> a_pairs, b_pairs;
   bool bf16_pairs = false;
 };
+
+namespace {
+
+using Problem = PackedMatmul;
 
 // pack_panels' layout over pairs of k steps of a bf16 matrix, k in the upper
 // half and k + 1 (or a zero after the last) in the lower.
@@ -294,25 +402,12 @@ std::vector<uint32_t> pack_pairs(size_t width, const uint8_t* stored, size_t out
 }
 
 // The smallest nonzero and the largest magnitude among count bf16 values, as
-// bit patterns with the sign cleared (whose order is the magnitudes'); 32 at a
-// time, in the widest vectors the host has.
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void bf16_magnitudes(const uint8_t* values, size_t count,
-                                                                                     uint16_t* smallest, uint16_t* largest) {
-  typedef uint16_t U16x32 __attribute__((vector_size(64)));
-  const U16x32 zero = U16x32{}, none = zero + 0x7fff;
-  U16x32 lo = none, hi = zero;
-  size_t i = 0;
-  for (; i + 32 <= count; i += 32) {
-    U16x32 v;
-    std::memcpy(&v, values + 2 * i, sizeof v);
-    v &= none;
-    hi = v > hi ? v : hi;
-    const U16x32 nonzero = v == zero ? none : v;
-    lo = nonzero < lo ? nonzero : lo;
-  }
+// bit patterns with the sign cleared (whose order is the magnitudes'; 0x7fff
+// where none is nonzero); 16 at a time where the host has AVX2 (intrinsics:
+// GCC's code for a generic vector of 32 took longer than packing the values).
+void bf16_magnitudes_scalar(const uint8_t* values, size_t count, uint16_t* smallest, uint16_t* largest) {
   uint16_t lowest = 0x7fff, highest = 0;
-  for (size_t lane = 0; lane < 32; ++lane) lowest = std::min<uint16_t>(lowest, lo[lane]), highest = std::max<uint16_t>(highest, hi[lane]);
-  for (; i < count; ++i) {
+  for (size_t i = 0; i < count; ++i) {
     uint16_t bits;
     std::memcpy(&bits, values + 2 * i, 2);
     bits &= 0x7fff;
@@ -320,6 +415,27 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void bf16_ma
     if (bits != 0) lowest = std::min(lowest, bits);
   }
   *smallest = lowest, *largest = highest;
+}
+__attribute__((target("avx2"))) void bf16_magnitudes_avx2(const uint8_t* values, size_t count, uint16_t* smallest, uint16_t* largest) {
+  const __m256i mask = _mm256_set1_epi16(0x7fff), zero = _mm256_setzero_si256();
+  __m256i lo = mask, hi = zero;
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 2 * i)), mask);
+    hi = _mm256_max_epu16(hi, v);
+    lo = _mm256_min_epu16(lo, _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi16(v, zero), mask)));  // a zero counts as none
+  }
+  uint16_t lanes_lo[16], lanes_hi[16];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes_lo), lo);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes_hi), hi);
+  uint16_t tail_lo, tail_hi;
+  bf16_magnitudes_scalar(values + 2 * i, count - i, &tail_lo, &tail_hi);
+  for (size_t lane = 0; lane < 16; ++lane) tail_lo = std::min(tail_lo, lanes_lo[lane]), tail_hi = std::max(tail_hi, lanes_hi[lane]);
+  *smallest = tail_lo, *largest = tail_hi;
+}
+void bf16_magnitudes(const uint8_t* values, size_t count, uint16_t* smallest, uint16_t* largest) {
+  static const auto scan = __builtin_cpu_supports("avx2") ? bf16_magnitudes_avx2 : bf16_magnitudes_scalar;
+  scan(values, count, smallest, largest);
 }
 
 // Whether the bf16 pair kernel gives the documented bits for A (m x k values)
@@ -369,43 +485,50 @@ __attribute__((target("avx2"))) void magnitude_bits_avx2(const float* values, si
   *lowest = tail_lo, *highest = tail_hi;
 }
 
-// The smallest nonzero and the largest magnitude among values; false if one is not finite.
-bool magnitudes(const std::vector<float>& values, float* smallest, float* largest) {
+MagnitudeBits magnitudes(const std::vector<float>& values) {
   static const auto scan = __builtin_cpu_supports("avx2") ? magnitude_bits_avx2 : magnitude_bits_scalar;
-  int32_t lowest, highest;
-  scan(values.data(), values.size(), &lowest, &highest);
-  // 0x7fffffff: no nonzero value (or a NaN, which the finiteness check below catches).
-  *smallest = lowest == 0x7fffffff ? std::numeric_limits<float>::infinity() : isa::f32_from_bits(uint32_t(lowest));
-  *largest = isa::f32_from_bits(uint32_t(highest));
-  return highest < 0x7f800000;  // above: an infinity or a NaN
+  MagnitudeBits bits;
+  scan(values.data(), values.size(), &bits.lowest, &bits.highest);
+  return bits;
+}
+
+// The same for count bf16 values: their f32 bits are theirs 16 places up.
+MagnitudeBits bf16_magnitude_bits(const uint8_t* values, size_t count) {
+  uint16_t lowest, highest;
+  bf16_magnitudes(values, count, &lowest, &highest);
+  MagnitudeBits bits;
+  bits.highest = int32_t(highest) << 16;
+  if (highest != 0) bits.lowest = int32_t(lowest) << 16;  // (else none is nonzero)
+  return bits;
 }
 
 // Products of bf16 or f16 values carry at most 22 significant bits: exact in f32
 // unless they leave its normal range (overflow, or underflow into subnormals).
-bool products_exact(DType dtype, const std::vector<float>& a, const std::vector<float>& b) {
+bool products_exact(DType dtype, MagnitudeBits a, MagnitudeBits b) {
   if (dtype != DType::BF16 && dtype != DType::F16) return false;
-  float a_lo, a_hi, b_lo, b_hi;
-  if (!magnitudes(a, &a_lo, &a_hi) || !magnitudes(b, &b_lo, &b_hi)) return false;
-  if (a_hi == 0.0f || b_hi == 0.0f) return true;  // every product is an exact zero
-  return double(a_hi) * double(b_hi) < std::ldexp(1.0, 127) && double(a_lo) * double(b_lo) >= std::ldexp(1.0, -126);
+  if (a.highest >= 0x7f800000 || b.highest >= 0x7f800000) return false;  // an infinity or a NaN
+  if (a.highest == 0 || b.highest == 0) return true;  // every product is an exact zero
+  const auto value = [](int32_t bits) { return double(isa::f32_from_bits(uint32_t(bits))); };
+  return value(a.highest) * value(b.highest) < std::ldexp(1.0, 127) && value(a.lowest) * value(b.lowest) >= std::ldexp(1.0, -126);
 }
 
-Problem pack(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, size_t m, size_t n, size_t k) {
-  const bool a_outer_major = (flags & isa::kTcTransposeA) == 0, b_outer_major = (flags & isa::kTcTransposeB) != 0;
-  if (dtype == DType::BF16 && micro_kernel().bf16_pairs != nullptr && pairs_stay_normal(a, m * k, b, k * n)) {
-    Problem p;
-    p.m = m, p.n = n, p.k = k;
-    p.a_pairs = pack_pairs(kMr, a, m, k, a_outer_major);
-    p.b_pairs = pack_pairs(micro_kernel().nr, b, n, k, b_outer_major);
+// Whether the products of p's panels are exact is left to float_sums: pack
+// runs where the simulator reads the scratchpad, the rest may run on another thread.
+void pack(Problem& p, const uint8_t* a, const uint8_t* b) {
+  const bool a_outer_major = (p.flags & isa::kTcTransposeA) == 0, b_outer_major = (p.flags & isa::kTcTransposeB) != 0;
+  p.bf16_pairs = false, p.magnitudes_known = false;
+  if (p.dtype == DType::BF16 && micro_kernel().bf16_pairs != nullptr && pairs_stay_normal(a, p.m * p.k, b, p.k * p.n)) {
+    p.a_pairs = pack_pairs(kMr, a, p.m, p.k, a_outer_major);
+    p.b_pairs = pack_pairs(micro_kernel().nr, b, p.n, p.k, b_outer_major);
     p.bf16_pairs = true;
-    return p;
+    return;
   }
-  Problem p;
-  p.m = m, p.n = n, p.k = k;
-  p.a_panels = pack_panels(kMr, dtype, a, m, k, a_outer_major);
-  p.b_panels = pack_panels(micro_kernel().nr, dtype, b, n, k, b_outer_major);
-  p.exact_products = products_exact(dtype, p.a_panels, p.b_panels);
-  return p;
+  pack_panels(kMr, p.dtype, a, p.m, p.k, a_outer_major, p.a_panels);
+  pack_panels(micro_kernel().nr, p.dtype, b, p.n, p.k, b_outer_major, p.b_panels);
+  if (p.dtype == DType::BF16) {  // (a scan of the bytes just read: cheaper than of the panels, later)
+    p.a_magnitudes = bf16_magnitude_bits(a, p.m * p.k), p.b_magnitudes = bf16_magnitude_bits(b, p.k * p.n);
+    p.magnitudes_known = true;
+  }
 }
 
 // sums (m x n, row-major) += the products of k block [pc, pc + kc), k ascending,
@@ -460,7 +583,9 @@ void multiply_block(const Problem& p, size_t pc, size_t kc, float* sums) {
 
 thread_local MatmulPath last_path = MatmulPath::ProductThenSum;
 
-std::vector<float> float_sums(const Problem& p) {
+std::vector<float> float_sums(Problem& p) {
+  if (!p.bf16_pairs && !p.magnitudes_known) p.a_magnitudes = magnitudes(p.a_panels), p.b_magnitudes = magnitudes(p.b_panels);
+  p.exact_products = !p.bf16_pairs && products_exact(p.dtype, p.a_magnitudes, p.b_magnitudes);
   last_path = p.bf16_pairs ? MatmulPath::Bf16Pairs
               : p.exact_products && micro_kernel().exact_products != micro_kernel().run ? MatmulPath::FusedMultiplyAdd
                                                                                           : MatmulPath::ProductThenSum;
@@ -508,16 +633,56 @@ bool use_matmul_isa(MatmulIsa isa) {
   return supported;
 }
 
+namespace {
+
+// Packed operands are reused, from any thread: a product's panels are often as
+// large as glibc's threshold for mapping fresh pages, and mapping and zeroing
+// them for every tc.mm took longer than packing them.
+std::shared_ptr<PackedMatmul> reused_packed_matmul() {
+  static std::mutex* const mutex = new std::mutex;  // (never destroyed: a packing may outlive static destructors)
+  static auto* const unused = new std::vector<std::unique_ptr<PackedMatmul>>;
+  constexpr size_t kMaxUnused = 32, kMaxKeptBytes = size_t{1} << 22;
+  std::unique_ptr<PackedMatmul> packed;
+  {
+    std::lock_guard<std::mutex> lock(*mutex);
+    if (!unused->empty()) packed = std::move(unused->back()), unused->pop_back();
+  }
+  if (!packed) packed = std::make_unique<PackedMatmul>();
+  return std::shared_ptr<PackedMatmul>(packed.release(), [](PackedMatmul* done) {
+    const size_t bytes = (done->a_panels.capacity() + done->b_panels.capacity()) * sizeof(float) +
+                         (done->a_pairs.capacity() + done->b_pairs.capacity()) * sizeof(uint32_t);
+    std::unique_ptr<PackedMatmul> owned(done);
+    std::lock_guard<std::mutex> lock(*mutex);
+    if (unused->size() < kMaxUnused && bytes <= kMaxKeptBytes) unused->push_back(std::move(owned));
+  });
+}
+
+}  // namespace
+
+KernelError pack_matmul(DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n, uint64_t k,
+                        std::shared_ptr<PackedMatmul>* packed) {
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16 && dtype != DType::I8)
+    return "tc.mm does not support " + std::string(isa::dtype_name(dtype));
+  std::shared_ptr<PackedMatmul> problem = reused_packed_matmul();
+  problem->dtype = dtype, problem->flags = flags, problem->m = m, problem->n = n, problem->k = k;
+  pack(*problem, a, b);
+  *packed = std::move(problem);
+  return std::nullopt;
+}
+
+void multiply_packed(PackedMatmul& packed, uint8_t* acc) {
+  if (packed.dtype == DType::I8)
+    accumulate(packed.flags, acc, int8_sums(packed));
+  else
+    accumulate(packed.flags, acc, float_sums(packed));
+}
+
 KernelError tensor_matmul(DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,
                           uint64_t k) {
   // A and B are fully packed before acc is written, so acc may alias them.
-  switch (dtype) {
-    case DType::F32:
-    case DType::BF16:
-    case DType::F16: accumulate(flags, acc, float_sums(pack(dtype, flags, a, b, m, n, k))); break;
-    case DType::I8: accumulate(flags, acc, int8_sums(pack(dtype, flags, a, b, m, n, k))); break;
-    default: return "tc.mm does not support " + std::string(isa::dtype_name(dtype));
-  }
+  std::shared_ptr<PackedMatmul> packed;
+  if (auto error = pack_matmul(dtype, flags, a, b, m, n, k, &packed)) return error;
+  multiply_packed(*packed, acc);
   return std::nullopt;
 }
 

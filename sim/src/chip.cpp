@@ -14,6 +14,7 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
       registers("registers", chip_context, command_processor, [this] { reset(); }),
       host_link("host_link", chip_context) {
   const ChipConfig& config = context.config;
+  if (context.functional) context.background = &background;
   directory.noc = &noc;
   for (unsigned c = 0; c < config.num_cores; ++c)
     cores.push_back(std::make_unique<Core>(("core" + std::to_string(c)).c_str(), context, c, directory, dram));
@@ -39,6 +40,11 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
   };
 }
 
+Chip::~Chip() {
+  background.wait_all();
+  context.background = nullptr;
+}
+
 void Chip::reset() {
   context.reset();
   for (auto& core : cores) core->reset();
@@ -51,7 +57,7 @@ uint8_t* Chip::device_bytes(uint64_t address, uint64_t bytes) {
   const uint64_t local = window_offset(address);
   if (core >= cores.size() || local >= isa::kAccumulatorBase) return nullptr;
   LocalMemory& memory = cores[core]->local;
-  return memory.check(local, bytes, 1) ? nullptr : memory.data(local);
+  return memory.check(local, bytes, 1) ? nullptr : memory.data(local, bytes);
 }
 
 FaultRecord Chip::stuck_fault(FaultKind kind, const std::vector<unsigned>& stuck_cores) const {

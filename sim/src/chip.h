@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "background_work.h"
 #include "chip_context.h"
 #include "command_processor.h"
 #include "core.h"
@@ -20,8 +21,12 @@ namespace npu::sim {
 class Chip : public sc_core::sc_module {
  public:
   Chip(sc_core::sc_module_name name, ChipContext& context);
+  ~Chip() override;
 
   ChipContext& context;
+  // The tensor core's products in functional mode (ChipContext::background).
+  // Declared before the memories, but finished first (~Chip): its work writes them.
+  BackgroundWork background;
   Dram dram;
   Noc noc;
   CoreDirectory directory;

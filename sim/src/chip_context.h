@@ -14,6 +14,7 @@
 
 namespace npu::sim {
 
+class BackgroundWork;
 class ChipTrace;
 
 class ChipContext {
@@ -32,6 +33,8 @@ class ChipContext {
   // when functional; SimulatorOptions::timing_only_moves_data otherwise).
   const bool moves_data;
   ChipTrace* const trace; // null when not tracing
+  // Where the tensor core's products run in functional mode (LocalMemory::write_in_background); set by the Chip.
+  BackgroundWork* background = nullptr;
 
   // The current cycle. Asked several times per memory request, at the same
   // time: the kernel's clock is read inline (sc_time_stamp() is an out-of-line

@@ -49,9 +49,9 @@ void DmaEngine::add_to_copy(PendingCopy& copy, bool load, uint64_t global, uint6
 void DmaEngine::move_copy(PendingCopy& copy, bool load) {
   if (copy.bytes == 0) return;
   if (load) {
-    std::memcpy(local_.data(copy.local), dram_.data(copy.global), copy.bytes);
+    std::memcpy(local_.data(copy.local, copy.bytes), dram_.data(copy.global), copy.bytes);
   } else {
-    std::memcpy(dram_.data(copy.global), local_.data(copy.local), copy.bytes);
+    std::memcpy(dram_.data(copy.global), local_.data(copy.local, copy.bytes), copy.bytes);
   }
   copy.bytes = 0;
 }

@@ -112,27 +112,27 @@ uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint
   // Data moves once: straight between the memories where one side is local,
   // through the bounce buffer only for global-to-global and core-to-core copies.
   if (src_space == Space::Global && dst_space == Space::Local) {
-    const uint64_t read_done = noc_transport(tlm::TLM_READ_COMMAND, src, local_.data(dst), bytes, issue, &ok);
+    const uint64_t read_done = noc_transport(tlm::TLM_READ_COMMAND, src, local_.data(dst, bytes), bytes, issue, &ok);
     done = local_.access(dst, bytes, true, read_done, &wait);
     sram_wait_ += wait;
   } else if (src_space == Space::Local && dst_space == Space::Global) {
     const uint64_t read_done = local_.access(src, bytes, false, issue, &wait);
     sram_wait_ += wait;
-    done = noc_transport(tlm::TLM_WRITE_COMMAND, dst, local_.data(src), bytes, read_done, &ok);
+    done = noc_transport(tlm::TLM_WRITE_COMMAND, dst, local_.data(src, bytes), bytes, read_done, &ok);
   } else {
     if (buffer_.size() < bytes) buffer_.resize(bytes);
     uint64_t read_done;
     if (src_space == Space::Local) {
       read_done = local_.access(src, bytes, false, issue, &wait);
       sram_wait_ += wait;
-      if (timing_.move_data) std::memcpy(buffer_.data(), local_.data(src), bytes);
+      if (timing_.move_data) std::memcpy(buffer_.data(), local_.data(src, bytes), bytes);
     } else {
       read_done = noc_transport(tlm::TLM_READ_COMMAND, src, buffer_.data(), bytes, issue, &ok);
     }
     if (dst_space == Space::Local) {
       done = local_.access(dst, bytes, true, read_done, &wait);
       sram_wait_ += wait;
-      if (timing_.move_data) std::memcpy(local_.data(dst), buffer_.data(), bytes);
+      if (timing_.move_data) std::memcpy(local_.data(dst, bytes), buffer_.data(), bytes);
     } else {
       const uint64_t address = dst_space == Space::Remote ? core_window_address(remote_core, dst) : dst;
       done = noc_transport(tlm::TLM_WRITE_COMMAND, address, buffer_.data(), bytes, read_done, &ok);
@@ -185,7 +185,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
     std::vector<std::pair<uint64_t, uint64_t>> offsets;
     for (uint64_t i = 0; i < count; ++i) {
       int32_t index;
-      std::memcpy(&index, local_.data(idx + i * 4), 4);
+      std::memcpy(&index, local_.data(idx + i * 4, 4), 4);
       // A negative index addresses below the table: it faults as out of range.
       offsets.emplace_back(static_cast<uint64_t>(static_cast<int64_t>(index)) * stride, i * n0);
     }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "background_work.h"
 #include "format.h"
 #include "timing_extension.h"
 
@@ -47,6 +48,41 @@ std::optional<FaultRecord> LocalMemory::check(uint64_t address, uint64_t bytes, 
 uint8_t* LocalMemory::data(uint64_t address) {
   Memory& memory = memory_of(address);
   return memory.bytes.data() + (address >= isa::kAccumulatorBase ? address - isa::kAccumulatorBase : address);
+}
+
+void LocalMemory::run_in_background(std::initializer_list<Range> ranges, std::function<void()> work) {
+  BackgroundWork* background = context_.background;
+  if (background == nullptr) {
+    for (const Range& range : ranges) settle(range.address, range.bytes);
+    work();
+    return;
+  }
+  // (No wait for earlier work on the same bytes: the thread does its work in order.)
+  last_user(0, 0);  // (forgets what is done, keeping the list short)
+  const uint64_t number = background->submit(std::move(work));
+  for (const Range& range : ranges) in_background_.push_back({number, range.address, range.address + range.bytes});
+}
+
+uint64_t LocalMemory::last_user(uint64_t address, uint64_t bytes) {
+  const uint64_t done = context_.background->done();
+  uint64_t last = 0;
+  size_t kept = 0;
+  for (const BackgroundUse& use : in_background_) {
+    if (use.number <= done) continue;
+    if (use.begin < address + bytes && address < use.end) last = std::max(last, use.number);
+    in_background_[kept++] = use;
+  }
+  in_background_.resize(kept);
+  return last;
+}
+
+bool LocalMemory::in_background(uint64_t address, uint64_t bytes) { return !in_background_.empty() && last_user(address, bytes) != 0; }
+
+void LocalMemory::settle_range(uint64_t address, uint64_t bytes) {
+  if (const uint64_t last = last_user(address, bytes)) {
+    context_.background->wait_for(last);
+    last_user(0, 0);
+  }
 }
 
 uint64_t LocalMemory::bytes_until_end(uint64_t address) const {
@@ -162,9 +198,9 @@ void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::s
   const uint64_t done = access(address, bytes, payload.is_write(), transport_cycle(context_, timing, delay), &wait);
   if (!timing || timing->move_data) {
     if (payload.is_write()) {
-      std::memcpy(data(address), payload.get_data_ptr(), bytes);
+      std::memcpy(data(address, bytes), payload.get_data_ptr(), bytes);
     } else {
-      std::memcpy(payload.get_data_ptr(), data(address), bytes);
+      std::memcpy(payload.get_data_ptr(), data(address, bytes), bytes);
     }
   }
   if (timing) timing->sram_wait_cycles += wait;

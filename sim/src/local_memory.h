@@ -9,6 +9,8 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -33,7 +35,32 @@ class LocalMemory : public sc_core::sc_module {
   // Checks that [address, address + bytes) lies inside one local memory and is
   // aligned to `align`; on failure fills a fault (kind, address, message).
   std::optional<FaultRecord> check(uint64_t address, uint64_t bytes, unsigned align) const;
+  // The bytes at `address`, for reading or writing [address, +bytes): once
+  // the work in the background that uses any of them is done (settle).
+  uint8_t* data(uint64_t address, uint64_t bytes) {
+    settle(address, bytes);
+    return data(address);
+  }
+  // The same without waiting: only after settle() for the range it is used for.
   uint8_t* data(uint64_t address);
+
+  // Work the chip's BackgroundWork does on these memories (functional mode:
+  // the tensor core's products, and conversions of them), while the
+  // simulation goes on. Anything else that reads or writes bytes such work
+  // uses waits for it first (settle), so every byte ends up as if the work
+  // had been done at once; and the work runs in the order it was handed over.
+  struct Range {
+    uint64_t address, bytes;
+  };
+  // Has `work` done in the background (at once, without a BackgroundWork):
+  // it reads and writes only `ranges` of these memories and what it owns.
+  void run_in_background(std::initializer_list<Range> ranges, std::function<void()> work);
+  // Whether work in the background uses any of [address, +bytes).
+  bool in_background(uint64_t address, uint64_t bytes);
+  // Waits for the work in the background that uses any of [address, +bytes).
+  void settle(uint64_t address, uint64_t bytes) {
+    if (!in_background_.empty()) settle_range(address, bytes);
+  }
   // Bytes from `address` to the end of its memory (0 if outside).
   uint64_t bytes_until_end(uint64_t address) const;
 
@@ -94,11 +121,21 @@ class LocalMemory : public sc_core::sc_module {
   BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+  void settle_range(uint64_t address, uint64_t bytes);
+  // The number of the last work in the background that uses any of [address,
+  // +bytes) and is not done (0 if none); forgets the ranges of work done.
+  uint64_t last_user(uint64_t address, uint64_t bytes);
+
+  // A range [begin, end) that work number `number` uses in the background.
+  struct BackgroundUse {
+    uint64_t number, begin, end;
+  };
 
   ChipContext& context_;
   CoreStats& stats_;
   Memory scratchpad_;
   Memory accumulator_;
+  std::vector<BackgroundUse> in_background_;  // (may hold some of work already done)
 };
 
 }  // namespace npu::sim

@@ -95,8 +95,12 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   results_ready_cycle_ = std::max(results_ready_cycle_, end + timing.drain_cycles);
 
   if (context_.functional) {
-    if (auto error = functional::tensor_matmul(dtype, flags, local_.data(dst), local_.data(a), local_.data(b), m, n, k))
+    // The operands are read now; the products land in the accumulator in the background, before anything touches it.
+    std::shared_ptr<functional::PackedMatmul> packed;
+    if (auto error = functional::pack_matmul(dtype, flags, local_.data(a, m * k * size), local_.data(b, k * n * size), m, n, k, &packed))
       return {0, fault_for(command, FaultKind::ExecutionError, *error), {}};
+    uint8_t* acc = local_.data(dst);
+    local_.run_in_background({{dst, c_bytes}}, [packed, acc] { functional::multiply_packed(*packed, acc); });
   }
   return {end, std::nullopt, "tc.mm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)};
 }

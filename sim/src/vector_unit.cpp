@@ -100,8 +100,19 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   // are what index arithmetic makes (i32 offsets, u8 masks of i32 comparisons), so that a
   // dma.gather whose indices the chip computed from integers reads the functional run's rows
   // (unless the run moves no data at all: no value can change an address, ChipContext::moves_data).
+  if (context_.functional && op == Opcode::V_CVT && local_.in_background(operands[0].address, operands[0].bytes)) {
+    // Converting results still being computed in the background (the tensor core's): the conversion
+    // joins them there instead of waiting for them (it cannot fault on the values).
+    const auto src_dtype = static_cast<isa::DType>(operand(command, "st"));
+    const uint8_t* in = local_.data(operands[0].address);
+    uint8_t* out = local_.data(dst);
+    local_.run_in_background({{operands[0].address, operands[0].bytes}, {dst, operands[1].bytes}},
+                             [=] { functional::vector_convert(dtype, src_dtype, out, in, rows, cols); });
+    return {end, std::nullopt, {}};
+  }
   if (context_.functional || (context_.moves_data && !isa::dtype_is_float(dtype))) {
     functional::KernelError error;
+    for (const Operand& operand : operands) local_.settle(operand.address, operand.bytes);
     uint8_t* out = local_.data(dst);
     const auto in = [&](const char* name) { return local_.data(uoperand(command, name)); };
     if (is_unary(op)) {

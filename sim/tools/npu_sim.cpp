@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "npusim/sim/systemc_main.h"  // declares sc_main, which this file defines
 
@@ -27,16 +28,24 @@ namespace {
 
 constexpr uint64_t kBufferAlignment = 4096;
 
-// Element i gets encodings[splitmix64(seed + i) % kValues], in kSize bytes.
+// Element i gets encodings[splitmix64(seed + i) % kValues], in kSize bytes;
+// a large input in two halves on two host threads (each element depends only on i).
 template <unsigned kSize, uint64_t kValues>
 void fill_encoded(uint64_t seed, const std::vector<uint32_t>& encodings, std::vector<uint8_t>& bytes) {
-  for (uint64_t i = 0; i < bytes.size() / kSize; ++i) {
-    uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    std::memcpy(bytes.data() + i * kSize, &encodings[x % kValues], kSize);
-  }
+  const auto fill = [seed, &encodings, &bytes](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
+      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+      x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+      x ^= x >> 31;
+      std::memcpy(bytes.data() + i * kSize, &encodings[x % kValues], kSize);
+    }
+  };
+  const uint64_t count = bytes.size() / kSize, half = count / 2;
+  if (count < (uint64_t{1} << 20) || std::thread::hardware_concurrency() < 2) return fill(0, count);
+  std::thread second_half(fill, half, count);
+  fill(0, half);
+  second_half.join();
 }
 
 // Deterministic data for inputs the user did not give: the same program and

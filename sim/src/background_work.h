@@ -1,0 +1,52 @@
+// Arithmetic the simulation hands to a second host thread: the tensor core's
+// products (functional mode), so that they run while the simulation goes on.
+// Work runs one item at a time in the order it was submitted; whoever reads
+// or writes what an item writes waits for it first (LocalMemory::settle), so
+// every result is the one the simulation would compute itself, and no item
+// may read anything else the simulation can change.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace npu::sim {
+
+class BackgroundWork {
+ public:
+  BackgroundWork() = default;
+  BackgroundWork(const BackgroundWork&) = delete;
+  BackgroundWork& operator=(const BackgroundWork&) = delete;
+  ~BackgroundWork();  // finishes what was submitted
+
+  // Queues `work` and returns its number (1, 2, ...). Starts the thread at
+  // the first call; waits while kMaxQueued items are still queued, which
+  // bounds the memory their captured operands hold.
+  uint64_t submit(std::function<void()> work);
+  // The number of the last item done (items finish in order).
+  uint64_t done() const { return done_.load(std::memory_order_acquire); }
+  // Returns once item `number` is done; rethrows what an item threw.
+  void wait_for(uint64_t number);
+  void wait_all() { wait_for(submitted_); }
+
+  static constexpr size_t kMaxQueued = 16;
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_, work_done_;
+  std::deque<std::function<void()>> queue_;  // (guarded by mutex_)
+  bool stopping_ = false;                     // (guarded by mutex_)
+  std::exception_ptr error_;                  // the first an item threw (guarded by mutex_)
+  uint64_t submitted_ = 0;                    // (the simulation's thread only)
+  std::atomic<uint64_t> done_{0};
+  std::thread thread_;
+};
+
+}  // namespace npu::sim

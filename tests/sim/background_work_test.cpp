@@ -1,0 +1,146 @@
+// BackgroundWork (the second host thread that runs the tensor core's products
+// in functional mode) and the chip's use of it: whatever reads or writes what
+// such work uses sees the bytes as if the work had been done at once.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "background_work.h"
+#include "npusim/isa/dtype.h"
+#include "npusim/sim/simulator.h"
+#include "test_chip.h"
+
+namespace npu::sim {
+namespace {
+
+TEST(BackgroundWork, RunsItsWorkInOrderAndWaitsForAnItem) {
+  std::vector<int> order;
+  BackgroundWork background;
+  uint64_t last = 0;
+  for (int i = 0; i < 3 * int(BackgroundWork::kMaxQueued); ++i) {  // more than it queues: submit waits for room
+    last = background.submit([&order, i] {
+      if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a slow one now and then
+      order.push_back(i);
+    });
+    EXPECT_EQ(last, uint64_t(i) + 1);
+  }
+  background.wait_for(5);
+  EXPECT_GE(background.done(), 5u);
+  background.wait_all();
+  EXPECT_EQ(background.done(), last);
+  ASSERT_EQ(order.size(), 3 * BackgroundWork::kMaxQueued);
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], int(i));
+}
+
+TEST(BackgroundWork, AnItemsExceptionReachesTheNextWait) {
+  BackgroundWork background;
+  background.submit([] { throw std::runtime_error("out of host memory"); });
+  const uint64_t after = background.submit([] {});
+  EXPECT_THROW(
+      {
+        try {
+          background.wait_for(after);
+        } catch (const std::runtime_error& error) {
+          EXPECT_STREQ(error.what(), "out of host memory");
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+TEST(BackgroundWork, ItsDestructorFinishesWhatWasSubmitted) {
+  int done = 0;
+  {
+    BackgroundWork background;
+    for (int i = 0; i < 4; ++i)
+      background.submit([&done] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ++done;
+      });
+  }
+  EXPECT_EQ(done, 4);
+}
+
+// A on a 8 x 4 bf16 tile, B 4 x 4: small integers, so every product and sum is
+// exact and the accumulator holds exactly 2AB, then 3AB. The first DMA reads
+// the accumulator right after two products (which run in the background), and
+// the third product must wait for that read; a conversion of the accumulator
+// (which joins the products in the background) is stored after it.
+TEST(BackgroundWork, TheAcceleratorsMemoriesSeeProductsAsIfDoneAtOnce) {
+  Simulator simulator(testing::test_config());
+  const isa::Program program = testing::assemble(R"(
+.buffer a, bf16, 8, 4
+.buffer b, bf16, 4, 4
+.buffer twice, f32, 8, 4
+.buffer thrice, f32, 8, 4
+.buffer thrice_bf16, bf16, 8, 4
+.code 0
+    li r1, 0x40000000       # the accumulator
+    li r2, 0                # A in the scratchpad
+    li r3, 1024             # B
+    li r4, 8
+    li r5, 4
+    li r13, 2048            # the conversion's output
+    la r6, a
+    la r7, b
+    la r10, twice
+    la r12, thrice
+    la r14, thrice_bf16
+    li r8, 64
+    li r9, 32
+    li r11, 128
+    dma.ld ch0, r2, r6, r8, zero, zero, zero, zero, zero, zero
+    dma.ld ch0, r3, r7, r9, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s0
+    sync.wait tc, s0
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    tc.mm bf16, acc, r1, r2, r3, r4, r5, r5
+    sync.signal tc, s1
+    sync.wait dma0, s1
+    dma.st ch0, r10, r1, r11, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s2
+    sync.wait tc, s2
+    tc.mm bf16, acc, r1, r2, r3, r4, r5, r5
+    sync.signal tc, s3
+    sync.wait vec, s3
+    v.cvt bf16, f32, r13, r1, r4, r5
+    sync.signal vec, s4
+    sync.wait dma0, s4
+    dma.st ch0, r12, r1, r11, zero, zero, zero, zero, zero, zero
+    dma.st ch0, r14, r13, r8, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s5
+    sync.wait ctl, s5
+    halt
+)");
+  const std::vector<uint64_t> addresses = testing::bind_symbols(program);
+  uint16_t a[8][4], b[4][4];
+  for (int i = 0; i < 8; ++i)
+    for (int p = 0; p < 4; ++p) a[i][p] = isa::f32_to_bf16(float(i - p));
+  for (int p = 0; p < 4; ++p)
+    for (int j = 0; j < 4; ++j) b[p][j] = isa::f32_to_bf16(float(p * 4 + j + 1));
+  simulator.write_dram(addresses[0], a, sizeof a);
+  simulator.write_dram(addresses[1], b, sizeof b);
+  simulator.launch(program, 1, addresses);
+  const RunResult result = simulator.run(1'000'000);
+  ASSERT_FALSE(result.fault) << result.fault->to_string();
+  float twice[8][4], thrice[8][4];
+  uint16_t thrice_bf16[8][4];
+  simulator.read_dram(addresses[2], twice, sizeof twice);
+  simulator.read_dram(addresses[3], thrice, sizeof thrice);
+  simulator.read_dram(addresses[4], thrice_bf16, sizeof thrice_bf16);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float product = 0;
+      for (int p = 0; p < 4; ++p) product += float(i - p) * float(p * 4 + j + 1);
+      EXPECT_EQ(twice[i][j], 2 * product) << i << "," << j;
+      EXPECT_EQ(thrice[i][j], 3 * product) << i << "," << j;
+      EXPECT_EQ(thrice_bf16[i][j], isa::f32_to_bf16(3 * product)) << i << "," << j;
+    }
+}
+
+}  // namespace
+}  // namespace npu::sim
