@@ -64,6 +64,21 @@ class ChipContext {
     sc_core::wait(event | reset_event_);
     return generation == generation_ && !fault_;
   }
+  // The same for a list made by or_reset(): where a thread waits often, it
+  // keeps one (`event | reset` puts a new list on the heap at every wait:
+  // that was a twentieth of a timing-only run).
+  bool wait_for(const sc_core::sc_event_or_list& event_or_reset) {
+    const uint64_t generation = generation_;
+    sc_core::wait(event_or_reset);
+    return generation == generation_ && !fault_;
+  }
+  sc_core::sc_event_or_list or_reset(const sc_core::sc_event& event) const { return or_reset(event, reset_event_); }
+  static sc_core::sc_event_or_list or_reset(const sc_core::sc_event& event, const sc_core::sc_event& reset) {
+    sc_core::sc_event_or_list list(event);
+    list |= reset;
+    return list;
+  }
+  const sc_core::sc_event& reset_event() const { return reset_event_; }
   // The reset generation: work started in one generation is abandoned in the next.
   uint64_t generation() const { return generation_; }
   // Parks a thread whose work (started in generation `started`) was abandoned,
