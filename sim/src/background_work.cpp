@@ -20,6 +20,7 @@ uint64_t BackgroundWork::submit(std::function<void()> work) {
     std::unique_lock<std::mutex> lock(mutex_);
     work_done_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
     queue_.push_back(std::move(work));
+    queued_.fetch_add(1, std::memory_order_release);
   }
   work_ready_.notify_one();
   return ++submitted_;
@@ -36,6 +37,12 @@ void BackgroundWork::wait_for(uint64_t number) {
 void BackgroundWork::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    if (queue_.empty() && !stopping_) {
+      // The next item usually comes within microseconds: spin a little before sleeping (waking costs more).
+      lock.unlock();
+      for (int spin = 0; spin < kSpinsBeforeSleeping && queued_.load(std::memory_order_acquire) == done(); ++spin) _mm_pause();
+      lock.lock();
+    }
     work_ready_.wait(lock, [this] { return !queue_.empty() || stopping_; });
     if (queue_.empty()) return;  // stopping, and all done
     std::function<void()> work = std::move(queue_.front());

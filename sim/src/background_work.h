@@ -46,6 +46,8 @@ class BackgroundWork {
   std::exception_ptr error_;                  // the first an item threw (guarded by mutex_)
   uint64_t submitted_ = 0;                    // (the simulation's thread only)
   std::atomic<uint64_t> done_{0};
+  std::atomic<uint64_t> queued_{0};  // items submitted so far, for the thread's spinning
+  static constexpr int kSpinsBeforeSleeping = 2000;
   std::thread thread_;
 };
 
