@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <utility>
+
 namespace npu::sim {
 
 BackgroundWork::~BackgroundWork() {
@@ -31,7 +33,12 @@ void BackgroundWork::wait_for(uint64_t number) {
   for (int spin = 0; spin < 4096 && done() < number; ++spin) _mm_pause();
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [this, number] { return done() >= number || error_ != nullptr; });
-  if (error_) std::rethrow_exception(error_);
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void BackgroundWork::finish() noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_done_.wait(lock, [this] { return done() >= submitted_; });
 }
 
 void BackgroundWork::run() {

@@ -1,9 +1,9 @@
 // Arithmetic the simulation hands to a second host thread: the tensor core's
 // products (functional mode), so that they run while the simulation goes on.
 // Work runs one item at a time in the order it was submitted; whoever reads
-// or writes what an item writes waits for it first (LocalMemory::settle), so
+// or writes bytes an item uses waits for it first (LocalMemory::settle), so
 // every result is the one the simulation would compute itself, and no item
-// may read anything else the simulation can change.
+// may touch anything else the simulation can change.
 #pragma once
 
 #include <atomic>
@@ -30,9 +30,11 @@ class BackgroundWork {
   uint64_t submit(std::function<void()> work);
   // The number of the last item done (items finish in order).
   uint64_t done() const { return done_.load(std::memory_order_acquire); }
-  // Returns once item `number` is done; rethrows what an item threw.
+  // Returns once item `number` is done; rethrows what an item threw (once).
   void wait_for(uint64_t number);
   void wait_all() { wait_for(submitted_); }
+  // Returns once every item is done, whatever they threw (for destructors).
+  void finish() noexcept;
 
   static constexpr size_t kMaxQueued = 16;
 

@@ -41,7 +41,7 @@ Chip::Chip(sc_core::sc_module_name name, ChipContext& chip_context)
 }
 
 Chip::~Chip() {
-  background.wait_all();
+  background.finish();
   context.background = nullptr;
 }
 

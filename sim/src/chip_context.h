@@ -33,7 +33,7 @@ class ChipContext {
   // when functional; SimulatorOptions::timing_only_moves_data otherwise).
   const bool moves_data;
   ChipTrace* const trace; // null when not tracing
-  // Where the tensor core's products run in functional mode (LocalMemory::write_in_background); set by the Chip.
+  // Where the tensor core's products run in functional mode (LocalMemory::run_in_background); set by the Chip.
   BackgroundWork* background = nullptr;
 
   // The current cycle. Asked several times per memory request, at the same

@@ -50,6 +50,8 @@ TEST(BackgroundWork, AnItemsExceptionReachesTheNextWait) {
         }
       },
       std::runtime_error);
+  background.submit([] {});
+  EXPECT_NO_THROW(background.wait_all());  // (said once)
 }
 
 TEST(BackgroundWork, ItsDestructorFinishesWhatWasSubmitted) {
