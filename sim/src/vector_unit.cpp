@@ -95,11 +95,6 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
     end = std::max(end, local_.stream(operand.address, operand.bytes, operand.is_write, start, streaming_cycles));
   core_stats_.vector_elements += elements;
 
-  // Timing-only runs skip the float arithmetic (and so cannot check gather indices computed
-  // from floats). Integer results are computed all the same: they are cheap and rare, and they
-  // are what index arithmetic makes (i32 offsets, u8 masks of i32 comparisons), so that a
-  // dma.gather whose indices the chip computed from integers reads the functional run's rows
-  // (unless the run moves no data at all: no value can change an address, ChipContext::moves_data).
   if (context_.functional && op == Opcode::V_CVT && local_.in_background(operands[0].address, operands[0].bytes)) {
     // Converting results still being computed in the background (the tensor core's): the conversion
     // joins them there instead of waiting for them (it cannot fault on the values).
@@ -110,6 +105,12 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
                              [=] { functional::vector_convert(dtype, src_dtype, out, in, rows, cols); });
     return {end, std::nullopt, {}};
   }
+
+  // Timing-only runs skip the float arithmetic (and so cannot check gather indices computed
+  // from floats). Integer results are computed all the same: they are cheap and rare, and they
+  // are what index arithmetic makes (i32 offsets, u8 masks of i32 comparisons), so that a
+  // dma.gather whose indices the chip computed from integers reads the functional run's rows
+  // (unless the run moves no data at all: no value can change an address, ChipContext::moves_data).
   if (context_.functional || (context_.moves_data && !isa::dtype_is_float(dtype))) {
     functional::KernelError error;
     for (const Operand& operand : operands) local_.settle(operand.address, operand.bytes);
