@@ -4,6 +4,10 @@
 // or writes bytes an item uses waits for it first (LocalMemory::settle), so
 // every result is the one the simulation would compute itself, and no item
 // may touch anything else the simulation can change.
+//
+// fork() copies only the thread that calls it: every BackgroundWork finishes
+// its items before a fork, and in the child runs later items at once, on the
+// thread that submits them (a forked DataLoader worker, say, keeps working).
 #pragma once
 
 #include <atomic>
@@ -12,6 +16,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -19,7 +24,7 @@ namespace npu::sim {
 
 class BackgroundWork {
  public:
-  BackgroundWork() = default;
+  BackgroundWork();
   BackgroundWork(const BackgroundWork&) = delete;
   BackgroundWork& operator=(const BackgroundWork&) = delete;
   ~BackgroundWork();  // finishes what was submitted
@@ -39,6 +44,7 @@ class BackgroundWork {
   static constexpr size_t kMaxQueued = 16;
 
  private:
+  friend struct ForkHandlers;
   void run();
 
   std::mutex mutex_;
@@ -50,7 +56,8 @@ class BackgroundWork {
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> queued_{0};  // items submitted so far, for the thread's spinning
   static constexpr int kSpinsBeforeSleeping = 2000;
-  std::thread thread_;
+  std::unique_ptr<std::thread> thread_;  // null until the first item
+  bool forked_ = false;                  // in a child of fork(): no thread, items run at once
 };
 
 }  // namespace npu::sim
