@@ -1,6 +1,11 @@
 #include "simulator_link.h"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstring>
+#include <new>
+#include <utility>
 #include <future>
 #include <stdexcept>
 #include <vector>
@@ -14,6 +19,25 @@
 
 namespace npu {
 
+namespace {
+
+// How many times this process's line of ancestors forked since it started:
+// a fork() child handler counts them (registered once, at the first link).
+std::atomic<unsigned> g_forks{0};
+unsigned fork_count() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, [] { g_forks.fetch_add(1); }) == 0;
+  (void)registered;
+  return g_forks.load();
+}
+
+// What a forked child cannot free: the thread (and the simulator it built), which only its parent has.
+void keep_forever(std::unique_ptr<std::thread> thread, std::unique_ptr<sim::Simulator> simulator) {
+  static auto* kept = new std::vector<std::pair<std::thread*, sim::Simulator*>>;  // (reachable: not a leak)
+  kept->emplace_back(thread.release(), simulator.release());
+}
+
+}  // namespace
+
 SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(options.trace_path) {
   sim::ChipConfig chip;
   try {
@@ -22,7 +46,8 @@ SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(
     throw Error(e.what());
   }
   if (!trace_path_.empty()) trace_ = std::make_unique<trace::Trace>();
-  thread_ = std::thread(&SimulatorLink::run, this, chip, options.functional);
+  forks_at_open_ = fork_count();
+  thread_ = std::make_unique<std::thread>(&SimulatorLink::run, this, chip, options.functional);
   try {
     call([](sim::Simulator&) {});  // returns once the chip is built, or throws why it could not be
   } catch (...) {
@@ -31,12 +56,27 @@ SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(
       stopping_ = true;
     }
     wake_.notify_all();
-    thread_.join();
+    thread_->join();
     throw;
   }
 }
 
+bool SimulatorLink::in_forked_child() const { return fork_count() != forks_at_open_; }
+
+void SimulatorLink::throw_forked() {
+  throw Error("the simulated device belongs to the process that opened it: its simulation thread does not survive fork(); "
+              "open the device in this process instead (or start worker processes with the 'spawn' method)");
+}
+
 SimulatorLink::~SimulatorLink() {
+  if (in_forked_child()) {
+    // The parent's thread may have held the lock or waited on wake_ when it forked: fresh ones, and
+    // nothing of the chip is touched (its SystemC objects belong to a thread this process has not got).
+    new (&mutex_) std::mutex;
+    new (&wake_) std::condition_variable;
+    keep_forever(std::move(thread_), std::move(simulator_));
+    return;
+  }
   if (trace_) {
     try {
       call([this](sim::Simulator&) { write_trace_now(""); });
@@ -49,7 +89,7 @@ SimulatorLink::~SimulatorLink() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_ && thread_->joinable()) thread_->join();
 }
 
 void SimulatorLink::run(const sim::ChipConfig& config, bool functional) {
@@ -77,6 +117,7 @@ void SimulatorLink::run(const sim::ChipConfig& config, bool functional) {
 }
 
 void SimulatorLink::post(std::function<void(sim::Simulator&)> task) {
+  if (in_forked_child()) throw_forked();
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw Error("the simulated device is shut down");
@@ -94,6 +135,7 @@ void SimulatorLink::post(std::function<void(sim::Simulator&)> task) {
 }
 
 void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) {
+  if (in_forked_child()) throw_forked();
   std::promise<void> done;
   std::future<void> result = done.get_future();
   {

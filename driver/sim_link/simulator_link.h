@@ -5,7 +5,8 @@
 // (queued, and the caller goes on), the way a real device answers a driver.
 // Simulated time advances only while the link works on a call, so a run is
 // deterministic whatever the host threads do. The public interface names no
-// SystemC type.
+// SystemC type. fork() does not copy that thread: in a forked child every
+// call throws npu::Error saying so (it would otherwise wait forever).
 #pragma once
 
 #include <condition_variable>
@@ -67,6 +68,9 @@ class SimulatorLink : public DeviceLink {
   // when it has run; exceptions thrown by it (or by an earlier posted write)
   // are rethrown here.
   void call(const std::function<void(sim::Simulator&)>& task);
+  // Whether this process is a fork() of the one that opened the link (which
+  // then cannot be used here).
+  bool in_forked_child() const;
 
  private:
   struct HostSpan {
@@ -76,6 +80,7 @@ class SimulatorLink : public DeviceLink {
   };
   void run(const sim::ChipConfig& config, bool functional);
   void post(std::function<void(sim::Simulator&)> task);
+  [[noreturn]] static void throw_forked();
   uint64_t host_track(const std::string& name);  // on the simulation thread
   void write_trace_now(const std::string& path);  // on the simulation thread
 
@@ -91,7 +96,8 @@ class SimulatorLink : public DeviceLink {
   uint64_t host_process_track_ = 0;
   std::map<std::string, uint64_t> host_tracks_;
   std::map<std::string, std::deque<HostSpan>> open_spans_;
-  std::thread thread_;
+  std::unique_ptr<std::thread> thread_;
+  unsigned forks_at_open_ = 0;  // fork_count() when opened
 };
 
 }  // namespace npu

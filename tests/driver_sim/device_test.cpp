@@ -1,7 +1,10 @@
 // Device and Buffer over the simulated chip: identity, memory, copies, threads.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -147,3 +150,36 @@ int sc_main(int argc, char* argv[]) {
 }
 
 NPUSIM_SYSTEMC_MAIN
+
+namespace npu {
+namespace {
+
+// fork() copies only the calling thread, not the link's simulation thread: in
+// the child every call is an npu::Error saying so (it had waited forever), and
+// closing the link there neither hangs nor touches the parent's chip.
+TEST(SimulatorLink, AForkedChildIsToldItCannotUseTheParentsDevice) {
+  auto link = std::make_unique<SimulatorLink>("tiny");
+  const uint32_t id = link->read_register(0);
+  EXPECT_FALSE(link->in_forked_child());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = link->in_forked_child() ? 0 : 10;
+    try {
+      link->read_register(0);
+      code = 11;
+    } catch (const Error& error) {
+      if (std::string(error.what()).find("fork()") == std::string::npos) code = 12;
+    }
+    link.reset();
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(link->read_register(0), id);  // the parent's link still answers
+}
+
+}  // namespace
+}  // namespace npu

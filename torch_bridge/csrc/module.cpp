@@ -27,6 +27,7 @@ PYBIND11_MODULE(_C, m) {
                                          {"total_allocations", double(s.total_allocations)}};
   });
   m.def("is_initialized", &npusim::Runtime::started);
+  m.def("in_bad_fork", &npusim::Runtime::in_bad_fork, "Whether the device was opened before this process was forked (and so cannot be used here).");
   m.def("default_generator", [] { return npusim::default_npu_generator(); }, "The npu's default torch.Generator (seed and counter offset).");
   m.def("synchronize", [] { npusim::Runtime::get().synchronize(); });
   m.def("fallback_stats", [] { return npusim::Runtime::get().fallback_stats(); });

@@ -60,6 +60,12 @@ bool Runtime::started() {
   return g_started;
 }
 
+bool Runtime::in_bad_fork() {
+  if (!started()) return false;
+  auto* link = dynamic_cast<npu::SimulatorLink*>(&get().device().link());
+  return link != nullptr && link->in_forked_child();
+}
+
 Runtime& Runtime::get() {
   static Runtime* runtime = new Runtime();  // never destroyed: tensors may outlive static destruction
   return *runtime;

@@ -41,6 +41,9 @@ class Runtime {
   static bool configure(const std::string& config, const std::string& trace_path, bool timing_only,
                         int64_t sram_pool_bytes_per_core = kDefaultSramPool, const std::string& dma_timing = "");
   static bool started();
+  // Whether the device was opened by the process this one forked from: it
+  // cannot be used here (its simulation thread stayed in that process).
+  static bool in_bad_fork();
 
   npu::Device& device() { return *device_; }
   const std::shared_ptr<npu::Device>& shared_device() { return device_; }

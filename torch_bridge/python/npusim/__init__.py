@@ -120,7 +120,7 @@ class _DeviceModule:
 
     @staticmethod
     def _is_in_bad_fork() -> bool:
-        return False
+        return _C.in_bad_fork()
 
     # torch.accelerator's: the guard's synchronizeDevice, and a function Dynamo traces into the graph.
     synchronize = staticmethod(torch.accelerator.synchronize)
@@ -225,7 +225,7 @@ class _DeviceModule:
 
     @staticmethod
     def _is_in_bad_fork() -> bool:
-        return False
+        return _C.in_bad_fork()
 
 
 def _register() -> None:
@@ -245,6 +245,7 @@ if _C is not None:
     from .explain import explain  # noqa: E402
     from . import export  # noqa: E402,F401  (npusim.export.compile / run: packages for npu-run)
     from .profile import profile  # noqa: E402
-    # The device lives until the process ends; its trace is written on the way out.
-    atexit.register(_C.write_trace)
+    # The device lives until the process ends; its trace is written on the way out (by the process that
+    # opened it: a forked child cannot reach it).
+    atexit.register(lambda: None if _C.in_bad_fork() else _C.write_trace())
 
