@@ -4,10 +4,10 @@
 
 #include <atomic>
 #include <cstring>
-#include <new>
-#include <utility>
 #include <future>
+#include <new>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "npusim/driver/errors.h"
@@ -65,7 +65,7 @@ bool SimulatorLink::in_forked_child() const { return fork_count() != forks_at_op
 
 void SimulatorLink::throw_forked() {
   throw Error("the simulated device belongs to the process that opened it: its simulation thread does not survive fork(); "
-              "open the device in this process instead (or start worker processes with the 'spawn' method)");
+              "do device work in the process that opened it (or start worker processes with the 'spawn' method)");
 }
 
 SimulatorLink::~SimulatorLink() {
