@@ -77,14 +77,16 @@ uint64_t BackgroundWork::submit(std::function<void()> work) {
     return submitted_;
   }
   if (!thread_) thread_ = std::make_unique<std::thread>([this] { run(); });
+  uint64_t number;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     work_done_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
     queue_.push_back(std::move(work));
     queued_.fetch_add(1, std::memory_order_release);
+    number = ++submitted_;
   }
   work_ready_.notify_one();
-  return ++submitted_;
+  return number;
 }
 
 void BackgroundWork::wait_for(uint64_t number) {

@@ -52,7 +52,7 @@ class BackgroundWork {
   std::deque<std::function<void()>> queue_;  // (guarded by mutex_)
   bool stopping_ = false;                     // (guarded by mutex_)
   std::exception_ptr error_;                  // the first an item threw (guarded by mutex_)
-  uint64_t submitted_ = 0;                    // (the simulation's thread only)
+  uint64_t submitted_ = 0;                    // (written by the simulating thread, under mutex_: a fork reads it)
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> queued_{0};  // items submitted so far, for the thread's spinning
   static constexpr int kSpinsBeforeSleeping = 2000;
