@@ -146,6 +146,14 @@ uint64_t DmaEngine::request(Space src_space, uint64_t src, Space dst_space, uint
   return done;
 }
 
+void DmaEngine::add_request_stalls(uint64_t requests) {
+  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
+  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, context_.config.core.dma.max_outstanding_requests));
+  add_stall(StallReason::Noc, noc_wait_ / depth);
+  add_stall(StallReason::Dram, dram_wait_ / depth);
+  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+}
+
 DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   const isa::Opcode op = command.opcode;
   Space src_space = Space::Global, dst_space = Space::Local;
@@ -251,11 +259,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
       }
     }
   }
-  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
-  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, config.max_outstanding_requests));
-  add_stall(StallReason::Noc, noc_wait_ / depth);
-  add_stall(StallReason::Dram, dram_wait_ / depth);
-  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+  add_request_stalls(requests);
 
   if (op == isa::Opcode::DMA_SEND) {
     if (!context_.wait_until(end)) return {end, std::nullopt, {}};

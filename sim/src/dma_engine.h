@@ -129,6 +129,8 @@ class DmaEngine : public Engine {
   TimingExtension timing_;
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
+  // Adds the transfer's waits (above) to the stall statistics, for its `requests` requests.
+  void add_request_stalls(uint64_t requests);
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
   std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel

@@ -140,11 +140,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
     }
   }
   if (step_requests > 0 && !finish_step()) return {end, std::nullopt, {}};
-  // Requests overlap up to max_outstanding deep: spread the waits they met over that depth.
-  const uint64_t depth = std::max<uint64_t>(1, std::min<uint64_t>(requests, config.max_outstanding_requests));
-  add_stall(StallReason::Noc, noc_wait_ / depth);
-  add_stall(StallReason::Dram, dram_wait_ / depth);
-  add_stall(StallReason::SramBankConflict, sram_wait_ / depth);
+  add_request_stalls(requests);
   return {end, std::nullopt, {}};
 }
 
