@@ -78,6 +78,8 @@ class DmaEngine : public Engine {
   void add_to_copy(PendingCopy& copy, bool load, uint64_t global, uint64_t local, uint64_t bytes);
   // Moves what `copy` holds (from DRAM to the scratchpad for a load) and empties it.
   void move_copy(PendingCopy& copy, bool load);
+  // Adds a transfer's waits (noc_wait_, dram_wait_, sram_wait_) to the stall statistics, for its `requests` requests.
+  void add_request_stalls(uint64_t requests);
 
   // DmaTiming::PerStep (dma_steps.cpp): a transfer between DRAM at `global`
   // and the scratchpad at `local` (a load when `load`), every row inside them
@@ -129,8 +131,6 @@ class DmaEngine : public Engine {
   TimingExtension timing_;
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
-  // Adds the transfer's waits (above) to the stall statistics, for its `requests` requests.
-  void add_request_stalls(uint64_t requests);
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
   std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel
