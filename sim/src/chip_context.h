@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "npusim/sim/chip_config.h"
 #include "npusim/sim/fault.h"
@@ -50,12 +52,25 @@ class ChipContext {
     const uint64_t now = now_cycle();
     return cycle > now ? cycles(cycle - now) : sc_core::SC_ZERO_TIME;
   }
-  // From an SC_THREAD: advance simulated time to `cycle`. Returns false when
-  // the run faulted or the chip was reset meanwhile: the caller abandons its work.
-  bool wait_until(uint64_t cycle) {
+  // A thread's own event for its timed waits (wait_until), made once per
+  // thread; reset() notifies every one. (A timed wait that also listened to
+  // the reset event would put the thread on that event's list and search it
+  // out again at every wait, with every waiting thread of the chip on it:
+  // a twentieth of a timing-only run.)
+  sc_core::sc_event& new_timer() {
+    timers_.push_back(std::make_unique<sc_core::sc_event>());
+    return *timers_.back();
+  }
+  // From an SC_THREAD, with its timer: advance simulated time to `cycle`. Returns
+  // false when the run faulted or the chip was reset meanwhile: the caller
+  // abandons its work.
+  bool wait_until(uint64_t cycle, sc_core::sc_event& timer) {
     const uint64_t generation = generation_;
     const uint64_t now = now_cycle();
-    if (cycle > now) sc_core::wait(cycles(cycle - now), reset_event_);
+    if (cycle > now) {
+      timer.notify(cycles(cycle - now));
+      sc_core::wait(timer);
+    }
     return generation == generation_ && !fault_;
   }
   // From an SC_THREAD: wait for `event`; false as for wait_until.
@@ -91,6 +106,7 @@ class ChipContext {
     ++generation_;
     fault_.reset();
     reset_event_.notify(sc_core::SC_ZERO_TIME);
+    for (const auto& timer : timers_) timer->notify(sc_core::SC_ZERO_TIME);  // (an earlier notification replaces a later one)
   }
   uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + per_cycle_.quotient(offset_from_now.value()); }
 
@@ -116,6 +132,7 @@ class ChipContext {
   std::optional<FaultRecord> fault_;
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};
+  std::vector<std::unique_ptr<sc_core::sc_event>> timers_;
 };
 
 }  // namespace npu::sim

@@ -9,7 +9,7 @@ using isa::Opcode;
 
 ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
                          EngineStats& stats, uint64_t trace_track)
-    : sc_module(name), context_(context), core_(core), semaphores_(semaphores), stats_(stats), trace_track_(trace_track) {
+    : sc_module(name), context_(context), timer_(context.new_timer()), core_(core), semaphores_(semaphores), stats_(stats), trace_track_(trace_track) {
   stats_.name = "control";
   SC_THREAD(run);
 }
@@ -111,7 +111,7 @@ void ControlUnit::execute_program() {
     }
     if (local_cycle_ >= context_.now_cycle() + context_.config.simulation.quantum_cycles) {
       // Bound the run-ahead, so that a scalar-only loop still lets time (and the watchdog) advance.
-      if (!context_.wait_until(local_cycle_)) return;
+      if (!context_.wait_until(local_cycle_, timer_)) return;
     }
     const isa::Instruction& in = *decoded;
     const auto& ops = in.operands;
@@ -191,7 +191,7 @@ void ControlUnit::execute_program() {
         break;
       }
       case Opcode::FENCE: {
-        if (!context_.wait_until(local_cycle_)) return;
+        if (!context_.wait_until(local_cycle_, timer_)) return;
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "fence";
         if (!drain()) return;
@@ -199,7 +199,7 @@ void ControlUnit::execute_program() {
         break;
       }
       case Opcode::BARRIER: {
-        if (!context_.wait_until(local_cycle_)) return;
+        if (!context_.wait_until(local_cycle_, timer_)) return;
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "barrier " + std::to_string(ops[0]);
         if (!launch_.barrier->arrive(static_cast<unsigned>(ops[0]), context_)) return;
@@ -207,7 +207,7 @@ void ControlUnit::execute_program() {
         break;
       }
       case Opcode::HALT: {
-        if (!context_.wait_until(local_cycle_)) return;
+        if (!context_.wait_until(local_cycle_, timer_)) return;
         const uint64_t since = context_.now_cycle();
         blocked_on_ = "halt (draining engine queues)";
         if (!drain()) return;
@@ -224,7 +224,7 @@ void ControlUnit::execute_program() {
         const bool is_sync = in.opcode == Opcode::SIGNAL || in.opcode == Opcode::WAIT;
         const auto engine_id = is_sync ? static_cast<isa::EngineId>(ops[0]) : isa::EngineId::Ctl;
         if (is_sync && engine_id == isa::EngineId::Ctl) {
-          if (!context_.wait_until(local_cycle_)) return;
+          if (!context_.wait_until(local_cycle_, timer_)) return;
           const auto semaphore = static_cast<unsigned>(ops[1]);
           if (in.opcode == Opcode::SIGNAL) {
             semaphores_.signal(semaphore, false);
@@ -273,7 +273,7 @@ void ControlUnit::execute_program() {
           command.operands[target_core] = (*launch_.cores)[static_cast<size_t>(id)];
         }
         if (target->full()) {
-          if (!context_.wait_until(local_cycle_)) return;
+          if (!context_.wait_until(local_cycle_, timer_)) return;
           const uint64_t since = context_.now_cycle();
           full_queue_ = target;
           while (target->full())

@@ -64,10 +64,10 @@ class ControlUnit : public sc_core::sc_module {
   void execute_program();
   Engine* engine_for(isa::EngineId id) const;
   void fault(FaultKind kind, const std::string& message, uint64_t word);
-  void sync() { context_.wait_until(local_cycle_); }
   bool drain();  // waits until every engine is idle; false on fault
 
   ChipContext& context_;
+  sc_core::sc_event& timer_;  // for this thread's timed waits (ChipContext::wait_until)
   const unsigned core_;
   Semaphores& semaphores_;
   EngineStats& stats_;

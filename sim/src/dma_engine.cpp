@@ -255,14 +255,14 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
       if (bytes_since_yield >= config.step_bytes) {
         // Let the rest of the chip catch up before issuing further ahead.
         bytes_since_yield = 0;
-        if (!context_.wait_until(issue)) return {end, std::nullopt, {}};
+        if (!context_.wait_until(issue, timer_)) return {end, std::nullopt, {}};
       }
     }
   }
   add_request_stalls(requests);
 
   if (op == isa::Opcode::DMA_SEND) {
-    if (!context_.wait_until(end)) return {end, std::nullopt, {}};
+    if (!context_.wait_until(end, timer_)) return {end, std::nullopt, {}};
     directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
   }
   return {end, std::nullopt, {}};

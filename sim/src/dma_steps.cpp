@@ -89,7 +89,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
     end = std::max(end, time_step(load, step_issue));
     step_bytes = step_requests = 0;
     // Let the rest of the chip catch up before issuing further ahead.
-    return context_.wait_until(next_issue - 1);
+    return context_.wait_until(next_issue - 1, timer_);
   };
   // Rows as (source offset, destination offset): the DRAM side is the source of a load.
   for (uint64_t src_offset, dst_offset; rows.next(&src_offset, &dst_offset);) {

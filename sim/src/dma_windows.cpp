@@ -102,7 +102,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     spacing_256ths = std::max<uint64_t>(256, completion_256ths);
     window_start = std::max(last_issue + 1, times.first_done);
     index = 0;
-    return context_.wait_until(last_issue);
+    return context_.wait_until(last_issue, timer_);
   };
   // Counts a piece into its channel's share of the window: requests to one channel, all in one DRAM row, the
   // first and the last at these indices of the window.
@@ -258,7 +258,8 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
         if (span_step != 0) groups = std::min((run - row) / group, (window_requests - index) / (group * row_requests));
       }
       for (const SharePiece& piece : row_pieces) count_groups(piece, group, groups, span_step, group_local, row_span);
-      for (uint64_t i = 0; i < group * groups; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
+      if (timing_.move_data)
+        for (uint64_t i = 0; i < group * groups; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
       index += groups * group * row_requests;
       requests += groups * group * row_requests;
       row += groups * group;

@@ -11,6 +11,7 @@ Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core
                EngineStats& stats, uint64_t trace_track)
     : sc_module(name),
       context_(context),
+      timer_(context.new_timer()),
       core_(core),
       semaphores_(semaphores),
       stats_(stats),
@@ -96,7 +97,7 @@ void Engine::run() {
 bool Engine::wait_for_results() {
   const uint64_t start = context_.now_cycle(), ready = results_ready_cycle();
   if (ready <= start) return true;
-  if (!context_.wait_until(ready)) return false;
+  if (!context_.wait_until(ready, timer_)) return false;
   // The wait is the engine's own work (the tensor core's drain): busy, and a span of its own.
   stats_.busy_cycles += ready - start;
   if (context_.trace) context_.trace->named_span(trace_track_, start, ready, "drain", {});
@@ -104,7 +105,7 @@ bool Engine::wait_for_results() {
 }
 
 bool Engine::serve(const Command& command) {
-  if (!context_.wait_until(command.dispatch_cycle)) return false;
+  if (!context_.wait_until(command.dispatch_cycle, timer_)) return false;
   const uint64_t start = context_.now_cycle();
   if (command.opcode == isa::Opcode::WAIT) {
     const auto semaphore = static_cast<unsigned>(command.operands[1]);
@@ -136,7 +137,7 @@ bool Engine::serve(const Command& command) {
     context_.raise_fault(std::move(*outcome.fault));
     return false;
   }
-  if (!context_.wait_until(outcome.end_cycle)) return false;
+  if (!context_.wait_until(outcome.end_cycle, timer_)) return false;
   ++stats_.instructions;
   stats_.busy_cycles += outcome.end_cycle - start;
   if (context_.trace) {

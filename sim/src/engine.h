@@ -6,7 +6,6 @@
 
 #include <systemc>
 
-#include <deque>
 #include <optional>
 #include <string>
 
@@ -14,6 +13,7 @@
 #include "command.h"
 #include "npusim/sim/fault.h"
 #include "npusim/sim/stats.h"
+#include "ring.h"
 #include "semaphores.h"
 
 namespace npu::sim {
@@ -41,7 +41,7 @@ class Engine : public sc_core::sc_module {
   struct Outcome {
     uint64_t end_cycle = 0;
     std::optional<FaultRecord> fault;
-    std::string span_name;  // defaults to the mnemonic
+    std::string span_name;  // in the trace (left empty without one); defaults to the mnemonic
   };
   // Runs one instruction starting at `start` (the current cycle): applies its
   // effect and returns when it ends. May wait() (e.g. a DMA pacing its requests).
@@ -60,6 +60,7 @@ class Engine : public sc_core::sc_module {
   void add_stall(StallReason reason, uint64_t cycles) { stats_.stall_cycles[static_cast<size_t>(reason)] += cycles; }
 
   ChipContext& context_;
+  sc_core::sc_event& timer_;  // for this thread's timed waits (ChipContext::wait_until)
   const unsigned core_;
   Semaphores& semaphores_;
   EngineStats& stats_;
@@ -73,7 +74,7 @@ class Engine : public sc_core::sc_module {
 
   std::string display_name_;
   uint64_t trace_track_;
-  std::deque<Command> queue_;
+  Ring<Command> queue_;
   size_t capacity_;
   bool busy_ = false;
   int waiting_on_ = -1;
@@ -86,7 +87,7 @@ class Engine : public sc_core::sc_module {
     uint64_t cycle;
     unsigned semaphore;
   };
-  std::deque<DeferredSignal> deferred_signals_;
+  Ring<DeferredSignal> deferred_signals_;
   sc_core::sc_event deferred_signal_due_;
 };
 

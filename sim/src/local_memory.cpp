@@ -13,9 +13,15 @@ namespace npu::sim {
 LocalMemory::LocalMemory(sc_core::sc_module_name name, ChipContext& context, CoreStats& stats)
     : sc_module(name), socket("socket"), context_(context), stats_(stats) {
   const CoreConfig& core = context.config.core;
-  for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}})
-    *memory = {config, ZeroedBytes(config->size_bytes, "local memory"), std::vector<BankTimeline>(config->banks), std::vector<BankShare>(config->banks),
-               Divider(config->bank_width_bytes), Divider(config->bytes_per_cycle()), Divider(config->banks)};
+  for (auto [memory, config] : {std::pair{&scratchpad_, &core.scratchpad}, std::pair{&accumulator_, &core.accumulator}}) {
+    memory->config = config;
+    memory->bytes = ZeroedBytes(config->size_bytes, "local memory");
+    memory->banks.resize(config->banks);
+    memory->shares.resize(config->banks);
+    memory->bank_width = Divider(config->bank_width_bytes);
+    memory->bytes_per_cycle = Divider(config->bytes_per_cycle());
+    memory->bank_count = Divider(config->banks);
+  }
   socket.register_b_transport(this, &LocalMemory::b_transport);
 }
 
@@ -118,17 +124,12 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   const BankSpan span = begin(address, bytes, is_write, &touched);
   Memory& memory = *touched;
   BankTimeline* const banks = memory.banks.data();
-  const BankShare* const shares = memory.shares.data();
   // What streams leave of the banks' bandwidth: the access is slower by their
   // largest share. And whether the banks are all free from `ready` on, as
   // they usually are: then the access starts at once.
-  uint64_t share = 0;
+  const uint64_t share = largest_share(memory, span, ready);
   bool all_free = true;
-  const auto survey = [&](uint64_t bank) {
-    if (shares[bank].until > ready) share = std::max(share, shares[bank].share);
-    all_free = all_free && banks[bank].free_from(ready);
-  };
-  span.each(survey);
+  span.each([&](uint64_t bank) { all_free = all_free && banks[bank].free_from(ready); });
   const uint64_t full_width_cycles = access_cycles(address, bytes);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   // Otherwise the first cycle from which every bank it touches is free (other DMA requests hold them).
@@ -156,10 +157,7 @@ uint64_t LocalMemory::burst(uint64_t address, uint64_t bytes, uint64_t full_widt
   if (bytes == 0) return ready;
   Memory* touched;
   const BankSpan span = begin(address, bytes, is_write, &touched);
-  const BankShare* const shares = touched->shares.data();
-  uint64_t share = 0;
-  // (A select, not a branch: which banks' shares have run out is unpredictable.)
-  span.each([&](uint64_t bank) { share = std::max(share, shares[bank].until > ready ? shares[bank].share : 0); });
+  const uint64_t share = largest_share(*touched, span, ready);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   if (wait_cycles) *wait_cycles = cycles > duration ? cycles - std::max(duration, full_width_cycles) : 0;
   return ready + std::max(cycles, duration);
@@ -176,14 +174,33 @@ uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, ui
   // Streams sharing a bank add up, to at most 7/8 of it, so that DMA requests still get through.
   const uint64_t share = std::min<uint64_t>(kShareUnit, ceil_div(bytes * kShareUnit, span_bytes_per_cycle * duration));
   const uint64_t until = ready + duration;
-  BankShare* const shares = memory.shares.data();
-  const auto take = [&](uint64_t bank) {
-    BankShare& s = shares[bank];
+  const auto take = [&](BankShare& s) {
     s.share = std::min<uint64_t>(kShareUnit * 7 / 8, (s.until > ready ? s.share : 0) + share);
     s.until = std::max(s.until, until);
   };
-  span.each(take);
+  if (span.size() == memory.config->banks && (memory.shares_uniform || memory.shares_until <= ready)) {
+    // Every bank's share was the same (or every one had run out, as if none): so it is after.
+    if (!memory.shares_uniform) memory.uniform_share = BankShare{};
+    take(memory.uniform_share);
+    memory.shares_uniform = true;
+  } else {
+    if (memory.shares_uniform) std::fill(memory.shares.begin(), memory.shares.end(), memory.uniform_share);
+    memory.shares_uniform = false;
+    BankShare* const shares = memory.shares.data();
+    span.each([&](uint64_t bank) { take(shares[bank]); });
+  }
+  memory.shares_until = std::max(memory.shares_until, until);
   return until;
+}
+
+uint64_t LocalMemory::largest_share(const Memory& memory, const BankSpan& span, uint64_t ready) {
+  if (memory.shares_until <= ready) return 0;
+  if (memory.shares_uniform) return memory.uniform_share.until > ready ? memory.uniform_share.share : 0;
+  const BankShare* const shares = memory.shares.data();
+  uint64_t share = 0;
+  // (A select, not a branch: which banks' shares have run out is unpredictable.)
+  span.each([&](uint64_t bank) { share = std::max(share, shares[bank].until > ready ? shares[bank].share : 0); });
+  return share;
 }
 
 void LocalMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

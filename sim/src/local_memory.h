@@ -99,24 +99,31 @@ class LocalMemory : public sc_core::sc_module {
   };
   static constexpr uint64_t kShareUnit = 1024;
   struct Memory {
-    const SramConfig* config;
+    const SramConfig* config = nullptr;
     ZeroedBytes bytes;
     std::vector<BankTimeline> banks;  // DMA requests' reservations
-    std::vector<BankShare> shares;     // streams, per bank
+    std::vector<BankShare> shares;     // streams, per bank (not while shares_uniform)
     Divider bank_width, bytes_per_cycle, bank_count;  // the config's, for the per-access arithmetic
+    uint64_t shares_until = 0;  // the latest `until` of any bank's share: from then on no bank is shared
+    // Whether every bank's share is uniform_share, as streams over all the banks (a tensor core's
+    // operands, most vector operands) leave them: then they are kept once, not per bank.
+    bool shares_uniform = true;
+    BankShare uniform_share;
   };
   struct BankSpan {
     uint64_t first, to_end, wrapped;  // banks first .. first + to_end - 1, then 0 .. wrapped - 1
     uint64_t size() const { return to_end + wrapped; }
-    // Calls f(bank) for each bank of the span, without a modulo per bank. (One
-    // call site, so that the compiler inlines f: it runs for every bank of
-    // every DMA request.)
+    // Calls f(bank) for each bank of the span, without a modulo per bank. (It
+    // runs for every bank of every DMA request: two plain loops, f inlined.)
     template <typename F>
     void each(F&& f) const {
-      for (uint64_t i = 0, bank = first; i < to_end + wrapped; ++i, bank = i == to_end ? 0 : bank + 1) f(bank);
+      for (uint64_t bank = first; bank < first + to_end; ++bank) f(bank);
+      for (uint64_t bank = 0; bank < wrapped; ++bank) f(bank);
     }
   };
   BankSpan bank_span(const Memory& memory, uint64_t offset, uint64_t bytes) const;
+  // The largest share streams hold of a bank in `span` at `ready` (0: none).
+  static uint64_t largest_share(const Memory& memory, const BankSpan& span, uint64_t ready);
   // Counts an access of `bytes` at `address` in the statistics; its memory and the banks it touches.
   BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
