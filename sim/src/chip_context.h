@@ -55,8 +55,8 @@ class ChipContext {
   // A thread's own event for its timed waits (wait_until), made once per
   // thread; reset() notifies every one. (A timed wait that also listened to
   // the reset event would put the thread on that event's list and search it
-  // out again at every wait, with every waiting thread of the chip on it:
-  // a twentieth of a timing-only run.)
+  // out again at every wait, with every waiting thread of the chip on it: a
+  // few percent of a timing-only run.)
   sc_core::sc_event& new_timer() {
     timers_.push_back(std::make_unique<sc_core::sc_event>());
     return *timers_.back();

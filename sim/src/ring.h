@@ -26,7 +26,7 @@ class Ring {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --size_;
   }
-  void clear() { head_ = size_ = 0; }
+  void clear() { head_ = size_ = 0; }  // (the elements stay until overwritten: for plain values)
 
  private:
   void grow() {
