@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "npusim/sim/chip_config.h"
@@ -26,8 +28,8 @@ class ChipContext {
         functional(is_functional),
         moves_data(is_functional || timing_only_moves_data),
         trace(chip_trace),
-        cycle_ps_(chip_config.cycle_ps()),
-        per_cycle_(cycle_ps_) {}
+        units_per_cycle_(chip_config.cycle_ps() * units_per_ps()),
+        per_cycle_(units_per_cycle_) {}
 
   const ChipConfig& config;
   const bool functional;  // false: timing only, the tensor core and vector unit skip their arithmetic
@@ -42,35 +44,74 @@ class ChipContext {
   // time: the kernel's clock is read inline (sc_time_stamp() is an out-of-line
   // call) and the last conversion is remembered.
   uint64_t now_cycle() const {
-    const uint64_t now_ps = sc_core::sc_get_curr_simcontext()->time_stamp().value();
-    if (now_ps != converted_ps_) converted_ps_ = now_ps, converted_cycle_ = per_cycle_.quotient(now_ps);
+    const uint64_t now = sc_core::sc_get_curr_simcontext()->time_stamp().value();
+    if (now != converted_units_) converted_units_ = now, converted_cycle_ = per_cycle_.quotient(now);
     return converted_cycle_;
   }
-  sc_core::sc_time cycles(uint64_t count) const { return sc_core::sc_time::from_value(count * cycle_ps_); }
-  // Delay (relative to now) until `cycle`, zero if it has passed.
+  sc_core::sc_time cycles(uint64_t count) const { return sc_core::sc_time::from_value(count * units_per_cycle_); }
+  // The first cycle the kernel's time cannot reach.
+  uint64_t cycle_limit() const { return UINT64_MAX / units_per_cycle_; }
+  // Delay (relative to now) until `cycle`, zero if it has passed: whole cycles,
+  // for the delays a TLM transport annotates (cycle_of() reads them back).
   sc_core::sc_time until(uint64_t cycle) const {
     const uint64_t now = now_cycle();
     return cycle > now ? cycles(cycle - now) : sc_core::SC_ZERO_TIME;
   }
-  // A thread's own event for its timed waits (wait_until), made once per
-  // thread; reset() notifies every one. (A timed wait that also listened to
-  // the reset event would put the thread on that event's list and search it
-  // out again at every wait, with every waiting thread of the chip on it: a
-  // few percent of a timing-only run.)
-  sc_core::sc_event& new_timer() {
-    timers_.push_back(std::make_unique<sc_core::sc_event>());
+
+  // Wake slots: where in a cycle timed wake-ups fall. Every event that is
+  // notified for a later cycle has a slot of its own, a fixed offset into
+  // the cycle (kernel time units: femtoseconds under a Simulator), handed out
+  // in construction order. So threads that wake in the same cycle run one
+  // after another in slot order, each with the delta cycles it causes, and
+  // never at the same kernel time. Without slots they woke together, in the
+  // order SystemC's timed-event heap returned them, and that order depends on
+  // every event inserted before: removing one wait that did nothing could
+  // reorder two others' reservations and move cycles elsewhere. With slots a
+  // thread's timed waits that lead to nothing can go without changing
+  // anything else (DmaEngine's last window, ControlUnit's full queues).
+  uint64_t new_slot() {
+    if (next_slot_ >= units_per_cycle_)
+      throw std::logic_error("more wake slots than kernel time units in a cycle (" + std::to_string(units_per_cycle_) + ")");
+    return next_slot_++;
+  }
+  // Delay from now until slot `slot` of `cycle`; zero if `cycle` is not after the current one.
+  sc_core::sc_time until(uint64_t cycle, uint64_t slot) const {
+    if (cycle <= now_cycle()) return sc_core::SC_ZERO_TIME;
+    return sc_core::sc_time::from_value(cycle * units_per_cycle_ + slot - converted_units_);
+  }
+  // A thread's own event for its timed waits (wait_until), with its slot,
+  // made once per thread; reset() notifies every one. (A timed wait that also
+  // listened to the reset event would put the thread on that event's list
+  // and search it out again at every wait, with every waiting thread of the
+  // chip on it: a few percent of a timing-only run.)
+  struct Timer {
+    sc_core::sc_event event;
+    uint64_t slot = 0;
+  };
+  Timer& new_timer() {
+    timers_.push_back(std::make_unique<Timer>());
+    timers_.back()->slot = new_slot();
     return *timers_.back();
   }
-  // From an SC_THREAD, with its timer: advance simulated time to `cycle`. Returns
-  // false when the run faulted or the chip was reset meanwhile: the caller
-  // abandons its work.
-  bool wait_until(uint64_t cycle, sc_core::sc_event& timer) {
+  // From an SC_THREAD, with its timer: advance simulated time to `cycle` (its
+  // slot in it). Returns false when the run faulted or the chip was reset
+  // meanwhile: the caller abandons its work.
+  bool wait_until(uint64_t cycle, Timer& timer) {
     const uint64_t generation = generation_;
-    const uint64_t now = now_cycle();
-    if (cycle > now) {
-      timer.notify(cycles(cycle - now));
-      sc_core::wait(timer);
+    if (cycle > now_cycle()) {
+      timer.event.notify(until(cycle, timer.slot));
+      sc_core::wait(timer.event);
     }
+    return generation == generation_ && !fault_;
+  }
+  // Notifies `timer` for slot of `cycle` (after the current one) without waiting: a thread that waits for
+  // something else meanwhile calls wait_armed() if that came first. The kernel meets the same events as
+  // if the thread had waited for the timer and then for the other thing, one wake-up fewer.
+  void arm(uint64_t cycle, Timer& timer) { timer.event.notify(until(cycle, timer.slot)); }
+  // After arm(cycle, timer): waits for the timer if its time is still ahead; false as for wait_until.
+  bool wait_armed(uint64_t cycle, Timer& timer) {
+    const uint64_t generation = generation_;
+    if (sc_core::sc_get_curr_simcontext()->time_stamp().value() < cycle * units_per_cycle_ + timer.slot) sc_core::wait(timer.event);
     return generation == generation_ && !fault_;
   }
   // From an SC_THREAD: wait for `event`; false as for wait_until.
@@ -106,9 +147,14 @@ class ChipContext {
     ++generation_;
     fault_.reset();
     reset_event_.notify(sc_core::SC_ZERO_TIME);
-    for (const auto& timer : timers_) timer->notify(sc_core::SC_ZERO_TIME);  // (an earlier notification replaces a later one)
+    for (const auto& timer : timers_) timer->event.notify(sc_core::SC_ZERO_TIME);  // (an earlier notification replaces a later one)
   }
   uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + per_cycle_.quotient(offset_from_now.value()); }
+  // Kernel time units in a picosecond: 1000 under a Simulator (it sets a femtosecond resolution, room for
+  // wake slots in the shortest cycle), 1 where SystemC's default resolution stands.
+  static uint64_t units_per_ps() {
+    return static_cast<uint64_t>(1e-12 / sc_core::sc_get_time_resolution().to_seconds() + 0.5);
+  }
 
   // The first fault of a run stops the run (sc_pause); later ones are dropped.
   void raise_fault(FaultRecord fault) {
@@ -126,13 +172,14 @@ class ChipContext {
   const std::optional<FaultRecord>& fault() const { return fault_; }
 
  private:
-  uint64_t cycle_ps_;
-  Divider per_cycle_;  // picoseconds to cycles
-  mutable uint64_t converted_ps_ = 0, converted_cycle_ = 0;  // now_cycle()'s last conversion (0 ps is cycle 0)
+  uint64_t units_per_cycle_;  // kernel time units
+  Divider per_cycle_;         // kernel time units to cycles
+  mutable uint64_t converted_units_ = 0, converted_cycle_ = 0;  // now_cycle()'s last conversion (0 is cycle 0)
+  uint64_t next_slot_ = 1;  // (slot 0 is the cycle's start)
   std::optional<FaultRecord> fault_;
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};
-  std::vector<std::unique_ptr<sc_core::sc_event>> timers_;
+  std::vector<std::unique_ptr<Timer>> timers_;
 };
 
 }  // namespace npu::sim

@@ -11,6 +11,7 @@ namespace npu::sim {
 
 CommandProcessor::CommandProcessor(sc_core::sc_module_name name, ChipContext& context, Chip& chip)
     : sc_module(name), context_(context), chip_(chip), doorbells_(context.config.command_processor.num_queues, 0) {
+  slot_ = context.new_slot();
   SC_THREAD(run);
 }
 
@@ -186,7 +187,7 @@ bool CommandProcessor::wait(uint64_t until_cycle) {
   if (generation_seen_ == context_.generation() && !context_.faulted()) {
     const uint64_t now = context_.now_cycle();
     if (until_cycle == UINT64_MAX) sc_core::wait(wake_);
-    else if (until_cycle > now) sc_core::wait(context_.cycles(until_cycle - now), wake_);
+    else if (until_cycle > now) sc_core::wait(context_.until(until_cycle, slot_), wake_);
     else sc_core::wait(sc_core::SC_ZERO_TIME);
   }
   // A fault stops the command processor until the host resets the chip.

@@ -90,6 +90,7 @@ class CommandProcessor : public sc_core::sc_module, public CommandProcessorPort 
   std::shared_ptr<CommandProcessorFirmware> firmware_;
   std::vector<uint64_t> doorbells_;
   sc_core::sc_event wake_;
+  uint64_t slot_ = 0;  // of its timed waits (ChipContext::new_slot)
   uint64_t generation_seen_ = 0;
   std::list<ActiveLaunch> launches_;
   std::vector<HostRegion> host_regions_;

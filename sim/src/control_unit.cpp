@@ -273,9 +273,17 @@ void ControlUnit::execute_program() {
           command.operands[target_core] = (*launch_.cores)[static_cast<size_t>(id)];
         }
         if (target->full()) {
-          if (!context_.wait_until(local_cycle_, timer_)) return;
-          const uint64_t since = context_.now_cycle();
+          uint64_t since = context_.now_cycle();
           full_queue_ = target;
+          if (local_cycle_ > since) {
+            // Ahead of the chip: the queue may have space by local_cycle_. Waiting until then and then for
+            // space wakes this thread twice where the queue stays full past local_cycle_ (most of the time,
+            // in a long kernel); waiting for space with the timer armed wakes it once, and it acts at the
+            // same times (wake slots: ChipContext::new_slot).
+            context_.arm(local_cycle_, timer_);
+            if (!context_.wait_for(target->space_or_reset()) || !context_.wait_armed(local_cycle_, timer_)) return;
+            since = local_cycle_;
+          }
           while (target->full())
             if (!context_.wait_for(target->space_or_reset())) return;
           blocked(StallReason::QueueFull, [&] { return "queue full: " + target->display_name(); }, since);

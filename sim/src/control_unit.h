@@ -67,7 +67,7 @@ class ControlUnit : public sc_core::sc_module {
   bool drain();  // waits until every engine is idle; false on fault
 
   ChipContext& context_;
-  sc_core::sc_event& timer_;  // for this thread's timed waits (ChipContext::wait_until)
+  ChipContext::Timer& timer_;  // for this thread's timed waits (ChipContext::wait_until)
   const unsigned core_;
   Semaphores& semaphores_;
   EngineStats& stats_;

@@ -91,7 +91,12 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
   const auto move_row = [&](uint64_t global_row, uint64_t local_row) {
     if (timing_.move_data) add_to_copy(copy, load, global_row, local_row, n0);
   };
-  // Times the window and yields until its last request has issued, as the per-request model yields as it issues.
+  // The engine yields until a window's last request has issued, as the per-request model yields as it issues,
+  // before it counts the next window's requests (catch_up()): not after a transfer's last window, as it waits
+  // for the transfer's end next (with wake slots, ChipContext::new_slot, a wait that leads to nothing
+  // changes nothing).
+  uint64_t yield_to = UINT64_MAX;  // (UINT64_MAX: no yield due)
+  // Times the window (its data moves with it).
   const auto finish_window = [&]() {
     move_copy(copy, load);
     const WindowTimes times = time_window(load, window_start, spacing_256ths);
@@ -102,7 +107,14 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     spacing_256ths = std::max<uint64_t>(256, completion_256ths);
     window_start = std::max(last_issue + 1, times.first_done);
     index = 0;
-    return context_.wait_until(last_issue, timer_);
+    yield_to = last_issue;
+  };
+  // The yield finish_window() left due; false where the run faulted or the chip was reset meanwhile.
+  const auto catch_up = [&]() {
+    if (yield_to == UINT64_MAX) return true;
+    const uint64_t to = yield_to;
+    yield_to = UINT64_MAX;
+    return context_.wait_until(to, timer_);
   };
   // Counts a piece into its channel's share of the window: requests to one channel, all in one DRAM row, the
   // first and the last at these indices of the window.
@@ -187,13 +199,14 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     for (uint64_t done_bytes = 0; done_bytes < n0;) {
       const uint64_t address = global_row + done_bytes;
       const uint64_t bytes = std::min(n0 - done_bytes, config.request_bytes - request_bytes.remainder(address));
+      if (!catch_up()) return false;
       if (bytes != config.request_bytes && bytes != part.bytes) part = cycles_of(bytes);
       const RequestCycles& cycles = bytes == config.request_bytes ? full : part;
       count({interleave_.channel_of(address), index, index, 1, bytes, cycles.bus, cycles.link, cycles.sram, local_row + done_bytes, bytes,
              bytes, cycles.bus, cycles.bus, dram_.row_span(address)});
       done_bytes += bytes;
       ++requests;
-      if (++index == window_requests && !finish_window()) return false;
+      if (++index == window_requests) finish_window();
     }
     return true;
   };
@@ -257,17 +270,18 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
         }
         if (span_step != 0) groups = std::min((run - row) / group, (window_requests - index) / (group * row_requests));
       }
+      if (!catch_up()) return {end, std::nullopt, {}};
       for (const SharePiece& piece : row_pieces) count_groups(piece, group, groups, span_step, group_local, row_span);
       if (timing_.move_data)
         for (uint64_t i = 0; i < group * groups; ++i) move_row(group_global + i * global_stride, group_local + i * local_stride);
       index += groups * group * row_requests;
       requests += groups * group * row_requests;
       row += groups * group;
-      if (index == window_requests && !finish_window()) return {end, std::nullopt, {}};
+      if (index == window_requests) finish_window();
     }
     rows.skip(run - 1);
   }
-  if (index > 0 && !finish_window()) return {end, std::nullopt, {}};
+  if (index > 0) finish_window();
   add_request_stalls(requests);
   return {end, std::nullopt, {}};
 }

@@ -19,7 +19,8 @@ Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core
       trace_track_(trace_track),
       capacity_(context.config.core.control.queue_depth),
       popped_or_reset_(context.or_reset(popped_)),
-      idle_or_reset_(context.or_reset(idle_)) {
+      idle_or_reset_(context.or_reset(idle_)),
+      deferred_signal_slot_(context.new_slot()) {
   stats_.name = display_name_;
   SC_THREAD(run);
   SC_METHOD(raise_due_signals);
@@ -33,7 +34,7 @@ void Engine::raise_due_signals() {
     semaphores_.signal(deferred_signals_.front().semaphore, is_dma_);
     deferred_signals_.pop_front();
   }
-  if (!deferred_signals_.empty()) deferred_signal_due_.notify(context_.cycles(deferred_signals_.front().cycle - now));
+  if (!deferred_signals_.empty()) deferred_signal_due_.notify(context_.until(deferred_signals_.front().cycle, deferred_signal_slot_));
 }
 
 void Engine::push(const Command& command) {
@@ -127,7 +128,7 @@ bool Engine::serve(const Command& command) {
     if (ready <= start) {
       semaphores_.signal(semaphore, is_dma_);
     } else {
-      if (deferred_signals_.empty()) deferred_signal_due_.notify(context_.cycles(ready - start));
+      if (deferred_signals_.empty()) deferred_signal_due_.notify(context_.until(ready, deferred_signal_slot_));
       deferred_signals_.push_back({ready, semaphore});
     }
     return true;

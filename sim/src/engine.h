@@ -60,7 +60,7 @@ class Engine : public sc_core::sc_module {
   void add_stall(StallReason reason, uint64_t cycles) { stats_.stall_cycles[static_cast<size_t>(reason)] += cycles; }
 
   ChipContext& context_;
-  sc_core::sc_event& timer_;  // for this thread's timed waits (ChipContext::wait_until)
+  ChipContext::Timer& timer_;  // for this thread's timed waits (ChipContext::wait_until)
   const unsigned core_;
   Semaphores& semaphores_;
   EngineStats& stats_;
@@ -89,6 +89,7 @@ class Engine : public sc_core::sc_module {
   };
   Ring<DeferredSignal> deferred_signals_;
   sc_core::sc_event deferred_signal_due_;
+  const uint64_t deferred_signal_slot_;  // (ChipContext::new_slot)
 };
 
 // Disassembly of a command's instruction word (for faults and traces).

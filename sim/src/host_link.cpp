@@ -12,6 +12,8 @@ constexpr uint64_t kChunkBytes = 512;
 
 HostLink::HostLink(sc_core::sc_module_name name, ChipContext& context)
     : sc_module(name), noc("noc"), registers("registers"), context_(context) {
+  serve_slot_ = context.new_slot();
+  deliver_slot_ = context.new_slot();
   SC_THREAD(run);
   SC_THREAD(deliver);
 }
@@ -28,7 +30,7 @@ void HostLink::deliver_arrived() {
 void HostLink::deliver() {
   for (;;) {
     if (in_flight_.empty()) sc_core::wait(posted_);
-    else sc_core::wait(context_.until(in_flight_.front().arrival_cycle), posted_);
+    else sc_core::wait(context_.until(in_flight_.front().arrival_cycle, deliver_slot_), posted_);
     deliver_arrived();
   }
 }
@@ -67,20 +69,20 @@ void HostLink::serve(Request& request) {
         const uint64_t sent = to_device_.reserve(now, 1) + 1;
         in_flight_.push_back({sent + config.latency_cycles, static_cast<uint32_t>(request.address), request.value});
         posted_.notify(sc_core::SC_ZERO_TIME);
-        sc_core::wait(context_.until(sent));
+        sc_core::wait(context_.until(sent, serve_slot_));
         return;
       }
       [[fallthrough]];
     case Request::Kind::ReadRegister: {
       // The access happens when it reaches the device; a read's value takes another crossing back.
-      sc_core::wait(context_.until(now + config.latency_cycles));
+      sc_core::wait(context_.until(now + config.latency_cycles, serve_slot_));
       deliver_arrived();  // posted writes sent before this request reach the device before it
       const bool is_read = request.kind == Request::Kind::ReadRegister;
       uint32_t value = request.value;
       request.ok = transport(registers, is_read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, request.address,
                              reinterpret_cast<uint8_t*>(&value), 4, context_.now_cycle(), &done);
       request.value = value;
-      if (is_read) sc_core::wait(context_.cycles(config.latency_cycles));
+      if (is_read) sc_core::wait(context_.until(context_.now_cycle() + config.latency_cycles, serve_slot_));
       return;
     }
     case Request::Kind::WriteMemory:
@@ -105,9 +107,9 @@ void HostLink::serve(Request& request) {
         }
         done = std::max(done, finished);
         // Keep the rest of the chip in step with long transfers.
-        sc_core::wait(context_.until(issue));
+        sc_core::wait(context_.until(issue, serve_slot_));
       }
-      if (!(request.posted && is_write)) sc_core::wait(context_.until(done));
+      if (!(request.posted && is_write)) sc_core::wait(context_.until(done, serve_slot_));
       return;
     }
   }

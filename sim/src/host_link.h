@@ -67,6 +67,7 @@ class HostLink : public sc_core::sc_module {
   };
   std::deque<PostedWrite> in_flight_;  // in arrival order
   sc_core::sc_event posted_;
+  uint64_t serve_slot_ = 0, deliver_slot_ = 0;  // of run()'s and deliver()'s timed waits (ChipContext::new_slot)
 };
 
 }  // namespace npu::sim

@@ -37,7 +37,10 @@ struct Simulator::Impl {
 // returns early, without moving time, when the next event lies beyond the
 // end: then time is moved to the end, so that a caller's deadline is reached.
 void Simulator::Impl::run_for(uint64_t cycles) {
-  const sc_core::sc_time end = sc_core::sc_time_stamp() + context->cycles(cycles);
+  // To the end of the cycle `cycles` from now: its every wake slot (ChipContext::new_slot) runs.
+  const uint64_t now = context->now_cycle();
+  const sc_core::sc_time end = cycles < context->cycle_limit() - now ? context->cycles(now + cycles + 1) - sc_core::sc_time::from_value(1)
+                                                                     : sc_core::sc_max_time();
   sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
   if (sc_core::sc_time_stamp() < end && sc_core::sc_pending_activity() &&
       sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() > end)
@@ -51,6 +54,9 @@ bool g_elaborated = false;
 Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_(std::make_unique<Impl>()) {
   if (g_elaborated) throw std::logic_error("SystemC allows one Simulator per process");
   g_elaborated = true;
+  // Room in every cycle for the wake slots (ChipContext::new_slot): a cycle of the fastest clock allowed,
+  // 10 GHz, is 100 ps, 100000 fs. (The kernel's time then reaches 2^64 fs, five hours.)
+  sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
   impl_->config = config;
   if (options.trace) impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, *options.trace);
   impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, options.timing_only_moves_data, impl_->chip_trace.get());
