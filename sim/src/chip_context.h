@@ -114,27 +114,25 @@ class ChipContext {
     if (sc_core::sc_get_curr_simcontext()->time_stamp().value() < cycle * units_per_cycle_ + timer.slot) sc_core::wait(timer.event);
     return generation == generation_ && !fault_;
   }
-  // From an SC_THREAD: wait for `event`; false as for wait_until.
+  // From an SC_THREAD: wait for `event` or the chip's reset (for rare waits, a
+  // barrier's: frequent ones use wait_on); false as for wait_until.
   bool wait_for(const sc_core::sc_event& event) {
     const uint64_t generation = generation_;
     sc_core::wait(event | reset_event_);
     return generation == generation_ && !fault_;
   }
-  // The same for a list made by or_reset(): where a thread waits often, it
-  // keeps one (`event | reset` puts a new list on the heap at every wait:
-  // that was a twentieth of a timing-only run).
-  bool wait_for(const sc_core::sc_event_or_list& event_or_reset) {
+  // An event reset() notifies as well, so that threads that wait on it often
+  // wait on it alone (wait_on) and still see a reset. (`event | reset` put a
+  // new list on the heap at every wait, and the waiter on the reset event's
+  // list too, to be searched out of it after every wake-up with every
+  // waiting thread of the chip on it.) The event lives as long as the chip.
+  void reset_notifies(sc_core::sc_event& event) { reset_notified_.push_back(&event); }
+  // From an SC_THREAD: wait for an event of reset_notifies(); false as for wait_until.
+  bool wait_on(const sc_core::sc_event& event) {
     const uint64_t generation = generation_;
-    sc_core::wait(event_or_reset);
+    sc_core::wait(event);
     return generation == generation_ && !fault_;
   }
-  sc_core::sc_event_or_list or_reset(const sc_core::sc_event& event) const { return or_reset(event, reset_event_); }
-  static sc_core::sc_event_or_list or_reset(const sc_core::sc_event& event, const sc_core::sc_event& reset) {
-    sc_core::sc_event_or_list list(event);
-    list |= reset;
-    return list;
-  }
-  const sc_core::sc_event& reset_event() const { return reset_event_; }
   // The reset generation: work started in one generation is abandoned in the next.
   uint64_t generation() const { return generation_; }
   // Parks a thread whose work (started in generation `started`) was abandoned,
@@ -148,6 +146,7 @@ class ChipContext {
     fault_.reset();
     reset_event_.notify(sc_core::SC_ZERO_TIME);
     for (const auto& timer : timers_) timer->event.notify(sc_core::SC_ZERO_TIME);  // (an earlier notification replaces a later one)
+    for (sc_core::sc_event* event : reset_notified_) event->notify(sc_core::SC_ZERO_TIME);
   }
   uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + per_cycle_.quotient(offset_from_now.value()); }
   // Kernel time units in a picosecond: 1000 under a Simulator (it sets a femtosecond resolution, room for
@@ -180,6 +179,7 @@ class ChipContext {
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};
   std::vector<std::unique_ptr<Timer>> timers_;
+  std::vector<sc_core::sc_event*> reset_notified_;
 };
 
 }  // namespace npu::sim

@@ -73,7 +73,7 @@ void ControlUnit::fault(FaultKind kind, const std::string& message, uint64_t wor
 bool ControlUnit::drain() {
   for (Engine* engine : all_engines_)
     while (!engine->idle())
-      if (!context_.wait_for(engine->idle_or_reset())) return false;
+      if (!context_.wait_on(engine->went_idle())) return false;
   return true;
 }
 
@@ -232,7 +232,7 @@ void ControlUnit::execute_program() {
             const uint64_t since = context_.now_cycle();
             blocked_on_ = "s" + std::to_string(semaphore);
             while (semaphores_.value[semaphore] == 0)
-              if (!context_.wait_for(semaphores_.changed_or_reset[semaphore])) return;
+              if (!context_.wait_on(semaphores_.changed[semaphore])) return;
             --semaphores_.value[semaphore];
             blocked(StallReason::Semaphore, [&] { return "wait s" + std::to_string(semaphore); }, since);
           }
@@ -281,11 +281,11 @@ void ControlUnit::execute_program() {
             // in a long kernel); waiting for space with the timer armed wakes it once, and it acts at the
             // same times (wake slots: ChipContext::new_slot).
             context_.arm(local_cycle_, timer_);
-            if (!context_.wait_for(target->space_or_reset()) || !context_.wait_armed(local_cycle_, timer_)) return;
+            if (!context_.wait_on(target->popped()) || !context_.wait_armed(local_cycle_, timer_)) return;
             since = local_cycle_;
           }
           while (target->full())
-            if (!context_.wait_for(target->space_or_reset())) return;
+            if (!context_.wait_on(target->popped())) return;
           blocked(StallReason::QueueFull, [&] { return "queue full: " + target->display_name(); }, since);
         }
         command.dispatch_cycle = local_cycle_;

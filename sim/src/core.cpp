@@ -22,7 +22,7 @@ Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, c
            Dram& dram)
     : sc_module(name),
       stats(make_stats(context.config)),
-      semaphores(context.reset_event()),
+      semaphores(context),
       local("local", context, stats),
       control("control", context, index, semaphores, stats.engines[0], track(context, index, 0)),
       tensor("tensor", context, index, semaphores, stats.engines[1 + context.config.core.dma.channels],

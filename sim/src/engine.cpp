@@ -18,9 +18,9 @@ Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core
       display_name_(std::move(display_name)),
       trace_track_(trace_track),
       capacity_(context.config.core.control.queue_depth),
-      popped_or_reset_(context.or_reset(popped_)),
-      idle_or_reset_(context.or_reset(idle_)),
       deferred_signal_slot_(context.new_slot()) {
+  context.reset_notifies(popped_);
+  context.reset_notifies(idle_);
   stats_.name = display_name_;
   SC_THREAD(run);
   SC_METHOD(raise_due_signals);
@@ -112,7 +112,7 @@ bool Engine::serve(const Command& command) {
     const auto semaphore = static_cast<unsigned>(command.operands[1]);
     waiting_on_ = static_cast<int>(semaphore);
     while (semaphores_.value[semaphore] == 0)
-      if (!context_.wait_for(semaphores_.changed_or_reset[semaphore])) return false;
+      if (!context_.wait_on(semaphores_.changed[semaphore])) return false;
     waiting_on_ = -1;
     --semaphores_.value[semaphore];
     const uint64_t waited = context_.now_cycle() - start;

@@ -28,9 +28,9 @@ class Engine : public sc_core::sc_module {
   void push(const Command& command);
   bool full() const { return queue_.size() >= capacity_; }
   bool idle() const { return queue_.empty() && !busy_; }
-  // Room in the queue, and the queue drained, or the chip's reset (ChipContext::wait_for).
-  const sc_core::sc_event_or_list& space_or_reset() const { return popped_or_reset_; }
-  const sc_core::sc_event_or_list& idle_or_reset() const { return idle_or_reset_; }
+  // Room in the queue, and the queue drained; notified at the chip's reset too (ChipContext::wait_on).
+  const sc_core::sc_event& popped() const { return popped_; }
+  const sc_core::sc_event& went_idle() const { return idle_; }
   const std::string& display_name() const { return display_name_; }
   // For deadlock reports: the semaphore this engine waits on, or -1.
   int waiting_on() const { return waiting_on_; }
@@ -79,7 +79,6 @@ class Engine : public sc_core::sc_module {
   bool busy_ = false;
   int waiting_on_ = -1;
   sc_core::sc_event pushed_, popped_, idle_;
-  sc_core::sc_event_or_list popped_or_reset_, idle_or_reset_;
   // Signals queued behind results not ready yet (the tensor core's drain): raised at that cycle while
   // the engine goes on with the next instruction, as sync.signal says ("once every earlier instruction
   // has completed"). In cycle order: results_ready_cycle() never goes back.

@@ -6,27 +6,22 @@
 
 #include <array>
 #include <cstdint>
-#include <vector>
 
+#include "chip_context.h"
 #include "npusim/isa/isa.h"
 
 namespace npu::sim {
 
 struct Semaphores {
-  explicit Semaphores(const sc_core::sc_event& chip_reset) {
-    changed_or_reset.reserve(changed.size());
-    for (const sc_core::sc_event& event : changed) {
-      changed_or_reset.emplace_back(event);
-      changed_or_reset.back() |= chip_reset;
-    }
+  explicit Semaphores(ChipContext& context) {
+    for (sc_core::sc_event& event : changed) context.reset_notifies(event);
   }
   Semaphores(const Semaphores&) = delete;
   Semaphores& operator=(const Semaphores&) = delete;
 
   std::array<uint64_t, isa::kNumSemaphores> value{};
+  // Notified when a value grows, and at the chip's reset (ChipContext::wait_on).
   std::array<sc_core::sc_event, isa::kNumSemaphores> changed;
-  // changed[i] or the chip's reset, to wait on (ChipContext::wait_for).
-  std::vector<sc_core::sc_event_or_list> changed_or_reset;
   // Whether the last signal of each semaphore came from a DMA transfer, so a
   // wait it ends can be attributed to "waiting for DMA data".
   std::array<bool, isa::kNumSemaphores> signalled_by_dma{};
