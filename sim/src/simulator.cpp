@@ -2,6 +2,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -30,6 +31,12 @@ struct Simulator::Impl {
   void reset();
   void host_request(HostLink::Request& request);
   void run_for(uint64_t cycles);
+  // `cycles` after cycle `from`, or the last cycle the kernel's time reaches
+  // (ChipContext::cycle_limit: 2^64 fs, 18 million cycles per MHz of clock).
+  uint64_t deadline(uint64_t from, uint64_t cycles) const {
+    const uint64_t last = context->cycle_limit() - 1;
+    return from + std::min(cycles, last - std::min(from, last));
+  }
 };
 
 // Runs the kernel for `cycles`, returning early when it is paused (an
@@ -150,7 +157,7 @@ RunResult Simulator::run(uint64_t max_cycles) {
   impl.pending = false;
   RunResult result;
   result.start_cycle = impl.launch_cycle;
-  const uint64_t deadline = impl.launch_cycle + max_cycles;
+  const uint64_t deadline = impl.deadline(impl.launch_cycle, max_cycles);
   const auto all_finished = [&] {
     for (const unsigned c : impl.launched_cores)
       if (!impl.chip->cores[c]->control.finished()) return false;
@@ -227,7 +234,7 @@ void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
 
 bool Simulator::wait_for_interrupt(uint64_t max_cycles) {
   Impl& impl = *impl_;
-  const uint64_t deadline = now_cycle() + max_cycles;
+  const uint64_t deadline = impl.deadline(now_cycle(), max_cycles);
   CommandProcessor& command_processor = impl.chip->command_processor;
   while (!impl.chip->registers.interrupt_pending()) {
     const uint64_t now = now_cycle();

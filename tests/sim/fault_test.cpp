@@ -58,6 +58,24 @@ class Faults : public ::testing::Test {
   Simulator simulator_;
 };
 
+TEST_F(Faults, ALaunchWithNoCycleLimitRunsToItsEnd) {
+  // run(UINT64_MAX): the deadline is the last cycle the kernel's time reaches, not the launch's cycle
+  // plus the limit wrapped around (which, for any launch after cycle 0, lies before it).
+  expect_chip_still_works();  // (so that the next launch starts after cycle 0)
+  const isa::Program program = assemble(R"(
+.code 0
+    li r1, 50
+loop:
+    dbnz r1, loop
+    halt
+)");
+  simulator_.launch(program, 1, bind_symbols(program));
+  const RunResult result = simulator_.run(UINT64_MAX);
+  EXPECT_GT(result.start_cycle, 0u);
+  EXPECT_FALSE(result.fault) << result.fault->to_string();
+  EXPECT_GT(result.cycles(), 50u);
+}
+
 TEST_F(Faults, InvalidInstruction) {
   const FaultRecord fault = expect_fault(".code 0\n    nop\n    .word 0xff\n    halt\n", FaultKind::InvalidInstruction);
   EXPECT_EQ(fault.core, 0);
