@@ -100,9 +100,8 @@ TEST_F(WakeSlots, ExtraWaitsDoNotMoveAThreadInItsCycle) {
     b_cycles.push_back(10);
     b_cycles.push_back(20);
     std::sort(b_cycles.begin(), b_cycles.end());
-    // (One elaboration per process: the variants are checked against the expected log one at a time, each
-    // with threads of its own made before the kernel starts.)
-    SCOPED_TRACE("b's extra waits: " + std::to_string(extra.size()));
+    // (One elaboration per process: the variants run side by side in one simulation, each with threads of
+    // its own.)
     const size_t first = sleepers_.size();
     add("a" + std::to_string(first), {10, 20}, {10, 20});
     add("b" + std::to_string(first), b_cycles, {10, 20});
