@@ -91,6 +91,7 @@ class ChipContext {
   Timer& new_timer() {
     timers_.push_back(std::make_unique<Timer>());
     timers_.back()->slot = new_slot();
+    reset_notifies(timers_.back()->event);
     return *timers_.back();
   }
   // From an SC_THREAD, with its timer: advance simulated time to `cycle` (its
@@ -145,7 +146,7 @@ class ChipContext {
     ++generation_;
     fault_.reset();
     reset_event_.notify(sc_core::SC_ZERO_TIME);
-    for (const auto& timer : timers_) timer->event.notify(sc_core::SC_ZERO_TIME);  // (an earlier notification replaces a later one)
+    // (A timer's pending notification for a later cycle gives way: an earlier notification replaces a later one.)
     for (sc_core::sc_event* event : reset_notified_) event->notify(sc_core::SC_ZERO_TIME);
   }
   uint64_t cycle_of(const sc_core::sc_time& offset_from_now) const { return now_cycle() + per_cycle_.quotient(offset_from_now.value()); }
@@ -178,7 +179,7 @@ class ChipContext {
   std::optional<FaultRecord> fault_;
   uint64_t generation_ = 0;
   sc_core::sc_event reset_event_{"chip_reset"};
-  std::vector<std::unique_ptr<Timer>> timers_;
+  std::vector<std::unique_ptr<Timer>> timers_;    // (their events are in reset_notified_)
   std::vector<sc_core::sc_event*> reset_notified_;
 };
 
