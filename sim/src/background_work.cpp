@@ -116,6 +116,7 @@ void BackgroundWork::run() {
     std::function<void()> work = std::move(queue_.front());
     lock.unlock();
     std::exception_ptr error;
+    if (const int64_t delay_us = item_delay_us_.load()) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
     try {
       work();
     } catch (...) {

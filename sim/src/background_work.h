@@ -1,9 +1,11 @@
 // Arithmetic the simulation hands to a second host thread: the tensor core's
-// products (functional mode), so that they run while the simulation goes on.
-// Work runs one item at a time in the order it was submitted; whoever reads
-// or writes bytes an item uses waits for it first (LocalMemory::settle), so
-// every result is the one the simulation would compute itself, and no item
-// may touch anything else the simulation can change.
+// products (functional mode), the conversions of them and the DMA stores of
+// those, so that they run while the simulation goes on. Work runs one item at
+// a time in the order it was submitted; whoever reads or writes bytes an item
+// uses waits for it first (BackgroundUses::settle, which the local memories
+// and DRAM call on every access), so every result is the one the simulation
+// would compute itself, and no item may touch anything else the simulation
+// can change.
 //
 // fork() copies only the thread that calls it: every BackgroundWork finishes
 // its items before a fork, and in the child runs later items at once, on the
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,6 +46,11 @@ class BackgroundWork {
 
   static constexpr size_t kMaxQueued = 16;
 
+  // Tests only: every item waits this long before it runs, so that the
+  // simulation is sure to reach the accesses after it while it is still
+  // queued (a check of the waits for it that cannot pass by luck).
+  static void set_item_delay_for_tests(std::chrono::microseconds delay) { item_delay_us_.store(delay.count()); }
+
  private:
   friend struct ForkHandlers;
   void run();
@@ -56,6 +64,7 @@ class BackgroundWork {
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> queued_{0};  // items submitted so far, for the thread's spinning
   static constexpr int kSpinsBeforeSleeping = 2000;
+  static inline std::atomic<int64_t> item_delay_us_{0};
   std::unique_ptr<std::thread> thread_;  // null until the first item
   bool forked_ = false;                  // in a child of fork(): no thread, items run at once
 };

@@ -52,7 +52,7 @@ void Chip::reset() {
 }
 
 uint8_t* Chip::device_bytes(uint64_t address, uint64_t bytes) {
-  if (!in_core_window(address)) return dram.in_range(address, bytes) ? dram.data(address) : nullptr;
+  if (!in_core_window(address)) return dram.in_range(address, bytes) ? dram.data(address, bytes) : nullptr;
   const unsigned core = window_core(address);
   const uint64_t local = window_offset(address);
   if (core >= cores.size() || local >= isa::kAccumulatorBase) return nullptr;

@@ -49,11 +49,33 @@ void DmaEngine::add_to_copy(PendingCopy& copy, bool load, uint64_t global, uint6
 void DmaEngine::move_copy(PendingCopy& copy, bool load) {
   if (copy.bytes == 0) return;
   if (load) {
-    std::memcpy(local_.data(copy.local, copy.bytes), dram_.data(copy.global), copy.bytes);
+    std::memcpy(local_.data(copy.local, copy.bytes), dram_.data(copy.global, copy.bytes), copy.bytes);
+  } else if (!deferred_stores_.empty() || (context_.background && local_.in_background(copy.local, copy.bytes))) {
+    // Waiting here for the background's products would leave the thread idle while this one waits, and
+    // then this one idle while that one has nothing queued: the store runs there, after them. (Once one
+    // row is deferred, the transfer's later rows follow it, in order, in the same batch.)
+    if (deferred_stores_.empty()) deferred_local_begin_ = deferred_global_begin_ = UINT64_MAX, deferred_local_end_ = deferred_global_end_ = 0;
+    deferred_local_begin_ = std::min(deferred_local_begin_, copy.local);
+    deferred_local_end_ = std::max(deferred_local_end_, copy.local + copy.bytes);
+    deferred_global_begin_ = std::min(deferred_global_begin_, copy.global);
+    deferred_global_end_ = std::max(deferred_global_end_, copy.global + copy.bytes);
+    deferred_stores_.push_back({dram_.data(copy.global), local_.data(copy.local), copy.bytes});
   } else {
-    std::memcpy(dram_.data(copy.global), local_.data(copy.local, copy.bytes), copy.bytes);
+    std::memcpy(dram_.data(copy.global, copy.bytes), local_.data(copy.local, copy.bytes), copy.bytes);
   }
   copy.bytes = 0;
+}
+
+void DmaEngine::hand_over_stores() {
+  if (deferred_stores_.empty()) return;
+  // One item for the batch: the spans of both sides stand for its rows (a span may cover bytes between
+  // them, which only makes someone wait who need not have).
+  const uint64_t number = local_.run_in_background({{deferred_local_begin_, deferred_local_end_ - deferred_local_begin_}},
+                                                   [stores = std::move(deferred_stores_)] {
+                                                     for (const DeferredStore& store : stores) std::memcpy(store.dram, store.local, store.bytes);
+                                                   });
+  dram_.add_background_use(number, deferred_global_begin_, deferred_global_end_ - deferred_global_begin_);
+  deferred_stores_.clear();  // (moved from: emptied for the next batch)
 }
 
 }  // namespace npu::sim

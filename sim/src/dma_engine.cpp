@@ -223,8 +223,10 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   if (config.timing != DmaTiming::PerRequest && safe && dram_and_scratchpad) {
     const bool load = src_space == Space::Global;
     const uint64_t global = load ? src : dst, local = load ? dst : src;
-    return config.timing == DmaTiming::PerStep ? transfer_in_steps(*rows, load, global, local, n0, start)
-                                               : transfer_in_windows(*rows, load, global, local, n0, start);
+    Outcome outcome = config.timing == DmaTiming::PerStep ? transfer_in_steps(*rows, load, global, local, n0, start)
+                                                          : transfer_in_windows(*rows, load, global, local, n0, start);
+    hand_over_stores();  // (what a transfer that ended early, at a fault or a reset, left)
+    return outcome;
   }
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;

@@ -76,8 +76,13 @@ class DmaEngine : public Engine {
   };
   // Adds [global, +bytes) and [local, +bytes) to `copy`, moving what it held first unless they continue it.
   void add_to_copy(PendingCopy& copy, bool load, uint64_t global, uint64_t local, uint64_t bytes);
-  // Moves what `copy` holds (from DRAM to the scratchpad for a load) and empties it.
+  // Moves what `copy` holds (from DRAM to the scratchpad for a load) and empties it. A store of bytes
+  // that work in the background is still writing (the tensor core's results, converted there) joins the
+  // batch below instead of waiting for that work.
   void move_copy(PendingCopy& copy, bool load);
+  // Hands the batch of stores that move_copy deferred to the background (ChipContext::background), as one
+  // item after the work they wait for, before the transfer yields or ends.
+  void hand_over_stores();
   // Adds a transfer's waits (noc_wait_, dram_wait_, sram_wait_) to the stall statistics, for its `requests` requests.
   void add_request_stalls(uint64_t requests);
 
@@ -128,6 +133,14 @@ class DmaEngine : public Engine {
   const CoreDirectory& directory_;
   Dram& dram_;
   std::vector<uint8_t> buffer_;
+  // Stores move_copy deferred (functional runs), in order, and the spans of addresses they read and write.
+  struct DeferredStore {
+    uint8_t* dram;
+    const uint8_t* local;
+    uint64_t bytes;
+  };
+  std::vector<DeferredStore> deferred_stores_;
+  uint64_t deferred_local_begin_ = 0, deferred_local_end_ = 0, deferred_global_begin_ = 0, deferred_global_end_ = 0;
   TimingExtension timing_;
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;

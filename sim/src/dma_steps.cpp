@@ -86,6 +86,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_steps(DmaRows& rows, bool load, uint64
   // Times the step's requests and yields, as the per-request model yields after each step.
   const auto finish_step = [&]() {
     move_copy(copy, load);
+    hand_over_stores();
     end = std::max(end, time_step(load, step_issue));
     step_bytes = step_requests = 0;
     // Let the rest of the chip catch up before issuing further ahead.

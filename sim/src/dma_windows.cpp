@@ -99,6 +99,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
   // Times the window (its data moves with it).
   const auto finish_window = [&]() {
     move_copy(copy, load);
+    hand_over_stores();
     const WindowTimes times = time_window(load, window_start, spacing_256ths);
     end = std::max(end, times.done);
     const uint64_t last_issue = window_start + (((index - 1) * spacing_256ths) >> 8);

@@ -214,9 +214,9 @@ void Dram::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& dela
   }
   if (!timing || timing->move_data) {
     if (is_write) {
-      std::memcpy(data(address), payload.get_data_ptr(), bytes);
+      std::memcpy(data(address, bytes), payload.get_data_ptr(), bytes);
     } else {
-      std::memcpy(payload.get_data_ptr(), data(address), bytes);
+      std::memcpy(payload.get_data_ptr(), data(address, bytes), bytes);
     }
   }
   if (timing) timing->dram_wait_cycles += wait;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "background_uses.h"
 #include "chip_context.h"
 #include "npusim/sim/stats.h"
 #include "divider.h"
@@ -28,7 +29,20 @@ class Dram : public sc_core::sc_module {
 
   // Zero-time access for loaders and the host side (no timing, no stats).
   bool in_range(uint64_t address, uint64_t bytes) const { return address <= config_.size_bytes && bytes <= config_.size_bytes - address; }
+  // The bytes at `address`, for reading or writing [address, +bytes): once
+  // the work in the background that uses any of them is done (a DMA store of
+  // results still being computed there, DmaEngine::move_copy).
+  uint8_t* data(uint64_t address, uint64_t bytes) {
+    in_background_.settle(context_.background, address, address + bytes);
+    return data(address);
+  }
+  // The same without waiting: for work handed to the background, which runs in order after what is there.
   uint8_t* data(uint64_t address) { return storage_.data() + address; }
+  // Work number `number` in the background (ChipContext::background) reads or writes [address, +bytes).
+  void add_background_use(uint64_t number, uint64_t address, uint64_t bytes) {
+    in_background_.forget_done(*context_.background);
+    in_background_.add(number, address, address + bytes);
+  }
 
   // Times one access of `bytes` (within one interleave block) that reaches the
   // controller at `ready`; returns the cycle its data has crossed the bus.
@@ -125,6 +139,7 @@ class Dram : public sc_core::sc_module {
   // index in its channel, as channel_address(address) / row_bytes.
   const Divider channel_row_span_;
   ZeroedBytes storage_;
+  BackgroundUses in_background_;
   std::vector<Channel> channels_;
   std::vector<DramChannelStats> stats_;
 };

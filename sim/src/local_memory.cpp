@@ -56,39 +56,22 @@ uint8_t* LocalMemory::data(uint64_t address) {
   return memory.bytes.data() + (address >= isa::kAccumulatorBase ? address - isa::kAccumulatorBase : address);
 }
 
-void LocalMemory::run_in_background(std::initializer_list<Range> ranges, std::function<void()> work) {
+uint64_t LocalMemory::run_in_background(std::initializer_list<Range> ranges, std::function<void()> work) {
   BackgroundWork* background = context_.background;
   if (background == nullptr) {
     for (const Range& range : ranges) settle(range.address, range.bytes);
     work();
-    return;
+    return 0;
   }
   // (No wait for earlier work on the same bytes: the thread does its work in order.)
-  last_user(0, 0);  // (forgets what is done, keeping the list short)
+  in_background_.forget_done(*background);
   const uint64_t number = background->submit(std::move(work));
-  for (const Range& range : ranges) in_background_.push_back({number, range.address, range.address + range.bytes});
+  for (const Range& range : ranges) in_background_.add(number, range.address, range.address + range.bytes);
+  return number;
 }
 
-uint64_t LocalMemory::last_user(uint64_t address, uint64_t bytes) {
-  const uint64_t done = context_.background->done();
-  uint64_t last = 0;
-  size_t kept = 0;
-  for (const BackgroundUse& use : in_background_) {
-    if (use.number <= done) continue;
-    if (use.begin < address + bytes && address < use.end) last = std::max(last, use.number);
-    in_background_[kept++] = use;
-  }
-  in_background_.resize(kept);
-  return last;
-}
-
-bool LocalMemory::in_background(uint64_t address, uint64_t bytes) { return !in_background_.empty() && last_user(address, bytes) != 0; }
-
-void LocalMemory::settle_range(uint64_t address, uint64_t bytes) {
-  if (const uint64_t last = last_user(address, bytes)) {
-    context_.background->wait_for(last);
-    last_user(0, 0);
-  }
+bool LocalMemory::in_background(uint64_t address, uint64_t bytes) {
+  return !in_background_.empty() && in_background_.last_user(*context_.background, address, address + bytes) != 0;
 }
 
 uint64_t LocalMemory::bytes_until_end(uint64_t address) const {

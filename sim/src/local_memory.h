@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "background_uses.h"
 #include "chip_context.h"
 #include "divider.h"
 #include "npusim/sim/fault.h"
@@ -53,14 +54,14 @@ class LocalMemory : public sc_core::sc_module {
     uint64_t address, bytes;
   };
   // Has `work` done in the background (at once, without a BackgroundWork):
-  // it reads and writes only `ranges` of these memories and what it owns.
-  void run_in_background(std::initializer_list<Range> ranges, std::function<void()> work);
+  // it reads and writes only `ranges` of these memories and what it owns
+  // (and of other memories that it says it uses, with the number returned:
+  // 0 where the work was done at once).
+  uint64_t run_in_background(std::initializer_list<Range> ranges, std::function<void()> work);
   // Whether work in the background uses any of [address, +bytes).
   bool in_background(uint64_t address, uint64_t bytes);
   // Waits for the work in the background that uses any of [address, +bytes).
-  void settle(uint64_t address, uint64_t bytes) {
-    if (!in_background_.empty()) settle_range(address, bytes);
-  }
+  void settle(uint64_t address, uint64_t bytes) { in_background_.settle(context_.background, address, address + bytes); }
   // Bytes from `address` to the end of its memory (0 if outside).
   uint64_t bytes_until_end(uint64_t address) const;
 
@@ -128,21 +129,11 @@ class LocalMemory : public sc_core::sc_module {
   BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
-  void settle_range(uint64_t address, uint64_t bytes);
-  // The number of the last work in the background that uses any of [address,
-  // +bytes) and is not done (0 if none); forgets the ranges of work done.
-  uint64_t last_user(uint64_t address, uint64_t bytes);
-
-  // A range [begin, end) that work number `number` uses in the background.
-  struct BackgroundUse {
-    uint64_t number, begin, end;
-  };
-
   ChipContext& context_;
   CoreStats& stats_;
   Memory scratchpad_;
   Memory accumulator_;
-  std::vector<BackgroundUse> in_background_;  // (may hold some of work already done)
+  BackgroundUses in_background_;
 };
 
 }  // namespace npu::sim

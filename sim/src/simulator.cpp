@@ -84,13 +84,13 @@ const ChipConfig& Simulator::config() const { return impl_->config; }
 void Simulator::write_dram(uint64_t address, const void* data, uint64_t bytes) {
   Dram& dram = impl_->chip->dram;
   if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM write outside device memory");
-  std::memcpy(dram.data(address), data, bytes);
+  std::memcpy(dram.data(address, bytes), data, bytes);
 }
 
 void Simulator::read_dram(uint64_t address, void* data, uint64_t bytes) const {
   Dram& dram = impl_->chip->dram;
   if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM read outside device memory");
-  std::memcpy(data, dram.data(address), bytes);
+  std::memcpy(data, dram.data(address, bytes), bytes);
 }
 
 void Simulator::launch(const isa::Program& program, uint64_t core_mask, const std::vector<uint64_t>& symbol_addresses,

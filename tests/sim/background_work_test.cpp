@@ -152,11 +152,155 @@ std::string run_products(Simulator& simulator) {
   return wrong;
 }
 
-TEST(BackgroundWork, TheAcceleratorsMemoriesSeeProductsAsIfDoneAtOnce) {
-  Simulator simulator(testing::test_config());
+ChipConfig config_with(DmaTiming timing) {
+  ChipConfig config = testing::test_config();
+  config.core.dma.timing = timing;
+  return config;
+}
+
+std::string timing_name(const ::testing::TestParamInfo<DmaTiming>& info) {
+  switch (info.param) {
+    case DmaTiming::PerStep: return "PerStep";
+    case DmaTiming::PerWindow: return "PerWindow";
+    default: return "PerRequest";
+  }
+}
+
+// With DMA timed per step or per window, a store of bytes still being written
+// in the background is deferred there, after them (DmaEngine::move_copy).
+class BackgroundWorkWithDma : public ::testing::TestWithParam<DmaTiming> {};
+
+TEST_P(BackgroundWorkWithDma, TheAcceleratorsMemoriesSeeProductsAsIfDoneAtOnce) {
+  Simulator simulator(config_with(GetParam()));
   EXPECT_EQ(run_products(simulator), "");
   EXPECT_EQ(run_products(simulator), "");
 }
+
+// Stores of a product converted in the background: deferred there where DMA
+// is timed per step or window, and slow (every item waits 20 ms first: the
+// simulation reaches what follows each store while it is queued). Then:
+// (a) `first` (a row at a time into its left half: a batch of eight copies)
+//     read back and stored to `second`: the load waits for the store;
+// (b) a store to `third`, then v.fill over its source, stored to `fourth`:
+//     the fill waits for the store to have read its bytes;
+// (c) a store to `fifth`, then a store of 7s over it: the second lands last.
+TEST_P(BackgroundWorkWithDma, DeferredStoresKeepTheirPlaceAmongOtherAccesses) {
+  const isa::Program program = testing::assemble(R"(
+.buffer a, bf16, 8, 4
+.buffer b, bf16, 4, 4
+.buffer first, bf16, 8, 8    # the product in columns 0-3
+.buffer second, bf16, 8, 4
+.buffer third, bf16, 8, 4
+.buffer fourth, bf16, 8, 4
+.buffer fifth, bf16, 8, 4
+.code 0
+    li r1, 0x40000000       # accumulators for (a), (b), (c)
+    li r18, 0x40000100
+    li r19, 0x40000200
+    li r2, 0                # A in the scratchpad
+    li r3, 1024             # B
+    li r4, 8
+    li r5, 4
+    li r13, 2048            # the conversions' outputs for (a), (b), (c)
+    li r20, 2304
+    li r21, 2560
+    li r22, 2816            # 7s
+    li r14, 4096            # `first` read back
+    la r6, a
+    la r7, b
+    la r10, first
+    la r11, second
+    la r12, third
+    la r23, fourth
+    la r24, fifth
+    li r8, 64
+    li r9, 32
+    li r15, 0x40e00000      # 7.0f
+    li r16, 8               # a row of the product, in bytes
+    li r17, 16              # a row of `first`
+    v.fill bf16, r22, r15, r4, r5
+    dma.ld ch0, r2, r6, r8, zero, zero, zero, zero, zero, zero
+    dma.ld ch0, r3, r7, r9, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s0
+    # (a)
+    sync.wait tc, s0
+    tc.mm bf16, none, r1, r2, r3, r4, r5, r5
+    sync.signal tc, s1
+    sync.wait vec, s1
+    v.cvt bf16, f32, r13, r1, r4, r5
+    sync.signal vec, s2
+    sync.wait dma0, s2
+    dma.st ch0, r10, r13, r16, r4, zero, r17, r16, zero, zero
+    dma.ld ch0, r14, r10, r16, r4, zero, r16, r17, zero, zero
+    dma.st ch0, r11, r14, r8, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s3
+    # (b)
+    sync.wait tc, s3
+    tc.mm bf16, none, r18, r2, r3, r4, r5, r5
+    sync.signal tc, s4
+    sync.wait vec, s4
+    v.cvt bf16, f32, r20, r18, r4, r5
+    sync.signal vec, s5
+    sync.wait dma0, s5
+    dma.st ch0, r12, r20, r8, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s6
+    sync.wait vec, s6
+    v.fill bf16, r20, r15, r4, r5
+    sync.signal vec, s7
+    sync.wait dma0, s7
+    dma.st ch0, r23, r20, r8, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s8
+    # (c)
+    sync.wait tc, s8
+    tc.mm bf16, none, r19, r2, r3, r4, r5, r5
+    sync.signal tc, s9
+    sync.wait vec, s9
+    v.cvt bf16, f32, r21, r19, r4, r5
+    sync.signal vec, s10
+    sync.wait dma0, s10
+    dma.st ch0, r24, r21, r8, zero, zero, zero, zero, zero, zero
+    dma.st ch0, r24, r22, r8, zero, zero, zero, zero, zero, zero
+    sync.signal dma0, s11
+    sync.wait ctl, s11
+    halt
+)");
+  const std::vector<uint64_t> addresses = testing::bind_symbols(program);
+  uint16_t a[8][4], b[4][4];
+  for (int i = 0; i < 8; ++i)
+    for (int p = 0; p < 4; ++p) a[i][p] = isa::f32_to_bf16(float(i - p));
+  for (int p = 0; p < 4; ++p)
+    for (int j = 0; j < 4; ++j) b[p][j] = isa::f32_to_bf16(float(p * 4 + j + 1));
+  Simulator simulator(config_with(GetParam()));
+  simulator.write_dram(addresses[0], a, sizeof a);
+  simulator.write_dram(addresses[1], b, sizeof b);
+  simulator.launch(program, 1, addresses);
+  BackgroundWork::set_item_delay_for_tests(std::chrono::milliseconds(20));
+  const RunResult result = simulator.run(1'000'000);
+  BackgroundWork::set_item_delay_for_tests(std::chrono::microseconds(0));
+  ASSERT_FALSE(result.fault) << result.fault->to_string();
+  uint16_t first[8][8], second[8][4], third[8][4], fourth[8][4], fifth[8][4];
+  simulator.read_dram(addresses[2], first, sizeof first);
+  simulator.read_dram(addresses[3], second, sizeof second);
+  simulator.read_dram(addresses[4], third, sizeof third);
+  simulator.read_dram(addresses[5], fourth, sizeof fourth);
+  simulator.read_dram(addresses[6], fifth, sizeof fifth);
+  const uint16_t seven = isa::f32_to_bf16(7.0f);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float product = 0;
+      for (int p = 0; p < 4; ++p) product += float(i - p) * float(p * 4 + j + 1);
+      const uint16_t expected = isa::f32_to_bf16(product);
+      EXPECT_EQ(first[i][j], expected) << "at " << i << "," << j;
+      EXPECT_EQ(first[i][j + 4], 0) << "at " << i << "," << j + 4;
+      EXPECT_EQ(second[i][j], expected) << "(a) at " << i << "," << j;
+      EXPECT_EQ(third[i][j], expected) << "(b) at " << i << "," << j;
+      EXPECT_EQ(fourth[i][j], seven) << "(b) at " << i << "," << j;
+      EXPECT_EQ(fifth[i][j], seven) << "(c) at " << i << "," << j;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDmaTimings, BackgroundWorkWithDma, ::testing::Values(DmaTiming::PerRequest, DmaTiming::PerStep, DmaTiming::PerWindow),
+                         timing_name);
 
 // A forked child has no copy of the background thread: its products run at
 // once, with the same results, and neither process hangs (nor does the
