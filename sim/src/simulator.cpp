@@ -87,6 +87,12 @@ void Simulator::write_dram(uint64_t address, const void* data, uint64_t bytes) {
   std::memcpy(dram.data(address, bytes), data, bytes);
 }
 
+uint8_t* Simulator::dram_bytes(uint64_t address, uint64_t bytes) {
+  Dram& dram = impl_->chip->dram;
+  if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM access outside device memory");
+  return dram.data(address, bytes);
+}
+
 void Simulator::read_dram(uint64_t address, void* data, uint64_t bytes) const {
   Dram& dram = impl_->chip->dram;
   if (!dram.in_range(address, bytes)) throw std::out_of_range("DRAM read outside device memory");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -31,17 +32,17 @@ constexpr uint64_t kBufferAlignment = 4096;
 // Element i gets encodings[splitmix64(seed + i) % kValues], in kSize bytes;
 // a large input in two halves on two host threads (each element depends only on i).
 template <unsigned kSize, uint64_t kValues>
-void fill_encoded(uint64_t seed, const std::vector<uint32_t>& encodings, std::vector<uint8_t>& bytes) {
-  const auto fill = [seed, &encodings, &bytes](uint64_t begin, uint64_t end) {
+void fill_encoded(uint64_t seed, const std::vector<uint32_t>& encodings, uint8_t* bytes, uint64_t size) {
+  const auto fill = [seed, &encodings, bytes](uint64_t begin, uint64_t end) {
     for (uint64_t i = begin; i < end; ++i) {
       uint64_t x = seed + i * 0x9e3779b97f4a7c15ull;  // splitmix64
       x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
       x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
       x ^= x >> 31;
-      std::memcpy(bytes.data() + i * kSize, &encodings[x % kValues], kSize);
+      std::memcpy(bytes + i * kSize, &encodings[x % kValues], kSize);
     }
   };
-  const uint64_t count = bytes.size() / kSize, half = count / 2;
+  const uint64_t count = size / kSize, half = count / 2;
   if (count < (uint64_t{1} << 20) || std::thread::hardware_concurrency() < 2) return fill(0, count);
   std::thread second_half(fill, half, count);
   fill(0, half);
@@ -51,10 +52,10 @@ void fill_encoded(uint64_t seed, const std::vector<uint32_t>& encodings, std::ve
 // Deterministic data for inputs the user did not give: the same program and
 // symbol always get the same values. Floats in [-1, 1] in steps of 1/1000;
 // integers in [0, 8), small enough for products and valid as small indices.
-void fill_deterministic(const npu::isa::Symbol& symbol, std::vector<uint8_t>& bytes) {
+void fill_deterministic(const npu::isa::Symbol& symbol, uint8_t* bytes, uint64_t bytes_size) {
   uint64_t seed = 1469598103934665603ull;
   for (const char c : symbol.name) seed = (seed ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  const unsigned size = npu::isa::dtype_size_bytes(symbol.dtype);
+  const unsigned element_bytes = npu::isa::dtype_size_bytes(symbol.dtype);
   const bool is_float = npu::isa::dtype_is_float(symbol.dtype);
   // Each value's encoding, computed once: a multi-megabyte input would otherwise spend most of its
   // time converting the same 2001 values.
@@ -69,12 +70,12 @@ void fill_deterministic(const npu::isa::Symbol& symbol, std::vector<uint8_t>& by
                    : symbol.dtype == npu::isa::DType::BF16 ? npu::isa::f32_to_bf16(value)
                                                            : npu::isa::f32_to_f16(value);
   }
-  switch (size * 10000 + encodings.size()) {  // the constants let the loop's division and copy compile to a few instructions
-    case 1 * 10000 + 8: fill_encoded<1, 8>(seed, encodings, bytes); break;
-    case 4 * 10000 + 8: fill_encoded<4, 8>(seed, encodings, bytes); break;
-    case 2 * 10000 + 2001: fill_encoded<2, 2001>(seed, encodings, bytes); break;
-    case 4 * 10000 + 2001: fill_encoded<4, 2001>(seed, encodings, bytes); break;
-    default: throw std::logic_error("fill_deterministic: no loop for " + std::to_string(size) + "-byte elements");
+  switch (element_bytes * 10000 + encodings.size()) {  // the constants let the loop's division and copy compile to a few instructions
+    case 1 * 10000 + 8: fill_encoded<1, 8>(seed, encodings, bytes, bytes_size); break;
+    case 4 * 10000 + 8: fill_encoded<4, 8>(seed, encodings, bytes, bytes_size); break;
+    case 2 * 10000 + 2001: fill_encoded<2, 2001>(seed, encodings, bytes, bytes_size); break;
+    case 4 * 10000 + 2001: fill_encoded<4, 2001>(seed, encodings, bytes, bytes_size); break;
+    default: throw std::logic_error("fill_deterministic: no loop for " + std::to_string(element_bytes) + "-byte elements");
   }
 }
 
@@ -206,7 +207,6 @@ int sc_main(int argc, char* argv[]) {
 
     // Device memory for every global buffer, in symbol order.
     std::vector<uint64_t> addresses(program.symbols.size(), npu::sim::kUnboundSymbol);
-    std::vector<std::vector<uint8_t>> contents(program.symbols.size());
     uint64_t next = 0;
     for (size_t i = 0; i < program.symbols.size(); ++i) {
       const npu::isa::Symbol& symbol = program.symbols[i];
@@ -216,29 +216,6 @@ int sc_main(int argc, char* argv[]) {
         throw InputError("the program's buffers do not fit in device DRAM (" + std::to_string(config.dram.size_bytes) + " bytes)");
       addresses[i] = next;
       next = (next + size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-      // Device memory starts zeroed: a buffer that would be written as zeros (outputs, scratch, inputs
-      // not generated) is left as it is, which saves a timing-only run most of its host time on large
-      // buffers. `contents` then stays empty.
-      std::vector<uint8_t>& bytes = contents[i];
-      if (symbol.kind == npu::isa::SymbolKind::Data) {
-        bytes = program.data[symbol.section].contents;
-      } else if (symbol.kind == npu::isa::SymbolKind::Input) {
-        const auto given = inputs.find(symbol.name);
-        if (given == inputs.end()) {
-          if (needs_data) {
-            bytes.assign(size, 0);
-            fill_deterministic(symbol, bytes);
-          }
-        } else {
-          std::ifstream in(given->second, std::ios::binary);
-          if (!in) throw InputError("cannot open input file '" + given->second + "' for " + symbol.name);
-          const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-          if (data.size() != size)
-            throw InputError("input file '" + given->second + "' has " + std::to_string(data.size()) + " bytes; " + symbol.name + " needs " +
-                             std::to_string(size));
-          bytes.assign(data.begin(), data.end());
-        }
-      }
     }
     for (const auto& [name, file] : inputs) {
       const npu::isa::Symbol* symbol = program.find_symbol(name);
@@ -255,9 +232,35 @@ int sc_main(int argc, char* argv[]) {
     sim_options.timing_only_moves_data = needs_data;
     sim_options.trace = vm.count("trace") ? &trace : nullptr;
     npu::sim::Simulator simulator(config, sim_options);
-    for (size_t i = 0; i < program.symbols.size(); ++i)
-      if (addresses[i] != npu::sim::kUnboundSymbol && !contents[i].empty())
-        simulator.write_dram(addresses[i], contents[i].data(), contents[i].size());
+    // The buffers' contents, written straight into device memory (generated inputs of a large GEMM
+    // took a seventh of its functional run when they were built aside and copied). Device memory
+    // starts zeroed: a buffer that would be written as zeros (outputs, scratch, inputs not generated)
+    // is left as it is, which saves a timing-only run most of its host time on large buffers.
+    for (size_t i = 0; i < program.symbols.size(); ++i) {
+      const npu::isa::Symbol& symbol = program.symbols[i];
+      if (addresses[i] == npu::sim::kUnboundSymbol) continue;
+      const uint64_t size = symbol.size_bytes();
+      if (symbol.kind == npu::isa::SymbolKind::Data) {
+        const std::vector<uint8_t>& bytes = program.data[symbol.section].contents;
+        if (!bytes.empty()) simulator.write_dram(addresses[i], bytes.data(), bytes.size());
+      } else if (symbol.kind == npu::isa::SymbolKind::Input) {
+        const auto given = inputs.find(symbol.name);
+        if (given == inputs.end()) {
+          if (needs_data && size > 0) fill_deterministic(symbol, simulator.dram_bytes(addresses[i], size), size);
+        } else {
+          std::ifstream in(given->second, std::ios::binary);
+          if (!in) throw InputError("cannot open input file '" + given->second + "' for " + symbol.name);
+          std::error_code error;
+          const uint64_t file_size = std::filesystem::file_size(given->second, error);
+          if (error) throw InputError("cannot read input file '" + given->second + "' for " + symbol.name + ": " + error.message());
+          if (file_size != size)
+            throw InputError("input file '" + given->second + "' has " + std::to_string(file_size) + " bytes; " + symbol.name + " needs " +
+                             std::to_string(size));
+          if (size > 0 && !in.read(reinterpret_cast<char*>(simulator.dram_bytes(addresses[i], size)), static_cast<std::streamsize>(size)))
+            throw InputError("cannot read input file '" + given->second + "'");
+        }
+      }
+    }
 
     // A progress line for long runs, only where a person watches stderr.
     const bool show_progress = isatty(STDERR_FILENO) != 0;

@@ -305,6 +305,12 @@ TEST_F(NpuSim, InputsAndOutputsAreRawBytes) {
   const ToolRun bad = run(kSim + " --config tiny " + program + " --input x=" + path("short.bin"));
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("needs 32"), std::string::npos) << bad.err;
+  const ToolRun missing = run(kSim + " --config tiny " + program + " --input x=" + path("no_such.bin"));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("cannot open input file"), std::string::npos) << missing.err;
+  const ToolRun directory = run(kSim + " --config tiny " + program + " --input x=" + path(""));
+  EXPECT_EQ(directory.status, 1);
+  EXPECT_NE(directory.err.find("cannot read input file"), std::string::npos) << directory.err;
 }
 
 TEST_F(NpuSim, AFaultExitsWithOneAndLeavesAValidTrace) {

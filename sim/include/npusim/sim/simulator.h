@@ -61,6 +61,10 @@ class Simulator {
   // Device DRAM, without simulated time. Throw std::out_of_range outside it.
   void write_dram(uint64_t address, const void* data, uint64_t bytes);
   void read_dram(uint64_t address, void* data, uint64_t bytes) const;
+  // The device's bytes [address, +bytes), to read or fill in place between
+  // runs (a loader's large inputs, without a copy of them); valid while the
+  // simulator lives. Throws std::out_of_range outside DRAM.
+  uint8_t* dram_bytes(uint64_t address, uint64_t bytes);
 
   // Starts `program` on every core in `core_mask` (each must have code in it).
   // symbol_addresses[i] is the DRAM address bound to symbol i (kUnboundSymbol
