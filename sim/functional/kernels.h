@@ -101,10 +101,13 @@ uint64_t reduce_output_elements(isa::Axis axis, uint64_t rows, uint64_t cols);
 // tensor_matmul in two halves, so that a simulator can run the arithmetic on
 // another thread: pack_matmul reads A and B (and rejects a dtype tc.mm does
 // not take); multiply_packed reads and writes acc, nothing else, with the
-// same results. PackedMatmul is opaque: the operands converted for the host's kernel.
+// same results. PackedMatmul is opaque: the operands converted for the host's
+// kernel. sum_packed does the products of multiply_packed ahead, on any
+// thread, before it (which then only adds them to acc).
 struct PackedMatmul;
 KernelError pack_matmul(isa::DType dtype, uint32_t flags, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n, uint64_t k,
                         std::shared_ptr<PackedMatmul>* packed);
+void sum_packed(PackedMatmul& packed);
 void multiply_packed(PackedMatmul& packed, uint8_t* acc);
 
 }  // namespace npu::sim::functional

@@ -353,6 +353,10 @@ struct PackedMatmul {
   // Instead of the float panels, for the bf16 pair kernel: pairs of k steps, k in the upper half.
   std::vector<uint32_t> a_pairs, b_pairs;
   bool bf16_pairs = false;
+  // The sums of the products (sum_packed), in f32 or, for i8, in i32; empty until done.
+  bool summed = false;
+  std::vector<float> float_sums;
+  std::vector<uint32_t> int_sums;
 };
 
 namespace {
@@ -650,7 +654,8 @@ std::shared_ptr<PackedMatmul> reused_packed_matmul() {
   if (!packed) packed = std::make_unique<PackedMatmul>();
   return std::shared_ptr<PackedMatmul>(packed.release(), [](PackedMatmul* done) {
     const size_t bytes = (done->a_panels.capacity() + done->b_panels.capacity()) * sizeof(float) +
-                         (done->a_pairs.capacity() + done->b_pairs.capacity()) * sizeof(uint32_t);
+                         (done->a_pairs.capacity() + done->b_pairs.capacity()) * sizeof(uint32_t) +
+                         done->float_sums.capacity() * sizeof(float) + done->int_sums.capacity() * sizeof(uint32_t);
     std::unique_ptr<PackedMatmul> owned(done);
     std::lock_guard<std::mutex> lock(*mutex);
     if (unused->size() < kMaxUnused && bytes <= kMaxKeptBytes) unused->push_back(std::move(owned));
@@ -665,16 +670,27 @@ KernelError pack_matmul(DType dtype, uint32_t flags, const uint8_t* a, const uin
     return "tc.mm does not support " + std::string(isa::dtype_name(dtype));
   std::shared_ptr<PackedMatmul> problem = reused_packed_matmul();
   problem->dtype = dtype, problem->flags = flags, problem->m = m, problem->n = n, problem->k = k;
+  problem->summed = false;
   pack(*problem, a, b);
   *packed = std::move(problem);
   return std::nullopt;
 }
 
-void multiply_packed(PackedMatmul& packed, uint8_t* acc) {
+void sum_packed(PackedMatmul& packed) {
+  if (packed.summed) return;
   if (packed.dtype == DType::I8)
-    accumulate(packed.flags, acc, int8_sums(packed));
+    packed.int_sums = int8_sums(packed);
   else
-    accumulate(packed.flags, acc, float_sums(packed));
+    packed.float_sums = float_sums(packed);
+  packed.summed = true;
+}
+
+void multiply_packed(PackedMatmul& packed, uint8_t* acc) {
+  sum_packed(packed);
+  if (packed.dtype == DType::I8)
+    accumulate(packed.flags, acc, packed.int_sums);
+  else
+    accumulate(packed.flags, acc, packed.float_sums);
 }
 
 KernelError tensor_matmul(DType dtype, uint32_t flags, uint8_t* acc, const uint8_t* a, const uint8_t* b, uint64_t m, uint64_t n,

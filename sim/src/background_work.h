@@ -38,6 +38,9 @@ class BackgroundWork {
   uint64_t submit(std::function<void()> work);
   // The number of the last item done (items finish in order).
   uint64_t done() const { return done_.load(std::memory_order_acquire); }
+  // Whether a submit() now would wait for room (kMaxQueued items queued): a
+  // moment where the submitting thread has time for work of its own.
+  bool full() const { return queued_.load(std::memory_order_acquire) - done() >= kMaxQueued; }
   // Returns once item `number` is done; rethrows what an item threw (once).
   void wait_for(uint64_t number);
   void wait_all() { wait_for(submitted_); }

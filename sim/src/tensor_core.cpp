@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "background_work.h"
 #include "functional/kernels.h"
 #include "npusim/isa/dtype.h"
 
@@ -100,6 +101,9 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
     if (auto error = functional::pack_matmul(dtype, flags, local_.data(a, m * k * size), local_.data(b, k * n * size), m, n, k, &packed))
       return {0, fault_for(command, FaultKind::ExecutionError, *error), {}};
     uint8_t* acc = local_.data(dst);
+    // Where the background thread is behind (its queue full), this thread does the products instead of
+    // waiting for room, and hands over only their addition to the accumulator: the two share the work.
+    if (context_.background && context_.background->full()) functional::sum_packed(*packed);
     local_.run_in_background({{dst, c_bytes}}, [packed, acc] { functional::multiply_packed(*packed, acc); });
   }
   // (The span's name only where there is a trace: building it took as long as timing the tile.)

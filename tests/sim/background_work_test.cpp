@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -38,6 +39,22 @@ TEST(BackgroundWork, RunsItsWorkInOrderAndWaitsForAnItem) {
   EXPECT_EQ(background.done(), last);
   ASSERT_EQ(order.size(), 3 * BackgroundWork::kMaxQueued);
   for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], int(i));
+}
+
+TEST(BackgroundWork, IsFullWhereASubmitWouldWaitForRoom) {
+  BackgroundWork background;
+  EXPECT_FALSE(background.full());
+  std::atomic<bool> release{false};
+  for (size_t i = 0; i < BackgroundWork::kMaxQueued; ++i) {
+    EXPECT_FALSE(background.full()) << i;
+    background.submit([&release] {
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  EXPECT_TRUE(background.full());
+  release = true;
+  background.wait_all();
+  EXPECT_FALSE(background.full());
 }
 
 TEST(BackgroundWork, AnItemsExceptionReachesTheNextWait) {

@@ -1,5 +1,7 @@
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -234,6 +236,30 @@ TEST(TensorMatmul, Int8AccumulatesInWrappingI32) {
           for (size_t kk = 0; kk < s.k; ++kk) sum += a[i * s.k + kk] * b[kk * s.n + j];
           ASSERT_EQ(got[i * s.n + j], wrap(DType::I32, sum)) << "at " << i << ", " << j;
         }
+    }
+  }
+}
+
+// The products summed ahead (sum_packed), on another thread, then added to the
+// accumulator (multiply_packed): the bits of tensor_matmul. One problem after
+// another, so that reused packed buffers start afresh.
+TEST(TensorMatmul, ProductsSummedAheadOnAnotherThreadGiveTheSameBits) {
+  for (const DType dtype : {DType::F32, DType::BF16, DType::F16, DType::I8}) {
+    for (const uint32_t flags : {0u, uint32_t{isa::kTcAcc}, uint32_t{isa::kTcAcc | isa::kTcTransposeB}}) {
+      for (const Shape& s : kShapes) {
+        SCOPED_TRACE(name(dtype) + " " + describe(s, flags));
+        Random random(flags + 11 * static_cast<uint32_t>(s.k));
+        const Bytes a = dtype == DType::I8 ? encode_ints(dtype, random.ints(s.m * s.k, -128, 127)) : encode_floats(dtype, random.floats(dtype, s.m * s.k, -2, 2));
+        const Bytes b = dtype == DType::I8 ? encode_ints(dtype, random.ints(s.k * s.n, -128, 127)) : encode_floats(dtype, random.floats(dtype, s.k * s.n, -2, 2));
+        const Bytes old = encode_floats(DType::F32, random.floats(DType::F32, s.m * s.n, -10, 10));
+        Bytes expected = old, got = old;
+        ASSERT_FALSE(tensor_matmul(dtype, flags, expected.data(), a.data(), b.data(), s.m, s.n, s.k));
+        std::shared_ptr<PackedMatmul> packed;
+        ASSERT_FALSE(pack_matmul(dtype, flags, a.data(), b.data(), s.m, s.n, s.k, &packed));
+        std::thread([&packed] { sum_packed(*packed); }).join();
+        multiply_packed(*packed, got.data());
+        ASSERT_EQ(got, expected);
+      }
     }
   }
 }
