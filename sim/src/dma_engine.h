@@ -81,7 +81,8 @@ class DmaEngine : public Engine {
   // batch below instead of waiting for that work.
   void move_copy(PendingCopy& copy, bool load);
   // Hands the batch of stores that move_copy deferred to the background (ChipContext::background), as one
-  // item after the work they wait for, before the transfer yields or ends.
+  // item after the work they wait for: before the transfer yields (so that no other thread acts between a
+  // row's deferral and its hand-over) and where it ends.
   void hand_over_stores();
   // Adds a transfer's waits (noc_wait_, dram_wait_, sram_wait_) to the stall statistics, for its `requests` requests.
   void add_request_stalls(uint64_t requests);

@@ -113,6 +113,9 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
   // The yield finish_window() left due; false where the run faulted or the chip was reset meanwhile.
   const auto catch_up = [&]() {
     if (yield_to == UINT64_MAX) return true;
+    // Rows of the next window already deferred (move_copy) go to the background before anyone else acts:
+    // then whoever touches their bytes waits for them, as if they had moved before the yield.
+    hand_over_stores();
     const uint64_t to = yield_to;
     yield_to = UINT64_MAX;
     return context_.wait_until(to, timer_);
