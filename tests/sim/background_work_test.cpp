@@ -88,8 +88,26 @@ TEST(BackgroundWork, ItsDestructorFinishesWhatWasSubmitted) {
   EXPECT_EQ(done, 4);
 }
 
-// A on a 8 x 4 bf16 tile, B 4 x 4: small integers, so every product and sum is
-// exact and the accumulator holds exactly 2AB, then 3AB. The first DMA reads
+// The operands of the programs below, A (8 x 4) and B (4 x 4) in bf16: small
+// integers, so every product and sum is exact. Written to the first two buffers.
+void write_operands(Simulator& simulator, const std::vector<uint64_t>& addresses) {
+  uint16_t a[8][4], b[4][4];
+  for (int i = 0; i < 8; ++i)
+    for (int p = 0; p < 4; ++p) a[i][p] = isa::f32_to_bf16(float(i - p));
+  for (int p = 0; p < 4; ++p)
+    for (int j = 0; j < 4; ++j) b[p][j] = isa::f32_to_bf16(float(p * 4 + j + 1));
+  simulator.write_dram(addresses[0], a, sizeof a);
+  simulator.write_dram(addresses[1], b, sizeof b);
+}
+
+// (A B)[i][j] for those operands.
+float product_at(int i, int j) {
+  float product = 0;
+  for (int p = 0; p < 4; ++p) product += float(i - p) * float(p * 4 + j + 1);
+  return product;
+}
+
+// With the operands above the accumulator holds exactly 2AB, then 3AB. The first DMA reads
 // the accumulator right after two products (which run in the background), and
 // the third product must wait for that read; a conversion of the accumulator
 // (which joins the products in the background) is stored after it. Returns
@@ -141,13 +159,7 @@ std::string run_products(Simulator& simulator) {
     halt
 )");
   const std::vector<uint64_t> addresses = testing::bind_symbols(program);
-  uint16_t a[8][4], b[4][4];
-  for (int i = 0; i < 8; ++i)
-    for (int p = 0; p < 4; ++p) a[i][p] = isa::f32_to_bf16(float(i - p));
-  for (int p = 0; p < 4; ++p)
-    for (int j = 0; j < 4; ++j) b[p][j] = isa::f32_to_bf16(float(p * 4 + j + 1));
-  simulator.write_dram(addresses[0], a, sizeof a);
-  simulator.write_dram(addresses[1], b, sizeof b);
+  write_operands(simulator, addresses);
   simulator.launch(program, 1, addresses);
   const RunResult result = simulator.run(1'000'000);
   if (result.fault) return result.fault->to_string();
@@ -159,8 +171,7 @@ std::string run_products(Simulator& simulator) {
   std::string wrong;
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 4; ++j) {
-      float product = 0;
-      for (int p = 0; p < 4; ++p) product += float(i - p) * float(p * 4 + j + 1);
+      const float product = product_at(i, j);
       const std::string at = " at " + std::to_string(i) + "," + std::to_string(j) + "; ";
       if (twice[i][j] != 2 * product) wrong += "twice " + std::to_string(twice[i][j]) + at;
       if (thrice[i][j] != 3 * product) wrong += "thrice " + std::to_string(thrice[i][j]) + at;
@@ -282,14 +293,8 @@ TEST_P(BackgroundWorkWithDma, DeferredStoresKeepTheirPlaceAmongOtherAccesses) {
     halt
 )");
   const std::vector<uint64_t> addresses = testing::bind_symbols(program);
-  uint16_t a[8][4], b[4][4];
-  for (int i = 0; i < 8; ++i)
-    for (int p = 0; p < 4; ++p) a[i][p] = isa::f32_to_bf16(float(i - p));
-  for (int p = 0; p < 4; ++p)
-    for (int j = 0; j < 4; ++j) b[p][j] = isa::f32_to_bf16(float(p * 4 + j + 1));
   Simulator simulator(config_with(GetParam()));
-  simulator.write_dram(addresses[0], a, sizeof a);
-  simulator.write_dram(addresses[1], b, sizeof b);
+  write_operands(simulator, addresses);
   simulator.launch(program, 1, addresses);
   BackgroundWork::set_item_delay_for_tests(std::chrono::milliseconds(20));
   const RunResult result = simulator.run(1'000'000);
@@ -304,8 +309,7 @@ TEST_P(BackgroundWorkWithDma, DeferredStoresKeepTheirPlaceAmongOtherAccesses) {
   const uint16_t seven = isa::f32_to_bf16(7.0f);
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 4; ++j) {
-      float product = 0;
-      for (int p = 0; p < 4; ++p) product += float(i - p) * float(p * 4 + j + 1);
+      const float product = product_at(i, j);
       const uint16_t expected = isa::f32_to_bf16(product);
       EXPECT_EQ(first[i][j], expected) << "at " << i << "," << j;
       EXPECT_EQ(first[i][j + 4], 0) << "at " << i << "," << j + 4;
