@@ -9,6 +9,7 @@
 
 #include "chip.h"
 #include "chip_trace.h"
+#include "kernel_start.h"
 #include "npusim/traces/trace.h"
 
 namespace npu::sim {
@@ -48,10 +49,10 @@ void Simulator::Impl::run_for(uint64_t cycles) {
   const uint64_t now = context->now_cycle();
   const sc_core::sc_time end = cycles < context->cycle_limit() - now ? context->cycles(now + cycles + 1) - sc_core::sc_time::from_value(1)
                                                                      : sc_core::sc_max_time();
-  sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  start_kernel(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
   if (sc_core::sc_time_stamp() < end && sc_core::sc_pending_activity() &&
       sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() > end)
-    sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
+    start_kernel(end - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
 }
 
 namespace {
@@ -74,7 +75,7 @@ Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_
   sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
   // End elaboration and let every thread reach its first wait, so that the
   // first launch's start notifications find them waiting.
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  start_kernel(sc_core::SC_ZERO_TIME);
 }
 
 Simulator::~Simulator() = default;
@@ -145,14 +146,14 @@ void Simulator::launch(const isa::Program& program, uint64_t core_mask, const st
 void Simulator::Impl::reset() {
   chip->reset();
   // Let every thread observe the reset and park or return to idle.
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  start_kernel(sc_core::SC_ZERO_TIME);
 }
 
 void Simulator::Impl::host_request(HostLink::Request& request) {
   chip->host_link.submit(&request);
   // The link pauses the kernel when the request is done.
   while (!request.done) {
-    sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+    start_kernel(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     if (!request.done && !sc_core::sc_pending_activity()) throw std::logic_error("host link request did not complete");
   }
 }
