@@ -34,10 +34,13 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
                                                : is_row_op(op.kind)           ? lower_row_op(op, config_)
                                                                               : lower_elementwise(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.misses;
-  cache_.emplace(key, kernel);
+  // Another thread may have compiled the same op meanwhile: every caller gets the cached kernel, so that one
+  // op has one kernel (callers may key what they derive from it, loaded programs, by its identity).
+  const auto [it, inserted] = cache_.emplace(key, std::move(kernel));
+  if (inserted) ++stats_.misses;
+  else ++stats_.hits;
   stats_.entries = cache_.size();
-  return kernel;
+  return it->second;
 }
 
 CacheStats Compiler::cache_stats() const {

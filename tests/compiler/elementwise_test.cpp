@@ -8,10 +8,13 @@
 // (GELU near its cancellation for negative inputs shows it).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "kernel_runner.h"
 
@@ -220,6 +223,28 @@ TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {
   const std::string listing = Compiler::listing(*first);
   EXPECT_NE(listing.find("# add: f32[256,256]"), std::string::npos) << listing;
   EXPECT_NE(listing.find("v.add f32, full"), std::string::npos) << listing;
+}
+
+// Threads that compile the same op at once all get the one cached kernel: callers key what they derive from a
+// kernel (the bridge's loaded programs) by its identity, and a private copy, once freed, let another kernel take
+// its address and run the wrong program.
+TEST_P(Elementwise, ThreadsCompilingTheSameOpAtOnceGetOneKernel) {
+  for (int round = 0; round < 20; ++round) {
+    const OpDesc op{OpKind::MUL, {t(DType::F32, {64, 100 + round}), t(DType::F32, {64, 100 + round})}, t(DType::F32, {64, 100 + round})};
+    std::vector<std::shared_ptr<const Kernel>> kernels(8);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < kernels.size(); ++i)
+      threads.emplace_back([&, i] {
+        ++ready;
+        while (ready.load() < int(kernels.size())) std::this_thread::yield();
+        kernels[i] = compiler_.compile(op);
+      });
+    for (std::thread& thread : threads) thread.join();
+    for (size_t i = 1; i < kernels.size(); ++i) EXPECT_EQ(kernels[i], kernels[0]) << "round " << round << ", thread " << i;
+  }
+  EXPECT_EQ(compiler_.cache_stats().misses, 20u);
+  EXPECT_EQ(compiler_.cache_stats().entries, 20u);
 }
 
 TEST_P(Elementwise, EmptyTensorsGiveProgramsThatHalt) {
