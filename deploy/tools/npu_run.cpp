@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli.h"
+#include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
 #include "npusim/driver/device.h"
 #include "npusim/driver/errors.h"
@@ -36,11 +37,6 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size())) || !out.flush())
-    throw npu::deploy::PackageError(path + ": cannot write");
-}
 
 }  // namespace
 
@@ -58,7 +54,7 @@ int sc_main(int argc, char* argv[]) {
       ("info", "print the package's signature, launches and memory plan, and exit")
       ("input,i", po::value<std::vector<std::string>>()->value_name("NAME=FILE"), "an input's data (every input is needed)")
       ("output,o", po::value<std::vector<std::string>>()->value_name("NAME=FILE"), "write an output's data")
-      ("runs", po::value<unsigned>()->default_value(1)->value_name("N"), "run N times (cycles of each run are printed)")
+      ("runs", po::value<int64_t>()->default_value(1)->value_name("N"), "run N times, 1 to 1000000 (cycles of each run are printed)")
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace of the chip and the driver (.pftrace or .json)")
       ("timing-only", "skip the arithmetic (outputs are not computed; cycles are the same)")
       ("package", po::value<std::string>(), "the package file");
@@ -70,6 +66,11 @@ int sc_main(int argc, char* argv[]) {
   if (const auto code = npu::cli::handle_help_and_version("npu-run", vm, options)) return *code;
   if (!vm.count("package")) {
     std::cerr << "npu-run: error: no package file\nTry 'npu-run --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+  const int64_t runs = vm["runs"].as<int64_t>();
+  if (runs < 1 || runs > 1000000) {
+    std::cerr << "npu-run: error: --runs " << runs << ": expected 1 to 1000000\nTry 'npu-run --help'.\n";
     return npu::cli::kExitBadUsage;
   }
   try {
@@ -97,7 +98,9 @@ int sc_main(int argc, char* argv[]) {
       bool known = false;
       for (const auto& spec : outputs) known |= spec.name == name;
       if (!known) throw npu::deploy::PackageError("--output " + name + ": the package has no output of that name");
+      npu::check_output_path(file);  // before the run, which may be long
     }
+    if (vm.count("trace")) npu::check_output_path(vm["trace"].as<std::string>());
 
     npu::SimulatorLinkOptions link;
     link.config = package.config_name();
@@ -107,15 +110,20 @@ int sc_main(int argc, char* argv[]) {
     auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
     npu::deploy::PackageRunner runner(device, package);
     npu::deploy::PackageRunner::Result result;
-    for (unsigned run = 0; run < std::max(1u, vm["runs"].as<unsigned>()); ++run) {
+    for (int64_t run = 0; run < runs; ++run) {
       result = runner.run(inputs);
       const double us = double(device->cycles_to_time(result.cycles).count()) / 1000.0;
-      std::printf("run %u: %llu cycles (%.3f us on the chip)\n", run, static_cast<unsigned long long>(result.cycles), us);
+      std::printf("run %lld: %llu cycles (%.3f us on the chip)\n", static_cast<long long>(run), static_cast<unsigned long long>(result.cycles), us);
     }
+    // Every output or none: a failed write leaves each path as it was.
+    npu::OutputFiles files;
     for (size_t i = 0; i < outputs.size(); ++i) {
       const auto it = output_files.find(outputs[i].name);
-      if (it != output_files.end()) write_file(it->second, result.outputs[i]);
+      if (it != output_files.end())
+        files.stage(it->second, std::string_view(reinterpret_cast<const char*>(result.outputs[i].data()), result.outputs[i].size()));
     }
+    files.commit();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw std::runtime_error("cannot write the standard output");
     return npu::cli::kExitOk;
   } catch (const npu::deploy::PackageError& e) {
     std::cerr << "npu-run: error: " << e.what() << "\n";

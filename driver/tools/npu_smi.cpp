@@ -33,7 +33,8 @@ int sc_main(int argc, char* argv[]) {
     const auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(config));
     std::cout << "config: " << config << "\n" << device->report();
     if (vm.count("dump-config")) std::cout << "\n" << npu::sim::dump_chip_config(npu::sim::load_chip_config(config));
-  } catch (const npu::Error& e) {
+    if (!std::cout.flush()) throw std::runtime_error("cannot write the standard output");
+  } catch (const std::exception& e) {  // a driver error, a config that does not load, a failed write
     std::cerr << "npu-smi: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;
   }

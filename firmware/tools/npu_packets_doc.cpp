@@ -17,12 +17,12 @@ int main(int argc, char** argv) {
   if (!npu::cli::parse_command_line("npu-packets-doc", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
   if (vm.count("help")) {
     std::cout << options << "\n";
-    return npu::cli::kExitOk;
+    return npu::cli::exit_after_flushing("npu-packets-doc");
   }
   if (vm.count("version")) {
     npu::cli::print_version("npu-packets-doc");
-    return npu::cli::kExitOk;
+    return npu::cli::exit_after_flushing("npu-packets-doc");
   }
   std::cout << npu::firmware::generate_packet_markdown();
-  return npu::cli::kExitOk;
+  return npu::cli::exit_after_flushing("npu-packets-doc");
 }

@@ -10,6 +10,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "npusim/common/output_files.h"
 #include "npusim/isa/dtype.h"
 #include "program.pb.h"
 
@@ -309,12 +310,11 @@ Program parse_program(const std::string& bytes) {
 }
 
 void save_program(const Program& program, const std::string& path) {
-  const std::string bytes = serialize_program(program);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("cannot open '" + path + "' for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) fail("cannot write '" + path + "'");
+  try {
+    write_file_atomically(path, serialize_program(program));
+  } catch (const OutputFileError& e) {
+    fail(e.what());
+  }
 }
 
 Program load_program(const std::string& path) {

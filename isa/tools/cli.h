@@ -49,4 +49,14 @@ inline std::optional<int> handle_help_and_version(const char* tool, const boost:
   return std::nullopt;
 }
 
+// What a tool returns at its end: `code`, unless its standard output could not be written (a full disk, a
+// closed pipe), which is a failure like any other failed write.
+inline int exit_after_flushing(const char* tool, int code = kExitOk) {
+  if (!std::cout.flush()) {
+    std::cerr << tool << ": error: cannot write the standard output\n";
+    return kExitBadInput;
+  }
+  return code;
+}
+
 }  // namespace npu::cli

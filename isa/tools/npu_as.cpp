@@ -1,9 +1,9 @@
 // npu-as: assemble an npusim assembly file into an .npubin program.
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "cli.h"
+#include "npusim/common/output_files.h"
 #include "npusim/isa/assembler.h"
 #include "npusim/isa/program.h"
 
@@ -14,7 +14,9 @@ int main(int argc, char** argv) {
       "Usage: npu-as INPUT.s [-o OUTPUT.npubin]\n\n"
       "Assembles npusim assembly (syntax: docs/assembly.md, instructions: docs/isa.md) into a\n"
       "program file. Errors are reported as FILE:LINE:COL: error: MESSAGE with the source line;\n"
-      "all errors of a file are shown (up to --max-errors) and no output file is left behind.\n"
+      "all errors of a file are shown (up to --max-errors) and the output file is left as it was\n"
+      "(a program is written whole or not at all; an output that is the input, or that is not a\n"
+      "regular file, such as a directory or a device, is refused).\n"
       "Exit status: 0 success, 1 errors in the input, 2 bad usage.\n\nOptions");
   options.add_options()
       ("help,h", "print this help and exit")
@@ -36,23 +38,34 @@ int main(int argc, char** argv) {
   std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
   if (output.empty()) output = std::filesystem::path(input).replace_extension(".npubin").string();
 
+  // The output is refused before any work when it could not be written or would replace what is not a
+  // program the build made: the source itself, or anything that is not a regular file.
+  std::error_code same_error;
+  if (std::filesystem::equivalent(input, output, same_error)) {
+    std::cerr << "npu-as: error: the output '" << output << "' is the input file (give another with -o)\n";
+    return npu::cli::kExitBadUsage;
+  }
+  try {
+    npu::check_output_path(output);
+  } catch (const npu::OutputFileError& e) {
+    std::cerr << "npu-as: error: " << e.what() << "\n";
+    return npu::cli::kExitBadInput;
+  }
+
   npu::isa::AssembleOptions assemble_options;
   assemble_options.max_errors = std::max(1u, vm["max-errors"].as<unsigned>());
   assemble_options.default_metadata = {{"tool", std::string("npu-as ") + NPUSIM_VERSION}};
   const npu::isa::AssembleResult result = npu::isa::assemble_file(input, assemble_options);
   if (!result.program) {
+    // The output is left as it was: a failed build replaces nothing (and removes nothing: -o may name a
+    // file that was never ours).
     for (const npu::isa::Diagnostic& diagnostic : result.errors) std::cerr << diagnostic.format();
     std::cerr << result.errors.size() << " error" << (result.errors.size() == 1 ? "" : "s") << " in " << input << "\n";
-    std::remove(output.c_str());  // never leave a stale program behind a failed build
     return npu::cli::kExitBadInput;
   }
-  // Write beside the target and rename, so a crash never leaves half a file.
-  const std::string temporary = output + ".tmp";
   try {
-    npu::isa::save_program(*result.program, temporary);
-    std::filesystem::rename(temporary, output);
+    npu::isa::save_program(*result.program, output);  // whole or not at all
   } catch (const std::exception& e) {
-    std::remove(temporary.c_str());
     std::cerr << "npu-as: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;
   }

@@ -17,5 +17,5 @@ int main(int argc, char** argv) {
   if (!npu::cli::parse_command_line("npu-isa-doc", argc, argv, options, positional, &vm, &exit_code)) return exit_code;
   if (const auto code = npu::cli::handle_help_and_version("npu-isa-doc", vm, options)) return *code;
   std::cout << npu::isa::generate_isa_markdown();
-  return npu::cli::kExitOk;
+  return npu::cli::exit_after_flushing("npu-isa-doc");
 }

@@ -40,5 +40,5 @@ int main(int argc, char** argv) {
     std::cerr << "npu-objdump: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;
   }
-  return npu::cli::kExitOk;
+  return npu::cli::exit_after_flushing("npu-objdump");
 }

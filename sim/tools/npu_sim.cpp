@@ -15,6 +15,7 @@
 #include "npusim/sim/systemc_main.h"  // declares sc_main, which this file defines
 
 #include "cli.h"
+#include "npusim/common/output_files.h"
 #include "npusim/isa/dtype.h"
 #include "npusim/isa/program.h"
 #include "npusim/sim/config_loader.h"
@@ -104,6 +105,10 @@ std::map<std::string, std::string> parse_bindings(const std::vector<std::string>
 struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A limit of the run's own (--max-trace-bytes, --max-seconds) that stopped it.
+struct RunLimitReached : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace
 
@@ -136,7 +141,10 @@ int sc_main(int argc, char* argv[]) {
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace: FILE.pftrace (Perfetto) or FILE.json (Chrome)")
       ("stats", po::value<std::string>()->value_name("FILE.json"), "write statistics as JSON (total in the top-level \"cycles\")")
       ("timing-only", "skip the tensor-core and vector arithmetic (same cycles, outputs not computed); a program without dma.gather moves no data either")
-      ("max-cycles", po::value<uint64_t>()->value_name("N"), "fault if the run takes longer (default: the config's watchdog)")
+      ("max-cycles", po::value<int64_t>()->value_name("N"), "fault if the run takes longer (default: the config's watchdog)")
+      ("max-trace-bytes", po::value<int64_t>()->default_value(int64_t{1} << 30)->value_name("N"),
+       "stop a run whose trace passes about N bytes as written (a runaway loop's trace fills the disk)")
+      ("max-seconds", po::value<double>()->value_name("S"), "stop a run that takes more than S seconds of host time")
       ("program", po::value<std::string>(), "program file");
   po::positional_options_description positional;
   positional.add("program", 1);
@@ -147,7 +155,7 @@ int sc_main(int argc, char* argv[]) {
 
   if (vm.count("register-map")) {
     std::cout << npu::sim::generate_register_markdown();
-    return npu::cli::kExitOk;
+    return npu::cli::exit_after_flushing("npu-sim");
   }
   npu::sim::ChipConfig config;
   try {
@@ -166,7 +174,7 @@ int sc_main(int argc, char* argv[]) {
   }
   if (vm.count("dump-config")) {
     std::cout << npu::sim::dump_chip_config(config);
-    return npu::cli::kExitOk;
+    return npu::cli::exit_after_flushing("npu-sim");
   }
   if (!vm.count("program")) {
     std::cerr << "npu-sim: error: no program file\nTry 'npu-sim --help'.\n";
@@ -176,6 +184,8 @@ int sc_main(int argc, char* argv[]) {
   try {
     if (vm.count("input")) inputs = parse_bindings(vm["input"].as<std::vector<std::string>>(), "input");
     if (vm.count("output")) outputs = parse_bindings(vm["output"].as<std::vector<std::string>>(), "output");
+    if (vm.count("max-cycles") && vm["max-cycles"].as<int64_t>() < 1)
+      throw po::error("--max-cycles needs a positive number, got " + std::to_string(vm["max-cycles"].as<int64_t>()));
     if (vm.count("trace")) {
       const std::string path = vm["trace"].as<std::string>();
       const bool known = path.size() > 5 && (path.substr(path.size() - 5) == ".json" ||
@@ -224,7 +234,10 @@ int sc_main(int argc, char* argv[]) {
     for (const auto& [name, file] : outputs) {
       const npu::isa::Symbol* symbol = program.find_symbol(name);
       if (symbol == nullptr || !symbol->is_global_buffer()) throw InputError("--output " + name + ": the program has no buffer of that name");
+      npu::check_output_path(file);  // before the run, which may be long
     }
+    if (vm.count("stats")) npu::check_output_path(vm["stats"].as<std::string>());
+    if (vm.count("trace")) npu::check_output_path(vm["trace"].as<std::string>());
 
     npu::trace::Trace trace;
     npu::sim::SimulatorOptions sim_options;
@@ -262,44 +275,64 @@ int sc_main(int argc, char* argv[]) {
       }
     }
 
-    // A progress line for long runs, only where a person watches stderr.
+    // Every million cycles: the limits on the trace's size and the host time, and a progress line for long
+    // runs where a person watches stderr. (Slicing the run changes none of its cycles.)
     const bool show_progress = isatty(STDERR_FILENO) != 0;
     const auto wall_start = std::chrono::steady_clock::now();
-    if (show_progress) {
-      simulator.set_progress(
-          [&](uint64_t cycle) {
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const uint64_t max_trace_bytes = uint64_t(vm["max-trace-bytes"].as<int64_t>());
+    const double max_seconds = vm.count("max-seconds") ? vm["max-seconds"].as<double>() : 0.0;
+    uint64_t last_shown = 0;
+    simulator.set_progress(
+        [&](uint64_t cycle) {
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+          if (vm.count("trace")) {
+            const uint64_t bytes = npu::trace::estimated_written_bytes(trace, vm["trace"].as<std::string>());
+            if (bytes > max_trace_bytes)
+              throw RunLimitReached("the trace passed --max-trace-bytes " + std::to_string(max_trace_bytes) + " (about " +
+                                    std::to_string(bytes) + " bytes) at cycle " + std::to_string(cycle) +
+                                    "; the run was stopped and no trace was written");
+          }
+          if (max_seconds > 0 && seconds > max_seconds)
+            throw RunLimitReached("the run passed --max-seconds " + vm["max-seconds"].as<std::string>() + " of host time at cycle " +
+                                  std::to_string(cycle) + "; it was stopped");
+          if (show_progress && cycle - last_shown >= 10'000'000) {
+            last_shown = cycle;
             std::fprintf(stderr, "\rnpu-sim: cycle %llu (%.1f M cycles/s)   ", static_cast<unsigned long long>(cycle),
                          seconds > 0 ? static_cast<double>(cycle) / seconds / 1e6 : 0.0);
-          },
-          10'000'000);
-    }
+          }
+        },
+        1'000'000);
     simulator.launch(program, core_mask, addresses);
-    const uint64_t max_cycles = vm.count("max-cycles") ? vm["max-cycles"].as<uint64_t>() : config.simulation.watchdog_cycles;
+    const uint64_t max_cycles = vm.count("max-cycles") ? uint64_t(vm["max-cycles"].as<int64_t>()) : config.simulation.watchdog_cycles;
     const npu::sim::RunResult result = simulator.run(max_cycles);
     if (show_progress) std::fprintf(stderr, "\r\033[K");
 
     npu::sim::ChipStats stats = simulator.stats();
     stats.cycles = result.cycles();
     if (vm.count("trace")) npu::trace::write_trace(trace, vm["trace"].as<std::string>());
+    // The statistics and the outputs appear together or not at all (the trace above stands alone: a fault's
+    // trace is what one reads to find it).
+    npu::OutputFiles files;
     if (vm.count("stats")) {
-      std::ofstream out(vm["stats"].as<std::string>());
-      if (!out) throw InputError("cannot write '" + vm["stats"].as<std::string>() + "'");
-      stats.write_json(out);
+      std::ostringstream json;
+      stats.write_json(json);
+      files.stage(vm["stats"].as<std::string>(), json.str());
     }
     if (result.fault) {
+      files.commit();
       std::cerr << "npu-sim: " << result.fault->to_string() << "\n";
       return npu::cli::kExitBadInput;
     }
     for (const auto& [name, file] : outputs) {
       const auto index = static_cast<size_t>(program.find_symbol(name) - program.symbols.data());
-      std::vector<uint8_t> bytes(program.symbols[index].size_bytes());
+      std::string bytes(program.symbols[index].size_bytes(), '\0');
       simulator.read_dram(addresses[index], bytes.data(), bytes.size());
-      std::ofstream out(file, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-      if (!out) throw InputError("cannot write '" + file + "'");
+      files.stage(file, bytes);
     }
+    // The summary first: a run whose report could not be written fails whole, its outputs left as they were.
     stats.write_summary(std::cout);
+    if (std::fflush(stdout) != 0 || !std::cout.flush()) throw InputError("cannot write the standard output");
+    files.commit();
   } catch (const npu::isa::ProgramFormatError& e) {
     std::cerr << "npu-sim: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;

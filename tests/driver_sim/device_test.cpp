@@ -131,7 +131,11 @@ TEST(NpuSmi, PrintsTheDeviceForAConfig) {
   EXPECT_NE(run.out.find("1 cores, 2 command queues"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("256.00 MiB total, 0 B in use"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("num_cores: 1"), std::string::npos) << run.out;
-  EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --config nope").status, 1);
+  const npu::testing::ToolRun bad_config = scratch.run(std::string(NPU_SMI_PATH) + " --config nope");
+  EXPECT_EQ(bad_config.status, 1);
+  EXPECT_EQ(bad_config.out, "");  // not SystemC's report of an uncaught exception, on stdout
+  EXPECT_EQ(bad_config.err.rfind("npu-smi: error: ", 0), 0u) << bad_config.err;
+  EXPECT_EQ(scratch.run("sh -c '" + std::string(NPU_SMI_PATH) + " --config tiny >/dev/full'").status, 1);  // a failed write
   EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --bogus").status, 2);
   EXPECT_EQ(scratch.run(std::string(NPU_SMI_PATH) + " --help").status, 0);
 }

@@ -65,22 +65,83 @@ TEST_F(Cli, DefaultOutputNameReplacesTheExtension) {
   EXPECT_TRUE(fs::exists(path("k.npubin")));
 }
 
-TEST_F(Cli, ErrorsExitWithOneAndLeaveNoOutputFile) {
+TEST_F(Cli, ErrorsExitWithOneAndLeaveTheOutputAsItWas) {
   write("bad.s", ".code 0\n    add r1, r2\n    bogus\n");
-  write("bad.npubin", "stale output of an earlier build");
-  const ToolRun result = run(kAs + " " + path("bad.s") + " -o " + path("bad.npubin"));
+  write("notes.txt", "a file that -o named by mistake");
+  const ToolRun result = run(kAs + " " + path("bad.s") + " -o " + path("notes.txt"));
   EXPECT_EQ(result.status, 1);
   EXPECT_NE(result.err.find(path("bad.s") + ":2:5: error: 'add' takes 3 operands"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find(path("bad.s") + ":3:5: error: unknown instruction 'bogus'"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("2 errors in"), std::string::npos) << result.err;
-  EXPECT_FALSE(fs::exists(path("bad.npubin")));
-  EXPECT_FALSE(fs::exists(path("bad.npubin.tmp")));
+  EXPECT_EQ(read(path("notes.txt")), "a file that -o named by mistake");
+  const ToolRun fresh = run(kAs + " " + path("bad.s") + " -o " + path("new.npubin"));
+  EXPECT_EQ(fresh.status, 1);
+  EXPECT_FALSE(fs::exists(path("new.npubin")));
+  for (const auto& entry : fs::directory_iterator(scratch_.path("")))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "a temporary left behind: " << entry.path();
+}
+
+TEST_F(Cli, AnOutputThatIsTheInputIsRefused) {
+  write("p.s", ".code 0\n    halt\n");
+  ASSERT_EQ(run(kAs + " " + path("p.s") + " -o " + path("p.npubin")).status, 0);
+  const std::string program = read(path("p.npubin"));
+  for (const std::string& command : {kAs + " " + path("p.s") + " -o " + path("p.s"), kAs + " " + path("p.npubin")}) {
+    const ToolRun result = run(command);
+    EXPECT_EQ(result.status, 2) << command;
+    EXPECT_NE(result.err.find("is the input file"), std::string::npos) << result.err;
+  }
+  EXPECT_EQ(read(path("p.s")), ".code 0\n    halt\n");
+  EXPECT_EQ(read(path("p.npubin")), program);
+}
+
+TEST_F(Cli, AnOutputThatIsNotARegularFileIsRefusedNotReplaced) {
+  write("p.s", ".code 0\n    halt\n");
+  fs::create_directory(path("dir"));
+  for (const std::string& output : {std::string("/dev/null"), path("dir")}) {
+    const ToolRun result = run(kAs + " " + path("p.s") + " -o " + output);
+    EXPECT_EQ(result.status, 1) << output;
+    EXPECT_NE(result.err.find("not a regular file"), std::string::npos) << result.err;
+  }
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_TRUE(fs::is_directory(path("dir")));
+  EXPECT_EQ(run(kAs + " " + path("p.s") + " -o " + path("missing/p.npubin")).status, 1);
+}
+
+TEST_F(Cli, AFailedWriteToTheStandardOutputIsExitStatusOne) {
+  write("p.s", ".code 0\n    halt\n");
+  ASSERT_EQ(run(kAs + " " + path("p.s") + " -o " + path("p.npubin")).status, 0);
+  for (const std::string& command : {kObjdump + " " + path("p.npubin"), std::string(NPU_ISA_DOC_PATH)}) {
+    const ToolRun result = run("sh -c '" + command + " >/dev/full'");
+    EXPECT_EQ(result.status, 1) << command;
+    EXPECT_NE(result.err.find("cannot write the standard output"), std::string::npos) << result.err;
+  }
+}
+
+TEST_F(Cli, HostileSourcesAreErrorsNotCrashes) {
+  // Deep nesting would overflow the parser's stack; a directory or an endless device is no source.
+  write("parens.s", ".equ X, " + std::string(30000, '(') + "1" + std::string(30000, ')') + "\n");
+  write("minus.s", ".equ X, " + std::string(50000, '-') + "1\n");
+  fs::create_directory(path("src_dir"));
+  write("includes_dir.s", ".include \"src_dir\"\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {path("parens.s"), "nested more than 256 deep"},
+      {path("minus.s"), "nested more than 256 deep"},
+      {path("src_dir"), "is a directory"},
+      {path("includes_dir.s"), "is a directory"},
+      {"/dev/zero", "MiB a source file may be"},
+  };
+  for (const auto& [input, message] : cases) {
+    const ToolRun result = run(kAs + " " + input + " -o " + path("out.npubin"));
+    EXPECT_EQ(result.status, 1) << input;
+    EXPECT_NE(result.err.find(message), std::string::npos) << input << ": " << result.err;
+  }
+  EXPECT_FALSE(fs::exists(path("out.npubin")));
 }
 
 TEST_F(Cli, MissingInputExitsWithOne) {
   const ToolRun as = run(kAs + " " + path("nope.s"));
   EXPECT_EQ(as.status, 1);
-  EXPECT_NE(as.err.find("error: cannot open"), std::string::npos);
+  EXPECT_NE(as.err.find("error: cannot read"), std::string::npos) << as.err;
   const ToolRun objdump = run(kObjdump + " " + path("nope.npubin"));
   EXPECT_EQ(objdump.status, 1);
   EXPECT_NE(objdump.err.find("error: cannot open"), std::string::npos);

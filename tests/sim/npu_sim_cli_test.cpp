@@ -313,6 +313,43 @@ TEST_F(NpuSim, InputsAndOutputsAreRawBytes) {
   EXPECT_NE(directory.err.find("cannot read input file"), std::string::npos) << directory.err;
 }
 
+// Outputs are checked before the run, written together or not at all, and never replace what is not a file.
+TEST_F(NpuSim, OutputsAreAllOrNothingAndOnlyRegularFiles) {
+  const std::string program = assemble("two", ".output y, i32, 8\n.output z, i32, 8\n.code 0\n    halt\n");
+  std::ofstream(path("y.bin")) << "old y";
+  const std::string base = kSim + " --config tiny " + program + " --output y=" + path("y.bin");
+  for (const std::string& bad : {std::string("/dev/null"), path(""), path("no_dir/z.bin")}) {
+    const ToolRun result = run(base + " --output z=" + bad);
+    EXPECT_EQ(result.status, 1) << bad;
+    EXPECT_NE(result.err.find("npu-sim: error: cannot write"), std::string::npos) << result.err;
+    EXPECT_EQ(read(path("y.bin")), "old y") << "the first output was written although the second cannot be";
+  }
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_EQ(run(base + " --stats /dev/null").status, 1);
+  EXPECT_EQ(run("sh -c '" + base + " >/dev/full'").status, 1);  // a failed write to stdout
+  EXPECT_EQ(read(path("y.bin")), "old y");
+  EXPECT_EQ(run(base).status, 0);
+  EXPECT_EQ(read(path("y.bin")).size(), 32u);
+}
+
+TEST_F(NpuSim, ANegativeCycleLimitIsBadUsageNotAHang) {
+  const std::string program = assemble("halt", ".code 0\n    halt\n");
+  const ToolRun result = run(kSim + " --config tiny " + program + " --max-cycles=-1");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("--max-cycles needs a positive number"), std::string::npos) << result.err;
+}
+
+// A runaway loop is stopped by the trace's size limit (the watchdog would let it run for its budget of cycles,
+// and its trace grow past what a disk holds), with a message saying so and no trace written.
+TEST_F(NpuSim, ARunawayLoopStopsAtTheTraceLimit) {
+  const std::string program = assemble("runaway", ".code 0\n    li r4, 1\n    li r5, 8\nloop:\n    v.neg i32, r0, r0, r4, r5\n    jmp loop\n");
+  const ToolRun result = run(kSim + " --config tiny " + program + " --timing-only --max-cycles 1000000000 --trace " + path("t.pftrace") +
+                             " --max-trace-bytes 200000");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("the trace passed --max-trace-bytes 200000"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(path("t.pftrace")));
+}
+
 TEST_F(NpuSim, AFaultExitsWithOneAndLeavesAValidTrace) {
   const std::string program = assemble("bad", ".code 0\n    li r1, 1\n    shli r1, r1, 44\n    li r2, 64\n"
                                               "    dma.ld ch0, r0, r1, r2, r0, r0, r0, r0, r0, r0\n    halt\n");

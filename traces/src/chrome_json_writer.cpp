@@ -1,6 +1,6 @@
 #include <string>
 
-#include "atomic_file.h"
+#include "npusim/common/output_files.h"
 #include "event_order.h"
 #include "json_format.h"
 #include "npusim/traces/writers.h"
@@ -121,7 +121,7 @@ class ChromeJsonWriter {
 std::string to_chrome_json(const Trace& trace) { return ChromeJsonWriter(trace).write(); }
 
 void write_chrome_json(const Trace& trace, const std::string& path) {
-  write_file_atomically(path, to_chrome_json(trace));
+  npu::write_file_atomically(path, to_chrome_json(trace));
 }
 
 }  // namespace npu::trace

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "atomic_file.h"
+#include "npusim/common/output_files.h"
 #include "event_order.h"
 #include "npusim/traces/writers.h"
 #include "perfetto_trace.pb.h"
@@ -124,6 +124,6 @@ std::string to_perfetto(const Trace& trace) {
   return stream.take();
 }
 
-void write_perfetto(const Trace& trace, const std::string& path) { write_file_atomically(path, to_perfetto(trace)); }
+void write_perfetto(const Trace& trace, const std::string& path) { npu::write_file_atomically(path, to_perfetto(trace)); }
 
 }  // namespace npu::trace

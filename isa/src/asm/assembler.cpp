@@ -9,6 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <map>
 #include <memory>
@@ -40,6 +44,7 @@ using assembler::Token;
 using assembler::TokenKind;
 
 constexpr int kMaxIncludeDepth = 16;
+constexpr int kMaxExpressionDepth = 256;  // parentheses and unary operators
 
 struct SourceLine {
   std::string file;
@@ -50,6 +55,42 @@ struct SourceLine {
 
 // Stop parsing quietly once the error limit is reached.
 struct TooManyErrors {};
+
+// The text of the file at `path`, or nullopt with *why set: it cannot be opened, is a directory, or holds more
+// than `max_bytes` (read no further than that, so that /dev/zero or a FIFO cannot fill memory).
+std::optional<std::string> read_source_file(const std::string& path, uint64_t max_bytes, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat status {};
+  if (::fstat(fd, &status) == 0 && S_ISDIR(status.st_mode)) {
+    ::close(fd);
+    *why = "it is a directory";
+    return std::nullopt;
+  }
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    if (text.size() + size_t(n) > max_bytes) {
+      ::close(fd);
+      *why = "larger than the " + std::to_string(max_bytes >> 20) + " MiB a source file may be";
+      return std::nullopt;
+    }
+    text.append(chunk, size_t(n));
+  }
+  ::close(fd);
+  return text;
+}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -204,14 +245,19 @@ class Assembler {
       return;
     }
     std::optional<std::string> text;
+    std::string why;
     if (options_.read_include) {
       text = options_.read_include(path);
+      if (!text) why = "cannot be read";
+      else if (text->size() > options_.max_source_bytes) {
+        text.reset();
+        why = "larger than the " + std::to_string(options_.max_source_bytes >> 20) + " MiB a source file may be";
+      }
     } else {
-      std::ifstream in(path, std::ios::binary);
-      if (in) text = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      text = read_source_file(path, options_.max_source_bytes, &why);
     }
     if (!text) {
-      error(line, tokens[1].column, "cannot open included file '" + path + "'");
+      error(line, tokens[1].column, "cannot include '" + path + "': " + why);
       return;
     }
     load(*text, path, depth + 1);
@@ -292,6 +338,16 @@ class Assembler {
 
   std::optional<int64_t> parse_primary(Cursor& cursor, const SourceLine& line) {
     const Token& token = cursor.next();
+    // Parentheses and unary operators recurse: bounded, so that no source overflows the stack.
+    struct Nesting {
+      int& depth;
+      explicit Nesting(int& d) : depth(++d) {}
+      ~Nesting() { --depth; }
+    } nesting(expression_depth_);
+    if (expression_depth_ > kMaxExpressionDepth) {
+      error(line, token.column, "expression nested more than " + std::to_string(kMaxExpressionDepth) + " deep");
+      return std::nullopt;
+    }
     if (token.kind == TokenKind::Integer) return parse_integer_literal(line, token);
     if (token.kind == TokenKind::Punct && token.text == "(") {
       const auto value = parse_expression(cursor, line, 0);
@@ -1017,6 +1073,7 @@ class Assembler {
   std::vector<std::unique_ptr<SourceLine>> storage_;
   std::vector<const SourceLine*> lines_;
   std::vector<std::string> include_stack_;
+  int expression_depth_ = 0;
   std::vector<Diagnostic> errors_;
   std::vector<size_t> error_order_;  // SourceLine::order of each positioned error
   std::map<std::string, NameEntry, std::less<>> names_;
@@ -1035,23 +1092,28 @@ class Assembler {
 }  // namespace
 
 AssembleResult assemble_source(const std::string& text, const std::string& file_name, const AssembleOptions& options) {
+  if (text.size() > options.max_source_bytes) {
+    AssembleResult result;
+    result.errors.push_back({file_name, 0, 0, "larger than the " + std::to_string(options.max_source_bytes >> 20) + " MiB a source file may be", ""});
+    return result;
+  }
   Assembler assembler(options);
   return assembler.run(text, file_name);
 }
 
 AssembleResult assemble_file(const std::string& path, const AssembleOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string why;
+  const std::optional<std::string> text = read_source_file(path, options.max_source_bytes, &why);
+  if (!text) {
     AssembleResult result;
-    result.errors.push_back({path, 0, 0, "cannot open '" + path + "': " + std::strerror(errno), ""});
+    result.errors.push_back({path, 0, 0, "cannot read '" + path + "': " + why, ""});
     return result;
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   AssembleOptions with_defaults = options;
   const bool has_source = std::any_of(options.default_metadata.begin(), options.default_metadata.end(),
                                       [](const auto& e) { return e.first == "source"; });
   if (!has_source) with_defaults.default_metadata.insert(with_defaults.default_metadata.begin(), {"source", base_name(path)});
-  return assemble_source(text, path, with_defaults);
+  return assemble_source(*text, path, with_defaults);
 }
 
 }  // namespace npu::isa

@@ -29,6 +29,9 @@ struct AssembleOptions {
   unsigned max_errors = 20;
   // Upper bound on the bytes of all data sections together.
   uint64_t max_data_bytes = kMaxDataBytes;
+  // Upper bound on the bytes of each source file read (the input and each `.include`d file): the
+  // assembler holds about 40 times a source's size while it works.
+  uint64_t max_source_bytes = uint64_t{16} << 20;
   // Reads `.include`d files; the default reads from the file system.
   IncludeReader read_include;
   // Metadata added unless the source sets the key with `.meta`.

@@ -20,6 +20,9 @@ std::string to_chrome_json(const Trace& trace);
 // Picks the writer from the extension: ".pftrace" (or ".perfetto-trace") or
 // ".json". Throws std::invalid_argument for any other extension.
 void write_trace(const Trace& trace, const std::string& path);
+// About how many bytes write_trace would write to `path` (its format from the extension), without encoding:
+// cheap enough to check while the trace grows.
+uint64_t estimated_written_bytes(const Trace& trace, const std::string& path);
 
 // Decodes a Perfetto trace and checks its invariants: every track described
 // before use, unique track uuids, parents described, slices balanced and
