@@ -2,14 +2,58 @@
 #include <fstream>
 #include <sstream>
 #include <algorithm>
+#include <map>
+#include <optional>
 
+#include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
 #include "package.pb.h"
+
+#include <zlib.h>
 
 namespace npu::deploy {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
+// Version 2: a header with a checksum before the protobuf (version 1 had none: 1 in 100 flipped bytes changed
+// a package's outputs silently).
+constexpr uint32_t kFormatVersion = 2;
+// The file: magic (8 bytes), format version (u32), CRC-32 of the payload (u32), payload length (u64), all
+// little-endian, then the payload (proto::Package).
+constexpr char kMagic[8] = {'N', 'P', 'U', 'P', 'K', 'G', 0, 0};
+constexpr size_t kHeaderBytes = 24;
+constexpr uint64_t kMaxPackageBytes = uint64_t{2} << 30;  // protobuf's limit on one message
+
+uint32_t crc32_of(const char* data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t done = 0; done < size;) {
+    const uInt chunk = uInt(std::min<size_t>(size - done, size_t{1} << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data + done), chunk);
+    done += chunk;
+  }
+  return uint32_t(crc);
+}
+
+uint64_t read_le(const std::string& bytes, size_t offset, unsigned width) {
+  uint64_t value = 0;
+  for (unsigned b = 0; b < width; ++b) value |= uint64_t(uint8_t(bytes[offset + b])) << (8 * b);
+  return value;
+}
+
+void write_le(std::string& bytes, size_t offset, unsigned width, uint64_t value) {
+  for (unsigned b = 0; b < width; ++b) bytes[offset + b] = char((value >> (8 * b)) & 0xff);
+}
+
+// a * b, or why not: sizes and offsets of a package are counts the file gives, not trusted.
+int64_t checked_multiply(int64_t a, int64_t b, const std::string& what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) throw PackageError("package: " + what + " overflows 64 bits");
+  return product;
+}
+int64_t checked_add(int64_t a, int64_t b, const std::string& what) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) throw PackageError("package: " + what + " overflows 64 bits");
+  return sum;
+}
 
 TensorSpec from_proto(const proto::TensorSpec& p) {
   TensorSpec spec;
@@ -44,15 +88,49 @@ void validate(const proto::Package& p) {
   for (const auto* list : {&p.inputs(), &p.outputs()})
     for (const proto::TensorSpec& t : *list) {
       const TensorSpec spec = from_proto(t);
-      check_buffer(spec.buffer, "tensor '" + spec.name + "'");
-      int64_t extent = spec.numel() == 0 ? 0 : spec.storage_offset + 1;
+      const std::string what = "tensor '" + spec.name + "'";
+      check_buffer(spec.buffer, what);
+      if (spec.storage_offset < 0) throw PackageError("package: " + what + " has a negative storage offset");
+      // Its elements, and the last element it reaches: every product and sum checked.
+      int64_t elements = 1;
+      int64_t last = spec.storage_offset;
       for (size_t d = 0; d < spec.shape.size(); ++d) {
-        if (spec.shape[d] < 0 || spec.strides[d] < 0) throw PackageError("package: tensor '" + spec.name + "' has a negative size or stride");
-        if (spec.shape[d] > 0) extent += (spec.shape[d] - 1) * spec.strides[d];
+        if (spec.shape[d] < 0 || spec.strides[d] < 0) throw PackageError("package: " + what + " has a negative size or stride");
+        elements = checked_multiply(elements, spec.shape[d], what + "'s element count");
+        if (spec.shape[d] > 0) last = checked_add(last, checked_multiply(spec.shape[d] - 1, spec.strides[d], what + "'s extent"), what + "'s extent");
       }
-      if (uint64_t(extent) * isa::dtype_size_bytes(spec.dtype) > p.buffers(int(spec.buffer)).size_bytes())
-        throw PackageError("package: tensor '" + spec.name + "' reaches past its buffer");
+      const int64_t element_bytes = int64_t(isa::dtype_size_bytes(spec.dtype));
+      checked_multiply(elements, element_bytes, what + "'s size in bytes");
+      const int64_t end_bytes = elements == 0 ? 0 : checked_multiply(checked_add(last, 1, what + "'s extent"), element_bytes, what + "'s extent in bytes");
+      if (uint64_t(end_bytes) > p.buffers(int(spec.buffer)).size_bytes())
+        throw PackageError("package: " + what + " reaches past its buffer");
     }
+  // An output's dtype is the one its last writer wrote: a relabelled dtype would read the bytes as another type.
+  std::map<uint32_t, std::optional<isa::Program>> parsed;  // programs parsed on demand
+  for (const proto::TensorSpec& t : p.outputs()) {
+    for (int step = p.steps_size() - 1; step >= 0; --step) {
+      const proto::Step& s = p.steps(step);
+      if (s.has_upload() && s.upload().buffer() == t.buffer()) break;
+      if (!s.has_launch() || s.launch().program() >= uint32_t(p.programs_size())) continue;
+      const proto::Binding* writer = nullptr;
+      for (const proto::Binding& b : s.launch().bindings())
+        if (b.buffer() == t.buffer() && b.symbol() == "out") writer = &b;
+      if (writer == nullptr) continue;
+      std::optional<isa::Program>& program = parsed[s.launch().program()];
+      if (!program) {
+        try {
+          program = isa::parse_program(p.programs(int(s.launch().program())));
+        } catch (const isa::ProgramFormatError& e) {
+          throw PackageError(std::string("package: program ") + std::to_string(s.launch().program()) + ": " + e.what());
+        }
+      }
+      const isa::Symbol* symbol = program->find_symbol(writer->symbol());
+      if (symbol != nullptr && symbol->dtype != *isa::dtype_from_name(t.dtype()))
+        throw PackageError("package: output '" + t.name() + "' is declared " + t.dtype() + ", but the launch of " + s.launch().op() +
+                           " that writes it writes " + std::string(isa::dtype_name(symbol->dtype)));
+      break;
+    }
+  }
   for (const proto::Constant& c : p.constants()) {
     check_buffer(c.buffer(), "a constant");
     if (c.data().size() > p.buffers(int(c.buffer())).size_bytes()) throw PackageError("package: a constant is larger than its buffer");
@@ -63,7 +141,8 @@ void validate(const proto::Package& p) {
       for (const proto::Binding& b : s.launch().bindings()) check_buffer(b.buffer(), "a launch of " + s.launch().op());
     } else if (s.has_upload()) {
       check_buffer(s.upload().buffer(), "an upload");
-      if (s.upload().offset_bytes() + s.upload().data().size() > p.buffers(int(s.upload().buffer())).size_bytes())
+      const uint64_t size = p.buffers(int(s.upload().buffer())).size_bytes();
+      if (s.upload().offset_bytes() > size || s.upload().data().size() > size - s.upload().offset_bytes())
         throw PackageError("package: an upload reaches past its buffer");
     } else {
       throw PackageError("package: a step that is neither a launch nor an upload");
@@ -99,19 +178,58 @@ Package::~Package() = default;
 Package Package::read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw PackageError(path + ": cannot open");
-  proto::Package p;
-  if (!p.ParseFromIstream(&in)) throw PackageError(path + ": not a package (the protobuf does not parse)");
+  std::string bytes;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    bytes.append(chunk, size_t(in.gcount()));
+    if (bytes.size() > kMaxPackageBytes + kHeaderBytes) throw PackageError(path + ": larger than the 2 GiB a package may be");
+  }
+  if (in.bad()) throw PackageError(path + ": cannot read");
   try {
-    validate(p);
+    return parse(bytes);
   } catch (const PackageError& e) {
     throw PackageError(path + ": " + e.what());
   }
+}
+
+Package Package::parse(const std::string& bytes) {
+  if (bytes.size() < sizeof kMagic || bytes.compare(0, sizeof kMagic, std::string(kMagic, sizeof kMagic)) != 0)
+    throw PackageError("not a package (bad magic; packages of format version 1, from before 2026-12-06, must be exported again)");
+  if (bytes.size() < kHeaderBytes) throw PackageError("truncated package header");
+  const uint64_t version = read_le(bytes, 8, 4);
+  if (version != kFormatVersion)
+    throw PackageError("package format version " + std::to_string(version) + ", this build reads " + std::to_string(kFormatVersion));
+  const uint64_t length = read_le(bytes, 16, 8);
+  if (length != bytes.size() - kHeaderBytes)
+    throw PackageError("truncated or padded package: the header says " + std::to_string(length) + " payload bytes, the file has " +
+                       std::to_string(bytes.size() - kHeaderBytes));
+  if (read_le(bytes, 12, 4) != crc32_of(bytes.data() + kHeaderBytes, length)) throw PackageError("corrupt package (payload checksum mismatch)");
+  proto::Package p;
+  if (length > kMaxPackageBytes || !p.ParseFromArray(bytes.data() + kHeaderBytes, int(length)))
+    throw PackageError("not a package (the protobuf does not parse)");
+  validate(p);
   return Package(std::move(p));
 }
 
+std::string Package::serialize() const {
+  std::string payload;
+  if (!package_->SerializeToString(&payload)) throw PackageError("cannot serialize the package");
+  if (payload.size() > kMaxPackageBytes) throw PackageError("the package is larger than the 2 GiB a package may be");
+  std::string bytes(kHeaderBytes, '\0');
+  bytes.replace(0, sizeof kMagic, kMagic, sizeof kMagic);
+  write_le(bytes, 8, 4, kFormatVersion);
+  write_le(bytes, 12, 4, crc32_of(payload.data(), payload.size()));
+  write_le(bytes, 16, 8, payload.size());
+  return bytes + payload;
+}
+
 void Package::write(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !package_->SerializeToOstream(&out) || !out.flush()) throw PackageError(path + ": cannot write");
+  const std::string bytes = serialize();
+  try {
+    write_file_atomically(path, bytes);
+  } catch (const OutputFileError& e) {
+    throw PackageError(e.what());
+  }
 }
 
 std::string Package::config_name() const { return package_->config_name(); }

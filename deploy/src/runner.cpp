@@ -3,9 +3,11 @@
 // their recorded order, and copies the outputs out.
 #include <chrono>
 #include <cstring>
+#include <exception>
 
 #include "npusim/deploy/package.h"
 #include "npusim/driver/device.h"
+#include "npusim/driver/errors.h"
 #include "npusim/driver/program.h"
 #include "npusim/driver/queue.h"
 #include "package.pb.h"
@@ -66,9 +68,24 @@ PackageRunner::Result PackageRunner::run(const std::vector<std::vector<uint8_t>>
       throw PackageError("input " + l.inputs[i].to_string() + " is " + std::to_string(l.inputs[i].bytes()) + " bytes, got " +
                          std::to_string(inputs[i].size()));
   Device& device = *l.device;
-  device.synchronize();
+  // Earlier work first (its cycles are not this run's). drain, not synchronize: work that an earlier fault
+  // abandoned was reported to whoever submitted it and is not this run's failure.
+  device.drain();
   Queue queue = device.queue(0);
   const uint64_t start = device.now_cycle();
+  // The copies below read the caller's input bytes when the device gets to them: whatever ends this run
+  // early (a launch the driver refuses, a fault), the queue is drained before the caller may free them.
+  struct DrainOnError {
+    Device& device;
+    int uncaught = std::uncaught_exceptions();
+    ~DrainOnError() {
+      if (std::uncaught_exceptions() == uncaught) return;
+      try {
+        device.drain();
+      } catch (const Error&) {  // the error in flight is the one to report
+      }
+    }
+  } drain_on_error{device};
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].empty())
       queue.copy_to_device(l.buffers[l.inputs[i].buffer], uint64_t(l.inputs[i].storage_offset) * isa::dtype_size_bytes(l.inputs[i].dtype),

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "npusim/compiler/compiler.h"
 #include "npusim/deploy/package.h"
@@ -127,24 +128,81 @@ TEST(PackageFile, WhatIsNotAValidPackageIsSaidSo) {
   good.input(spec("x", good.buffer(1, 128), {4, 8}));
   proto::Package edited = good.finish().raw();
   edited.set_format_version(99);
-  const std::string future = ::testing::TempDir() + "future.npupkg";
-  {
-    std::ofstream out(future, std::ios::binary);
-    ASSERT_TRUE(edited.SerializeToOstream(&out));
-  }
   try {
-    Package::read(future);
+    Package::parse(Package(edited).serialize());
     ADD_FAILURE() << "a package of another format version was accepted";
   } catch (const PackageError& e) {
     EXPECT_NE(std::string(e.what()).find("format version 99"), std::string::npos) << e.what();
   }
-  edited.set_format_version(1);
-  edited.mutable_inputs(0)->set_buffer(5);
-  {
-    std::ofstream out(future, std::ios::binary | std::ios::trunc);
-    ASSERT_TRUE(edited.SerializeToOstream(&out));
+}
+
+// What a package's file says is checked before anything uses it: every count with overflow-safe arithmetic.
+TEST(PackageFile, HostileFieldsAreRefused) {
+  PackageBuilder good("test", "tiny", "");
+  good.output(spec("y", good.buffer(1, 128), {4, 8}));
+  const proto::Package valid = good.finish().raw();
+  ASSERT_NO_THROW(Package::parse(Package(valid).serialize()));
+  const auto refused = [&](const std::string& what, const std::function<void(proto::Package&)>& edit, const std::string& message) {
+    proto::Package edited = valid;
+    edit(edited);
+    try {
+      Package::parse(Package(edited).serialize());
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const PackageError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  refused("a huge negative offset with a huge stride", [](proto::Package& p) {
+    p.mutable_outputs(0)->set_storage_offset(-(int64_t{1} << 40));
+    p.mutable_outputs(0)->set_strides(0, int64_t{1} << 40);
+  }, "negative storage offset");
+  refused("an offset before the buffer", [](proto::Package& p) { p.mutable_outputs(0)->set_storage_offset(-4); }, "negative storage offset");
+  refused("a shape whose size overflows", [](proto::Package& p) {
+    p.mutable_outputs(0)->set_shape(0, (int64_t{1} << 62) + 2);
+  }, "overflows 64 bits");
+  refused("a stride whose extent overflows", [](proto::Package& p) {
+    p.mutable_outputs(0)->set_strides(0, int64_t{1} << 62);
+  }, "overflows 64 bits");
+  refused("a negative size", [](proto::Package& p) { p.mutable_outputs(0)->set_shape(1, -8); }, "negative size or stride");
+  refused("a buffer that does not exist", [](proto::Package& p) { p.mutable_outputs(0)->set_buffer(5); }, "does not exist");
+  refused("an upload past its buffer's end (offset + size wraps)", [](proto::Package& p) {
+    proto::Upload* upload = p.add_steps()->mutable_upload();
+    upload->set_buffer(0);
+    upload->set_offset_bytes(~uint64_t{0} - 2);
+    upload->set_data("12345678");
+  }, "reaches past its buffer");
+}
+
+TEST(PackageFile, AFlippedByteTruncationOrPaddingIsRefused) {
+  PackageBuilder good("test", "tiny", "");
+  good.output(spec("y", good.buffer(1, 128), {4, 8}));
+  const std::string bytes = good.finish().serialize();
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string flipped = bytes;
+    flipped[at] = char(flipped[at] ^ 0x10);
+    EXPECT_THROW(Package::parse(flipped), PackageError) << "byte " << at << " flipped";
   }
-  EXPECT_THROW(Package::read(future), PackageError);
+  EXPECT_THROW(Package::parse(bytes.substr(0, bytes.size() - 1)), PackageError);
+  EXPECT_THROW(Package::parse(bytes + "x"), PackageError);
+  EXPECT_THROW(Package::parse(""), PackageError);
+}
+
+// An output read as another dtype than its kernel wrote (f32 relabelled i8) is refused.
+TEST_F(Builder, AnOutputRelabelledToAnotherDtypeIsRefused) {
+  const uint32_t x = builder_.buffer(1, 128), y = builder_.buffer(2, 128);
+  builder_.input(spec("x", x, {4, 8}));
+  relu(x, y);
+  builder_.output(spec("y", y, {4, 8}));
+  proto::Package edited = builder_.finish().raw();
+  ASSERT_NO_THROW(Package::parse(Package(edited).serialize()));
+  edited.mutable_outputs(0)->set_dtype("i8");
+  try {
+    Package::parse(Package(edited).serialize());
+    ADD_FAILURE() << "a relabelled output was accepted";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("output 'y' is declared i8, but the launch of relu that writes it writes f32"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -59,8 +59,12 @@ class Package {
   Package& operator=(Package&&) noexcept;
   ~Package();
 
-  static Package read(const std::string& path);  // PackageError
-  void write(const std::string& path) const;     // PackageError
+  // The file is checked whole before use (header, checksum, every index, size, offset and stride against
+  // its buffer, with overflow-safe arithmetic): a file from anywhere can be read. PackageError says why not.
+  static Package read(const std::string& path);
+  static Package parse(const std::string& bytes);  // a file's bytes
+  void write(const std::string& path) const;       // whole or not at all; PackageError
+  std::string serialize() const;                   // the file's bytes
 
   std::string config_name() const;
   std::string config_text() const;
