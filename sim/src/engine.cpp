@@ -85,7 +85,11 @@ void Engine::run() {
     busy_ = true;
     const uint64_t generation = context_.generation();
     const Command command = queue_.front();  // a copy: a reset empties the queue under us
-    if (!serve(command)) {
+    // A reset during the command abandons it whatever serve() says: a serve whose last wait had nothing left
+    // to wait for (its end already past when an earlier wait saw the reset) returned true, and the pop below
+    // then took a command of the next launch off its queue, or a queue the reset had emptied (its size wrapped
+    // and the control unit found it full for ever: the next launch deadlocked).
+    if (!serve(command) || context_.generation() != generation) {
       // A fault or reset abandoned the command: wait for the reset, which empties the queue.
       context_.park(generation);
       continue;

@@ -147,6 +147,28 @@ TEST(DeviceTimeouts, AWaitPastItsTimeoutResetsTheDevice) {
   expect_device_works(*device);
 }
 
+// A reset while a GEMM's DMA transfers and products are in flight (here a wait's timeout, in device time; a
+// cancelled wait resets the same way) leaves a chip that runs the next launches to the end.
+TEST(DeviceTimeouts, AResetInTheMiddleOfAGemmLeavesAChipThatRunsTheNext) {
+  SimulatorLinkOptions link;
+  link.config = "base";
+  link.functional = false;
+  const auto device = Device::open(std::make_unique<SimulatorLink>(link));
+  const Program gemm = Program::load(device, testing::gemm_program(1024, 1024, 1024));
+  Buffer a = device->allocate(1024 * 1024 * 2), b = device->allocate(1024 * 1024 * 2), c = device->allocate(1024 * 1024 * 4);
+  Queue queue = device->queue(0);
+  for (const int microseconds : {20, 57, 101, 149}) {
+    Fence fence;
+    for (int i = 0; i < 3; ++i) fence = queue.launch(gemm, {{"A", &a}, {"B", &b}, {"C", &c}}, 0xf);
+    EXPECT_THROW(fence.wait(std::chrono::microseconds(microseconds)), TimeoutError) << microseconds;
+  }
+  const Event start = queue.record_event();
+  queue.launch(gemm, {{"A", &a}, {"B", &b}, {"C", &c}}, 0xf);
+  const Event end = queue.record_event();
+  EXPECT_NO_THROW(end.fence().wait(std::chrono::seconds(1)));
+  EXPECT_GT(Event::elapsed_cycles(start, end), 100000u);
+}
+
 // A fault on queue 0 while queue 1 waits on it: queue 1's work is abandoned
 // and reported, not dropped.
 TEST(DeviceFaultsAbandon, WorkQueuedOnOtherQueues) {
