@@ -134,7 +134,10 @@ void SimulatorLink::post(std::function<void(sim::Simulator&)> task) {
   wake_.notify_all();
 }
 
-void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) {
+void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) { call(task, {}, {}); }
+
+void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task, const std::function<void()>& poll,
+                         std::chrono::milliseconds interval) {
   if (in_forked_child()) throw_forked();
   std::promise<void> done;
   std::future<void> result = done.get_future();
@@ -160,6 +163,8 @@ void SimulatorLink::call(const std::function<void(sim::Simulator&)>& task) {
     });
   }
   wake_.notify_all();
+  if (poll)
+    while (result.wait_for(interval) != std::future_status::ready) poll();
   result.get();
 }
 
@@ -189,9 +194,22 @@ void SimulatorLink::read_memory(uint64_t address, void* data, uint64_t bytes) {
   call([&](sim::Simulator& simulator) { simulator.copy_from_device(address, data, bytes); });
 }
 
-bool SimulatorLink::wait_for_interrupt(uint64_t max_cycles) {
+bool SimulatorLink::wait_for_interrupt(uint64_t max_cycles, const std::function<bool()>& cancelled) {
   bool pending = false;
-  call([&](sim::Simulator& simulator) { pending = simulator.wait_for_interrupt(max_cycles); });
+  if (!cancelled) {
+    call([&](sim::Simulator& simulator) { pending = simulator.wait_for_interrupt(max_cycles); });
+    return pending;
+  }
+  if (cancelled()) return false;
+  std::atomic<bool> stop{false};
+  call([&](sim::Simulator& simulator) { pending = simulator.wait_for_interrupt(max_cycles, &stop); },
+       [&] {
+         if (!stop.load() && cancelled()) {
+           stop.store(true);
+           simulator_->request_stop();  // (thread-safe, unlike the rest of the simulator)
+         }
+       },
+       kCancelCheckInterval);
   return pending;
 }
 

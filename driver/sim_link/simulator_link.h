@@ -53,7 +53,8 @@ class SimulatorLink : public DeviceLink {
   void write_register(uint32_t offset, uint32_t value) override;
   void write_memory(uint64_t address, const void* data, uint64_t bytes) override;
   void read_memory(uint64_t address, void* data, uint64_t bytes) override;
-  bool wait_for_interrupt(uint64_t max_cycles) override;
+  using DeviceLink::wait_for_interrupt;
+  bool wait_for_interrupt(uint64_t max_cycles, const std::function<bool()>& cancelled) override;
   uint64_t register_host_memory(void* data, uint64_t bytes) override;
   void unregister_host_memory(uint64_t bus_address) override;
   void trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids) override;
@@ -68,6 +69,8 @@ class SimulatorLink : public DeviceLink {
   // when it has run; exceptions thrown by it (or by an earlier posted write)
   // are rethrown here.
   void call(const std::function<void(sim::Simulator&)>& task);
+  // The same, calling `poll` on this thread every `interval` of host time until `task` has run.
+  void call(const std::function<void(sim::Simulator&)>& task, const std::function<void()>& poll, std::chrono::milliseconds interval);
   // Whether this process is a fork() of the one that opened the link (which
   // then cannot be used here).
   bool in_forked_child() const;

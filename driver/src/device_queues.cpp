@@ -233,6 +233,13 @@ void Device::wait_for_fence(QueueState& queue, uint64_t value, std::chrono::nano
     ~EndSpan() { link.trace_end("waits"); }
   } end_span{*link_};
   const uint64_t deadline = now_cycle() + time_to_cycles(timeout);
+  std::function<bool()> cancel_check;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    cancel_check = cancel_check_;
+  }
+  bool cancelled = false;
+  const std::function<bool()> cancelled_now = [&] { return cancelled = cancelled || cancel_check(); };
   for (;;) {
     if (check_abandoned() || completed(queue) >= value) return;
     if (service_interrupts()) continue;  // cleared: look at the counter again
@@ -241,8 +248,17 @@ void Device::wait_for_fence(QueueState& queue, uint64_t value, std::chrono::nano
       const std::string report = reset_device("a wait for " + what + " timed out");
       throw TimeoutError(what + " (device reset: " + report + ")", timeout);
     }
-    link_->wait_for_interrupt(deadline - now);
+    link_->wait_for_interrupt(deadline - now, cancel_check ? cancelled_now : std::function<bool()>());
+    if (cancelled) {
+      const std::string report = reset_device("the host cancelled a wait for " + what);
+      throw CancelledError("the host cancelled a wait for " + what + " (device reset: " + report + ")");
+    }
   }
+}
+
+void Device::set_cancel_check(std::function<bool()> check) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  cancel_check_ = std::move(check);
 }
 
 }  // namespace npu

@@ -14,8 +14,33 @@
 
 namespace npu::sim {
 
+namespace {
+
+// Pauses the kernel at its next update phase when another thread asks (request_stop): SystemC's one entry
+// that is safe from another thread is async_request_update. Nothing else about the run changes: a run that
+// is not stopped meets the same events. (Stopping the kernel every so many cycles to look at a flag changed
+// runs: a compiled matmul queued 400 times deadlocked at its eleventh launch.)
+class StopRequest : public sc_core::sc_prim_channel {
+ public:
+  StopRequest() : sc_core::sc_prim_channel("stop_request") {}
+  void request() {
+    requested_ = true;
+    async_request_update();
+  }
+  void forget() { requested_ = false; }
+
+ private:
+  void update() override {
+    if (requested_.exchange(false)) sc_core::sc_pause();
+  }
+  std::atomic<bool> requested_{false};
+};
+
+}  // namespace
+
 struct Simulator::Impl {
   ChipConfig config;
+  std::unique_ptr<StopRequest> stop_request;
   std::unique_ptr<ChipTrace> chip_trace;
   std::unique_ptr<ChipContext> context;
   std::unique_ptr<Chip> chip;
@@ -69,6 +94,7 @@ Simulator::Simulator(const ChipConfig& config, SimulatorOptions options) : impl_
   if (options.trace) impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, *options.trace);
   impl_->context = std::make_unique<ChipContext>(impl_->config, options.functional, options.timing_only_moves_data, impl_->chip_trace.get());
   impl_->chip = std::make_unique<Chip>("chip", *impl_->context);
+  impl_->stop_request = std::make_unique<StopRequest>();
   if (options.firmware) impl_->chip->command_processor.install(options.firmware);
   // A zero-length run that finds nothing to do is normal here (a host request
   // or a reset with the chip idle), not worth SystemC's warning on stderr.
@@ -239,15 +265,20 @@ void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
   impl_->host_request(request);
 }
 
-bool Simulator::wait_for_interrupt(uint64_t max_cycles) {
+void Simulator::request_stop() { impl_->stop_request->request(); }
+
+bool Simulator::wait_for_interrupt(uint64_t max_cycles, const std::atomic<bool>* stop) {
   Impl& impl = *impl_;
+  impl.stop_request->forget();  // (one asked for after an earlier wait ended)
   const uint64_t deadline = impl.deadline(now_cycle(), max_cycles);
   CommandProcessor& command_processor = impl.chip->command_processor;
   while (!impl.chip->registers.interrupt_pending()) {
     const uint64_t now = now_cycle();
     if (now >= deadline) return false;
+    if (stop && stop->load()) return false;
     // The register block pauses the kernel when an interrupt becomes pending;
-    // the kernel also stops at the next launch watchdog deadline.
+    // the kernel also stops at the next launch watchdog deadline, and where
+    // request_stop() pauses it.
     const uint64_t until = std::min(deadline, std::max(now + 1, command_processor.next_watchdog_cycle()));
     impl.run_for(until - now);
     command_processor.check_watchdogs();

@@ -3,6 +3,9 @@
 // work it abandoned, and runs new work afterwards.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "driver_fixture.h"
@@ -145,6 +148,67 @@ TEST(DeviceTimeouts, AWaitPastItsTimeoutResetsTheDevice) {
   EXPECT_EQ(device->resets(), 1u);
   EXPECT_THROW(fence.wait(), AbandonedError);
   expect_device_works(*device);
+}
+
+// The host gives up on a wait (Ctrl-C, in the PyTorch bridge): the cancel check stops it, the device is reset
+// with the queued work abandoned and reported, and new work runs.
+TEST(DeviceCancel, ACancelledWaitResetsTheDeviceAndItWorksAfterwards) {
+  const auto device = open_device("tiny");
+  const Program spin = Program::load(device, testing::assemble(".code 0\n    nop\nspin:\n    jmp spin\n"));
+  int checks = 0;
+  device->set_cancel_check([&] { return ++checks >= 3; });
+  const Fence spinning = device->queue(0).launch(spin, {});
+  const Fence behind = device->queue(0).launch(spin, {});
+  try {
+    behind.wait(std::chrono::seconds(100));  // far more device time than the test will give it
+    FAIL() << "not cancelled";
+  } catch (const CancelledError& e) {
+    EXPECT_NE(std::string(e.what()).find("the host cancelled a wait"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("queue 0: submissions 1..2 abandoned"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(checks, 3);
+  EXPECT_EQ(device->resets(), 1u);
+  EXPECT_THROW(spinning.wait(), AbandonedError);
+  device->set_cancel_check(nullptr);
+  expect_device_works(*device);
+}
+
+// A cancel check that never fires changes no cycle. The run without the check is made in a child forked before
+// this process builds its chip (one chip per process).
+TEST(DeviceCancel, ACheckThatNeverFiresChangesNoCycle) {
+  const auto cycles_of_gemm = [](bool with_check) {
+    SimulatorLinkOptions link;
+    link.config = "base";
+    link.functional = false;  // the same cycles, without the arithmetic
+    const auto device = Device::open(std::make_unique<SimulatorLink>(link));
+    int checks = 0;
+    if (with_check) device->set_cancel_check([&] { return ++checks < 0; });
+    const Program gemm = Program::load(device, testing::gemm_program(1024, 1024, 2048));
+    Buffer a = device->allocate(1024 * 2048 * 2), b = device->allocate(2048 * 1024 * 2), c = device->allocate(1024 * 1024 * 4);
+    Queue queue = device->queue(0);
+    const Event start = queue.record_event();
+    queue.launch(gemm, {{"A", &a}, {"B", &b}, {"C", &c}}, 0xf);
+    const Event end = queue.record_event();
+    end.fence().wait(std::chrono::seconds(10));
+    return Event::elapsed_cycles(start, end);
+  };
+  int channel[2];
+  ASSERT_EQ(::pipe(channel), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const uint64_t cycles = cycles_of_gemm(false);
+    const bool sent = ::write(channel[1], &cycles, sizeof cycles) == sizeof cycles;
+    ::_exit(sent ? 0 : 1);
+  }
+  const uint64_t with_check = cycles_of_gemm(true);
+  uint64_t without_check = 0;
+  ASSERT_EQ(::read(channel[0], &without_check, sizeof without_check), ssize_t(sizeof without_check));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_GT(with_check, 300000u);
+  EXPECT_EQ(with_check, without_check);
 }
 
 // A reset while a GEMM's DMA transfers and products are in flight (here a wait's timeout, in device time; a

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -115,6 +116,12 @@ class Device : public std::enable_shared_from_this<Device> {
   // framework's device synchronize, and must keep working after a fault.
   void drain(std::chrono::nanoseconds timeout = kDefaultWaitTimeout);
 
+  // Called on a waiting thread every DeviceLink::kCancelCheckInterval of host
+  // time while it waits for the device; when it returns true, the wait stops,
+  // the device is reset (what was queued is abandoned, as after a timeout) and
+  // the wait throws CancelledError. The PyTorch bridge checks for Ctrl-C here.
+  void set_cancel_check(std::function<bool()> check);
+
   // The device's cycle counter, read through its registers.
   uint64_t now_cycle();
   std::chrono::nanoseconds cycles_to_time(uint64_t cycles) const;
@@ -183,6 +190,7 @@ class Device : public std::enable_shared_from_this<Device> {
   std::vector<std::deque<CoreLaunch>> core_launches_;
   uint64_t resets_ = 0;
   std::string last_reset_report_;
+  std::function<bool()> cancel_check_;  // guarded by mutex_
 };
 
 }  // namespace npu

@@ -10,7 +10,9 @@
 // earlier write has arrived.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,13 @@ class DeviceLink {
   virtual void write_memory(uint64_t address, const void* data, uint64_t bytes) = 0;
   virtual void read_memory(uint64_t address, void* data, uint64_t bytes) = 0;
   // Lets the device run until an enabled interrupt is pending or `max_cycles`
-  // of device time have passed; returns whether one is pending.
-  virtual bool wait_for_interrupt(uint64_t max_cycles) = 0;
+  // of device time have passed; returns whether one is pending. While the
+  // device runs, the link calls `cancelled` on the calling thread every
+  // kCancelCheckInterval of host time: once it returns true, the wait ends
+  // soon (false: none pending), the device stopped where it stands.
+  static constexpr std::chrono::milliseconds kCancelCheckInterval{50};
+  virtual bool wait_for_interrupt(uint64_t max_cycles, const std::function<bool()>& cancelled) = 0;
+  bool wait_for_interrupt(uint64_t max_cycles) { return wait_for_interrupt(max_cycles, {}); }
 
   // Host memory the device's copy engine may read and write (COPY packets):
   // returns the bus address the device knows it by. The memory must stay

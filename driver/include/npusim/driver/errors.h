@@ -80,6 +80,14 @@ class QueueError : public Error {
   uint32_t code_;
 };
 
+// A wait that the host cancelled (Device::set_cancel_check said so): the
+// device was reset, and the work queued then was abandoned,
+// as after a timeout. what() says what was waited for and what was dropped.
+class CancelledError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Work that was still queued or running when the device was reset (after a
 // fault, a queue error or a timeout): it did not run, or not to the end.
 // what() says why the device was reset.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -87,7 +88,13 @@ class Simulator {
   // or `max_cycles` pass; returns whether one is pending. If the chip runs
   // out of events while cores are still running programs, nothing can ever
   // finish them: that is a deadlock fault (which raises its interrupt).
-  bool wait_for_interrupt(uint64_t max_cycles);
+  // `stop`, when given, may be set from another thread, which then calls
+  // request_stop(): the wait returns false soon after (the chip paused where it
+  // stands). A wait that is not stopped runs as it would without `stop`.
+  bool wait_for_interrupt(uint64_t max_cycles, const std::atomic<bool>* stop = nullptr);
+  // Safe from any thread: pauses the kernel at its next update phase, so that
+  // a wait_for_interrupt looks at its `stop`.
+  void request_stop();
 
   // Posted writes, as a driver issues them on PCIe: they return once the
   // write is on the link (not when it arrives) and take effect on arrival,
