@@ -307,3 +307,16 @@ def test_integer_division_by_zero_faults_and_the_device_keeps_working():
     with pytest.raises(RuntimeError, match="execution error .* `v.div i32.*: integer division by zero"):
         (torch.tensor([1, 2], device=NPU) // torch.tensor([1, 0], device=NPU)).cpu()
     same(torch.tensor([9], device=NPU) // 2, torch.tensor([4]))
+
+
+def test_python_numbers_promote_as_on_the_cpu():
+    # A Python number keeps an integer tensor's dtype: int32 ** 3 wraps in int32, clamp of ints stays int, and an
+    # int32 compared with a number beyond f32's 24 bits compares exactly.
+    x = torch.tensor([3, -7, 1290, 2**31 - 1, 16777217], dtype=torch.int32)
+    same(x.to(NPU) ** 3, x ** 3)
+    same(x.to(NPU).clamp(min=-5, max=2000), x.clamp(min=-5, max=2000))
+    same(x.to(NPU) == 16777217, x == 16777217)
+    same(x.to(NPU) > 16777216, x > 16777216)
+    root = (x.to(NPU) ** 0.5).cpu()  # a float exponent: float, as on the CPU
+    assert root.dtype == torch.float32
+    torch.testing.assert_close(root, x ** 0.5, equal_nan=True)

@@ -180,6 +180,9 @@ def test_log1p_and_expm1_keep_their_precision_near_zero_and_their_edge_values():
         small = small[small != 0]
         relative = ((f(small.to(NPU)).cpu() - f(small)) / f(small)).abs().max().item()
         assert relative < 4 * 2**-23, (f, relative)
+    # Near f32's largest: log1p(3e38) is 88.6 and expm1(88) 1.65e38, not inf (a product overflowed).
+    for f, large in ((torch.log1p, torch.tensor([3e38, 1e30, 1.5e9])), (torch.expm1, torch.tensor([88.0, 88.7, 80.0]))):
+        torch.testing.assert_close(f(large.to(NPU)).cpu(), f(large))
     check_forward_and_backward(lambda t: torch.log1p(t.abs()), torch.randn(5, 40) * 3, torch.float32)
     check_forward_and_backward(torch.expm1, torch.randn(5, 40) * 3, torch.bfloat16)
     signs = torch.tensor([float("nan"), -0.0, 0.0, 2.0, -3.0, float("inf"), -float("inf")])

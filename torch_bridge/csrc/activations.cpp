@@ -401,12 +401,14 @@ at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor
 // ---- log1p, expm1, sign --------------------------------------------------------------------
 
 // Kahan's forms, accurate near zero where log(1 + x) and exp(x) - 1 are not:
-//   log1p: u = 1 + x; u == 1 ? x : log(u) * x / (u - 1)    (u = inf: inf)
-//   expm1: u = exp(x); u == 1 ? x : u - 1 == -1 ? -1 : (u - 1) * x / log(u)    (u = inf: inf)
+//   log1p: u = 1 + x; u == 1 ? x : log(u) * (x / (u - 1))    (u = inf: inf)
+//   expm1: u = exp(x); u == 1 ? x : u - 1 == -1 ? -1 : (u - 1) * (x / log(u))    (u = inf: inf)
+// The quotient first, which is near 1: log(u) * x overflowed for x near f32's largest (log1p(3e38) was inf),
+// and (u - 1) * x for x near 88.
 at::Tensor npu_log1p(const at::Tensor& x) {
   if (!on_chip({&x})) return on_cpu("aten::log1p", [&] { return at::log1p(x.cpu()); });
   const at::Tensor xf = as_f32(x), u = at::add(xf, 1);
-  const at::Tensor kahan = elementwise_chain({xf, u}, "log(in1); mul(%0, in0); sub(in1, 1); div(%1, %2)");
+  const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); div(in0, %0); log(in1); mul(%2, %1)");
   const at::Tensor result = at::where(at::eq(u, 1), xf, at::where(at::eq(u, INFINITY), u, kahan));
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
 }
@@ -415,7 +417,7 @@ at::Tensor& npu_log1p_out(const at::Tensor& x, at::Tensor& out) { return into(np
 at::Tensor npu_expm1(const at::Tensor& x) {
   if (!on_chip({&x})) return on_cpu("aten::expm1", [&] { return at::expm1(x.cpu()); });
   const at::Tensor xf = as_f32(x), u = at::exp(xf);
-  const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); mul(%0, in0); log(in1); div(%1, %2)");
+  const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); log(in1); div(in0, %1); mul(%0, %2)");
   at::Tensor result = at::where(at::eq(at::sub(u, 1), -1), constant(-1, at::kFloat), at::where(at::eq(u, INFINITY), u, kahan));
   result = at::where(at::eq(u, 1), xf, result);
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());

@@ -6,7 +6,9 @@
 // per row: cheap for the lengths this is for (sequence positions, up to 4096).
 //   floats  in x's dtype, summed in f32, rounded once per element (the CPU
 //           adds in order in a wider type: within f32 rounding; f32 on a
-//           tensor core without f32 as bf16 parts, as every f32 matmul)
+//           tensor core without f32 as bf16 parts, as every f32 matmul);
+//           a tensor with a NaN or an infinity by a Hillis-Steele scan of
+//           f32 adds instead (in the product, 0 * inf spreads NaN backwards)
 //   integers (bool, uint8, int32, int64 into int64 or int32) as int8 on the
 //           tensor core into exact int32 sums, widened: where values lie in
 //           [-128, 127] (masks, flags), which is checked on the chip; other
@@ -65,7 +67,15 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   else if (length > kMaxLength) declined = "a dim longer than " + std::to_string(kMaxLength);
   else if (!floats && !integers) declined = "a dtype or dtype conversion the kernel does not take";
   else if (integers && !fits_int8(self)) declined = "integers beyond int8";
-  if (declined.empty()) {
+  if (declined.empty() && floats && !at::all(at::isfinite(self)).cpu().item<bool>()) {
+    // A NaN or an infinity times U's zeros would reach the sums before it too (0 * inf is NaN): such a tensor is
+    // summed by a scan of f32 adds, which carries them forward only, as the CPU's running sum does.
+    const at::Tensor rows = as_f32(self).movedim(d, -1);
+    result = inclusive_scan(rows, [](const at::Tensor& earlier, const at::Tensor& later) { return at::add(earlier, later); })
+                 .movedim(-1, d)
+                 .to(self.scalar_type());
+  }
+  if (declined.empty() && !result.defined()) {
     const at::ScalarType operand = floats ? self.scalar_type() : at::kChar;
     const at::Tensor values = floats || self.scalar_type() == at::kBool ? self : as_int32(self);
     const at::Tensor x = values.movedim(d, -1).reshape({-1, length}).to(operand).contiguous();

@@ -4,6 +4,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/unfold_native.h>
@@ -279,11 +280,26 @@ at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, at::Tensor (
   return self;
 }
 
+// A Python number as PyTorch itself passes one: a 0-dim CPU tensor of the number's own kind (int64, double,
+// bool) marked as a wrapped number, which type promotion ranks below every tensor (int32 ** 3 stays int32, and
+// so does a 0-dim int32 compared with 0). A tensor made with the default dtype, f32, promoted every integer
+// result to f32.
+at::Tensor cpu_scalar(const at::Scalar& value) { return at::native::wrapped_scalar_tensor(value); }
+
+// PyTorch's rule for operands on two devices: a 0-dim CPU tensor (a scalar) may join device tensors; any
+// other CPU tensor is an error, as on CUDA, not copied to the device behind the caller's back.
+void check_operand_device(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(on_npu(t) || (t.dim() == 0 && t.device().is_cpu()),
+              "Expected all tensors to be on the same device, but found at least two devices, npu:0 and ", t.device(), "! (", op, ")");
+}
+
 // Binary ops with broadcasting, after PyTorch's type promotion: a Python
 // number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
 // dtype, and a device tensor of another dtype is cast on the chip first.
 at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const at::Tensor& b_in, bool bool_result,
                   const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference) {
+  check_operand_device(a_in, name);
+  check_operand_device(b_in, name);
   const at::ScalarType common = at::result_type(a_in, b_in);
   const auto chip_dtype = [](at::ScalarType t) { return t != at::kLong && t != at::kDouble && !at::isComplexType(t); };
   const auto prepare = [&](const at::Tensor& t) {
@@ -359,7 +375,7 @@ at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) {
 }
 // x ** exponent, on the chip for floats (v.pow with a broadcast scalar).
 at::Tensor pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
-  return binary(OpKind::POW, "aten::pow.Tensor_Scalar", self, at::scalar_tensor(exponent, at::TensorOptions().device(at::kCPU)), false,
+  return binary(OpKind::POW, "aten::pow.Tensor_Scalar", self, cpu_scalar(exponent), false,
                 [&](auto& x, auto&) { return at::pow(x, exponent); });
 }
 at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
@@ -394,7 +410,7 @@ NPUSIM_COMPARISON(ge, GE)
 // The Scalar overloads: the scalar as a broadcast 0-dim tensor of the common dtype.
 #define NPUSIM_COMPARISON_SCALAR(NAME, KIND)                                                                                    \
   at::Tensor NAME##_scalar(const at::Tensor& a, const at::Scalar& b) {                                                         \
-    return binary(OpKind::KIND, "aten::" #NAME ".Scalar", a, at::scalar_tensor(b, at::TensorOptions().device(at::kCPU)), true, \
+    return binary(OpKind::KIND, "aten::" #NAME ".Scalar", a, cpu_scalar(b), true,                                               \
                   [&](auto& x, auto&) { return at::NAME(x, b); });                                                             \
   }
 NPUSIM_COMPARISON_SCALAR(eq, EQ)
@@ -441,8 +457,8 @@ at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::op
 // clamp(x, min, max) = minimum(maximum(x, min), max), after type promotion (a NaN stays NaN; min > max gives max).
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
   at::Tensor result = self;
-  if (min) result = npusim::maximum(result, at::scalar_tensor(*min, at::TensorOptions().device(at::kCPU)));
-  if (max) result = npusim::minimum(result, at::scalar_tensor(*max, at::TensorOptions().device(at::kCPU)));
+  if (min) result = npusim::maximum(result, cpu_scalar(*min));
+  if (max) result = npusim::minimum(result, cpu_scalar(*max));
   return result;
 }
 
@@ -854,6 +870,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
 at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
   std::vector<at::Tensor> tensors;
   for (const at::Tensor& t : tensor_list) tensors.push_back(t);
+  for (const at::Tensor& t : tensors)
+    TORCH_CHECK(on_npu(t), "Expected all tensors to be on the same device, but got tensors is on ", t.device(),
+                ", different from other tensors on npu:0 (when checking argument in method aten::cat)");
   // Legacy rule: 1-D empty tensors are skipped whatever their shape.
   std::vector<at::Tensor> parts;
   for (const at::Tensor& t : tensors)
@@ -891,6 +910,7 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
 // where(cond, a, b): the select kernel, every operand broadcast; a Python number or a 0-dim CPU
 // tensor is moved to the device as a 0-dim tensor (the kernel expands it once per core).
 at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tensor& b_in) {
+  for (const at::Tensor* t : {&cond, &a_in, &b_in}) check_operand_device(*t, "aten::where.self");
   const at::ScalarType common = at::result_type(a_in, b_in);
   const auto prepare = [&](const at::Tensor& t) { return to_npu(t.scalar_type() == common ? t : t.to(common)); };
   const at::Tensor a = prepare(a_in), b = prepare(b_in), c = to_npu(cond.scalar_type() == at::kBool ? cond : cond.to(at::kBool));
