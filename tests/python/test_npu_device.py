@@ -375,6 +375,20 @@ def test_the_memory_functions_of_torch_npu():
         assert torch.npu.current_device() == 0
 
 
+def test_empty_cache_frees_the_programs_loaded_for_many_shapes():
+    # Every distinct shape loads a program on the device; empty_cache frees them, and they load again on use.
+    torch.npu.empty_cache()
+    base = torch.npu.memory_allocated()
+    x = torch.randn(64)
+    for n in range(1, 41):
+        assert torch.equal((x[:n].to(NPU) * 3).cpu(), x[:n] * 3)
+    grown = torch.npu.memory_allocated() - base
+    assert grown > 0  # 40 programs loaded
+    torch.npu.empty_cache()
+    assert torch.npu.memory_allocated() == base
+    assert torch.equal((x[:7].to(NPU) * 3).cpu(), x[:7] * 3)  # loads again
+
+
 def test_copies_of_any_view_and_of_int64_stay_on_the_chip():
     # More than three dims that do not merge: a copy per slice of the first dim. int64 and f64,
     # which the chip has no dtype for, are copied as pairs of 32-bit words.
@@ -515,6 +529,15 @@ def test_mixing_devices_is_an_error_not_a_crash():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         F.linear(x, weight)
     torch.testing.assert_close(F.linear(x.to("npu"), weight).cpu(), F.linear(x, weight.cpu()))
+    # As on CUDA: a CPU operand is an error (never moved to the device silently), except a 0-dim CPU tensor.
+    a, b = torch.randn(3, 4), torch.randn(3, 4).to("npu")
+    for op in (lambda: a + b, lambda: b * a, lambda: torch.maximum(a, b), lambda: torch.cat([a, b]),
+               lambda: torch.stack([b, a]), lambda: torch.where(b > 0, a, b), lambda: torch.where(a > 0, b, b)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            op()
+    scalar = torch.tensor(2.5)
+    torch.testing.assert_close((b * scalar).cpu(), b.cpu() * scalar)
+    torch.testing.assert_close(torch.where(b > 0, b, scalar).cpu(), torch.where(b.cpu() > 0, b.cpu(), scalar))
 
 
 def conv_pool_norm_cases():
@@ -715,6 +738,16 @@ def test_cumsum_runs_on_the_tensor_core():
     assert torch.equal(big.to(NPU).cumsum(0).cpu(), big.cumsum(0))
     assert npusim.kernel_stats().get("matmul", 0) == matmuls
     assert npusim.fallback_stats() == before
+
+
+def test_cumsum_carries_nan_and_inf_forward_only():
+    # On the tensor core, 0 * nan and 0 * inf would make every sum NaN; the CPU's running sum keeps those before them.
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        x = torch.tensor([[1.0, 2.0, 3.0, bad, 4.0], [5.0, 6.0, 7.0, 8.0, 9.0]])
+        for dtype in (torch.float32, torch.bfloat16):
+            got = torch.cumsum(x.to(dtype).to(NPU), 1).cpu()
+            torch.testing.assert_close(got, torch.cumsum(x.to(dtype), 1), equal_nan=True)
+        torch.testing.assert_close(torch.cumsum(x.t().to(NPU), 0).cpu(), torch.cumsum(x.t(), 0), equal_nan=True)
 
 
 def test_int8_matmul_sums_exactly_into_int32_on_the_tensor_core():

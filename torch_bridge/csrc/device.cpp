@@ -86,7 +86,7 @@ auto driver_call(F f) -> decltype(f()) {
   try {
     return f();
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
 }
 

@@ -1,4 +1,5 @@
 // npusim._C: the Python face of the bridge (npusim/__init__.py wraps it).
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "npusim/deploy/package.h"
@@ -11,6 +12,14 @@ extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { re
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
+  // A Python exception carried through C++ (Ctrl-C during a wait: raise_driver_error) is raised as itself.
+  pybind11::register_local_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (python_error& e) {
+      e.restore();
+    }
+  });
   m.def("init", &npusim::Runtime::configure, "Chooses the chip config and trace file; False once the device is open.",
         pybind11::arg("config"), pybind11::arg("trace"), pybind11::arg("timing_only") = false, pybind11::arg("sram_pool_bytes") = npusim::Runtime::kDefaultSramPool,
         pybind11::arg("dma_timing") = "");
@@ -29,7 +38,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("is_initialized", &npusim::Runtime::started);
   m.def("in_bad_fork", &npusim::Runtime::in_bad_fork, "Whether the device was opened before this process was forked (and so cannot be used here).");
   m.def("default_generator", [] { return npusim::default_npu_generator(); }, "The npu's default torch.Generator (seed and counter offset).");
-  m.def("synchronize", [] { npusim::Runtime::get().synchronize(); });
+  m.def("synchronize", [] { npusim::Runtime::get().synchronize(); }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("fallback_stats", [] { return npusim::Runtime::get().fallback_stats(); });
   m.def("kernel_stats", [] { return npusim::Runtime::get().kernel_stats(); });
   m.def("memory_stats", [] {
@@ -43,23 +52,28 @@ PYBIND11_MODULE(_C, m) {
                                          {"total_frees", double(s.total_frees)},
                                          {"fragmentation", s.fragmentation}};
   });
+  m.def("empty_cache", [] { return npusim::Runtime::started() ? npusim::Runtime::get().unload_programs() : uint64_t{0}; }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("reset_peak_memory_stats", [] { npusim::Runtime::get().device().reset_peak_memory_stats(); });
   m.def("memory_total_bytes", [] {
     const npu::DeviceInfo& info = npusim::Runtime::get().device().info();
     return info.memory_bytes - info.reserved_bytes;
   });
-  m.def("report", [] { return npusim::Runtime::get().device().report(); });
+  m.def("report", [] { return npusim::Runtime::get().device().report(); }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def(
       "write_trace",
       [](const std::string& path) {
         if (npusim::Runtime::started()) npusim::Runtime::get().write_trace(path);
       },
-      pybind11::arg("path") = "");
+      pybind11::arg("path") = "", pybind11::call_guard<pybind11::gil_scoped_release>());
   // The device's counters now (after everything launched so far): chip-wide, and summed over the cores.
   m.def("device_counters", [] {
     npusim::Runtime& runtime = npusim::Runtime::get();
-    runtime.synchronize();
-    const npu::firmware::CounterSnapshot snapshot = runtime.device().read_counters();
+    npu::firmware::CounterSnapshot snapshot;
+    {
+      pybind11::gil_scoped_release release;  // (it waits for the device)
+      runtime.synchronize();
+      snapshot = runtime.device().read_counters();
+    }
     std::map<std::string, uint64_t> counters = {{"cycle", snapshot.cycle},
                                                 {"dram_read_bytes", snapshot.dram_read_bytes},
                                                 {"dram_write_bytes", snapshot.dram_write_bytes},
@@ -77,10 +91,10 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
     npusim::Runtime::get().begin_capture(inputs, names, source);
-  });
+  }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("end_capture", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
     return npusim::Runtime::get().end_capture(outputs, names, path);
-  });
+  }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("abort_capture", [] { npusim::Runtime::get().abort_capture(); });
   // Runs a package on this process's device (what npu-run does in a process of its own).
   m.def("run_package", [](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
@@ -91,14 +105,24 @@ PYBIND11_MODULE(_C, m) {
       data.emplace_back(s.begin(), s.end());
     }
     npu::deploy::PackageRunner::Result result;
-    try {
-      const npu::deploy::Package package = npu::deploy::Package::read(path);
+    {
+      pybind11::gil_scoped_release release;  // (it waits for the device)
+      npu::deploy::Package package;
+      try {
+        package = npu::deploy::Package::read(path);
+      } catch (const std::exception& e) {
+        TORCH_CHECK(false, "npusim: ", e.what());
+      }
       TORCH_CHECK(package.config_text() == npu::sim::dump_chip_config(npu::sim::load_chip_config(runtime.config_name())),
                   "npusim: ", path, " was compiled for chip config '", package.config_name(), "', this process's device is '",
                   runtime.config_name(), "'");
-      result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(data);
-    } catch (const std::exception& e) {
-      TORCH_CHECK(false, "npusim: ", e.what());
+      try {
+        result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(data);
+      } catch (const npu::Error& e) {
+        npusim::raise_driver_error(e);
+      } catch (const std::exception& e) {
+        TORCH_CHECK(false, "npusim: ", e.what());
+      }
     }
     std::vector<pybind11::bytes> outputs;
     for (const auto& o : result.outputs) outputs.emplace_back(reinterpret_cast<const char*>(o.data()), o.size());
@@ -128,10 +152,15 @@ PYBIND11_MODULE(_C, m) {
     info["planned_bytes"] = package.planned_bytes();
     return info;
   });
-  m.def("begin_profile", [] { npusim::Runtime::get().begin_profile(); });
+  m.def("begin_profile", [] { npusim::Runtime::get().begin_profile(); }, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("end_profile", [] {
+    std::vector<npusim::Runtime::KernelProfile> kernels;
+    {
+      pybind11::gil_scoped_release release;  // (it waits for the device)
+      kernels = npusim::Runtime::get().end_profile();
+    }
     pybind11::list rows;
-    for (const auto& k : npusim::Runtime::get().end_profile()) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles));
+    for (const auto& k : kernels) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles));
     return rows;
   });
   m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);

@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +16,21 @@ namespace npusim {
 namespace {
 
 std::mutex g_config_mutex;
+
+// Ctrl-C while a thread waits for the device: the wait's cancel check (Device::set_cancel_check) runs Python's
+// signal handlers, and when one raises (KeyboardInterrupt), keeps its exception for this thread to raise once
+// the driver has reset the device (raise_driver_error).
+thread_local std::unique_ptr<python_error> t_interrupt;
+
+bool interrupted_by_a_signal() {
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return false;
+  pybind11::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  t_interrupt = std::make_unique<python_error>();
+  t_interrupt->persist();  // takes the exception, clearing it
+  return true;
+}
+
 std::string g_config;
 std::string g_trace;
 bool g_timing_only = false;
@@ -120,6 +136,7 @@ Runtime::Runtime() {
     npu::DeviceOptions device_options;
     device_options.sram_pool_bytes_per_core = static_cast<uint64_t>(sram_pool_bytes);
     device_ = npu::Device::open(std::make_unique<npu::SimulatorLink>(options), device_options);
+    device_->set_cancel_check(interrupted_by_a_signal);
     chip.core.scratchpad.size_bytes = device_->info().kernel_scratchpad_bytes();
     compiler_ = std::make_unique<npu::compiler::Compiler>(chip);
     config_name_ = config;
@@ -172,7 +189,7 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   if (output.numel() == 0) return;  // nothing to compute, nothing to launch
   const std::lock_guard<std::mutex> lock(mutex_);
   auto it = programs_.find(kernel.get());
-  if (it == programs_.end()) it = programs_.emplace(kernel.get(), npu::Program::load(device_, kernel->program)).first;
+  if (it == programs_.end()) it = programs_.emplace(kernel.get(), LoadedKernel{kernel, npu::Program::load(device_, kernel->program)}).first;
   std::vector<npu::Binding> bindings;
   for (size_t i = 0; i < inputs.size(); ++i) bindings.push_back({"in" + std::to_string(i), &buffer_of(inputs[i])});
   bindings.push_back({"out", &buffer_of(output)});
@@ -185,10 +202,10 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
     npu::Queue queue = device_->queue(current_queue());
     npu::Event start;
     if (profiling_) start = queue.record_event();
-    queue.launch(it->second, bindings, kernel->core_mask(), args);
+    queue.launch(it->second.program, bindings, kernel->core_mask(), args);
     if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event()});
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
   ++kernels_[npu::compiler::op_name(op.kind)];
 }
@@ -197,8 +214,19 @@ void Runtime::synchronize() {
   try {
     device_->drain(std::chrono::seconds(600));  // a fault is raised once; the device keeps working after it
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
+}
+
+uint64_t Runtime::unload_programs() {
+  synchronize();
+  const uint64_t before = device_->memory_stats().in_use_bytes;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    programs_.clear();
+  }
+  const uint64_t after = device_->memory_stats().in_use_bytes;
+  return before > after ? before - after : 0;
 }
 
 namespace {
@@ -219,6 +247,15 @@ void on_op_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (!t_op_stack.empty()) t_op_stack.pop_back();
 }
 }  // namespace
+
+void raise_driver_error(const npu::Error& error) {
+  if (dynamic_cast<const npu::CancelledError*>(&error) != nullptr && t_interrupt) {
+    python_error interrupt(std::move(*t_interrupt));
+    t_interrupt.reset();
+    throw interrupt;
+  }
+  TORCH_CHECK(false, "npusim: ", error.what());
+}
 
 std::string innermost_op() { return t_op_stack.empty() ? std::string("(no op)") : t_op_stack.back(); }
 std::string profile_scope() { return t_profile_scope; }
@@ -249,7 +286,7 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
   try {
     for (const ProfiledKernel& k : kernels) result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end)});
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
   return result;
 }
@@ -273,7 +310,7 @@ void Runtime::write_trace(const std::string& path) {
     try {
       link->write_trace(path);
     } catch (const npu::Error& e) {
-      TORCH_CHECK(false, "npusim: ", e.what());
+      raise_driver_error(e);
     }
   }
 }
@@ -315,7 +352,7 @@ void Runtime::write_device(const npu::Buffer& buffer, uint64_t offset, const voi
   try {
     device_->copy_to_device(buffer, offset, data, bytes);
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
 }
 
@@ -327,7 +364,7 @@ void Runtime::read_device(const npu::Buffer& buffer, uint64_t offset, void* data
   try {
     device_->copy_from_device(buffer, offset, data, bytes);
   } catch (const npu::Error& e) {
-    TORCH_CHECK(false, "npusim: ", e.what());
+    raise_driver_error(e);
   }
 }
 

@@ -63,6 +63,9 @@ class Runtime {
            const std::array<uint64_t, 8>& args = {});
   // Waits for every launched kernel; a device error becomes a c10::Error.
   void synchronize();
+  // torch.npu.empty_cache(): after every launched kernel, the programs loaded on the device are freed (they
+  // load again, from the compiler's cache, when next launched). Returns the device bytes freed.
+  uint64_t unload_programs();
 
   // Streams are the device's command queues: queue 0 is the default stream;
   // new streams take queues 1.. in turn. The current stream is per thread.
@@ -129,11 +132,21 @@ class Runtime {
   uint64_t op_callback_ = 0;
   uint32_t capture_buffer(const npu::Buffer& buffer, bool read);
   std::mutex mutex_;
-  std::map<const npu::compiler::Kernel*, npu::Program> programs_;
+  // Each launched kernel's program on the device, by the kernel's identity; the entry holds the kernel, so
+  // that its address cannot be reused by another kernel while the entry lives.
+  struct LoadedKernel {
+    std::shared_ptr<const npu::compiler::Kernel> kernel;
+    npu::Program program;
+  };
+  std::map<const npu::compiler::Kernel*, LoadedKernel> programs_;
   std::map<std::string, uint64_t> fallbacks_;
   std::map<std::string, uint64_t> kernels_;
   unsigned next_stream_ = 0;
 };
+
+// A driver error as PyTorch's: a wait the host cancelled (Ctrl-C) re-raises the Python exception its signal
+// handler raised (KeyboardInterrupt), on this thread; anything else is a RuntimeError naming the error.
+[[noreturn]] void raise_driver_error(const npu::Error& error);
 
 // The profile's names for a launch from this thread: the innermost ATen op, and the scope.
 std::string innermost_op();

@@ -158,7 +158,9 @@ class _DeviceModule:
 
     @staticmethod
     def empty_cache() -> None:
-        """Nothing to do: freed memory returns to the driver at once (no caching allocator)."""
+        """Frees the programs loaded on the device (after every launched kernel; they load again when next
+        launched). Tensors' memory needs no emptying: it returns to the driver at once (no caching allocator)."""
+        _C.empty_cache()
 
     @staticmethod
     def mem_get_info(device=None):
