@@ -159,8 +159,11 @@ DeviceFault Device::read_fault() {
     for (const CoreLaunch& launch : core_launches_[static_cast<size_t>(fault.core)]) {
       if (launch.fence_value <= queues_[launch.queue]->completed) continue;
       const isa::CodeSection* section = launch.program->code_for_core(launch.core_id);
-      if (section && static_cast<uint64_t>(fault.pc) < section->words.size())
-        fault.instruction = isa::describe_word(section->words[static_cast<size_t>(fault.pc)], static_cast<uint64_t>(fault.pc), nullptr);
+      if (section && static_cast<uint64_t>(fault.pc) < section->words.size()) {
+        // With the program's own names for its buffers and labels.
+        const isa::ProgramOperandNamer namer(*launch.program, static_cast<uint32_t>(section - launch.program->code.data()));
+        fault.instruction = isa::describe_word(section->words[static_cast<size_t>(fault.pc)], static_cast<uint64_t>(fault.pc), &namer);
+      }
       break;
     }
   }

@@ -64,15 +64,32 @@ std::optional<std::string> format_instruction(const Instruction& instruction, ui
   return text;
 }
 
+namespace {
+
+// Names what `inner` (if any) cannot name by its index: a fault record made without the program still shows
+// every operand (`la r1, <symbol 0>`, where it once showed `la <symbol index out of range>` for a valid la).
+class IndexOperandNamer : public OperandNamer {
+ public:
+  explicit IndexOperandNamer(const OperandNamer* inner) : inner_(inner) {}
+  std::optional<std::string> symbol_name(int64_t index) const override {
+    if (auto name = inner_ ? inner_->symbol_name(index) : std::nullopt) return name;
+    return "<symbol " + std::to_string(index) + ">";
+  }
+  std::optional<std::string> label_at(int64_t pc) const override { return inner_ ? inner_->label_at(pc) : std::nullopt; }
+
+ private:
+  const OperandNamer* inner_;
+};
+
+}  // namespace
+
 std::string describe_word(uint64_t word, uint64_t pc, const OperandNamer* namer) {
   std::string error;
   const auto instruction = decode(word, &error);
   if (!instruction) return "<invalid: " + error + ">";
   if (auto text = format_instruction(*instruction, pc, namer)) return *text;
-  // A symbol operand with no name: show the raw index.
-  const InstructionSpec* spec = find_instruction(instruction->opcode);
-  std::string text = spec->mnemonic + " <symbol index out of range>";
-  return text;
+  const IndexOperandNamer by_index(namer);
+  return format_instruction(*instruction, pc, &by_index).value_or("<invalid: unknown opcode>");
 }
 
 std::string format_data_value(DType dtype, const uint8_t* element) {

@@ -7,6 +7,7 @@
 
 #include "npusim/isa/assembler.h"
 #include "npusim/isa/disassembler.h"
+#include "npusim/isa/printer.h"
 #include "random_program.h"
 
 namespace npu::isa {
@@ -76,3 +77,19 @@ start: la r1, x
 
 }  // namespace
 }  // namespace npu::isa
+
+namespace {
+
+// A word disassembled alone (a fault record made without its program) still shows every operand; with the
+// program, the symbols' names.
+TEST(DescribeWord, NamesSymbolsWithTheProgramAndByIndexWithout) {
+  const npu::isa::AssembleResult result = npu::isa::assemble_source(".input x, f32, 16\n.code 0\n    la r1, x\n    halt\n", "t.s");
+  ASSERT_TRUE(result.program);
+  const npu::isa::Program& program = *result.program;
+  const uint64_t la = program.code.at(0).words.at(0);
+  EXPECT_EQ(npu::isa::describe_word(la, 0, nullptr), "la r1, <symbol 0>");
+  const npu::isa::ProgramOperandNamer namer(program, 0);
+  EXPECT_EQ(npu::isa::describe_word(la, 0, &namer), "la r1, x");
+}
+
+}  // namespace
