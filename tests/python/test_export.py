@@ -158,3 +158,14 @@ def test_resnet18_runs_from_its_package_in_npu_run(tmp_path):
                              f"output0={tmp_path / 'y_native.bin'}"], capture_output=True, text=True)
     assert native.returncode == 0, native.stderr
     assert (tmp_path / "y_native.bin").read_bytes() == (tmp_path / "y_python.bin").read_bytes()
+
+
+def test_save_raw_writes_whole_files_and_replaces_no_directory(tmp_path):
+    x = torch.arange(6, dtype=torch.float32)
+    npusim.export.save_raw(x, tmp_path / "x.bin")
+    assert npusim.export.load_raw(tmp_path / "x.bin", torch.float32, [6]).equal(x)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(RuntimeError, match="not a regular file"):
+        npusim.export.save_raw(x, tmp_path / "dir")
+    assert (tmp_path / "dir").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "x.bin"]  # no temporary left behind

@@ -2,6 +2,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
 #include "npusim/sim/config_loader.h"
 #include "random.h"
@@ -95,6 +96,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("end_capture", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
     return npusim::Runtime::get().end_capture(outputs, names, path);
   }, pybind11::call_guard<pybind11::gil_scoped_release>());
+  // A file written whole or not at all, never over what is not a regular file (npusim.export.save_raw).
+  m.def("write_file", [](const std::string& path, const pybind11::bytes& data) {
+    const std::string bytes = data;
+    pybind11::gil_scoped_release release;
+    try {
+      npu::write_file_atomically(path, bytes);
+    } catch (const npu::OutputFileError& e) {
+      TORCH_CHECK(false, "npusim: ", e.what());
+    }
+  });
   m.def("abort_capture", [] { npusim::Runtime::get().abort_capture(); });
   // Runs a package on this process's device (what npu-run does in a process of its own).
   m.def("run_package", [](const std::string& path, const std::vector<pybind11::bytes>& inputs) {

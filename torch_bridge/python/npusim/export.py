@@ -24,6 +24,7 @@ contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
 """
 
 import copy
+import os
 from typing import List, Sequence, Tuple
 
 import torch
@@ -96,9 +97,9 @@ def _bytes_of(tensor: torch.Tensor) -> bytes:
 
 
 def save_raw(tensor: torch.Tensor, path: str) -> None:
-    """Writes a tensor as npu-run reads it (raw, contiguous, little-endian)."""
-    with open(path, "wb") as f:
-        f.write(_bytes_of(tensor))
+    """Writes a tensor as npu-run reads it (raw, contiguous, little-endian): whole or not at all, and never
+    over what is not a regular file (a directory, a device)."""
+    _C.write_file(os.fspath(path), _bytes_of(tensor))
 
 
 def load_raw(path: str, dtype: torch.dtype, shape: Sequence[int]) -> torch.Tensor:
