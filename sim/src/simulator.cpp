@@ -18,8 +18,8 @@ namespace {
 
 // Pauses the kernel at its next update phase when another thread asks (request_stop): SystemC's one entry
 // that is safe from another thread is async_request_update. Nothing else about the run changes: a run that
-// is not stopped meets the same events. (Stopping the kernel every so many cycles to look at a flag changed
-// runs: a compiled matmul queued 400 times deadlocked at its eleventh launch.)
+// is not stopped meets the same events, and adds no pause points (as stopping every so many cycles to look
+// at a flag would).
 class StopRequest : public sc_core::sc_prim_channel {
  public:
   StopRequest() : sc_core::sc_prim_channel("stop_request") {}
