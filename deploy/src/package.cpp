@@ -5,11 +5,10 @@
 #include <map>
 #include <optional>
 
+#include "npusim/common/bytes.h"
 #include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
 #include "package.pb.h"
-
-#include <zlib.h>
 
 namespace npu::deploy {
 namespace {
@@ -22,26 +21,6 @@ constexpr uint32_t kFormatVersion = 2;
 constexpr char kMagic[8] = {'N', 'P', 'U', 'P', 'K', 'G', 0, 0};
 constexpr size_t kHeaderBytes = 24;
 constexpr uint64_t kMaxPackageBytes = uint64_t{2} << 30;  // protobuf's limit on one message
-
-uint32_t crc32_of(const char* data, size_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < size;) {
-    const uInt chunk = uInt(std::min<size_t>(size - done, size_t{1} << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data + done), chunk);
-    done += chunk;
-  }
-  return uint32_t(crc);
-}
-
-uint64_t read_le(const std::string& bytes, size_t offset, unsigned width) {
-  uint64_t value = 0;
-  for (unsigned b = 0; b < width; ++b) value |= uint64_t(uint8_t(bytes[offset + b])) << (8 * b);
-  return value;
-}
-
-void write_le(std::string& bytes, size_t offset, unsigned width, uint64_t value) {
-  for (unsigned b = 0; b < width; ++b) bytes[offset + b] = char((value >> (8 * b)) & 0xff);
-}
 
 // a * b, or why not: sizes and offsets of a package are counts the file gives, not trusted.
 int64_t checked_multiply(int64_t a, int64_t b, const std::string& what) {
@@ -203,7 +182,7 @@ Package Package::parse(const std::string& bytes) {
   if (length != bytes.size() - kHeaderBytes)
     throw PackageError("truncated or padded package: the header says " + std::to_string(length) + " payload bytes, the file has " +
                        std::to_string(bytes.size() - kHeaderBytes));
-  if (read_le(bytes, 12, 4) != crc32_of(bytes.data() + kHeaderBytes, length)) throw PackageError("corrupt package (payload checksum mismatch)");
+  if (read_le(bytes, 12, 4) != crc32_of(std::string_view(bytes).substr(kHeaderBytes))) throw PackageError("corrupt package (payload checksum mismatch)");
   proto::Package p;
   if (length > kMaxPackageBytes || !p.ParseFromArray(bytes.data() + kHeaderBytes, int(length)))
     throw PackageError("not a package (the protobuf does not parse)");
@@ -218,7 +197,7 @@ std::string Package::serialize() const {
   std::string bytes(kHeaderBytes, '\0');
   bytes.replace(0, sizeof kMagic, kMagic, sizeof kMagic);
   write_le(bytes, 8, 4, kFormatVersion);
-  write_le(bytes, 12, 4, crc32_of(payload.data(), payload.size()));
+  write_le(bytes, 12, 4, crc32_of(payload));
   write_le(bytes, 16, 8, payload.size());
   return bytes + payload;
 }

@@ -5,11 +5,10 @@
 #include <tuple>
 #include <sstream>
 
-#include <zlib.h>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "npusim/common/bytes.h"
 #include "npusim/common/output_files.h"
 #include "npusim/isa/dtype.h"
 #include "program.pb.h"
@@ -20,27 +19,6 @@ namespace {
 constexpr char kMagic[8] = {'N', 'P', 'U', 'B', 'I', 'N', 0, 0};
 constexpr size_t kHeaderBytes = 24;
 
-uint64_t read_le(const std::string& bytes, size_t offset, unsigned size) {
-  uint64_t value = 0;
-  for (unsigned b = 0; b < size; ++b) value |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[offset + b])) << (8 * b);
-  return value;
-}
-
-void append_le(std::string* bytes, uint64_t value, unsigned size) {
-  for (unsigned b = 0; b < size; ++b) bytes->push_back(static_cast<char>((value >> (8 * b)) & 0xff));
-}
-
-uint32_t crc32_of(const std::string& bytes, size_t offset) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto* data = reinterpret_cast<const Bytef*>(bytes.data() + offset);
-  for (size_t done = 0, left = bytes.size() - offset; left > 0;) {
-    const auto chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = crc32(crc, data + done, chunk);
-    done += chunk;
-    left -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
 [[noreturn]] void fail(const std::string& message) { throw ProgramFormatError(message); }
@@ -240,20 +218,17 @@ std::string serialize_program(const Program& program) {
     out->set_key(key);
     out->set_value(value);
   }
-  std::string bytes(kMagic, kMagic + sizeof kMagic);
-  append_le(&bytes, kProgramFormatVersion, 4);
-  append_le(&bytes, 0, 4);   // CRC, filled in below
-  append_le(&bytes, 0, 8);   // payload length, filled in below
+  std::string bytes(kHeaderBytes, '\0');
+  bytes.replace(0, sizeof kMagic, kMagic, sizeof kMagic);
+  write_le(bytes, 8, 4, kProgramFormatVersion);  // then the CRC and the payload's length, below
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     message.SerializeToCodedStream(&coded);
   }
-  const uint32_t crc = crc32_of(bytes, kHeaderBytes);
-  const uint64_t length = bytes.size() - kHeaderBytes;
-  for (unsigned b = 0; b < 4; ++b) bytes[12 + b] = static_cast<char>((crc >> (8 * b)) & 0xff);
-  for (unsigned b = 0; b < 8; ++b) bytes[16 + b] = static_cast<char>((length >> (8 * b)) & 0xff);
+  write_le(bytes, 12, 4, crc32_of(std::string_view(bytes).substr(kHeaderBytes)));
+  write_le(bytes, 16, 8, bytes.size() - kHeaderBytes);
   return bytes;
 }
 
@@ -270,7 +245,7 @@ Program parse_program(const std::string& bytes) {
   if (length != bytes.size() - kHeaderBytes)
     fail("truncated or padded npubin file: header says " + std::to_string(length) + " payload bytes, file has " +
          std::to_string(bytes.size() - kHeaderBytes));
-  if (read_le(bytes, 12, 4) != crc32_of(bytes, kHeaderBytes)) fail("corrupt npubin file (payload checksum mismatch)");
+  if (read_le(bytes, 12, 4) != crc32_of(std::string_view(bytes).substr(kHeaderBytes))) fail("corrupt npubin file (payload checksum mismatch)");
   pb::Program message;
   if (!message.ParseFromArray(bytes.data() + kHeaderBytes, static_cast<int>(length)))
     fail("corrupt npubin file (the payload does not parse)");
