@@ -17,7 +17,7 @@ summed), the bound, the resource that binds it, the percentage, and how many
 kernels it took; the last line is the geometric mean.
 
     .venv/bin/python bench/roofline.py [--config base|large|FILE] [--json OUT]
-        [--only REGEX] [--list]
+        [--only REGEX] [--list] [--plans]
     .venv/bin/python bench/roofline.py --check [--only REGEX]
 
 --check runs every kernel at a small size in functional mode and compares it
@@ -337,7 +337,8 @@ def measure(k: Kernel, peaks: dict, npusim) -> dict:
             "percent": 100.0 * bound / max(cycles, 1), "kernels": len(prof.kernels), "macs": case.macs,
             "compulsory_bytes": traffic,
             "dram_bytes": prof.counters.get("dram_read_bytes", 0) + prof.counters.get("dram_write_bytes", 0),
-            "fallbacks": sum(prof.fallbacks.values()), "significant": case.macs >= 1 << 20 or traffic >= 1 << 20}
+            "fallbacks": sum(prof.fallbacks.values()), "significant": case.macs >= 1 << 20 or traffic >= 1 << 20,
+            "plans": [f"{row[2]} ({row[3]} cycles): {plan.strip()}" for row, plan in zip(prof.kernels, prof.plans)]}
 
 
 def check(k: Kernel) -> Optional[str]:
@@ -368,6 +369,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="also write the rows and the summary to this file")
     parser.add_argument("--only", help="only the kernels whose name matches this regular expression")
     parser.add_argument("--list", action="store_true", help="list the kernels and exit")
+    parser.add_argument("--plans", action="store_true", help="print the compiler's plan of each launch under its row")
     parser.add_argument("--check", action="store_true", help="small sizes, functional, against the CPU")
     args = parser.parse_args(argv)
     kernels = [k for k in KERNELS if not args.only or re.search(args.only, k.name)]
@@ -401,6 +403,9 @@ def main(argv=None) -> int:
         rows.append(row)
         print(f"{k.name[:48]:48} {row['cycles']:>11} {row['bound_cycles']:>11.0f} {row['binding']:>6} {row['percent']:>5.1f}% "
               f"{row['kernels']:>8}{'  (' + str(row['fallbacks']) + ' CPU fallbacks)' if row['fallbacks'] else ''}", flush=True)
+        if args.plans:
+            for plan in row["plans"]:
+                print("    " + plan.replace("\n", "\n      "))
     percents = [max(r["percent"], 1e-3) for r in rows]
     geomean = math.exp(sum(math.log(p) for p in percents) / len(percents))
     worst = min(rows, key=lambda r: r["percent"])

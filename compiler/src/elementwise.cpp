@@ -62,6 +62,7 @@ struct Operand {
   std::array<int64_t, 3> stride;  // planes, rows, cols; elements
   Bcast mode = Bcast::Full;       // how its tile is held locally
   bool materialize = false;       // first operand broadcast along columns: ones * column
+  bool transposed = false;        // its rows are contiguous, its columns not: loaded as columns, turned by v.trans
   uint16_t symbol = 0;
   int64_t tile_bytes = 0;         // local bytes per slot
   int64_t aux_bytes = 0;          // the column or scalar a materialized operand is built from
@@ -83,8 +84,36 @@ std::string mode_name(const Operand& o) {
   const char* names[] = {"full", "row", "column", "scalar"};
   std::string s = names[static_cast<int>(o.mode)];
   if (o.materialize) s += " (made full)";
-  if (o.stride[2] > 1) s += ", strided columns";
+  if (o.transposed) s += ", read along its contiguous rows and turned over (v.trans)";
+  else if (o.stride[2] > 1) s += ", strided columns";
   return s;
+}
+
+// The order of the output's dims that lets a layout change read its input in
+// runs: where an input's unit-stride dim is not the output's, that dim second
+// to last and the output's unit-stride dim last (the others keep their order),
+// so that a tile's rows are the input's contiguous runs. The identity where
+// every input reads the output's last dim in runs, or none has a unit stride.
+std::vector<size_t> order_for_transposed_reads(const std::vector<int64_t>& dims, const std::vector<std::vector<int64_t>>& strides) {
+  std::vector<size_t> order(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) order[d] = d;
+  const auto unit_dim = [&](const std::vector<int64_t>& s) {
+    for (size_t d = dims.size(); d-- > 0;)
+      if (dims[d] > 1 && s[d] == 1) return d;
+    return dims.size();
+  };
+  const size_t out_dim = unit_dim(strides[0]);
+  if (out_dim == dims.size()) return order;
+  for (size_t k = 1; k < strides.size(); ++k) {
+    const size_t in_dim = unit_dim(strides[k]);
+    if (strides[k][out_dim] == 0 || strides[k][out_dim] == 1 || in_dim == dims.size() || in_dim == out_dim) continue;
+    order.clear();
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (d != in_dim && d != out_dim) order.push_back(d);
+    order.push_back(in_dim), order.push_back(out_dim);
+    break;
+  }
+  return order;
 }
 
 }  // namespace
@@ -248,7 +277,16 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   std::vector<std::vector<int64_t>> strides;  // [operand][dim]; operand 0 is the output
   strides.push_back(out.strides);
   for (const TensorDesc& input : op.inputs) strides.push_back(broadcast_strides(op_name(op.kind), input, out.shape));
-  const IndexSpace space = collapse_index_space(op_name(op.kind), out.shape, strides);
+  // (An elementwise op may walk its index space in any order.)
+  const std::vector<size_t> order = order_for_transposed_reads(out.shape, strides);
+  std::vector<int64_t> dims;
+  for (const size_t d : order) dims.push_back(out.shape[d]);
+  for (std::vector<int64_t>& s : strides) {
+    std::vector<int64_t> ordered;
+    for (const size_t d : order) ordered.push_back(s[d]);
+    s = std::move(ordered);
+  }
+  const IndexSpace space = collapse_index_space(op_name(op.kind), dims, strides);
   const std::array<int64_t, 3>& shape = space.shape;
   const std::vector<std::array<int64_t, 3>>& merged = space.strides;
   const int64_t planes = shape[0], rows = shape[1], cols = shape[2];
@@ -271,8 +309,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       o.materialize = true;
       o.mode = (row_bcast || rows == 1) ? Bcast::Scalar : Bcast::Col;
     }
+    o.transposed = k > 0 && o.mode == Bcast::Full && !o.materialize && o.stride[2] != 1 && o.stride[1] == 1 && rows > 1 && cols > 1;
     operands.push_back(o);
   }
+  const bool any_transposed = std::any_of(operands.begin(), operands.end(), [](const Operand& o) { return o.transposed; });
 
   // Chain steps' results: each in a full tile (one: only the vector unit uses
   // them); a result read for the last time frees its tile, which the step's
@@ -311,11 +351,17 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   // (An empty output still gets a program: it halts at once.)
   const bool empty = planes * rows * cols == 0;
-  int64_t tc = std::max<int64_t>(1, std::min<int64_t>(cols, 2048)), tr = empty ? 1 : 0;
+  // A transposed read wants tiles deep enough for runs of 512 bytes along the input's rows, and rows
+  // of up to 1 KiB to store (shorter stores cost most: measured on base, 4096 x 4096 f32 transposed
+  // took 0.97 M cycles with stores of 256 B, 0.51 M with 512 B, 0.45 M with 1 KiB).
+  const int64_t io_esize = isa::dtype_size_bytes(io_dtype);
+  const int64_t min_rows = any_transposed ? std::max<int64_t>(8, 512 / io_esize) : 8;
+  int64_t tc = std::max<int64_t>(1, std::min<int64_t>(cols, any_transposed ? 1024 / io_esize : 2048)), tr = empty ? 1 : 0, fit_rows = 0;
   for (; !empty; tc = std::max<int64_t>(1, tc / 2)) {
     int64_t per_row = 0, fixed = 0;  // bytes of one slot per tile row, and independent of rows
     for (const Operand& o : operands) {
       if (o.materialize) per_row += tc * o.esize + o.esize, fixed += 64 + 64;
+      else if (o.transposed) per_row += 2 * tc * o.esize, fixed += 64 + 64;  // as loaded, and turned over
       else if (o.mode == Bcast::Full) per_row += tc * o.esize, fixed += 64;
       else if (o.mode == Bcast::Row) fixed += align64(tc * o.esize);
       else if (o.mode == Bcast::Col) per_row += o.esize, fixed += 64;
@@ -332,24 +378,43 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       }
       single_per_row += tc * esize, single_fixed += 64;
     }
-    tr = std::min<int64_t>(rows, (scratchpad - 2 * fixed - single_fixed) / std::max<int64_t>(2 * per_row + single_per_row, 1));
-    if (tr >= std::min<int64_t>(rows, 8) || tc == 1) break;
+    fit_rows = (scratchpad - 2 * fixed - single_fixed) / std::max<int64_t>(2 * per_row + single_per_row, 1);
+    tr = std::min<int64_t>(rows, fit_rows);
+    if (tr >= std::min<int64_t>(rows, min_rows) || tc == 1) break;
   }
+  if (any_transposed && tr > 64 && tr < rows) tr -= tr % 64;  // runs that start on request boundaries
   if (tr < 1) throw UnsupportedOp("elementwise tile does not fit the scratchpad");
   // Every core gets work when there are rows enough: no tile deeper than a core's share.
   if (planes * ((cols + tc - 1) / tc) < config.num_cores) tr = std::min(tr, std::max<int64_t>(1, (rows + config.num_cores - 1) / config.num_cores));
+  // Small whole planes (a head split's 32 x 64) make a tile of tp planes, consecutive in the innermost
+  // plane dim, moved by 3-D DMA: one plane per tile would leave each tile's DMA latency exposed.
+  const auto plane_tileable = [&](const Operand& o) {
+    return o.mode == Bcast::Full && !o.materialize && (o.stride[2] == 1 || o.transposed);
+  };
+  int64_t tp = 1;
+  if (!empty && tr == rows && tc == cols && planes > 1 && std::all_of(operands.begin(), operands.end(), plane_tileable)) {
+    const int64_t inner = space.plane_dims.back();
+    const int64_t limit = std::min<int64_t>(fit_rows / rows, (planes + config.num_cores - 1) / config.num_cores);
+    for (int64_t d = std::min(inner, limit); d >= 1; --d)
+      if (inner % d == 0) {
+        tp = d;
+        break;
+      }
+  }
+  const int64_t vtr = tp * tr;  // a tile's rows on the vector unit
   int64_t slot_bytes = 0;
   for (Operand& o : operands) {
-    o.tile_bytes = o.mode == Bcast::Full || o.materialize ? tr * tc * o.esize
+    o.tile_bytes = o.mode == Bcast::Full || o.materialize ? vtr * tc * o.esize
                    : o.mode == Bcast::Row                 ? tc * o.esize
-                   : o.mode == Bcast::Col                 ? tr * o.esize
+                   : o.mode == Bcast::Col                 ? vtr * o.esize
                                                           : o.esize;
-    if (o.materialize) o.tile_bytes = tr * tc * o.esize, o.aux_bytes = (o.mode == Bcast::Col ? tr : 1) * o.esize;
+    if (o.materialize) o.tile_bytes = vtr * tc * o.esize, o.aux_bytes = (o.mode == Bcast::Col ? vtr : 1) * o.esize;
+    if (o.transposed) o.aux_bytes = o.tile_bytes;
     o.local = slot_bytes;
     slot_bytes += align64(o.tile_bytes);
-    if (o.materialize) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
+    if (o.materialize || o.transposed) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
   }
-  const int64_t temp_bytes = align64(tr * tc * esize), temps_local = 2 * slot_bytes;
+  const int64_t temp_bytes = align64(vtr * tc * esize), temps_local = 2 * slot_bytes;
   for (int64_t& at : constant_at)
     if (at >= 0) at = temps_local + temps * temp_bytes + at * 64;
   // In f32: each input's converted tile (by its broadcast mode), then the last step's result.
@@ -359,14 +424,14 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     int64_t at = temps_local + temps * temp_bytes + constants * 64;
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
-      const int64_t elements = o.mode == Bcast::Full || o.materialize ? tr * tc : o.mode == Bcast::Row ? tc : o.mode == Bcast::Col ? tr : 1;
+      const int64_t elements = o.mode == Bcast::Full || o.materialize ? vtr * tc : o.mode == Bcast::Row ? tc : o.mode == Bcast::Col ? vtr : 1;
       converted_local[k] = at;
       at += align64(elements * esize);
     }
     result_local = at;
   }
   const int64_t row_tiles = (rows + tr - 1) / tr, col_tiles = (cols + tc - 1) / tc;  // 0 when empty
-  const int64_t tiles = planes * row_tiles * col_tiles;
+  const int64_t tiles = planes / tp * row_tiles * col_tiles;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
 
@@ -414,6 +479,13 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     b.bind(loop);
     // Tile t: plane p, rows i0 .. +mt, columns j0 .. +nt.
     b.tile_origin(t, rows, cols, tr, tc, p, i0, j0, mt, nt, tmp);
+    const Reg vm = tp > 1 ? b.reg() : mt;  // the tile's rows on the vector unit
+    if (tp > 1) b.muli(p, p, tp), b.muli(vm, mt, tp);
+    // Planes of a tile: the third DMA dim (local planes dense, global ones at the innermost plane stride).
+    const auto tile_planes = [&](size_t k) {
+      if (tp == 1) return;
+      b.li(n2, tp), b.li(ds2, rows * cols * operands[k].esize), b.li(ss2, space.plane_strides[k].back() * operands[k].esize);
+    };
 
     // addr = base + (p*sP + i0*sR + j0*sC) * esize
     const auto global_address = [&](size_t k) {
@@ -437,8 +509,14 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
       global_address(k);
-      b.addi(local, slot, o.materialize ? o.aux_local : o.local);
-      dma_shape(o, o.mode);  // a materialized operand loads its column or scalar here
+      b.addi(local, slot, o.materialize || o.transposed ? o.aux_local : o.local);
+      if (o.transposed) {  // nt runs of mt elements: the tile's columns, each a row here
+        b.muli(n0, mt, o.esize), b.mov(n1, nt), b.muli(ds1, mt, o.esize), b.li(ss1, o.stride[2] * o.esize);
+        b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+      } else {
+        dma_shape(o, o.mode);  // a materialized operand loads its column or scalar here
+      }
+      tile_planes(k);
       dma(Opcode::DMA_LD, 0, local, addr);
     }
     b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
@@ -447,15 +525,28 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::WAIT, {kVec, IN_FULL});
     b.emit(Opcode::WAIT, {kVec, OUT_FREE});
     const Reg a_local = b.reg(), b_local = b.reg(), o_local = b.reg();
+    for (size_t k = 1; k < operands.size(); ++k) {
+      const Operand& o = operands[k];
+      if (!o.transposed) continue;
+      b.addi(a_local, slot, o.local), b.addi(local, slot, o.aux_local);
+      if (tp > 1) b.li(b_local, tp);
+      const Label plane = b.label();
+      b.bind(plane);  // each plane of the tile turned over
+      b.emit(Opcode::V_TRANS, {int64_t(o.dtype), a_local.index, local.index, nt.index, mt.index});
+      if (tp > 1) {
+        b.addi(a_local, a_local, rows * cols * o.esize), b.addi(local, local, rows * cols * o.esize);
+        b.branch(Opcode::DBNZ, {b_local.index}, plane);
+      }
+    }
     // An input broadcast along columns that is read as a first operand becomes a full tile: ones * column.
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
       if (!o.materialize) continue;
       b.addi(a_local, slot, o.local);
       b.li(tmp, isa::dtype_is_float(io_dtype) ? 0x3f800000 : 1);  // 1.0f or 1
-      b.emit(Opcode::V_FILL, {io_dt, a_local.index, tmp.index, mt.index, nt.index});
+      b.emit(Opcode::V_FILL, {io_dt, a_local.index, tmp.index, vm.index, nt.index});
       b.addi(local, slot, o.aux_local);
-      b.emit(Opcode::V_MUL, {io_dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, mt.index, nt.index});
+      b.emit(Opcode::V_MUL, {io_dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, vm.index, nt.index});
     }
     // In f32: every input's tile converted (a product with ones above is exact in any dtype).
     if (in_f32) {
@@ -464,7 +555,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       for (size_t k = 1; k < operands.size(); ++k) {
         const Operand& o = operands[k];
         const bool full = o.mode == Bcast::Full || o.materialize;
-        const Reg r = full || o.mode == Bcast::Col ? mt : one, c = full || o.mode == Bcast::Row ? nt : one;
+        const Reg r = full || o.mode == Bcast::Col ? vm : one, c = full || o.mode == Bcast::Row ? nt : one;
         b.addi(a_local, slot, o.local);
         b.li(local, converted_local[k]);
         b.emit(Opcode::V_CVT, {dt, io_dt, local.index, a_local.index, r.index, c.index});
@@ -487,27 +578,27 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       if (dst.index != o_local.index) b.li(dst, last ? result_local : temps_local + temp_of[i] * temp_bytes);
       if (step.kind == OpKind::CAST) {
         value_address(a_local, step.args[0], i);
-        if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, dst.index, a_local.index, mt.index, nt.index});
-        else b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, dst.index, a_local.index, mt.index, nt.index});
+        if (out.dtype == dtype) b.emit(Opcode::V_MOV, {dt, dst.index, a_local.index, vm.index, nt.index});
+        else b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, dst.index, a_local.index, vm.index, nt.index});
       } else if (op_arity(step.kind) == 1) {
         value_address(a_local, step.args[0], i);
-        b.emit(traits(step.kind).opcode, {dt, dst.index, a_local.index, mt.index, nt.index});
+        b.emit(traits(step.kind).opcode, {dt, dst.index, a_local.index, vm.index, nt.index});
       } else {
         Reg first = a_local;
         if (step.args[0].kind == ChainValue::Kind::Constant) {  // a constant first operand: a tile of it, in the result's own tile
           b.li(tmp, constant_bits(step.constant, dtype));
-          b.emit(Opcode::V_FILL, {dt, dst.index, tmp.index, mt.index, nt.index});
+          b.emit(Opcode::V_FILL, {dt, dst.index, tmp.index, vm.index, nt.index});
           first = dst;
         } else {
           value_address(a_local, step.args[0], i);
         }
         const Reg second = first.index == a_local.index ? local : a_local;
         const int64_t mode = value_address(second, step.args[1], i);
-        b.emit(traits(step.kind).opcode, {dt, mode, dst.index, first.index, second.index, mt.index, nt.index});
+        b.emit(traits(step.kind).opcode, {dt, mode, dst.index, first.index, second.index, vm.index, nt.index});
       }
     }
     // In f32: the result rounded once into the output's tile.
-    if (in_f32) b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, b_local.index, mt.index, nt.index});
+    if (in_f32) b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, b_local.index, vm.index, nt.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
 
@@ -515,6 +606,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::WAIT, {kStoreEngine, OUT_FULL});
     global_address(0);
     dma_shape(operands[0], Bcast::Full);
+    tile_planes(0);
     // A store's source is the dense local tile, its destination strided: swap the strides.
     b.mov(tmp, ds1), b.mov(ds1, ss1), b.mov(ss1, tmp);
     b.mov(tmp, ds2), b.mov(ds2, ss2), b.mov(ss2, tmp);
@@ -534,7 +626,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.cores = cores;
   std::ostringstream plan;
   plan << name << ": " << out.to_string() << " as " << planes << " x " << rows << " x " << cols
-       << " (planes x rows x cols); tiles of " << tr << " x " << tc << ", " << tiles << " tiles over " << cores << " cores; "
+       << " (planes x rows x cols); tiles of " << (tp > 1 ? std::to_string(tp) + " planes x " : "") << tr << " x " << tc << ", " << tiles << " tiles over " << cores << " cores; "
        << temps_local + temps * temp_bytes + constants * 64 << " bytes of scratchpad (two slots";
   if (chain) plan << ", the intermediates and constants";
   plan << "); loads on dma ch0, stores on dma ch" << store_channel << "\n";

@@ -14,6 +14,7 @@
 #include <functional>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "kernel_runner.h"
@@ -210,6 +211,43 @@ TEST_P(Elementwise, StridedViewsAreReadInPlace) {
   out.storage_offset = 3;
   check(OpKind::ADD, {transposed, offset}, out);
   check(OpKind::NEG, {transposed}, t(DType::F32, {29, 37}));
+}
+
+// A permutation made contiguous reads its input along the input's contiguous dim (runs of whole
+// DMA requests) and turns each tile over on the vector unit, instead of an element at a time:
+// NCHW -> NHWC, a 3-D reversal whose unit-stride dim is the output's first, and an add of a
+// transposed operand to a contiguous one, each over several tiles with partial ones at the edges.
+TEST_P(Elementwise, LayoutChangesReadTheirInputInRunsAndTurnTilesOver) {
+  TensorDesc nchw_as_nhwc = t(DType::BF16, {2, 30, 70, 24});
+  nchw_as_nhwc.strides = {24 * 30 * 70, 70, 1, 30 * 70};
+  TensorDesc reversed = t(DType::I8, {300, 3, 130});
+  reversed.strides = {1, 300, 900};
+  TensorDesc transposed = t(DType::F32, {333, 517});
+  transposed.strides = {1, 333};
+  for (const auto& [kind, inputs, output] : std::vector<std::tuple<OpKind, std::vector<TensorDesc>, TensorDesc>>{
+           {OpKind::COPY, {nchw_as_nhwc}, t(DType::BF16, {2, 30, 70, 24})},
+           {OpKind::COPY, {reversed}, t(DType::I8, {300, 3, 130})},
+           {OpKind::ADD, {transposed, t(DType::F32, {333, 517})}, t(DType::F32, {333, 517})}}) {
+    check(kind, inputs, output);
+    const std::string plan = compiler().compile(OpDesc{kind, inputs, output})->plan;
+    EXPECT_NE(plan.find("turned over (v.trans)"), std::string::npos) << plan;
+  }
+}
+
+// Planes smaller than a tile (a head split's [B, L, H, D] from [B, H, L, D]; a small image's NCHW ->
+// NHWC) are moved several to a tile by 3-D DMA, each turned over on its own where read transposed.
+TEST_P(Elementwise, SmallPlanesShareATile) {
+  TensorDesc heads = t(DType::BF16, {4, 10, 6, 16});
+  heads.strides = {6 * 10 * 16, 16, 10 * 16, 1};
+  TensorDesc small_image = t(DType::F32, {8, 5, 4, 6});
+  small_image.strides = {6 * 5 * 4, 4, 1, 5 * 4};
+  for (const TensorDesc& input : {heads, small_image}) {
+    const TensorDesc output = t(input.dtype, input.shape);
+    check(OpKind::COPY, {input}, output);
+    check(OpKind::MUL, {input, output}, output);  // a second operand read contiguously
+    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {input}, output})->plan;
+    EXPECT_NE(plan.find(" planes x "), std::string::npos) << plan;
+  }
 }
 
 TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {

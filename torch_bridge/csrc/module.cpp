@@ -171,7 +171,7 @@ PYBIND11_MODULE(_C, m) {
       kernels = npusim::Runtime::get().end_profile();
     }
     pybind11::list rows;
-    for (const auto& k : kernels) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles));
+    for (const auto& k : kernels) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles, k.compiled ? k.compiled->plan : ""));
     return rows;
   });
   m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);

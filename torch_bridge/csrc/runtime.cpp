@@ -203,7 +203,7 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
     npu::Event start;
     if (profiling_) start = queue.record_event();
     queue.launch(it->second.program, bindings, kernel->core_mask(), args);
-    if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event()});
+    if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event(), kernel});
   } catch (const npu::Error& e) {
     raise_driver_error(e);
   }
@@ -284,7 +284,7 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
   }
   std::vector<KernelProfile> result;
   try {
-    for (const ProfiledKernel& k : kernels) result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end)});
+    for (const ProfiledKernel& k : kernels) result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end), k.compiled});
   } catch (const npu::Error& e) {
     raise_driver_error(e);
   }

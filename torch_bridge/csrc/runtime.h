@@ -98,6 +98,7 @@ class Runtime {
   struct KernelProfile {
     std::string scope, op, kernel;
     uint64_t cycles;
+    std::shared_ptr<const npu::compiler::Kernel> compiled;  // its plan, for people tuning kernels
   };
   void begin_profile();
   std::vector<KernelProfile> end_profile();
@@ -126,6 +127,7 @@ class Runtime {
   struct ProfiledKernel {
     std::string scope, op, kernel;
     npu::Event start, end;
+    std::shared_ptr<const npu::compiler::Kernel> compiled;
   };
   bool profiling_ = false;
   std::vector<ProfiledKernel> profiled_;

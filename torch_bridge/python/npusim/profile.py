@@ -42,6 +42,7 @@ class OpStats:
 @dataclasses.dataclass
 class Profile:
     kernels: List[Tuple[str, str, str, int]] = dataclasses.field(default_factory=list)  # (layer, op, kernel, cycles)
+    plans: List[str] = dataclasses.field(default_factory=list)  # each kernel's tiling decisions, as the compiler chose them
     fallbacks: Dict[str, int] = dataclasses.field(default_factory=dict)
     counters: Dict[str, int] = dataclasses.field(default_factory=dict)  # deltas over the block
     chip: Dict[str, float] = dataclasses.field(default_factory=dict)
@@ -122,7 +123,9 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
         for hook in hooks:
             hook.remove()
         _C.set_profile_scope("")
-        result.kernels = [tuple(row) for row in _C.end_profile()]
+        rows = _C.end_profile()
+        result.kernels = [tuple(row[:4]) for row in rows]
+        result.plans = [row[4] for row in rows]
         counters_after = dict(_C.device_counters())
         result.counters = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
         after = dict(_C.fallback_stats())
