@@ -59,6 +59,36 @@ def test_custom_ops_pass_opcheck(device):
         torch.library.opcheck(torch.ops.npusim.gemm.default, args, **checks)
     for args in _layer_norm_samples(device):
         torch.library.opcheck(torch.ops.npusim.layer_norm.default, args, **checks)
+    for x, w, _, eps in _layer_norm_samples(device):
+        torch.library.opcheck(torch.ops.npusim.rms_norm.default, (x, w, eps), **checks)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_rms_norm_is_one_kernel_in_inference_and_its_gradients_match_the_cpu(dtype, tol):
+    """F.rms_norm in a graph is npusim::rms_norm: one row kernel (the rstd that autograd saves is dead
+    code in an inference graph), and training gives the CPU's gradients."""
+    torch.manual_seed(0)
+    x, w = torch.randn(6, 10, 64).to(dtype), torch.randn(64).to(dtype)
+
+    def norm(x, w):
+        return F.rms_norm(x, (64,), w, 1e-6) * 2
+
+    with torch.no_grad():
+        compiled = torch.compile(norm, backend=NPU)
+        compiled(x.to(NPU), w.to(NPU))
+        with npusim.profile() as prof:
+            y = compiled(x.to(NPU), w.to(NPU))
+    launched = [row[2] for row in prof.kernels]
+    assert launched.count("rms_norm") == 1 and len(launched) <= 2, launched  # the norm, and the product unless fused
+    torch.testing.assert_close(y.cpu().float(), norm(x.float(), w.float()), rtol=tol, atol=tol)
+
+    torch._dynamo.reset()
+    xn, wn = x.to(NPU).requires_grad_(), w.to(NPU).requires_grad_()
+    xc, wc = x.float().requires_grad_(), w.float().requires_grad_()
+    torch.compile(norm, backend=NPU)(xn, wn).sum().backward()
+    norm(xc, wc).sum().backward()
+    torch.testing.assert_close(xn.grad.cpu().float(), xc.grad, rtol=tol, atol=tol * 10)
+    torch.testing.assert_close(wn.grad.cpu().float(), wc.grad, rtol=tol, atol=tol * 60)
 
 
 def _attention_samples(device):

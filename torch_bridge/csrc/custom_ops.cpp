@@ -3,6 +3,7 @@
 //   gemm(a, b, bias, alpha, beta, epilogue, residual)
 //                                            epilogue(alpha * a @ b + beta * bias + residual), one kernel
 //   layer_norm(x, weight, bias, eps)         over the last dim, one kernel
+//   rms_norm(x, weight, eps)                 x * rsqrt(mean(x^2) + eps) * weight over the last dim, one kernel
 //   conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
 //                                            epilogue(conv2d(x, w) * scale + bias + residual),
 //                                            scale and bias per output channel: im2col and one
@@ -16,6 +17,7 @@
 // kernels and autograd are registered in Python (npusim/custom_ops.py).
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
 #include <torch/library.h>
 
 #include "custom_ops.h"
@@ -63,6 +65,14 @@ at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& 
   TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
   const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
   return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(x.scalar_type());
+}
+
+at::Tensor rms_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
+  TORCH_CHECK(x.dim() >= 1, "npusim::rms_norm: x has at least one dim");
+  const at::Tensor xf = x.to(at::kFloat);
+  at::Tensor y = xf * at::rsqrt((xf * xf).mean(-1, true) + eps);
+  if (weight) y = y * weight->to(at::kFloat);
+  return y.to(x.scalar_type());
 }
 
 }  // namespace
@@ -144,9 +154,31 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
       .to(out.device());
 }
 
+at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
+  TORCH_CHECK(x.dim() >= 1, "npusim::rms_norm: x has at least one dim");
+  at::Tensor out = new_npu(x.sizes(), x.scalar_type());
+  std::vector<at::Tensor> inputs = {x};
+  if (weight) inputs.push_back(to_npu(*weight));
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : inputs) described.push_back(describe(t));
+    OpDesc op(OpKind::RMS_NORM, described, describe(out));
+    op.epsilon = eps;
+    return op;
+  };
+  if (try_run(make_op, inputs, out)) return out;
+  if (!x.is_contiguous()) {  // leading dims that do not merge into rows: made contiguous on the chip first
+    inputs[0] = x.contiguous();
+    if (try_run(make_op, inputs, out)) return out;
+  }
+  note_cpu_fallback("npusim::rms_norm");
+  return rms_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, eps).to(out.device());
+}
+
 TORCH_LIBRARY(npusim, m) {
   m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue, Tensor? residual=None) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
+  m.def("rms_norm(Tensor x, Tensor? weight=None, float eps=1.1920928955078125e-07) -> Tensor");
   m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
         "Tensor? scale=None, Tensor? residual=None) -> Tensor");
   m.def("max_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");
@@ -155,12 +187,14 @@ TORCH_LIBRARY(npusim, m) {
 TORCH_LIBRARY_IMPL(npusim, CPU, m) {
   m.impl("gemm", gemm_cpu);
   m.impl("layer_norm", layer_norm_cpu);
+  m.impl("rms_norm", rms_norm_cpu);
   m.impl("conv2d", conv2d_cpu);
 }
 
 TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) {
   m.impl("gemm", gemm_npu);
   m.impl("layer_norm", layer_norm_npu);
+  m.impl("rms_norm", rms_norm_npu);
   m.impl("conv2d", conv2d_npu);
 }
 

@@ -55,6 +55,18 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return torch.ops.npusim.layer_norm(x, weight, bias, eps), mean.to(x.dtype), rstd.to(x.dtype)
 
 
+def _fused_rms_norm(x, normalized_shape, weight, eps):
+    """_fused_rms_norm with its output from the one-kernel npusim::rms_norm. Its rstd (f32, as the
+    npu's eager kernel and the CPU return it) is only used by backward graphs; inference graphs drop
+    it as dead code (the eager op computes it always: five more kernels)."""
+    if len(normalized_shape) != 1 or not x.dtype.is_floating_point:
+        return torch._decomp.decomposition_table[aten._fused_rms_norm.default](x, normalized_shape, weight, eps)
+    eps = torch.finfo(torch.float32).eps if eps is None else eps
+    xf = x.float()
+    rstd = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps)
+    return torch.ops.npusim.rms_norm(x, weight, eps), rstd
+
+
 # Elementwise ops whose npu kernels are compositions of elementwise, comparison and select kernels
 # (torch_bridge/csrc/activations.cpp): in a graph their decompositions fuse with the ops around them
 # into one chain (GPT-2's GELU backward, tanh's backward included: 13 ops, one kernel), so they are
@@ -79,6 +91,7 @@ def decompositions() -> dict:
             pass
         table[op] = fn
     table[aten.native_layer_norm.default] = _native_layer_norm
+    table[aten._fused_rms_norm.default] = _fused_rms_norm
     return table
 
 

@@ -6,6 +6,7 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
                                                                 epilogue(alpha * a @ b + beta * bias + residual),
                                                                 one kernel
     torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
+    torch.ops.npusim.rms_norm(x, weight, eps)                   RMS norm over the last dim, one kernel
     torch.ops.npusim.attention(q, k, v, is_causal, scale)      softmax(scale q k^T (+ causal mask)) v, the
                                                                 flash-attention kernel (scores never in DRAM)
     torch.ops.npusim.conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
@@ -101,6 +102,12 @@ def _gemm_fake(a, b, bias, alpha, beta, epilogue, residual=None):
 @torch.library.register_fake("npusim::layer_norm")
 def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
     torch._check(x.dim() >= 1, lambda: "npusim::layer_norm: x has at least one dim")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("npusim::rms_norm")
+def _rms_norm_fake(x, weight=None, eps=1.1920928955078125e-07):
+    torch._check(x.dim() >= 1, lambda: "npusim::rms_norm: x has at least one dim")
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
@@ -227,6 +234,30 @@ def _layer_norm_backward(ctx, grad):
 
 
 torch.library.register_autograd("npusim::layer_norm", _layer_norm_backward, setup_context=_layer_norm_setup_context)
+
+
+def _rms_norm_setup_context(ctx, inputs, output):
+    x, weight, eps = inputs
+    ctx.eps = eps
+    ctx.save_for_backward(x, weight)
+
+
+def _rms_norm_backward(ctx, grad):
+    # In f32, each gradient rounded once to its tensor's dtype (as the forward computes).
+    x, weight = ctx.saved_tensors
+    xf, gf = x.float(), grad.float()
+    rstd = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + ctx.eps)
+    normalized = xf * rstd
+    g = gf * weight.float() if weight is not None else gf
+    grad_x = (rstd * (g - normalized * (g * normalized).mean(-1, keepdim=True))).to(x.dtype)
+    rows = gf.reshape(-1, grad.shape[-1])
+    grad_weight = None
+    if weight is not None and ctx.needs_input_grad[1]:
+        grad_weight = (rows * normalized.reshape(rows.shape)).sum(0).to(weight.dtype)
+    return grad_x, grad_weight, None
+
+
+torch.library.register_autograd("npusim::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup_context)
 
 
 def _attention_setup_context(ctx, inputs, output):
