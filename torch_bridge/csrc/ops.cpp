@@ -677,12 +677,11 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     std::sort(order.begin(), order.end());
     if (std::adjacent_find(order.begin(), order.end()) == order.end()) {
       const bool widen = (kind == OpKind::SUM || kind == OpKind::MEAN) && self.scalar_type() != at::kFloat;
-      const at::Tensor x = widen ? self.to(at::kFloat) : self;
       // One step on the CPU, should the chip decline it.
-      const auto step = [&](const at::Tensor& t, int64_t d, bool keep) {
-        return reduce_last(kind, name, t, std::vector<int64_t>{d}, keep, std::nullopt, [&, d, keep] {
+      const auto step = [&](const at::Tensor& t, int64_t d, bool keep, std::optional<at::ScalarType> step_dtype) {
+        return reduce_last(kind, name, t, std::vector<int64_t>{d}, keep, step_dtype, [&, d, keep, step_dtype] {
           const at::Tensor h = cpu(t);
-          return kind == OpKind::SUM ? at::sum(h, {d}, keep) : kind == OpKind::MEAN ? at::mean(h, {d}, keep)
+          return kind == OpKind::SUM ? at::sum(h, {d}, keep, step_dtype) : kind == OpKind::MEAN ? at::mean(h, {d}, keep, step_dtype)
                : kind == OpKind::AMAX ? at::amax(h, {d}, keep) : at::amin(h, {d}, keep);
         });
       };
@@ -690,13 +689,15 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
       for (int64_t d = 0; d < self.dim(); ++d)
         if (!std::binary_search(order.begin(), order.end(), d)) kept.push_back(self.size(d));
       at::Tensor result;
-      if (x.is_contiguous() && order.back() == self.dim() - 1 && order.back() - order.front() + 1 == int64_t(order.size())) {
+      if (self.is_contiguous() && order.back() == self.dim() - 1 && order.back() - order.front() + 1 == int64_t(order.size())) {
+        // Trailing dims: one row each, one kernel, which sums in f32 and rounds once to the result's dtype
+        // (a global average pool's mean over H and W reads the bf16 activation once, with no f32 copy).
         std::vector<int64_t> merged(self.sizes().begin(), self.sizes().begin() + order.front());
         merged.push_back(-1);
-        result = step(x.view(merged), int64_t(merged.size()) - 1, false);
+        result = step(self.view(merged), int64_t(merged.size()) - 1, false, widen ? std::optional<at::ScalarType>(result_type) : std::nullopt);
       } else {
-        result = x;
-        for (auto d = order.rbegin(); d != order.rend(); ++d) result = step(result, *d, true);
+        result = widen ? self.to(at::kFloat) : self;
+        for (auto d = order.rbegin(); d != order.rend(); ++d) result = step(result, *d, true, std::nullopt);
       }
       std::vector<int64_t> shape = kept;
       if (keepdim) {
