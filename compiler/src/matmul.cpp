@@ -81,7 +81,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   int64_t batch = 1;
   Matrix am, bm, cm;
   const TensorDesc* residual = op.residual ? &op.inputs.back() : nullptr;
-  std::vector<std::pair<int64_t, std::array<int64_t, 4>>> dims;  // (size, strides of A, B, C, the residual)
+  // (size, strides of A, B, C, then of each bias, scale and residual input)
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> dims;
   for (size_t d = 0; d < batch_rank; ++d) {
     const auto stride_of = [&](const TensorDesc& t) -> int64_t {
       const int64_t i = static_cast<int64_t>(d) - static_cast<int64_t>(batch_rank) + static_cast<int64_t>(t.shape.size()) - 2;
@@ -91,8 +92,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       return t.strides[size_t(i)];
     };
     if (c.shape[d] == 1) continue;
-    const std::array<int64_t, 4> s = {stride_of(a), stride_of(b), c.strides[d], residual ? stride_of(*residual) : 0};
-    const auto merges = [&](const std::array<int64_t, 4>& outer) {
+    std::vector<int64_t> s = {stride_of(a), stride_of(b), c.strides[d]};
+    for (size_t input = 2; input < op.inputs.size(); ++input) s.push_back(stride_of(op.inputs[input]));
+    const auto merges = [&](const std::vector<int64_t>& outer) {
       for (size_t i = 0; i < s.size(); ++i)
         if (outer[i] != s[i] * c.shape[d]) return false;
       return true;
@@ -104,11 +106,19 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       dims.push_back({c.shape[d], s});
     }
   }
-  if (dims.size() > 1) throw UnsupportedOp("matmul with batch dims that do not merge into one");
-  int64_t residual_batch_stride = 0;
+  if (dims.size() > 2) throw UnsupportedOp("matmul with batch dims that do not merge into two");
+  std::vector<Matrix> vector_batches(op.inputs.size() - 2);  // the bias's, scale's and residual's batch strides
   if (!dims.empty()) {
-    batch = dims[0].first, am.batch_stride = dims[0].second[0], bm.batch_stride = dims[0].second[1], cm.batch_stride = dims[0].second[2];
-    residual_batch_stride = dims[0].second[3];
+    // One batch dim, or two: the inner one's strides, and the outer one's.
+    const auto& [inner_size, inner] = dims.back();
+    batch = inner_size;
+    std::vector<Matrix*> all = {&am, &bm, &cm};
+    for (Matrix& v : vector_batches) all.push_back(&v);
+    for (size_t i = 0; i < all.size(); ++i) all[i]->batch_stride = inner[i];
+    if (dims.size() == 2) {
+      batch *= dims[0].first;
+      for (size_t i = 0; i < all.size(); ++i) all[i]->batch_inner = inner_size, all[i]->outer_batch_stride = dims[0].second[i];
+    }
   }
   const auto matrix = [](Matrix& mx, const TensorDesc& t) {
     mx.row_stride = t.strides[t.strides.size() - 2];
@@ -121,8 +131,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   if (m == 1) am.row_stride = 0;  // a single row: its row stride is never used
   if (cm.col_stride != 1 && n > 1) throw UnsupportedOp("matmul into an output with strided columns");
 
-  // The bias, the scale and the residual: each broadcast to [M, N]; the bias
-  // and the scale also over the batch, the residual may vary over it.
+  // The bias, the scale and the residual: each broadcast to [M, N], and each
+  // may vary over the batch (a grouped convolution's per-channel scale and
+  // bias vary over its groups).
   enum class BiasMode { None, Row, Col, Full, Scalar };
   enum class Role { Bias, Scale, Residual };
   struct TileVector {
@@ -140,13 +151,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     if (!isa::dtype_is_float(t.dtype)) throw std::invalid_argument(std::string("matmul: the ") + what + " is a float tensor");
     const int64_t rank = static_cast<int64_t>(t.shape.size());
     const int64_t bn = rank >= 1 ? t.shape.back() : 1, bmr = rank >= 2 ? t.shape[size_t(rank - 2)] : 1;
-    if (role != Role::Residual)
-      for (int64_t i = 0; i + 2 < rank; ++i)
-        if (t.shape[size_t(i)] != 1) throw UnsupportedOp(std::string("matmul with a ") + what + " that varies over the batch");
     if ((bn != 1 && bn != n) || (bmr != 1 && bmr != m)) throw std::invalid_argument(std::string("matmul: the ") + what + " does not broadcast to [M, N]");
     TileVector v;
     v.role = role;
-    if (role == Role::Residual) v.mx.batch_stride = residual_batch_stride;
+    v.mx.batch_stride = vector_batches[input - 2].batch_stride;
+    v.mx.batch_inner = vector_batches[input - 2].batch_inner;
+    v.mx.outer_batch_stride = vector_batches[input - 2].outer_batch_stride;
     v.mx.esize = isa::dtype_size_bytes(t.dtype);
     v.mx.dtype = t.dtype;
     v.mx.offset = t.storage_offset;
@@ -267,7 +277,8 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     // Against the other schedule's estimate plus its last store, which nothing overlaps.
     const double last_store = double(tm * tn * eo) / (dram_bytes_per_cycle / config.num_cores);
     MatmulShape shape{m, n, k, batch, am, bm, cm, integer, split, false, {}};
-    if (vectors.size() == 1 && vectors[0].role == Role::Bias && vectors[0].mode == BiasMode::Row && vectors[0].mx.dtype == dtype)
+    if (vectors.size() == 1 && vectors[0].role == Role::Bias && vectors[0].mode == BiasMode::Row && vectors[0].mx.dtype == dtype &&
+        vectors[0].mx.batch_stride == 0 && vectors[0].mx.batch_inner == 0)
       shape.bias_row = true, shape.bias = vectors[0].mx;
     if (auto shared = lower_matmul_shared(op, shape, config, best + last_store)) return *shared;
   }
@@ -441,7 +452,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         const Reg bias_src = l2;
         pb.emit(Opcode::LA, {bias_src.index, v.symbol});
         if (bias.offset) pb.addi(bias_src, bias_src, bias.offset * bias.esize);
-        if (bias.batch_stride) pb.li(tmp, bias.batch_stride * bias.esize), pb.mul(tmp, tmp, bidx), pb.add(bias_src, bias_src, tmp);
+        emit_batch_offset(pb, bias_src, bias, bidx, tmp);
         if (bias.row_stride) pb.li(tmp, bias.row_stride * bias.esize), pb.mul(tmp, tmp, m0), pb.add(bias_src, bias_src, tmp);
         if (bias.col_stride) pb.li(tmp, bias.col_stride * bias.esize), pb.mul(tmp, tmp, n0), pb.add(bias_src, bias_src, tmp);
         pb.li(r_n2, 0), pb.li(ds2, 0), pb.li(ss2, 0);

@@ -17,6 +17,10 @@ namespace npu::compiler {
 // How a matrix operand lies in memory, in elements.
 struct Matrix {
   int64_t batch_stride = 0;
+  // Two batch dims that do not merge (a grouped convolution's images and groups, its weights shared
+  // over the images): batch element b is (b / batch_inner, b % batch_inner), the first at this stride.
+  int64_t batch_inner = 0;  // 0: one batch dim
+  int64_t outer_batch_stride = 0;
   int64_t row_stride = 0;  // along its first matrix dim (M for A, K for B, M for C)
   int64_t col_stride = 0;  // along its second (K, N, N)
   int64_t offset = 0;
@@ -56,9 +60,27 @@ inline void emit_dma(ProgramBuilder& pb, isa::Opcode opcode, unsigned channel, R
 
 // out = the global address of element (row, col) of batch element `batch` of
 // `mx`, whose buffer is `symbol`; tmp is scratch.
+// out += the offset of batch element `batch` of `mx`, in bytes; tmp is scratch.
+inline void emit_batch_offset(ProgramBuilder& pb, Reg out, const Matrix& mx, Reg batch, Reg tmp) {
+  if (batch.index == 0) return;
+  if (mx.batch_inner == 0) {
+    if (mx.batch_stride) pb.li(tmp, mx.batch_stride * mx.esize), pb.mul(tmp, tmp, batch), pb.add(out, out, tmp);
+    return;
+  }
+  const Reg part = pb.reg();
+  pb.li(tmp, mx.batch_inner);
+  pb.emit(isa::Opcode::REMU, {part.index, batch.index, tmp.index});
+  if (mx.batch_stride) pb.li(tmp, mx.batch_stride * mx.esize), pb.mul(tmp, tmp, part), pb.add(out, out, tmp);
+  pb.li(tmp, mx.batch_inner);
+  pb.emit(isa::Opcode::DIVU, {part.index, batch.index, tmp.index});
+  if (mx.outer_batch_stride) pb.li(tmp, mx.outer_batch_stride * mx.esize), pb.mul(tmp, tmp, part), pb.add(out, out, tmp);
+  pb.release(part);
+}
+
 inline void emit_element_address(ProgramBuilder& pb, Reg out, uint16_t symbol, const Matrix& mx, Reg batch, Reg row, Reg col, Reg tmp) {
   pb.emit(isa::Opcode::LA, {out.index, symbol});
-  const std::pair<Reg, int64_t> terms[] = {{batch, mx.batch_stride}, {row, mx.row_stride}, {col, mx.col_stride}};
+  emit_batch_offset(pb, out, mx, batch, tmp);
+  const std::pair<Reg, int64_t> terms[] = {{row, mx.row_stride}, {col, mx.col_stride}};
   for (const auto& [index, stride] : terms) {
     if (stride == 0 || index.index == 0) continue;
     pb.li(tmp, stride * mx.esize);

@@ -454,7 +454,9 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
   // B the same for every row of tiles; no scale or residual, a bias only as a row in A's dtype (and
   // then alpha and beta 1: it is summed with the products); no split f32, no integers with a bias.
   const bool bias_ok = has_bias(op, mm) && op.alpha == 1.0 && op.beta == 1.0 && !mm.integer;
-  if ((op.inputs.size() != 2 && !bias_ok) || mm.split || (mm.batch > 1 && mm.b.batch_stride != 0) || mm.m * mm.n * mm.k == 0) return std::nullopt;
+  if ((op.inputs.size() != 2 && !bias_ok) || mm.split || (mm.batch > 1 && mm.b.batch_stride != 0) || mm.a.batch_inner != 0 ||
+      mm.m * mm.n * mm.k == 0)
+    return std::nullopt;
   if (op.schedule == MatmulSchedule::OwnTiles) return std::nullopt;
   const SharedPlan plan = plan_shared(op, mm, config);
   // Unless asked for: where its estimate is at least 10% lower. (Before the tensor core overlapped

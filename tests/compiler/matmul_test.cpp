@@ -226,6 +226,32 @@ TEST_P(Matmul, AResidualIsAddedAfterTheBiasAndBeforeTheEpilogue) {
   EXPECT_THROW(compiler_.compile(flagged), std::invalid_argument);
 }
 
+// A grouped convolution's matmul, every group in one launch: batch dims [images, groups] that do not
+// merge (the weights are shared over the images, not over the groups), with a scale and a bias per
+// group and channel, and a residual, each varying over the groups.
+TEST_P(Matmul, TwoBatchDimsThatDoNotMergeWithVectorsVaryingOverTheBatch) {
+  const DType dt = dtype();
+  TensorDesc weights = contiguous(dt, {3, 4, 5});  // [groups, Cout/G, depth]
+  weights.shape = {2, 3, 4, 5}, weights.strides = {0, 20, 5, 1};
+  OpDesc grouped{OpKind::MATMUL,
+                 {weights, contiguous(dt, {2, 3, 5, 37}), contiguous(DType::F32, {3, 4, 1}), contiguous(DType::F32, {3, 4, 1}),
+                  contiguous(dt, {2, 3, 4, 37})},
+                 contiguous(dt, {2, 3, 4, 37})};
+  grouped.residual = true;
+  grouped.epilogue = {OpKind::RELU};
+  check(grouped);
+  // A depthwise convolution's: one output channel per group, large enough for every core.
+  TensorDesc depthwise = contiguous(dt, {6, 1, 9});
+  depthwise.shape = {3, 6, 1, 9}, depthwise.strides = {0, 9, 9, 1};
+  check(OpDesc{OpKind::MATMUL, {depthwise, contiguous(dt, {3, 6, 9, 300}), contiguous(dt, {6, 1, 1})}, contiguous(dt, {3, 6, 1, 300})});
+  // Three that do not merge are refused, saying so.
+  TensorDesc three = contiguous(dt, {2, 3, 4, 5});
+  three.shape = {2, 2, 3, 4, 5}, three.strides = {0, 60, 20, 5, 1};
+  TensorDesc b = contiguous(dt, {2, 2, 3, 5, 6});
+  b.strides = {90, 0, 30, 6, 1};
+  EXPECT_THROW(compiler_.compile(OpDesc{OpKind::MATMUL, {three, b}, contiguous(dt, {2, 2, 3, 4, 6})}), UnsupportedOp);
+}
+
 // i8 operands on the tensor core: exact products summed in i32, wrapping as the CPU's int32
 // arithmetic does; transposed and batched operands as for floats.
 TEST_P(Matmul, Int8OperandsSumExactlyIntoInt32) {

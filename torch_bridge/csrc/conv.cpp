@@ -10,7 +10,8 @@
 //                 [C*KH*KW, N*OH*OW] (its output strides): one matmul whose
 //                 depth is the batch and the positions
 //   bias grad     sums over the positions, then over the batch
-// Groups take one matmul each. A transposed convolution's forward is a
+// A forward's groups are one batched matmul (a batch dim beside the images'); the gradients' take one
+// matmul per group. A transposed convolution's forward is a
 // convolution's input gradient, its backward a convolution forward and a
 // weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones sums of
 // 2-D ones over the kernel's depth (conv3d.cpp); transposed 3-D ones and
@@ -72,6 +73,17 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
     residual3 = oh == 1 || residual->stride(2) == residual->stride(3) * ow
                     ? residual->as_strided({n, cout, positions}, {residual->stride(0), residual->stride(1), residual->stride(3)}, residual->storage_offset())
                     : dense(*residual).view({n, cout, positions});
+  }
+  if (groups > 1) {
+    // Every group in one matmul, the groups a batch dim beside the images': [N, G, Cout/G, depth] (the
+    // weights a stride-0 batch over N) @ [N, G, depth, positions]. (A depthwise convolution's groups are
+    // its channels: one launch instead of one per channel.)
+    const auto by_group = [&](const at::Tensor& t, int64_t dim) { return t.unflatten(dim, {groups, t.size(dim) / groups}); };
+    const at::Tensor bias_g = bias ? by_group(bias_col, 0) : at::Tensor(), scale_g = scale ? by_group(scale_col, 0) : at::Tensor();
+    const at::Tensor residual_g = residual ? by_group(residual3, 1) : at::Tensor();
+    if (gemm_into(by_group(weights, 0).expand({n, groups, cout_g, depth}), by_group(cols, 1), bias ? &bias_g : nullptr, by_group(out3, 1),
+                  epilogue, scale ? &scale_g : nullptr, residual ? &residual_g : nullptr))
+      return out;
   }
   for (int64_t group = 0; group < groups; ++group) {
     const at::Tensor a = weights.narrow(0, group * cout_g, cout_g).expand({n, cout_g, depth});
