@@ -8,7 +8,10 @@ roofline bound
                 compulsory DRAM bytes / DRAM bytes per cycle,
                 vector elements / (vector lanes x cores))
 
-with the peaks read from the chip config in use. Compulsory bytes are each
+with the peaks read from the chip config in use. The tensor core takes bf16,
+f16 and i8: an f32 product is made of bf16 parts, and its MACs count the bf16
+products the chip does for it at PyTorch's float32 matmul precision (6 at
+"highest", the default; 3 at "high"; 1 at "medium"). Compulsory bytes are each
 input's elements read once and the output written once; vector elements are
 the larger of the inputs' and the output's elements for the kernels the
 vector unit computes (none for products, whose rows drain through it in their
@@ -301,11 +304,18 @@ def chip_peaks(npusim):
             "vector_elements_per_cycle": info["num_cores"] * info["vector_lanes"]}
 
 
+# bf16 products per f32 MAC at each torch.set_float32_matmul_precision (compiler/src/f32_split.h).
+F32_PRODUCTS = {"highest": 6, "high": 3, "medium": 1}
+
+
 def roofline(case: Case, out: torch.Tensor, peaks: dict):
+    macs = case.macs
+    if case.args and case.args[0].dtype == torch.float32:
+        macs *= F32_PRODUCTS[torch.get_float32_matmul_precision()]
     read = case.read_bytes if case.read_bytes is not None else sum(t.numel() * t.element_size() for t in case.args)
     traffic = read + out.numel() * out.element_size()
     elements = max([out.numel()] + [t.numel() for t in case.args]) if case.vector else 0
-    bounds = {"mac": case.macs / peaks["macs_per_cycle"], "dram": traffic / peaks["dram_bytes_per_cycle"],
+    bounds = {"mac": macs / peaks["macs_per_cycle"], "dram": traffic / peaks["dram_bytes_per_cycle"],
               "vector": elements / peaks["vector_elements_per_cycle"]}
     binding = max(bounds, key=bounds.get)
     return bounds[binding], binding, traffic
@@ -338,7 +348,7 @@ def measure(k: Kernel, peaks: dict, npusim) -> dict:
             "compulsory_bytes": traffic,
             "dram_bytes": prof.counters.get("dram_read_bytes", 0) + prof.counters.get("dram_write_bytes", 0),
             "fallbacks": sum(prof.fallbacks.values()), "significant": case.macs >= 1 << 20 or traffic >= 1 << 20,
-            "plans": [f"{row[2]} ({row[3]} cycles): {plan.strip()}" for row, plan in zip(prof.kernels, prof.plans)]}
+            "plans": [f"{row[2]} ({row[3]} cycles): {plan.strip()}" for row, plan in zip(prof.kernels, getattr(prof, "plans", []))]}
 
 
 def check(k: Kernel) -> Optional[str]:

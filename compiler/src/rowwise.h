@@ -36,6 +36,12 @@ struct RowLayout {
   int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
 };
 
+// sum, mean, amax or amin along a dim that is not innermost in memory (x's
+// last dim strided, its leading dims ending in a contiguous run): read in
+// runs along that run instead (column_reduce.cpp).
+bool is_column_reduction(const OpDesc& op);
+Kernel lower_column_reduction(const OpDesc& op, const sim::ChipConfig& config);
+
 // Rows too long for the scratchpad, in chunks (long_rows.cpp); the op is
 // already checked by lower_row_op.
 Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const RowLayout& layout);

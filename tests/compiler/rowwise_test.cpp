@@ -146,6 +146,26 @@ TEST_P(RowOps, LastDimReductions) {
   check(OpDesc(OpKind::SUM, {t(DType::BF16, {16, 200})}, t(DType::BF16, {16})));
 }
 
+// Reductions along a dim that is not innermost in memory (x's last dim strided, its leading dims ending
+// in a contiguous run): a matrix's dim 0, the middle dim of a 3-D tensor, over several tiles and chunks
+// of the reduced dim, each read in runs along the contiguous dim.
+TEST_P(RowOps, ReductionsAlongADimThatIsNotInnermostReadRuns) {
+  const auto view = [](DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    TensorDesc x = t(dtype, shape);
+    x.strides = std::move(strides);
+    return x;
+  };
+  for (const OpKind kind : {OpKind::SUM, OpKind::MEAN, OpKind::AMAX, OpKind::AMIN}) {
+    check(OpDesc(kind, {view(DType::F32, {53, 37}, {1, 53})}, t(DType::F32, {53})));                 // dim 0 of [37, 53]
+    check(OpDesc(kind, {view(DType::F32, {3, 70, 40}, {2800, 1, 70})}, t(DType::F32, {3, 70})));     // dim 1 of [3, 40, 70]
+    check(OpDesc(kind, {view(DType::BF16, {700, 1100}, {1, 700})}, t(DType::BF16, {700})));         // dim 0 of [1100, 700]
+  }
+  check(OpDesc(OpKind::SUM, {view(DType::BF16, {2, 300, 90}, {27000, 1, 300})}, t(DType::F32, {2, 300})));  // kept in f32
+  check(OpDesc(OpKind::AMAX, {view(DType::I32, {130, 77}, {1, 130})}, t(DType::I32, {130})));
+  const OpDesc column(OpKind::SUM, {view(DType::F32, {53, 37}, {1, 53})}, t(DType::F32, {53}));
+  EXPECT_NE(compiler_.compile(column)->plan.find("reduced along its last dim (stride 53)"), std::string::npos) << compiler_.compile(column)->plan;
+}
+
 // i32 (int64's words) compared as integers: values that differ below f32's precision, both signs.
 TEST_P(RowOps, AmaxAminAndSumOfI32AreExact) {
   const auto value = [](size_t i) { return double(int64_t((uint64_t(i) * 2654435761u) % 4294967296u) - 2147483648); };
