@@ -56,11 +56,14 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   if (out.numel() == 0) return out;
   at::Tensor cols;  // [N, C*KH*KW, OH*OW]
   const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};
-  if (pointwise && x.is_contiguous()) {
+  if (pointwise && (x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast))) {
+    // The input itself: channels_last gives [N, C, H*W] with unit channel stride, read by the matmul as a
+    // transposed operand.
     cols = x.view({n, c, positions});
   } else {
+    // im2col reads rows of the image in runs: a channels_last input is made NCHW on the chip first.
     at::Tensor windows = new_npu({n, c, kh, kw, oh, ow}, x.scalar_type());
-    require(im2col_into(x, windows, g.window(), 0.0));
+    require(im2col_into(x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous() ? x.contiguous() : x, windows, g.window(), 0.0));
     cols = windows.view({n, c * kh * kw, positions});
   }
   const at::Tensor weights = dense(w).view({cout, depth}), out3 = out.view({n, cout, positions});
