@@ -63,6 +63,7 @@ struct Operand {
   Bcast mode = Bcast::Full;       // how its tile is held locally
   bool materialize = false;       // first operand broadcast along columns: ones * column
   bool transposed = false;        // its rows are contiguous, its columns not: loaded as columns, turned by v.trans
+  int64_t decimation = 1;         // columns at a small stride s (a strided slice): whole runs loaded, every s-th kept by v.trans
   uint16_t symbol = 0;
   int64_t tile_bytes = 0;         // local bytes per slot
   int64_t aux_bytes = 0;          // the column or scalar a materialized operand is built from
@@ -85,6 +86,7 @@ std::string mode_name(const Operand& o) {
   std::string s = names[static_cast<int>(o.mode)];
   if (o.materialize) s += " (made full)";
   if (o.transposed) s += ", read along its contiguous rows and turned over (v.trans)";
+  else if (o.decimation > 1) s += ", columns at stride " + std::to_string(o.decimation) + ": rows read whole, one element in " + std::to_string(o.decimation) + " kept (v.trans)";
   else if (o.stride[2] > 1) s += ", strided columns";
   return s;
 }
@@ -310,6 +312,11 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       o.mode = (row_bcast || rows == 1) ? Bcast::Scalar : Bcast::Col;
     }
     o.transposed = k > 0 && o.mode == Bcast::Full && !o.materialize && o.stride[2] != 1 && o.stride[1] == 1 && rows > 1 && cols > 1;
+    // Columns a few elements apart share DRAM bursts: reading the runs whole moves at most kMaxDecimation
+    // times the bytes, in runs, instead of an element per request.
+    constexpr int64_t kMaxDecimation = 8;
+    if (k > 0 && o.mode == Bcast::Full && !o.materialize && !o.transposed && o.stride[2] > 1 && o.stride[2] <= kMaxDecimation && cols > 1)
+      o.decimation = o.stride[2];
     operands.push_back(o);
   }
   const bool any_transposed = std::any_of(operands.begin(), operands.end(), [](const Operand& o) { return o.transposed; });
@@ -362,6 +369,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     for (const Operand& o : operands) {
       if (o.materialize) per_row += tc * o.esize + o.esize, fixed += 64 + 64;
       else if (o.transposed) per_row += 2 * tc * o.esize, fixed += 64 + 64;  // as loaded, and turned over
+      else if (o.decimation > 1) per_row += 2 * o.decimation * tc * o.esize, fixed += 64 + 64;  // as loaded, and turned over
       else if (o.mode == Bcast::Full) per_row += tc * o.esize, fixed += 64;
       else if (o.mode == Bcast::Row) fixed += align64(tc * o.esize);
       else if (o.mode == Bcast::Col) per_row += o.esize, fixed += 64;
@@ -410,9 +418,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
                                                           : o.esize;
     if (o.materialize) o.tile_bytes = vtr * tc * o.esize, o.aux_bytes = (o.mode == Bcast::Col ? vtr : 1) * o.esize;
     if (o.transposed) o.aux_bytes = o.tile_bytes;
+    if (o.decimation > 1) o.tile_bytes *= o.decimation, o.aux_bytes = o.tile_bytes;  // v.trans's s rows, the first the tile
     o.local = slot_bytes;
     slot_bytes += align64(o.tile_bytes);
-    if (o.materialize || o.transposed) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
+    if (o.materialize || o.transposed || o.decimation > 1) o.aux_local = slot_bytes, slot_bytes += align64(o.aux_bytes);
   }
   const int64_t temp_bytes = align64(vtr * tc * esize), temps_local = 2 * slot_bytes;
   for (int64_t& at : constant_at)
@@ -509,8 +518,12 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
       global_address(k);
-      b.addi(local, slot, o.materialize || o.transposed ? o.aux_local : o.local);
-      if (o.transposed) {  // nt runs of mt elements: the tile's columns, each a row here
+      b.addi(local, slot, o.materialize || o.transposed || o.decimation > 1 ? o.aux_local : o.local);
+      if (o.decimation > 1) {  // mt runs of (nt - 1) * s + 1 elements, s * nt apart here
+        b.addi(n0, nt, -1), b.muli(n0, n0, o.decimation), b.addi(n0, n0, 1), b.muli(n0, n0, o.esize);
+        b.mov(n1, mt), b.muli(ds1, nt, o.decimation * o.esize), b.li(ss1, o.stride[1] * o.esize);
+        b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+      } else if (o.transposed) {  // nt runs of mt elements: the tile's columns, each a row here
         b.muli(n0, mt, o.esize), b.mov(n1, nt), b.muli(ds1, mt, o.esize), b.li(ss1, o.stride[2] * o.esize);
         b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
       } else {
@@ -527,6 +540,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg a_local = b.reg(), b_local = b.reg(), o_local = b.reg();
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
+      if (o.decimation > 1) {  // [mt * nt x s] turned over: its first row is the tile
+        b.addi(a_local, slot, o.local), b.addi(local, slot, o.aux_local), b.mul(b_local, mt, nt), b.li(tmp, o.decimation);
+        b.emit(Opcode::V_TRANS, {int64_t(o.dtype), a_local.index, local.index, b_local.index, tmp.index});
+      }
       if (!o.transposed) continue;
       b.addi(a_local, slot, o.local), b.addi(local, slot, o.aux_local);
       if (tp > 1) b.li(b_local, tp);

@@ -234,6 +234,24 @@ TEST_P(Elementwise, LayoutChangesReadTheirInputInRunsAndTurnTilesOver) {
   }
 }
 
+// Columns a few elements apart (a strided slice, x[:, ::s]) are read as whole runs and every s-th
+// element kept on the vector unit; wider strides are read an element at a time.
+TEST_P(Elementwise, ColumnsAFewElementsApartAreReadAsRuns) {
+  for (const auto& [dtype, stride] : std::vector<std::pair<DType, int64_t>>{{DType::BF16, 2}, {DType::F32, 3}, {DType::I8, 8}}) {
+    TensorDesc sliced = t(dtype, {37, 300});
+    sliced.strides = {300 * stride + 5, stride};
+    sliced.storage_offset = 1;
+    check(OpKind::COPY, {sliced}, t(dtype, {37, 300}));
+    check(OpKind::ADD, {sliced, t(dtype, {37, 300})}, t(dtype, {37, 300}));
+    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {sliced}, t(dtype, {37, 300})})->plan;
+    EXPECT_NE(plan.find("one element in " + std::to_string(stride) + " kept"), std::string::npos) << plan;
+  }
+  TensorDesc wide = t(DType::F32, {5, 40});
+  wide.strides = {400, 10};
+  check(OpKind::COPY, {wide}, t(DType::F32, {5, 40}));
+  EXPECT_NE(compiler().compile(OpDesc{OpKind::COPY, {wide}, t(DType::F32, {5, 40})})->plan.find("strided columns"), std::string::npos);
+}
+
 // Planes smaller than a tile (a head split's [B, L, H, D] from [B, H, L, D]; a small image's NCHW ->
 // NHWC) are moved several to a tile by 3-D DMA, each turned over on its own where read transposed.
 TEST_P(Elementwise, SmallPlanesShareATile) {
