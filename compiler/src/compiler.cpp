@@ -12,6 +12,29 @@
 
 namespace npu::compiler {
 
+namespace {
+
+// Each op's lowering, by its family in ops.def: a new op of a family needs only its row there.
+using Lowering = Kernel (*)(const OpDesc&, const sim::ChipConfig&);
+Lowering lowering_of(OpKind kind) {
+  switch (kind) {
+#define NPU_ELEMENTWISE_OP(ID, ...) case OpKind::ID: return lower_elementwise;
+#define NPU_CHAIN_OP(ID, ...) case OpKind::ID: return lower_elementwise;
+#define NPU_MATMUL_OP(ID, ...) case OpKind::ID: return lower_matmul;
+#define NPU_ROW_OP(ID, ...) case OpKind::ID: return lower_row_op;
+#define NPU_ATTENTION_OP(ID, ...) case OpKind::ID: return lower_attention;
+#define NPU_SELECT_OP(ID, ...) case OpKind::ID: return lower_where;
+#define NPU_GATHER_OP(ID, ...) case OpKind::ID: return lower_embedding;
+#define NPU_WINDOW_OP(ID, ...) case OpKind::ID: return lower_im2col;
+#define NPU_RANDOM_OP(ID, ...) case OpKind::ID: return lower_random;
+#define NPU_RANGE_OP(ID, ...) case OpKind::ID: return lower_random;
+#include "ops.def"
+  }
+  throw std::invalid_argument("op kind " + std::to_string(int(kind)) + " has no lowering");
+}
+
+}  // namespace
+
 Compiler::Compiler(sim::ChipConfig config) : config_(std::move(config)) {}
 
 std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
@@ -25,14 +48,7 @@ std::shared_ptr<const Kernel> Compiler::compile(const OpDesc& op) {
       return it->second;
     }
   }
-  auto kernel = std::make_shared<const Kernel>(op.kind == OpKind::MATMUL      ? lower_matmul(op, config_)
-                                               : op.kind == OpKind::ATTENTION ? lower_attention(op, config_)
-                                               : op.kind == OpKind::WHERE     ? lower_where(op, config_)
-                                               : op.kind == OpKind::EMBEDDING ? lower_embedding(op, config_)
-                                               : op.kind == OpKind::IM2COL    ? lower_im2col(op, config_)
-                                               : is_random_op(op.kind) || op.kind == OpKind::ARANGE ? lower_random(op, config_)
-                                               : is_row_op(op.kind)           ? lower_row_op(op, config_)
-                                                                              : lower_elementwise(op, config_));
+  auto kernel = std::make_shared<const Kernel>(lowering_of(op.kind)(op, config_));
   const std::lock_guard<std::mutex> lock(mutex_);
   // Another thread may have compiled the same op meanwhile: every caller gets the cached kernel, so that one
   // op has one kernel (callers may key what they derive from it, loaded programs, by its identity).
