@@ -420,6 +420,22 @@ def test_elementwise_ops_fuse_into_one_kernel_that_keeps_intermediates_off_dram(
     assert npusim.fallback_stats() == before
 
 
+def test_clamps_fuse_into_chains_hardswish_hardsigmoid_and_relu6_are_one_kernel():
+    """The clamps of hardswish's, hardsigmoid's and relu6's decompositions (one bound or both) become a
+    maximum and a minimum with constants in the chain around them; NaN stays NaN, as clamp gives."""
+    def activations(x):
+        return F.hardswish(x) + F.hardsigmoid(x) * F.relu6(x) + torch.clamp(x, -0.5, 0.25)
+
+    torch.manual_seed(0)
+    x = torch.randn(8, 100) * 4
+    x[0, :3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    with torch.no_grad():
+        got = torch.compile(activations, backend=NPU, fullgraph=True)(x.to(NPU)).cpu()
+    (report,) = backend.reports()
+    assert report.ops == {"npusim::elementwise_chain": 1}, report.ops
+    torch.testing.assert_close(got, activations(x), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
 def test_inference_graph_is_fused_runs_on_the_chip_and_matches_the_cpu():
     cpu, npu = _pair()
     x = torch.randn(2, 5, 16)

@@ -37,6 +37,9 @@ Passes, in order:
                         mask, no mask tensor read (GPT-2 passes such a mask).
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
+  split_clamps          clamp(x, lo, hi) beside an elementwise op becomes clamp_min, clamp_max:
+                        a maximum and a minimum with constants, chain steps (hardswish,
+                        hardsigmoid and relu6 then fuse into one chain).
   fuse_elementwise_chains  connected elementwise ops of one float dtype whose
                         intermediates nothing else reads (a GELU's or a loss's
                         backward, an optimizer's update) become one
@@ -87,6 +90,7 @@ class GraphReport:
     fused: List[str] = dataclasses.field(default_factory=list)  # one line per fused kernel
     folded: int = 0  # nodes computed at compile time
     dropped_clones: int = 0  # copies that changed no layout
+    split_clamps: int = 0  # clamps made two chain steps
     constant_values: Dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # folded constants, on the CPU
     sram_values: int = 0  # intermediates planned in the SRAM pools
     sram_bytes: int = 0  # their bytes, summed
@@ -407,6 +411,7 @@ _CHAIN_BINARY = {
     aten.add.Tensor: "add", aten.sub.Tensor: "sub", aten.mul.Tensor: "mul", aten.div.Tensor: "div",
     aten.add.Scalar: "add", aten.sub.Scalar: "sub", aten.mul.Scalar: "mul", aten.div.Scalar: "div",
     aten.maximum.default: "maximum", aten.minimum.default: "minimum",
+    aten.clamp_min.default: "maximum", aten.clamp_max.default: "minimum",
     aten.pow.Tensor_Tensor: "pow", aten.pow.Tensor_Scalar: "pow",
 }
 _CHAIN_MAX_INPUTS = 8  # compiler/ops.def's elementwise_chain
@@ -427,6 +432,12 @@ def _chain_step(node: torch.fx.Node):
         name, operands = _activation_name(node), node.args[:1]
     elif node.target in _CHAIN_BINARY and len(node.args) == 2 and node.kwargs.get("alpha", 1) == 1:
         name, operands = _CHAIN_BINARY[node.target], node.args
+    elif node.target is aten.clamp.default and not node.kwargs and len(node.args) in (2, 3):
+        # One bound: a maximum or a minimum with it (hardswish decomposes to clamp(x, 0) and clamp(x, None, 6)).
+        low, high = node.args[1], node.args[2] if len(node.args) == 3 else None
+        if (low is None) == (high is None):
+            return None
+        name, operands = ("maximum", (node.args[0], low)) if high is None else ("minimum", (node.args[0], high))
     else:
         return None
     for operand in operands:
@@ -437,6 +448,34 @@ def _chain_step(node: torch.fx.Node):
         elif isinstance(operand, bool) or not isinstance(operand, (int, float)) or not math.isfinite(operand):
             return None
     return name, operands
+
+
+def split_clamps(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    """clamp(x, lo, hi) (or hardtanh) with number bounds next to an elementwise op becomes clamp_min then clamp_max: two
+    chain steps (a maximum and a minimum with constants) that fuse with the ops around them (hardswish's
+    and hardsigmoid's decompositions, relu6), where the clamp alone was a kernel of its own."""
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.kwargs:
+            continue
+        if node.target is aten.clamp.default and len(node.args) == 3:
+            x, low, high = node.args
+        elif node.target is aten.hardtanh.default:  # (relu6: hardtanh(x, 0, 6))
+            defaults = (None, -1.0, 1.0)  # hardtanh's min_val and max_val
+            x, low, high = (node.args[i] if i < len(node.args) else defaults[i] for i in range(3))
+        else:
+            continue
+        if not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in (low, high)):
+            continue
+        if not any(isinstance(n, torch.fx.Node) and _chain_step(n) is not None for n in [x, *node.users]):
+            continue
+        with gm.graph.inserting_before(node):
+            at_least = gm.graph.call_function(aten.clamp_min.default, (x, low))
+            at_least.meta = dict(node.meta)
+            clamped = gm.graph.call_function(aten.clamp_max.default, (at_least, high))
+            clamped.meta = dict(node.meta)
+        node.replace_all_uses_with(clamped)
+        gm.graph.erase_node(node)
+        report.split_clamps += 1
 
 
 def fuse_elementwise_chains(gm: torch.fx.GraphModule, report: GraphReport) -> None:
@@ -578,6 +617,7 @@ def lower(gm: torch.fx.GraphModule, kind: str, sram_pool=None) -> GraphReport:
         fuse_conv_bn(gm, report)
         values_only_max_pool(gm, report)
     gm.graph.eliminate_dead_code()
+    split_clamps(gm, report)
     fuse_elementwise_chains(gm, report)
     for node in gm.graph.nodes:
         if node.op == "call_function":
