@@ -420,6 +420,22 @@ def test_elementwise_ops_fuse_into_one_kernel_that_keeps_intermediates_off_dram(
     assert npusim.fallback_stats() == before
 
 
+def test_a_product_scaled_by_a_number_is_one_gemm_with_that_alpha():
+    """Attention written out (scores = q @ k^T / sqrt(d)): the division is the gemm's alpha, rounded once."""
+    torch.manual_seed(0)
+    q, k = torch.randn(3, 40, 16), torch.randn(3, 40, 16)
+
+    def scores(q, k):
+        return torch.softmax(q @ k.transpose(-2, -1) / 4.0, dim=-1)
+
+    with torch.no_grad():
+        got = torch.compile(scores, backend=NPU, fullgraph=True)(q.to(NPU), k.to(NPU)).cpu()
+    (report,) = backend.reports()
+    assert "bmm + scale 0.25 -> npusim::gemm" in report.fused, report.fused
+    assert "aten::div.Tensor" not in report.ops, report.ops
+    torch.testing.assert_close(got, scores(q, k), rtol=1e-5, atol=1e-5)
+
+
 def test_clamps_fuse_into_chains_hardswish_hardsigmoid_and_relu6_are_one_kernel():
     """The clamps of hardswish's, hardsigmoid's and relu6's decompositions (one bound or both) become a
     maximum and a minimum with constants in the chain around them; NaN stays NaN, as clamp gives."""

@@ -568,6 +568,7 @@ def conv_pool_norm_cases():
         "cross_entropy weighted sum": (lambda x: F_.cross_entropy(x, torch.tensor([1, 2, 4, 0], device=x.device), reduction="sum",
                                                                   weight=torch.linspace(0.5, 1.5, 5, dtype=x.dtype).to(x.device)), [(4, 5)]),
         "softmax": (lambda x: torch.softmax(x, 1), [(3, 7)]),
+        "softmax along a strided dim, made dense first": (lambda x: torch.log_softmax(x, 0), [(300, 256)]),
         "group_norm": (lambda x, w, b: F_.group_norm(x, 2, w, b), [(3, 4, 5, 5), (4,), (4,)]),
         "group_norm without affine": (lambda x: F_.group_norm(x, 3, eps=1e-3), [(2, 6, 7)]),
         "rms_norm": (lambda x, w: F_.rms_norm(x, (5,), w, eps=1e-5), [(3, 4, 5), (5,)]),

@@ -12,9 +12,10 @@ Passes, in order:
   drop_clones           clones that keep their input's strides (an eval-mode dropout
                         decomposes to one) are dropped: the graphs are functional,
                         so a copy that changes no layout is a kernel for nothing.
-  fuse_gemm_epilogues   mm / addmm / bmm whose only use is a residual add of a
-                        tensor of its shape and/or an activation (through views)
-                        become one npusim::gemm with that residual and epilogue:
+  fuse_gemm_epilogues   mm / addmm / bmm whose only use is a product or quotient by a
+                        number (its alpha), a residual add of a tensor of its shape
+                        and/or an activation (through views)
+                        become one npusim::gemm with that scale, residual and epilogue:
                         they run on the tile in the accumulator, not as more
                         kernels reading and writing DRAM.
   fuse_conv_bn          (inference graphs) a 2-D convolution followed by an eval-mode
@@ -157,6 +158,21 @@ def _activations_after(current: torch.fx.Node):
     return activations
 
 
+def _scaled_by_a_number(node: torch.fx.Node):
+    """(the factor, the node) when node's only user multiplies or divides it by a finite nonzero number."""
+    user = _only_user(node)
+    if user is None or user.op != "call_function" or user.kwargs or len(user.args) != 2 or user.args[0] is not node:
+        return None
+    factor = user.args[1]
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor == 0:
+        return None
+    if user.target in (aten.mul.Tensor, aten.mul.Scalar):
+        return float(factor), user
+    if user.target in (aten.div.Tensor, aten.div.Scalar):
+        return 1.0 / float(factor), user
+    return None
+
+
 def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
@@ -167,11 +183,15 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         while (user := _only_user(current)) is not None and user.op == "call_function" and user.target in _VIEWS:
             views.append(user)
             current = user
+        # A product or quotient by a number (attention's scores / sqrt(d)): the gemm's alpha (and beta).
+        scale, scaled = 1.0, _scaled_by_a_number(current)
+        if scaled is not None:
+            scale, current = scaled
         add, residual = _residual_add(current)
         if add is not None:
             current = add
         activations = _activations_after(current)
-        if not activations and add is None:
+        if not activations and add is None and scale == 1.0:
             continue
         if node.target is aten.addmm.default:
             bias, a, b = node.args[:3]
@@ -179,8 +199,9 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
             alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
         else:
             (a, b), bias, alpha, beta = node.args[:2], None, 1, 1
+        alpha, beta = alpha * scale, beta * scale
         names = [_activation_name(n) for n in activations]
-        last = activations[-1] if activations else add
+        last = activations[-1] if activations else add if add is not None else current
         with graph.inserting_before(last):
             if residual is not None and views:  # the residual as the matmul's output
                 residual = _call(graph, aten.reshape.default, (residual, list(node.meta["val"].shape)), add.meta)
@@ -191,9 +212,10 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
                 result = graph.call_function(view.target, (result, *view.args[1:]), dict(view.kwargs))
                 result.meta = dict(view.meta)
         last.replace_all_uses_with(result)
-        for dead in reversed([node, *views, *([add] if add is not None else []), *activations]):
+        scaling = [scaled[1]] if scaled is not None else []
+        for dead in reversed([node, *views, *scaling, *([add] if add is not None else []), *activations]):
             graph.erase_node(dead)
-        steps = (["residual add"] if add is not None else []) + names
+        steps = ([f"scale {scale:g}"] if scaled is not None else []) + (["residual add"] if add is not None else []) + names
         report.fused.append(f"{node.target.__name__.split('.')[0]} + {' + '.join(steps)} -> npusim::gemm")
 
 
