@@ -10,7 +10,8 @@
 //                 [C*KH*KW, N*OH*OW] (its output strides): one matmul whose
 //                 depth is the batch and the positions
 //   bias grad     sums over the positions, then over the batch
-// A forward's groups are one batched matmul (a batch dim beside the images'); the gradients' take one
+// A depthwise forward is the compiler's depthwise kernel (windows in the scratchpad, on the vector unit)
+// where it applies. A forward's groups are one batched matmul (a batch dim beside the images'); the gradients' take one
 // matmul per group. A transposed convolution's forward is a
 // convolution's input gradient, its backward a convolution forward and a
 // weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones sums of
@@ -24,6 +25,7 @@
 #include "conv3d.h"
 #include "custom_ops.h"
 #include "kernel_launch.h"
+#include "runtime.h"
 
 namespace npusim {
 namespace {
@@ -54,6 +56,22 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   const int64_t groups = g.groups, cout_g = cout / groups, depth = (c / groups) * kh * kw;
   at::Tensor out = new_npu({n, cout, oh, ow}, x.scalar_type());
   if (out.numel() == 0) return out;
+  if (groups == c && cout == c && !residual && g.dilation == std::array<int64_t, 2>{1, 1}) {
+    // Depthwise: the vector unit's kernel, its windows formed in the scratchpad (the matmul below would
+    // do one row of the array per fold). It declines what it cannot do (a plane too large, stride 3).
+    std::vector<at::Tensor> inputs = {x, dense(w)};
+    if (bias) inputs.push_back(*bias);
+    if (scale) inputs.push_back(*scale);
+    const auto make_op = [&] {
+      std::vector<npu::compiler::TensorDesc> described;
+      for (const at::Tensor& t : inputs) described.push_back(describe(t));
+      npu::compiler::OpDesc op(npu::compiler::OpKind::DEPTHWISE_CONV, described, describe(out));
+      op.window = g.window();
+      op.epilogue = epilogue;
+      return op;
+    };
+    if (try_run(make_op, inputs, out)) return out;
+  }
   at::Tensor cols;  // [N, C*KH*KW, OH*OW]
   const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};
   if (pointwise && (x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast))) {

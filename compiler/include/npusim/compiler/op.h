@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
 #define NPU_SELECT_OP(ID, NAME, INPUTS) ID,
 #define NPU_GATHER_OP(ID, NAME, INPUTS) ID,
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) ID,
+#define NPU_DEPTHWISE_OP(ID, NAME, MAX_INPUTS) ID,
 #define NPU_RANDOM_OP(ID, NAME, INPUTS) ID,
 #define NPU_RANGE_OP(ID, NAME, INPUTS) ID,
 #define NPU_CHAIN_OP(ID, NAME, MAX_INPUTS) ID,
@@ -120,8 +121,9 @@ struct OpDesc {
   // j > query i (the top-left aligned lower triangle, as PyTorch's is_causal).
   double scale = 1.0;
   bool is_causal = false;
-  // im2col: the window, and the value of positions outside the input (0 for
-  // a convolution, -inf for a max pooling).
+  // im2col and depthwise_conv2d: the window; im2col: the value of positions outside
+  // the input (0 for a convolution, -inf for a max pooling). (depthwise_conv2d's
+  // epilogue is `epilogue`, as the matmul's.)
   Window window;
   double pad_value = 0.0;
   // elementwise_chain: the steps; the last one's result is the output.
