@@ -2,7 +2,7 @@
 of the roofline suite (bench/roofline.py) slower by more than 1%.
 
     .venv/bin/python bench/monotonicity.py [--config base|large|FILE] [--only REGEX]
-        [--knobs dram,sram,array,cores] [--json OUT]
+        [--knobs dram,sram,array,cores] [--json OUT] [--isolate]
 
 Knobs, each applied to the config alone (a copy of its text with one value
 changed): dram (bytes_per_cycle_per_channel x2), sram (each core's
@@ -48,8 +48,10 @@ def config_text(config: str) -> str:
         return f.read()
 
 
-def measure(config_path: str, only: str, out_json: str) -> dict:
+def measure(config_path: str, only: str, out_json: str, isolate: bool) -> dict:
     command = [sys.executable, os.path.join(ROOT, "bench", "roofline.py"), "--config", config_path, "--json", out_json]
+    if isolate:
+        command.append("--isolate")
     if only:
         command += ["--only", only]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -65,6 +67,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="only the suite's kernels whose name matches this regular expression")
     parser.add_argument("--knobs", default=",".join(KNOBS), help="comma-separated, of: " + ", ".join(KNOBS))
     parser.add_argument("--json", help="also write every kernel's ratios to this file")
+    parser.add_argument("--isolate", action="store_true",
+                        help="each kernel in a process of its own (roofline.py --isolate): ratios free of the DRAM state "
+                             "earlier kernels leave, about five times slower")
     args = parser.parse_args(argv)
     knobs = [k for k in args.knobs.split(",") if k]
     unknown = [k for k in knobs if k not in KNOBS]
@@ -76,12 +81,12 @@ def main(argv=None) -> int:
         base_path = os.path.join(tmp, "config.pbtxt")
         with open(base_path, "w") as f:
             f.write(text)
-        cycles = {"config": measure(base_path, args.only, os.path.join(tmp, "config.json"))}
+        cycles = {"config": measure(base_path, args.only, os.path.join(tmp, "config.json"), args.isolate)}
         for knob in knobs:
             path = os.path.join(tmp, f"{knob}.pbtxt")
             with open(path, "w") as f:
                 f.write(KNOBS[knob](text))
-            cycles[knob] = measure(path, args.only, os.path.join(tmp, f"{knob}.json"))
+            cycles[knob] = measure(path, args.only, os.path.join(tmp, f"{knob}.json"), args.isolate)
     print(f"{args.config}: each resource doubled, cycles as a ratio of the config's (above {TOLERANCE}: a violation)")
     print(f"{'kernel':48} {'cycles':>11} " + " ".join(f"{k:>7}" for k in knobs))
     violations, rows = [], []

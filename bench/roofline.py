@@ -20,9 +20,12 @@ summed), the bound, the resource that binds it, the percentage, and how many
 kernels it took; the last line is the geometric mean.
 
     .venv/bin/python bench/roofline.py [--config base|large|FILE] [--json OUT]
-        [--only REGEX] [--list] [--plans]
+        [--only REGEX] [--list] [--plans] [--isolate]
     .venv/bin/python bench/roofline.py --check [--only REGEX]
 
+A row's cycles depend by a few percent on the DRAM state the rows before it
+left (open rows, refresh phase); --isolate runs each kernel in a process of
+its own, from a fresh chip, so that they do not (about 4 s more per kernel).
 --check runs every kernel at a small size in functional mode and compares it
 with PyTorch on the CPU (tests/python/test_roofline_suite.py does the same).
 Targets (issue 34): every kernel of at least 1 M MACs or 1 MiB of traffic at
@@ -33,6 +36,7 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -374,6 +378,46 @@ def check(k: Kernel) -> Optional[str]:
     return None
 
 
+def print_summary(args, rows, peaks, seconds) -> None:
+    percents = [max(r["percent"], 1e-3) for r in rows]
+    geomean = math.exp(sum(math.log(p) for p in percents) / len(percents))
+    worst = min(rows, key=lambda r: r["percent"])
+    significant = [r for r in rows if r["significant"]]
+    below = [r for r in significant if r["percent"] < 70]
+    summary = {"config": args.config, "kernels": len(rows), "geomean_percent": geomean, "min_percent": worst["percent"],
+               "min_kernel": worst["kernel"], "below_70_percent": len(below), "significant": len(significant), "seconds": seconds}
+    print(f"{len(below)} of {len(significant)} kernels with 1 M MACs or 1 MiB of traffic are below 70% of their bound")
+    print(f"geomean {geomean:.1f}% of roofline over {len(rows)} kernels; min {worst['percent']:.1f}% ({worst['kernel']})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": summary, "peaks": peaks, "rows": rows}, f, indent=1)
+
+
+def run_isolated(args, kernels) -> int:
+    """Each kernel through a child process of this script (--only its exact name), so that its cycles do
+    not depend on the DRAM state the kernels before it left."""
+    import subprocess
+    import tempfile
+    rows, peaks = [], {}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in kernels:
+            out = os.path.join(tmp, "row.json")
+            child = subprocess.run([sys.executable, os.path.abspath(__file__), "--config", args.config, "--only", "^" + re.escape(k.name) + "$",
+                                    "--json", out], capture_output=True, text=True)
+            if child.returncode != 0:
+                print(f"roofline.py: {k.name} failed:\n{child.stderr[-3000:]}", file=sys.stderr)
+                return 1
+            with open(out) as f:
+                result = json.load(f)
+            row, peaks = result["rows"][0], result["peaks"]
+            rows.append(row)
+            print(f"{k.name[:48]:48} {row['cycles']:>11} {row['bound_cycles']:>11.0f} {row['binding']:>6} {row['percent']:>5.1f}% "
+                  f"{row['kernels']:>8}", flush=True)
+    print_summary(args, rows, peaks, time.perf_counter() - start)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="base", help="chip config: a preset name or a .pbtxt file")
@@ -381,6 +425,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="only the kernels whose name matches this regular expression")
     parser.add_argument("--list", action="store_true", help="list the kernels and exit")
     parser.add_argument("--plans", action="store_true", help="print the compiler's plan of each launch under its row")
+    parser.add_argument("--isolate", action="store_true",
+                        help="each kernel in a process of its own, from a fresh chip: rows independent of the rows before them")
     parser.add_argument("--check", action="store_true", help="small sizes, functional, against the CPU")
     args = parser.parse_args(argv)
     kernels = [k for k in KERNELS if not args.only or re.search(args.only, k.name)]
@@ -391,6 +437,8 @@ def main(argv=None) -> int:
     if not kernels:
         print(f"roofline.py: no kernel matches {args.only!r}", file=sys.stderr)
         return 1
+    if args.isolate and not args.check:
+        return run_isolated(args, kernels)
     import npusim
     npusim.init(config=args.config, timing_only=not args.check)
     torch._dynamo.config.cache_size_limit = 64
@@ -417,19 +465,7 @@ def main(argv=None) -> int:
         if args.plans:
             for plan in row["plans"]:
                 print("    " + plan.replace("\n", "\n      "))
-    percents = [max(r["percent"], 1e-3) for r in rows]
-    geomean = math.exp(sum(math.log(p) for p in percents) / len(percents))
-    worst = min(rows, key=lambda r: r["percent"])
-    significant = [r for r in rows if r["significant"]]
-    below = [r for r in significant if r["percent"] < 70]
-    summary = {"config": args.config, "kernels": len(rows), "geomean_percent": geomean, "min_percent": worst["percent"],
-               "min_kernel": worst["kernel"], "below_70_percent": len(below), "significant": len(significant),
-               "seconds": time.perf_counter() - start}
-    print(f"{len(below)} of {len(significant)} kernels with 1 M MACs or 1 MiB of traffic are below 70% of their bound")
-    print(f"geomean {geomean:.1f}% of roofline over {len(rows)} kernels; min {worst['percent']:.1f}% ({worst['kernel']})")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"summary": summary, "peaks": peaks, "rows": rows}, f, indent=1)
+    print_summary(args, rows, peaks, time.perf_counter() - start)
     return 0
 
 
