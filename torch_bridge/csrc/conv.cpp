@@ -10,9 +10,10 @@
 //                 [C*KH*KW, N*OH*OW] (its output strides): one matmul whose
 //                 depth is the batch and the positions
 //   bias grad     sums over the positions, then over the batch
-// A depthwise forward is the compiler's depthwise kernel (windows in the scratchpad, on the vector unit)
-// where it applies. A forward's groups are one batched matmul (a batch dim beside the images'); the gradients' take one
-// matmul per group. A transposed convolution's forward is a
+// A depthwise forward is the compiler's depthwise kernel (windows in the
+// scratchpad, on the vector unit) where it applies. A forward's groups are
+// one batched matmul (a batch dim beside the images'); the gradients' take
+// one matmul per group. A transposed convolution's forward is a
 // convolution's input gradient, its backward a convolution forward and a
 // weight gradient. 1-D convolutions are 2-D ones of height 1; 3-D ones sums of
 // 2-D ones over the kernel's depth (conv3d.cpp); transposed 3-D ones and
