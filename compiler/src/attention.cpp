@@ -357,10 +357,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     pb.emit(Opcode::V_FILL, {dtype_code, tmp2.index, tmp.index, rows.index, cols.index});
   };
   if (op.scale != 1.0) {  // in f32 for the scores, in q's dtype (exactly: a power of two) for Q
-    const float scale = float(op.scale);
-    uint32_t bits;
-    std::memcpy(&bits, &scale, 4);
-    fill(scale_q ? dt : f32, lay.scale, bits, one, one);
+    fill(scale_q ? dt : f32, lay.scale, f32_bits(op.scale), one, one);
   }
   if (has_mask) fill(f32, lay.lowest, 0xff7fffffu, one, one), fill(f32, lay.smallest, 0x00800000u, one, one);
   if (causal) {

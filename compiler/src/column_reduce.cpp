@@ -12,7 +12,6 @@
 // runs of tc elements: the row kernel would read it an element at a time,
 // or after a transposing copy.
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -57,12 +56,6 @@ std::optional<ColumnView> column_view(const TensorDesc& x) {
     expected = stride * size;
   }
   return v;
-}
-
-int64_t f32_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
 }
 
 }  // namespace

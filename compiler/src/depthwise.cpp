@@ -16,7 +16,6 @@
 #include "depthwise.h"
 
 #include <algorithm>
-#include <cstring>
 #include <sstream>
 
 #include "elementwise.h"

@@ -75,10 +75,7 @@ struct Operand {
 // v.fill's value operand for `value` in `dtype`: f32 bits for floats (v.fill rounds them to the dtype), the integer itself otherwise.
 int64_t constant_bits(double value, isa::DType dtype) {
   if (!isa::dtype_is_float(dtype)) return static_cast<int64_t>(value);
-  const float f = static_cast<float>(value);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return bits;
+  return f32_bits(value);
 }
 
 std::string mode_name(const Operand& o) {

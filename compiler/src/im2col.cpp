@@ -38,10 +38,7 @@ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1)
 // v.fill's operand for the pad value: an f32's bits for float dtypes (rounded to the dtype by v.fill), else the integer.
 int64_t pad_value_bits(const OpDesc& op) {
   if (!isa::dtype_is_float(op.output.dtype)) return static_cast<int64_t>(op.pad_value);
-  const float value = static_cast<float>(op.pad_value);
-  uint32_t word;
-  std::memcpy(&word, &value, 4);
-  return word;
+  return f32_bits(op.pad_value);
 }
 
 // A rectangle of output rows and columns of one window position.

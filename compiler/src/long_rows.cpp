@@ -117,9 +117,7 @@ Kernel lower_long_row_op(const OpDesc& op, const sim::ChipConfig& config, const 
   b.li(one, 1);
   const auto stat = [&](Reg reg, Stat which) { b.li(reg, which * 64); };
   const auto fill_f32 = [&](Stat which, float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    b.li(tmp, bits), stat(s0, which);
+    b.li(tmp, f32_bits(value)), stat(s0, which);
     b.emit(Opcode::V_FILL, {f32, s0.index, tmp.index, one.index, one.index});
   };
   fill_f32(kInvLength, 1.0f / float(length));

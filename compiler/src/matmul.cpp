@@ -377,9 +377,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     pb.mov(t_first, t);
     const Reg one = pb.reg();
     pb.li(one, 1);
-    float alpha = float(op.alpha), beta = float(op.beta);
-    uint32_t alpha_bits, beta_bits;
-    std::memcpy(&alpha_bits, &alpha, 4), std::memcpy(&beta_bits, &beta, 4);
+    const uint32_t alpha_bits = f32_bits(op.alpha), beta_bits = f32_bits(op.beta);
     const int64_t alpha_at = consts, beta_at = consts + 64;
     pb.li(tmp2, alpha_at), pb.li(tmp, alpha_bits);
     pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});

@@ -239,10 +239,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Reg one = pb.reg();
   pb.li(one, 1);
   if (op.alpha != 1.0) {
-    float alpha = float(op.alpha);
-    uint32_t bits;
-    std::memcpy(&bits, &alpha, 4);
-    pb.li(tmp2, alpha_at), pb.li(tmp, bits);
+    pb.li(tmp2, alpha_at), pb.li(tmp, f32_bits(op.alpha));
     pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});
   }
   // shift: the channel of B's column 0 (and of every Q-th column).

@@ -25,13 +25,6 @@ namespace {
 using isa::DType;
 using isa::Opcode;
 
-uint32_t f32_bits(double value) {
-  const auto f = static_cast<float>(value);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return bits;
-}
-
 }  // namespace
 
 Kernel lower_random(const OpDesc& op, const sim::ChipConfig& config) {

@@ -197,9 +197,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg slot = b.reg(), row0 = b.reg(), mt = b.reg(), inv_at = b.reg(), eps_reg = b.reg(), wy = b.reg();
     b.li(one, 1), b.li(len, length), b.li(inv_at, inv_length_at), b.li(eps_reg, eps_at);
     const auto fill_f32 = [&](Reg at, float value) {
-      uint32_t bits;
-      std::memcpy(&bits, &value, 4);
-      b.li(tmp, bits);
+      b.li(tmp, f32_bits(value));
       b.emit(Opcode::V_FILL, {f32, at.index, tmp.index, one.index, one.index});
     };
     fill_f32(inv_at, 1.0f / float(length));

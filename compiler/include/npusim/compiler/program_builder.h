@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <initializer_list>
 #include <string>
@@ -28,6 +29,14 @@ struct Label {
 
 // The kernels lay out their local-memory buffers on 64-byte boundaries.
 inline int64_t align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The bits of `value` as an f32: v.fill's value operand for a float dtype (it rounds them to the dtype).
+inline uint32_t f32_bits(double value) {
+  const float f = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class ProgramBuilder {
