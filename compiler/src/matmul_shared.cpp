@@ -62,6 +62,9 @@ struct SharedPlan {
   unsigned group = 0;  // Q: cores that share B
   int64_t tm = 0, tn = 0, tk = 0;
   int64_t b_slots = 2;  // the B ring's depth
+  // A resident as the row's panel (all K steps, loaded once per row), or streamed: a ring of two A
+  // tiles, loaded per K step of every round of columns (for a K whose panel does not fit).
+  bool panel = true;
   double cycles = 0, dram_bytes = 0;
   int64_t steps = 0;  // K steps per core (rounds of rows x rounds of columns x K steps)
   // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row.
@@ -91,6 +94,31 @@ unsigned group_size(unsigned cores) {
   return 0;
 }
 
+// The most sends that cross one directed link of the mesh (XY routing, as the NoC routes) when every
+// member of every group sends one to each of its peers: 2 in a 2 x 2 group (each link carries a
+// neighbour's send and half of a diagonal's two hops), 4 in a row of four (the middle link).
+int64_t busiest_link_sends(const sim::ChipConfig& config, unsigned q_size) {
+  const unsigned cols = config.noc.mesh_cols;
+  std::vector<int64_t> sends(size_t(config.noc.mesh_cols) * config.noc.mesh_rows * 4, 0);  // (y * cols + x) * 4 + direction
+  for (unsigned from = 0; from < config.num_cores; ++from)
+    for (unsigned to = from / q_size * q_size; to < (from / q_size + 1) * q_size && to < config.num_cores; ++to) {
+      if (to == from) continue;
+      sim::MeshPosition at = config.core_position(from);
+      const sim::MeshPosition target = config.core_position(to);
+      while (at.x != target.x) {  // along the row first
+        const unsigned direction = target.x > at.x ? 0 : 1;
+        ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+        at.x = target.x > at.x ? at.x + 1 : at.x - 1;
+      }
+      while (at.y != target.y) {
+        const unsigned direction = target.y > at.y ? 2 : 3;
+        ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+        at.y = target.y > at.y ? at.y + 1 : at.y - 1;
+      }
+    }
+  return std::max<int64_t>(1, *std::max_element(sends.begin(), sends.end()));
+}
+
 // Tile sizes by an estimate of time like the other schedule's: the longest of
 // DRAM bytes at the bandwidth a matmul reaches (matmul_dram_bytes_per_cycle,
 // narrow rows at dram_row_share), the NoC's share of the exchange and the
@@ -114,32 +142,38 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
         if (q * align64(tm * tn * 4) > accumulator) continue;
         const int64_t k_steps = ceil_div(mm.k, tk);
-        // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
-        const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
-        const auto local = [&](int64_t slots) {
-          return k_steps * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) + ones;
-        };
-        const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
-        if (local(b_slots) > scratchpad) continue;
-        const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
-        const int64_t rounds = ceil_div(ceil_div(rows, groups), q);  // per core, the busiest group's
-        const int64_t tile_spread = column_spread(mm, config, q, tn), column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
-        // A once per row, B once per round of each group that has rows, C once.
-        const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
-        const double bytes = double(mm.batch * mm.m * mm.k * e) + b_bytes + double(mm.batch * mm.m * mm.n * eo);
-        // Each core sends its loads to Q - 1 peers over its links (about one and a half hops each).
-        const double noc = b_bytes / config.num_cores * double(q - 1) * 1.5 / config.noc.link_bytes_per_cycle;
-        const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k);
-        // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
-        const double core_share = dram_bytes_per_cycle / config.num_cores;
-        const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
-        const double drain = double(q * tm * tn * eo) / core_share;
-        // DRAM: narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
-        const double b_rows = tn < mm.n ? dram_row_share(config, tn * e) : 1.0, c_rows = tn < mm.n ? dram_row_share(config, tn * eo) : 1.0;
-        const double dram = (double(mm.batch * mm.m * mm.k * e) + b_bytes / b_rows + double(mm.batch * mm.m * mm.n * eo) / c_rows) /
-                            matmul_dram_bytes_per_cycle(config);
-        const double cycles = std::max({dram, noc, fill + compute}) + drain;
-        candidates.push_back({q_size, tm, tn, tk, b_slots, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds});
+        for (const bool panel : {true, false}) {
+          if (!panel && k_steps < 2 && op.schedule != MatmulSchedule::SharedBStreamedA) continue;  // (one K step: the panel is one tile)
+          if (panel && op.schedule == MatmulSchedule::SharedBStreamedA) continue;
+          // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
+          const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
+          const auto local = [&](int64_t slots) {
+            return (panel ? k_steps : 2) * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) +
+                   ones;
+          };
+          const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
+          if (local(b_slots) > scratchpad) continue;
+          const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
+          const int64_t rounds = ceil_div(ceil_div(rows, groups), q);  // per core, the busiest group's
+          const int64_t tile_spread = column_spread(mm, config, q, tn), column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
+          // A once per row (streamed: once per round of columns), B once per round of each group that has
+          // rows, C once.
+          const double a_bytes = double(mm.batch * mm.m * mm.k * e) * double(panel ? 1 : column_rounds);
+          const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
+          const double bytes = a_bytes + b_bytes + double(mm.batch * mm.m * mm.n * eo);
+          // Each core sends its loads to its Q - 1 peers: the busiest link carries busiest_link_sends of them.
+          const double noc = b_bytes / config.num_cores * double(busiest_link_sends(config, q_size)) / config.noc.link_bytes_per_cycle;
+          const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k);
+          // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
+          const double core_share = dram_bytes_per_cycle / config.num_cores;
+          const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
+          const double drain = double(q * tm * tn * eo) / core_share;
+          // DRAM: narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
+          const double b_rows = tn < mm.n ? dram_row_share(config, tn * e) : 1.0, c_rows = tn < mm.n ? dram_row_share(config, tn * eo) : 1.0;
+          const double dram = (a_bytes + b_bytes / b_rows + double(mm.batch * mm.m * mm.n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
+          const double cycles = std::max({dram, noc, fill + compute}) + drain;
+          candidates.push_back({q_size, tm, tn, tk, b_slots, panel, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds});
+        }
       }
   // Every K step synchronizes the group (a member's products wait for every member's part, and its
   // slot for every member's credit), and the estimate leaves out those latencies; they cost each step
@@ -170,7 +204,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t a_bytes = align64(tm * tk * e), b_bytes = bias_off + (bias ? align64(tn * e) : 0), o_bytes = align64(tm * tn * eo),
                 acc_bytes = align64(tm * tn * 4);
   const int64_t b_slots = plan.b_slots;
-  const int64_t a0 = 0, b0 = a0 + k_steps * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
+  const bool panel = plan.panel;
+  const int64_t a0 = 0, b0 = a0 + (panel ? k_steps : 2) * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE), then the local rings.
   const auto full = [&](int64_t p) { return p; };
@@ -219,6 +254,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
   for (const int64_t s : {a_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  if (!panel) pb.emit(Opcode::SIGNAL, {kCtl, a_free});  // (a ring of two A tiles)
   for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::SIGNAL, {kCtl, acc_free});  // (one per accumulator tile)
   // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
   std::vector<int64_t> tile_order;
@@ -255,7 +291,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Reg k_left = pb.reg(), kt = pb.reg(), bslot = pb.reg(), oslot = pb.reg(), a_src = pb.reg(), b_src = pb.reg(), apanel = pb.reg();
   const Reg l0 = pb.reg(), l1 = pb.reg();
   const DmaShape shape{pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg()};
-  pb.li(bslot, 0), pb.li(oslot, 0);
+  pb.li(bslot, 0), pb.li(oslot, 0), pb.li(apanel, a0);
   if (bias) {  // the ones column (1.0 rounded to A's dtype: exact)
     pb.li(l0, ones_at), pb.li(l1, 0x3f800000), pb.li(mt, tm);
     pb.emit(Opcode::V_FILL, {tc_dt, l0.index, l1.index, mt.index, one.index});
@@ -273,10 +309,10 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.bind(phantom);
   }
   // The A panel, a K step at a time.
-  pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
-  emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);
-  pb.li(k_left, k), pb.li(apanel, a0);
-  {
+  if (panel) {
+    pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
+    emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);
+    pb.li(k_left, k), pb.li(apanel, a0);
     const Label a_loop = pb.label();
     pb.bind(a_loop);
     pb.li(tmp, tk), pb.min(kt, k_left, tmp);
@@ -313,10 +349,19 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   };
   column(q);
   emit_element_address(pb, b_src, b_sym, mm.b, kZero, kZero, n0, tmp);
-  pb.li(k_left, k), pb.li(apanel, a0);
+  pb.li(k_left, k);
+  if (panel) pb.li(apanel, a0);
+  else emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);  // (apanel goes on round the ring)
   const Label k_loop = pb.label();
   pb.bind(k_loop);
   pb.li(tmp, tk), pb.min(kt, k_left, tmp);
+  if (!panel) {  // A streamed: this K step's tile into the ring slot at apanel
+    pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
+    emit_tile_shape(pb, mm.a, mt, kt, shape);
+    emit_dma(pb, Opcode::DMA_LD, ch_panel, apanel, a_src, shape);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_panel), a_full});
+    pb.li(tmp, tk * mm.a.col_stride * e), pb.add(a_src, a_src, tmp);
+  }
   // B: dma ch0 loads our tile into part q of slot bslot once the slot is free here (our tensor core is
   // done with it, and ch1 has sent what it held), and tells the peers; ch1 sends it to each peer
   // once that peer's slot is free.
@@ -364,7 +409,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   // tile also waits until the vector unit has read it out (it frees them in the same order).
   {
     const Label resident = pb.label();
-    pb.branch(Opcode::BNE, {round.index, kZero.index}, resident);
+    if (panel) pb.branch(Opcode::BNE, {round.index, kZero.index}, resident);
     pb.emit(Opcode::WAIT, {kTc, a_full});
     pb.bind(resident);
   }
@@ -396,8 +441,11 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.bind(no_bias);
   }
   pb.emit(Opcode::SIGNAL, {kTc, mine_free});
+  if (!panel) pb.emit(Opcode::SIGNAL, {kTc, a_free});
   pb.addi(bslot, bslot, 1), pb.li(tmp, b_slots), pb.emit(Opcode::REMU, {bslot.index, bslot.index, tmp.index});
-  pb.li(tmp, tk * mm.b.row_stride * e), pb.add(b_src, b_src, tmp), pb.addi(apanel, apanel, a_bytes);
+  pb.li(tmp, tk * mm.b.row_stride * e), pb.add(b_src, b_src, tmp);
+  if (panel) pb.addi(apanel, apanel, a_bytes);
+  else pb.li(tmp, 2 * a0 + a_bytes), pb.sub(apanel, tmp, apanel);  // the other slot of the ring
   pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
   pb.branch(Opcode::BLT, {kZero.index, k_left.index}, k_loop);
   pb.emit(Opcode::SIGNAL, {kTc, acc_full});
@@ -437,7 +485,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.li(tmp, column_rounds);
   pb.branch(Opcode::BLT, {round.index, tmp.index}, column_loop);
   // The row is done: the panel is free.
-  pb.emit(Opcode::SIGNAL, {kTc, a_free});
+  if (panel) pb.emit(Opcode::SIGNAL, {kTc, a_free});
   pb.addi(rr, rr, q_size);
   pb.branch(Opcode::BLT, {rr.index, rr_stop.index}, row_loop);
   pb.bind(done);
@@ -479,7 +527,7 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
        << " cores (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
        << " (M x N x K), " << plan.group << " output tiles accumulated at once per core"
        << (plan.tile_spread > 1 ? "; a round's columns of tiles " + std::to_string(plan.tile_spread) + " apart (one per DRAM interleave block)" : std::string())
-       << "; A panel resident; A " << layout(mm.a) << ", B "
+       << (plan.panel ? "; A panel resident" : "; A streamed (a tile per K step of each round)") << "; A " << layout(mm.a) << ", B "
        << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
   for (const OpKind step : op.epilogue) text << ", then " << op_name(step);

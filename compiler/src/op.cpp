@@ -114,7 +114,8 @@ std::string OpDesc::key() const {
     for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
     key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
     if (residual) key += " residual";
-    if (schedule != MatmulSchedule::Auto) key += schedule == MatmulSchedule::OwnTiles ? " own-tiles" : " shared-b";
+    if (schedule != MatmulSchedule::Auto)
+      key += schedule == MatmulSchedule::OwnTiles ? " own-tiles" : schedule == MatmulSchedule::SharedB ? " shared-b" : " shared-b-streamed-a";
   }
   if (kind == OpKind::ATTENTION) {
     char attributes[64];

@@ -422,6 +422,19 @@ TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
   // The last column of tiles partial, the last row of tiles partial and K a single short step.
   // (Rounds whose tiles are half a DRAM interleave block wide: MatmulOnLpddr below.)
   for (const OpDesc& partial : {shared(mm(dt, 1024, 600, 256)), shared(mm(dt, 2000, 600, 100))}) check(partial, 10);
+  // A streamed a tile per K step (a ring of two) instead of resident as a panel: K partial in its
+  // last step, members without a row, B transposed with a bias row, a single K step.
+  const auto streamed = [&](OpDesc op) {
+    op.schedule = MatmulSchedule::SharedBStreamedA;
+    const std::string plan = compiler_.compile(op)->plan;
+    EXPECT_EQ(plan.find("A streamed") != std::string::npos, base) << plan;
+    return op;
+  };
+  check(streamed(mm(dt, 300, 260, 700)), 12);
+  OpDesc streamed_bias{OpKind::MATMUL, {contiguous(dt, {90, 600}), transposed(dt, 600, 200), contiguous(dt, {200})}, contiguous(dt, {90, 200})};
+  streamed_bias.epilogue = {OpKind::GELU};
+  check(streamed(streamed_bias), 13);
+  check(streamed(mm(dt, 130, 300, 100)), 14);
   if (base) {
     // The compiler's own choice: shared where its estimate is at least 10% below, so not for a matmul of
     // few rows (128 x 768 x 768: estimated at 2.3 times its own tiles' cycles shared, measured 1.7 times).

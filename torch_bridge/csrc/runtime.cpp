@@ -51,7 +51,8 @@ npu::compiler::MatmulSchedule matmul_schedule_from_env() {
   if (value == "auto") return npu::compiler::MatmulSchedule::Auto;
   if (value == "own-tiles") return npu::compiler::MatmulSchedule::OwnTiles;
   if (value == "shared-b") return npu::compiler::MatmulSchedule::SharedB;
-  TORCH_CHECK(false, "npusim: NPUSIM_MATMUL_SCHEDULE is auto, own-tiles or shared-b, not '", value, "'");
+  if (value == "shared-b-streamed-a") return npu::compiler::MatmulSchedule::SharedBStreamedA;
+  TORCH_CHECK(false, "npusim: NPUSIM_MATMUL_SCHEDULE is auto, own-tiles, shared-b or shared-b-streamed-a, not '", value, "'");
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ enum class MatmulSchedule : uint8_t {
   Auto,
   OwnTiles,  // every core loads the A and B tiles of its own output tiles
   SharedB,   // the cores of a group share B's tiles over the NoC (where it applies)
+  SharedBStreamedA,  // SharedB with A streamed a tile per K step, not resident as a panel
 };
 
 // The sliding window of im2col (compiler/ops.def), per spatial dim (rows, cols).
