@@ -509,6 +509,13 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
       b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
     };
+    // A tile of planes whose DRAM side's plane stride is below its row stride (a permute that brings a
+    // far dim next to the planes: [32, 64, 16, 64] from [16, 32, 64, 64]) walks the planes inside the
+    // rows, so that its DRAM addresses run on instead of jumping a row stride every run.
+    const auto planes_inside = [&](int64_t dram_row_stride, int64_t dram_plane_stride) {
+      if (tp == 1 || std::abs(dram_plane_stride) >= std::abs(dram_row_stride)) return;
+      for (const auto& [x, y] : {std::pair{n1, n2}, std::pair{ds1, ds2}, std::pair{ss1, ss2}}) b.mov(tmp, x), b.mov(x, y), b.mov(y, tmp);
+    };
 
     // Loads, on dma ch0.
     b.emit(Opcode::WAIT, {kDma0, IN_FREE});
@@ -527,6 +534,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
         dma_shape(o, o.mode);  // a materialized operand loads its column or scalar here
       }
       tile_planes(k);
+      if (o.decimation == 1 && (o.transposed || o.mode == Bcast::Full))
+        planes_inside(o.transposed ? o.stride[2] : o.stride[1], space.plane_strides[k].back());
       dma(Opcode::DMA_LD, 0, local, addr);
     }
     b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
@@ -624,6 +633,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     // A store's source is the dense local tile, its destination strided: swap the strides.
     b.mov(tmp, ds1), b.mov(ds1, ss1), b.mov(ss1, tmp);
     b.mov(tmp, ds2), b.mov(ds2, ss2), b.mov(ss2, tmp);
+    planes_inside(operands[0].stride[1], space.plane_strides[0].back());
     dma(Opcode::DMA_ST, store_channel, addr, o_local);
     b.emit(Opcode::SIGNAL, {kStoreEngine, OUT_FREE});
 

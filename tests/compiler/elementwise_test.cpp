@@ -259,7 +259,11 @@ TEST_P(Elementwise, SmallPlanesShareATile) {
   heads.strides = {6 * 10 * 16, 16, 10 * 16, 1};
   TensorDesc small_image = t(DType::F32, {8, 5, 4, 6});
   small_image.strides = {6 * 5 * 4, 4, 1, 5 * 4};
-  for (const TensorDesc& input : {heads, small_image}) {
+  // permute(1, 2, 0, 3) of [3, 4, 5, 16]: the planes (4 x 5) lie closer in memory than the rows (3),
+  // so the DMA walks the planes inside each row.
+  TensorDesc far_rows = t(DType::BF16, {4, 5, 3, 16});
+  far_rows.strides = {5 * 16, 16, 4 * 5 * 16, 1};
+  for (const TensorDesc& input : {heads, small_image, far_rows}) {
     const TensorDesc output = t(input.dtype, input.shape);
     check(OpKind::COPY, {input}, output);
     check(OpKind::MUL, {input, output}, output);  // a second operand read contiguously
