@@ -219,6 +219,7 @@ std::vector<ChainStep> steps_of(const OpDesc& op) {
 }  // namespace
 
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
+  if (auto transposed = lower_transpose_copy(op, config)) return *std::move(transposed);
   const bool chain = op.kind == OpKind::ELEMENTWISE_CHAIN;
   const std::vector<ChainStep> steps = steps_of(op);
   const std::string name = op_name(op.kind);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 namespace npu::compiler {
 
 Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config);
+
+// A copy that changes the layout, as blocked 2-D transposes with long DRAM runs on both sides
+// (transpose_copy.cpp); nullopt where it does not apply (lower_elementwise then copies).
+std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConfig& config);
 
 // The vector instruction of a unary elementwise op (for epilogues).
 isa::Opcode unary_opcode(OpKind kind);

@@ -267,9 +267,39 @@ TEST_P(Elementwise, SmallPlanesShareATile) {
     const TensorDesc output = t(input.dtype, input.shape);
     check(OpKind::COPY, {input}, output);
     check(OpKind::MUL, {input, output}, output);  // a second operand read contiguously
-    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {input}, output})->plan;
+    // (A copy of the small image is one blocked transpose, its 8 images a batch of a tile.)
+    const std::string plan = compiler().compile(OpDesc{OpKind::MUL, {input, output}, output})->plan;
     EXPECT_NE(plan.find(" planes x "), std::string::npos) << plan;
   }
+}
+
+// Layout changes whose runs are short in one tensor or the other go as blocked transposes (runs of a
+// DRAM interleave period on both sides where the dims allow): a 2-D transpose, permutes of 4-D tensors
+// (one that grows its tile along the input's next dim, one that takes a batch of a third dim), NCHW ->
+// NHWC in f32. A transpose with runs shorter than a DMA request stays with the elementwise kernel.
+TEST_P(Elementwise, LayoutChangesAreBlockedTransposes) {
+  const auto permuted = [&](DType dtype, std::vector<int64_t> shape, std::vector<size_t> order) {
+    TensorDesc input = t(dtype, shape);
+    TensorDesc view = input;
+    for (size_t d = 0; d < order.size(); ++d) view.shape[d] = input.shape[order[d]], view.strides[d] = input.strides[order[d]];
+    return view;
+  };
+  const std::vector<TensorDesc> inputs = {
+      permuted(DType::BF16, {384, 256}, {1, 0}),
+      permuted(DType::BF16, {8, 4, 32, 64}, {1, 2, 3, 0}),
+      permuted(DType::BF16, {4, 8, 64, 64}, {0, 1, 3, 2}),
+      permuted(DType::F32, {2, 64, 28, 28}, {0, 2, 3, 1}),
+  };
+  for (const TensorDesc& input : inputs) {
+    const TensorDesc output = t(input.dtype, input.shape);
+    check(OpKind::COPY, {input}, output);
+    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {input}, output})->plan;
+    EXPECT_NE(plan.find("as blocked transposes"), std::string::npos) << plan;
+  }
+  // [4, 16, 16, 8] from [8, 4, 16, 16]: the input's runs (16) and the output's (8) share no dim to grow by.
+  const TensorDesc short_runs = permuted(DType::BF16, {8, 4, 16, 16}, {1, 3, 2, 0});
+  check(OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape));
+  EXPECT_EQ(compiler().compile(OpDesc{OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape)})->plan.find("blocked"), std::string::npos);
 }
 
 TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {

@@ -1,0 +1,236 @@
+// A copy that changes the layout (permute(...).contiguous(), NCHW <-> NHWC,
+// x.transpose(1, 2).contiguous()) as blocked 2-D transposes whose DRAM runs
+// are long on both sides.
+//
+// After merging the dims that stay neighbours, the input's unit-stride dim (a)
+// and the output's (z) differ. A tile is a block P of the input's contiguous
+// run (part of a; or all of a and part of a2, the dim that continues a in the
+// input) by a block Q of the output's (part of z; or all of z and part of z2,
+// the dim before z in the output). It is loaded as Q runs of P elements,
+// turned over by v.trans into P runs of Q elements and stored: each run is
+// RUN_BYTES or more on both sides where the dims allow (the elementwise
+// kernel's tiles follow single dims, whose runs are as short as the dims:
+// 32 bytes for a dim of 16 bf16). The dims left are the tiles' loop.
+//   dma ch0: the tile's Q runs of P                        -> vector
+//   vector:  v.trans [Q x P] -> [P x Q]                    -> dma ch2
+//   dma ch2: its P runs of Q
+// Applies to a copy into a dense output of blocks that divide their dims; the
+// elementwise kernel takes the others.
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "elementwise.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::Opcode;
+
+// A tile's bytes, up to which small tiles take a batch of another dim.
+constexpr int64_t kTileBytes = 128 * 1024;
+
+struct Dim {
+  int64_t size = 1, in_stride = 0, out_stride = 0;  // elements
+};
+
+// A block of a dim of n elements of `unit` bytes: all of it where that is under `want` bytes, else
+// its smallest divisor of `want` bytes or more (0 where that is over 8 x want: a prime length).
+int64_t block_of(int64_t n, int64_t unit, int64_t want) {
+  if (n * unit < want) return n;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0 && d * unit >= want) return d * unit <= 8 * want ? d : 0;
+  return 0;
+}
+
+// A DMA of runs of `run` elements, contiguous on both sides, repeated over two dims strided on both.
+struct DmaDims {
+  struct Outer {
+    int64_t count = 1, dram_stride = 0, local_stride = 0;  // elements
+  };
+  int64_t run = 0;
+  Outer inner, outer;
+};
+
+// The two outer dims in the order of their DRAM strides (the inner one the nearer, so that the DRAM
+// addresses run on where they can), and each folded into the run where it continues it on both sides.
+DmaDims arranged(DmaDims dma) {
+  if (dma.outer.count > 1 && std::abs(dma.outer.dram_stride) < std::abs(dma.inner.dram_stride)) std::swap(dma.inner, dma.outer);
+  for (int i = 0; i < 2; ++i)
+    if (dma.inner.count == 1 || (dma.inner.dram_stride == dma.run && dma.inner.local_stride == dma.run)) {
+      dma.run *= dma.inner.count;
+      dma.inner = dma.outer;
+      dma.outer = {};
+    }
+  return dma;
+}
+
+}  // namespace
+
+std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConfig& config) {
+  if (op.kind != OpKind::COPY || op.inputs.size() != 1 || op.inputs[0].dtype != op.output.dtype) return std::nullopt;
+  const TensorDesc& in = op.inputs[0];
+  const TensorDesc& out = op.output;
+  if (in.shape != out.shape || out.numel() == 0) return std::nullopt;
+  for (int64_t d = int64_t(out.shape.size()) - 1, dense = 1; d >= 0; dense *= out.shape[size_t(d)], --d)
+    if (out.shape[size_t(d)] != 1 && out.strides[size_t(d)] != dense) return std::nullopt;  // a dense output only
+  for (const int64_t s : in.strides)
+    if (s < 0) return std::nullopt;
+  const int64_t e = isa::dtype_size_bytes(out.dtype);
+
+  // The dims in the output's order, size-1 dims dropped, neighbours merged where both tensors allow.
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    if (out.shape[d] == 1) continue;
+    const Dim next{out.shape[d], in.strides[d], out.strides[d]};
+    if (!dims.empty() && dims.back().in_stride == next.size * next.in_stride && dims.back().out_stride == next.size * next.out_stride) {
+      dims.back() = {dims.back().size * next.size, next.in_stride, next.out_stride};
+    } else {
+      dims.push_back(next);
+    }
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const auto find_in_stride = [&](int64_t stride) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (dims[size_t(d)].in_stride == stride) return d;
+    return int64_t{-1};
+  };
+  const int64_t z = rank - 1, a = find_in_stride(1);
+  if (rank < 2 || a < 0 || a == z) return std::nullopt;  // no transpose: the elementwise kernel's runs are long already
+
+  // Runs of a whole period of the DRAM interleave on both sides where the tiles fit (each run then
+  // reaches every channel, whatever the strides between runs: runs of 512 bytes of a 4096 x 4096 f32
+  // transpose, 16 KiB apart, all fell on two channels of base's four), else the shorter side shorter.
+  int64_t z2 = -1, a2 = -1, qz = 0, qz2 = 1, pa = 0, pa2 = 1;
+  const int64_t period = int64_t{config.dram.channels} * config.dram.interleave_bytes, scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  // Runs shorter than a DMA request on either side: the elementwise kernel's tiles do as well.
+  const int64_t request = config.core.dma.request_bytes;
+  for (int64_t want_q = std::max<int64_t>(period, 2 * request), want_p = want_q;; (want_q >= want_p ? want_q : want_p) /= 2) {
+    if (want_q < request && want_p < request) return std::nullopt;
+    // Q: part of z, or all of z and part of z2 (z - 1, unless that is a).
+    z2 = -1, qz2 = 1, qz = block_of(dims[size_t(z)].size, e, want_q);
+    if (qz == dims[size_t(z)].size && qz * e < want_q && z - 1 != a) z2 = z - 1, qz2 = block_of(dims[size_t(z2)].size, qz * e, want_q);
+    // P: part of a, or all of a and part of a2 (the dim at a's size in the input, if it is not in Q).
+    a2 = -1, pa2 = 1, pa = block_of(dims[size_t(a)].size, e, want_p);
+    if (pa == dims[size_t(a)].size && pa * e < want_p) {
+      const int64_t next = find_in_stride(dims[size_t(a)].size);
+      if (next >= 0 && next != z && next != z2) a2 = next, pa2 = block_of(dims[size_t(a2)].size, pa * e, want_p);
+    }
+    // Two slots of an input tile and an output tile.
+    if (qz > 0 && qz2 > 0 && pa > 0 && pa2 > 0 && 4 * align64(pa * pa2 * qz * qz2 * e) <= scratchpad) break;
+  }
+  // Small tiles grow along a dim they take part of (P's continuation first: longer reads), up to
+  // kTileBytes: a DMA's latency is exposed once per transfer.
+  for (const auto& [block, dim] : {std::pair{&pa2, a2}, std::pair{&qz2, z2}, std::pair{&pa, a2 < 0 ? a : -1}, std::pair{&qz, z2 < 0 ? z : -1}}) {
+    if (dim < 0) continue;
+    const int64_t others = pa * pa2 * qz * qz2 / *block, size = dims[size_t(dim)].size;
+    for (int64_t n = *block + 1; n <= size; ++n)
+      if (size % n == 0 && align64(n * others * e) <= std::min(kTileBytes, scratchpad / 4)) *block = n;
+  }
+  const int64_t p_elems = pa * pa2, q_elems = qz * qz2;
+  const int64_t tile_bytes = align64(p_elems * q_elems * e);
+  const Dim none{1, 0, 0};
+  const Dim& dz = dims[size_t(z)];
+  const Dim& dz2 = z2 >= 0 ? dims[size_t(z2)] : none;
+  const Dim& da = dims[size_t(a)];
+  const Dim& da2 = a2 >= 0 ? dims[size_t(a2)] : none;
+  // Load: Q runs of P elements, [Q][P] here with q = z2 * qz + z. Store: P runs of Q, p = a2 * pa + a.
+  DmaDims load = arranged({p_elems, {qz, dz.in_stride, p_elems}, {qz2, dz2.in_stride, qz * p_elems}});
+  DmaDims store = arranged({q_elems, {pa, da.out_stride, q_elems}, {pa2, da2.out_stride, pa * q_elems}});
+  if (std::min(load.run, store.run) * e < request) return std::nullopt;
+  // Small tiles take a batch of nb of another dim (c, the output's innermost left), as the DMAs' outer
+  // dim where both have it free: a DMA's latency is exposed once per transfer.
+  int64_t c = -1, nb = 1;
+  if (load.outer.count == 1 && store.outer.count == 1)
+    for (int64_t d = rank - 1; d >= 0 && c < 0; --d)
+      if (d != a && d != a2 && d != z && d != z2) c = d;
+  if (c >= 0) {
+    for (int64_t n = 1; n <= dims[size_t(c)].size; ++n)
+      if (dims[size_t(c)].size % n == 0 && n * tile_bytes <= kTileBytes && 4 * n * tile_bytes <= scratchpad) nb = n;
+    load.outer = {nb, dims[size_t(c)].in_stride, tile_bytes / e}, store.outer = {nb, dims[size_t(c)].out_stride, tile_bytes / e};
+    load = arranged(load), store = arranged(store);
+  }
+  const int64_t slot_bytes = 2 * nb * tile_bytes;  // nb input tiles, then nb output tiles
+
+  // The tiles' loop: every dim, in the output's order, in blocks where a block is cut from it.
+  std::vector<int64_t> loop_dims, loop_in, loop_out;
+  for (int64_t d = 0; d < rank; ++d) {
+    const Dim& dim = dims[size_t(d)];
+    const int64_t block = d == a ? pa : d == a2 ? pa2 : d == z ? qz : d == z2 ? qz2 : d == c ? nb : 1;
+    if (dim.size / block == 1) continue;
+    loop_dims.push_back(dim.size / block), loop_in.push_back(dim.in_stride * block), loop_out.push_back(dim.out_stride * block);
+  }
+  if (loop_dims.empty()) loop_dims = {1}, loop_in = {0}, loop_out = {0};
+  int64_t tiles = 1;
+  for (const int64_t n : loop_dims) tiles *= n;
+  const unsigned cores = static_cast<unsigned>(std::min<int64_t>(config.num_cores, tiles));
+  const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
+
+  ProgramBuilder b("copy, blocked transposes (generated)");
+  const uint16_t out_sym = b.output("out", out.dtype, {static_cast<uint64_t>(out.storage_extent())});
+  const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
+  constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
+  const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
+  const Reg t = b.reg(), t_end = b.reg();
+  const Label done = b.label();
+  b.split_over_cores(tiles, t, t_end);
+  b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+  const Reg in_base = b.reg(), out_base = b.reg();
+  b.emit(Opcode::LA, {in_base.index, in_sym});
+  if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * e);
+  b.emit(Opcode::LA, {out_base.index, out_sym});
+  for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
+  const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg();
+  const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
+  b.li(slot, 0);
+  const auto dma = [&](Opcode opcode, int64_t channel, const DmaDims& shape) {
+    const bool is_load = opcode == Opcode::DMA_LD;
+    b.li(n0, shape.run * e), b.li(n1, shape.inner.count), b.li(n2, shape.outer.count);
+    b.li(is_load ? ss1 : ds1, shape.inner.dram_stride * e), b.li(is_load ? ds1 : ss1, shape.inner.local_stride * e);
+    b.li(is_load ? ss2 : ds2, shape.outer.dram_stride * e), b.li(is_load ? ds2 : ss2, shape.outer.local_stride * e);
+    const Reg dst = is_load ? local : addr, src = is_load ? addr : local;
+    b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  };
+  const Label loop = b.label();
+  b.bind(loop);
+  b.emit(Opcode::WAIT, {kDma0, IN_FREE});
+  b.tile_address(addr, in_base, t, loop_dims, loop_in, {}, e, tmp);
+  b.mov(local, slot);
+  dma(Opcode::DMA_LD, 0, load);
+  b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
+  // Turn it over into [P][Q].
+  b.emit(Opcode::WAIT, {kVec, IN_FULL});
+  b.emit(Opcode::WAIT, {kVec, OUT_FREE});
+  b.addi(local, slot, nb * tile_bytes), b.li(rows, q_elems), b.li(cols, p_elems), b.mov(addr, slot), b.li(tmp, nb);
+  const Label batch = b.label();
+  b.bind(batch);
+  b.emit(Opcode::V_TRANS, {static_cast<int64_t>(out.dtype), local.index, addr.index, rows.index, cols.index});
+  b.addi(local, local, tile_bytes), b.addi(addr, addr, tile_bytes);
+  b.branch(Opcode::DBNZ, {tmp.index}, batch);
+  b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
+  b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+  b.emit(Opcode::WAIT, {kStore, OUT_FULL});
+  b.tile_address(addr, out_base, t, loop_dims, loop_out, {}, e, tmp);
+  b.addi(local, slot, nb * tile_bytes);
+  dma(Opcode::DMA_ST, store_channel, store);
+  b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+  b.emit(Opcode::XORI, {slot.index, slot.index, slot_bytes});
+  b.addi(t, t, 1);
+  b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
+  b.bind(done);
+  b.emit(Opcode::HALT, {});
+
+  Kernel kernel;
+  kernel.program = b.finish();
+  kernel.cores = std::max(1u, cores);
+  std::ostringstream plan;
+  plan << "copy: " << out.to_string() << " from " << in.to_string() << " as blocked transposes: tiles of " << (nb > 1 ? std::to_string(nb) + " x " : "") << q_elems << " x " << p_elems
+       << " turned into " << p_elems << " x " << q_elems << ", read in runs of " << load.run * e << " bytes, written in runs of " << store.run * e
+       << " bytes; " << tiles << " tiles over " << kernel.cores << " cores; " << 2 * slot_bytes
+       << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << "\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler
