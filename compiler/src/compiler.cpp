@@ -1,6 +1,7 @@
 #include "npusim/compiler/compiler.h"
 
 #include "attention.h"
+#include "conv.h"
 #include "depthwise.h"
 #include "elementwise.h"
 #include "gather.h"
@@ -28,6 +29,7 @@ Lowering lowering_of(OpKind kind) {
 #define NPU_GATHER_OP(ID, ...) case OpKind::ID: return lower_embedding;
 #define NPU_WINDOW_OP(ID, ...) case OpKind::ID: return lower_im2col;
 #define NPU_DEPTHWISE_OP(ID, ...) case OpKind::ID: return lower_depthwise;
+#define NPU_CONV_OP(ID, ...) case OpKind::ID: return lower_conv2d;
 #define NPU_RANDOM_OP(ID, ...) case OpKind::ID: return lower_random;
 #define NPU_RANGE_OP(ID, ...) case OpKind::ID: return lower_random;
 #include "ops.def"

@@ -24,6 +24,7 @@ const OpInfo kOps[] = {
 #define NPU_GATHER_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_WINDOW_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_DEPTHWISE_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
+#define NPU_CONV_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
 #define NPU_RANDOM_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_RANGE_OP(ID, NAME, INPUTS) {NAME, INPUTS},
 #define NPU_CHAIN_OP(ID, NAME, MAX_INPUTS) {NAME, MAX_INPUTS},
@@ -124,15 +125,16 @@ std::string OpDesc::key() const {
     // f32 attention's products run as bf16 parts on a tensor core without f32.
     if (!inputs.empty() && inputs[0].dtype == isa::DType::F32) key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
   }
-  if (kind == OpKind::IM2COL || kind == OpKind::DEPTHWISE_CONV) {
+  if (kind == OpKind::IM2COL || kind == OpKind::DEPTHWISE_CONV || kind == OpKind::CONV2D) {
     char attributes[160];
     std::snprintf(attributes, sizeof attributes, " stride %lld %lld padding %lld %lld dilation %lld %lld flip %d pad %.17g",
                   static_cast<long long>(window.stride[0]), static_cast<long long>(window.stride[1]), static_cast<long long>(window.padding[0]),
                   static_cast<long long>(window.padding[1]), static_cast<long long>(window.dilation[0]),
                   static_cast<long long>(window.dilation[1]), window.flip ? 1 : 0, pad_value);
     key += attributes;
-    if (kind == OpKind::DEPTHWISE_CONV)
+    if (kind == OpKind::DEPTHWISE_CONV || kind == OpKind::CONV2D)
       for (const OpKind e : epilogue) key += std::string(" then ") + op_name(e);
+    if (kind == OpKind::CONV2D && residual) key += " residual";
   }
   if (is_random_op(kind) || kind == OpKind::ARANGE) {
     char params[64];

@@ -998,3 +998,23 @@ def test_max_pool3d_indices_are_the_cpus():
         expected_values, expected_indices = F.max_pool3d(x, return_indices=True, **kwargs)
         assert torch.equal(values.cpu(), expected_values) and torch.equal(indices.cpu(), expected_indices)
     assert npusim.fallback_stats() == before
+
+
+def test_a_bf16_convolution_forms_its_windows_in_the_scratchpad():
+    """A stride-1 bf16 convolution is one tensor-core kernel with implicit im2col (no im2col matrix in
+    DRAM), eagerly and in a compiled ResNet-style block (conv, batch norm, ReLU, residual)."""
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1, bias=False), torch.nn.BatchNorm2d(32), torch.nn.ReLU())
+    with torch.no_grad():
+        block[1].running_mean.uniform_(-0.5, 0.5), block[1].running_var.uniform_(0.5, 2.0)
+    block = block.eval().to(torch.bfloat16)
+    x, skip = torch.randn(2, 16, 12, 10, dtype=torch.bfloat16), torch.randn(2, 32, 12, 10, dtype=torch.bfloat16)
+    fn = lambda m, x, skip: torch.relu(m(x) + skip)
+    expected = fn(block, x, skip)
+    on_npu = block.to(NPU)
+    for run in (fn, torch.compile(fn, backend="npu")):
+        with npusim.profile() as prof:
+            got = run(on_npu, x.to(NPU), skip.to(NPU))
+        torch.testing.assert_close(got.cpu(), expected, rtol=1.6e-2, atol=3e-2)
+        assert any("implicit im2col" in plan for plan in prof.plans), prof.plans
+        assert not any(plan.startswith("im2col") for plan in prof.plans), prof.plans

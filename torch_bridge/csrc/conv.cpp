@@ -73,6 +73,27 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
     };
     if (try_run(make_op, inputs, out)) return out;
   }
+  const bool pointwise_kernel = kh == 1 && kw == 1;
+  if (groups == 1 && !pointwise_kernel && g.stride == std::array<int64_t, 2>{1, 1} && g.dilation == std::array<int64_t, 2>{1, 1} &&
+      (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
+    // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
+    // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
+    // cannot do (padding past K - 1, a band of one row that does not fit).
+    std::vector<at::Tensor> inputs = {x.stride(3) == 1 ? x : x.contiguous(), w.permute({1, 2, 3, 0}).contiguous()};
+    if (bias) inputs.push_back(*bias);
+    if (scale) inputs.push_back(*scale);
+    if (residual) inputs.push_back(*residual);
+    const auto make_op = [&] {
+      std::vector<npu::compiler::TensorDesc> described;
+      for (const at::Tensor& t : inputs) described.push_back(describe(t));
+      npu::compiler::OpDesc op(npu::compiler::OpKind::CONV2D, described, describe(out));
+      op.window = g.window();
+      op.epilogue = epilogue;
+      op.residual = residual != nullptr;
+      return op;
+    };
+    if (try_run(make_op, inputs, out)) return out;
+  }
   at::Tensor cols;  // [N, C*KH*KW, OH*OW]
   const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};
   if (pointwise && (x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast))) {

@@ -1,0 +1,333 @@
+// 2-D convolution on the tensor core with implicit im2col: the windows are
+// formed in the scratchpad, never as an im2col matrix in DRAM.
+//
+// A tile is (output channels cot * TN .. +TN, image, band of R output rows).
+// dma ch0 loads the band's input rows of every channel into a stage of C
+// planes, each (R + KH - 1) rows of Wp = W + 2 * pw columns, zero-filled once
+// (the padding columns); the rows of a band that lie outside the image are
+// copied from a zero row (dma.cp) first. With the output computed over the
+// stage's full width, tap (i, j) of every output position p reads the stage at
+// the flat offset i * Wp + j + p, so the stage seen from that offset, C rows
+// (one per channel) a plane apart, is the A operand of one tc.mm, stored
+// transposed (k x m, the ta flag): M = the plane's positions, K = C, N = TN,
+// B = the tap's [C x TN] weights. KH * KW products accumulate in f32 in the
+// accumulator (two slots). The positions past the band's R rows and the
+// columns past OW are computed and dropped: R * OW of (R + KH - 1) * Wp are
+// kept.
+//   dma ch0: the next tile's stage: zero rows outside the image, the
+//            image's rows                                    -> tc
+//   dma ch1: the weights of output channels cot (when cot changes; they stay
+//            for its tiles), and the tile's residual         -> tc, vector
+//   tc:      KH * KW tc.mm into an accumulator slot          -> vector
+//   vector:  v.trans [positions x TN] -> [TN x positions], scale, bias,
+//            residual, epilogue, rounding                    -> dma ch2
+//   dma ch2: TN x R runs of OW
+// The next tile's stage is zeroed and loaded while this one's products run.
+#include "conv.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "elementwise.h"
+#include "npusim/compiler/program_builder.h"
+#include "npusim/isa/isa.h"
+
+namespace npu::compiler {
+
+using isa::Opcode;
+
+Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
+  const std::string name = op_name(op.kind);
+  const size_t extra = op.inputs.size() < 2 ? 0 : op.inputs.size() - 2;
+  if (op.inputs.size() < 2 || extra > (op.residual ? 3u : 2u) || (op.residual && extra == 0))
+    throw std::invalid_argument(name + " takes x, w, an optional bias, an optional scale and (OpDesc::residual) a residual");
+  const TensorDesc& x = op.inputs[0];
+  const TensorDesc& w = op.inputs[1];
+  const TensorDesc& out = op.output;
+  const TensorDesc* residual = op.residual ? &op.inputs.back() : nullptr;
+  const size_t vectors = extra - (op.residual ? 1 : 0);  // bias [, scale]
+  if (x.shape.size() != 4 || w.shape.size() != 4 || out.shape.size() != 4) throw std::invalid_argument(name + ": x, w and the output are 4-D");
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  const int64_t kh = w.shape[1], kw = w.shape[2], cout = w.shape[3];
+  if (w.shape[0] != c) throw std::invalid_argument(name + ": w is [C, KH, KW, Cout]");
+  const isa::DType dtype = x.dtype;
+  const auto& accepted = config.core.tensor_core.input_dtypes;
+  if ((dtype != isa::DType::BF16 && dtype != isa::DType::F16) || std::find(accepted.begin(), accepted.end(), dtype) == accepted.end())
+    throw UnsupportedOp(name + ": bf16 or f16 on a tensor core that takes it");
+  if (w.dtype != dtype || out.dtype != dtype || (residual && residual->dtype != dtype))
+    throw std::invalid_argument(name + ": x, w, the residual and the output of one dtype");
+  const Window& win = op.window;
+  const int64_t ph = win.padding[0], pw = win.padding[1];
+  if (win.stride != std::array<int64_t, 2>{1, 1} || win.dilation != std::array<int64_t, 2>{1, 1} || win.flip || ph < 0 || pw < 0 || ph >= kh ||
+      pw >= kw)
+    throw UnsupportedOp(name + ": stride 1, no dilation, padding of 0 to K - 1");
+  const int64_t oh = h + 2 * ph - kh + 1, ow = wd + 2 * pw - kw + 1;
+  if (out.shape != std::vector<int64_t>{n, cout, oh, ow} || oh < 1 || ow < 1)
+    throw std::invalid_argument(name + ": the output is not [N, Cout, OH, OW] of this window");
+  if (residual && residual->shape != out.shape) throw std::invalid_argument(name + ": the residual is [N, Cout, OH, OW]");
+  if (x.strides[3] != 1 || out.strides[3] != 1 || (residual && residual->strides[3] != 1))
+    throw UnsupportedOp(name + ": rows of x, the residual and the output contiguous");
+  if (w.strides != TensorDesc::contiguous(w.dtype, w.shape).strides) throw UnsupportedOp(name + ": w contiguous");
+  for (size_t i = 2; i < 2 + vectors; ++i) {
+    const TensorDesc& v = op.inputs[i];
+    if (v.numel() != cout || !isa::dtype_is_float(v.dtype)) throw std::invalid_argument(name + ": the bias and the scale are float, one per output channel");
+    if (cout > 1 && v.strides.back() != 1) throw UnsupportedOp(name + ": the bias and the scale contiguous");
+  }
+
+  // TN output channels per tile (a multiple of them); R output rows per band (a divisor of OH): the
+  // tallest band whose accumulator slots and scratchpad buffers fit.
+  const int64_t e = isa::dtype_size_bytes(dtype), taps = kh * kw, wp = wd + 2 * pw;
+  const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
+  const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
+  const int64_t slack = (kh - 1) * wp + kw - 1;  // elements the last tap reads past a stage
+  int64_t tn = 0, r = 0;
+  for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
+    const int64_t cols = std::min(cout, candidate);
+    if (cout % cols != 0) continue;
+    for (int64_t rows = oh; rows >= 1 && r == 0; --rows) {
+      if (oh % rows != 0) continue;
+      const int64_t m = (rows + kh - 1) * wp, kept = rows * wp;
+      const int64_t local = align64(taps * c * cols * e) + 2 * align64((c * m + slack) * e) + align64(cols * kept * 4) +
+                            (residual ? align64(cols * kept * e) : 0) + 2 * align64(cols * kept * e) + int64_t(vectors) * 2 * align64(cout * 4) +
+                            align64(wp * e);
+      if (2 * align64(m * cols * 4) <= accumulator && local <= scratchpad) r = rows;
+    }
+    if (r > 0) {
+      tn = cols;
+      break;
+    }
+  }
+  if (r == 0) throw UnsupportedOp(name + ": the weights of 32 output channels and a band of one row do not fit the scratchpad");
+  const int64_t m = (r + kh - 1) * wp, kept = r * wp, bands = oh / r, cots = cout / tn;
+  const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((c * m + slack) * e), acc_bytes = align64(m * tn * 4);
+  const int64_t stage_at = w_bytes, t_at = stage_at + 2 * stage_bytes, raw_at = t_at + align64(tn * kept * 4);
+  const int64_t out_at = raw_at + (residual ? align64(tn * kept * e) : 0), out_bytes = align64(tn * kept * e);
+  const int64_t vec_at = out_at + 2 * out_bytes;  // per vector: its raw values, then in f32
+  const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), local_bytes = zero_at + align64(wp * e);
+  const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
+  const int64_t tiles = cots * n * bands;
+  const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
+  const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1), w_channel = std::min<unsigned>(1, config.core.dma.channels - 1);
+
+  ProgramBuilder b(name + " (generated)");
+  const uint16_t out_sym = b.output("out", out.dtype, {uint64_t(std::max<int64_t>(out.storage_extent(), 1))});
+  std::vector<uint16_t> in_syms;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    in_syms.push_back(b.input("in" + std::to_string(i), op.inputs[i].dtype, {uint64_t(std::max<int64_t>(op.inputs[i].storage_extent(), 1))}));
+  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL };
+  const int64_t kCtl = 0, kDma0 = 1, kDmaW = 1 + w_channel, kTc = 5, kVec = 6, kStore = 1 + store_channel;
+  // The stage's second half of channels on a fourth DMA channel, where there is one.
+  const unsigned second_channel = config.core.dma.channels >= 4 ? 3 : 0;
+  const int64_t c_first = second_channel == 0 ? c : (c + 1) / 2, kDma1 = 1 + second_channel;
+  const int64_t f32 = int64_t(isa::DType::F32), dt = int64_t(dtype);
+  constexpr int64_t kFull = 0, kCol = 2;
+
+  const Label done = b.label();
+  const Reg t = b.reg(), t_end = b.reg();
+  b.split_over_cores(tiles, t, t_end);
+  b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+  const Reg tmp = b.reg(), tmp2 = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), vr = b.reg(), vc = b.reg();
+  const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
+  const Reg sslot = b.reg(), aslot = b.reg(), oslot = b.reg(), cot = b.reg(), img = b.reg(), band = b.reg(), cur_cot = b.reg(), u = b.reg(), nslot = b.reg();
+  const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
+    b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  };
+  // Tile v: output channels cot, image img, band (cot-major: a core's tiles mostly share their weights).
+  const auto decode = [&](Reg v) {
+    b.li(tmp, n * bands), b.emit(Opcode::DIVU, {cot.index, v.index, tmp.index}), b.emit(Opcode::REMU, {tmp2.index, v.index, tmp.index});
+    b.li(tmp, bands), b.emit(Opcode::DIVU, {img.index, tmp2.index, tmp.index}), b.emit(Opcode::REMU, {band.index, tmp2.index, tmp.index});
+  };
+  // addr = the symbol's base + its storage offset + img * s0 + channel * s1 + row * s2 (elements of e).
+  const auto element_address = [&](size_t input, const TensorDesc& td, Reg channel, Reg row) {
+    b.emit(Opcode::LA, {addr.index, input == SIZE_MAX ? out_sym : in_syms[input]});
+    if (td.storage_offset) b.addi(addr, addr, td.storage_offset * e);
+    b.li(tmp, td.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
+    b.li(tmp, td.strides[1] * e), b.mul(tmp, tmp, channel), b.add(addr, addr, tmp);
+    b.li(tmp, td.strides[2] * e), b.mul(tmp, tmp, row), b.add(addr, addr, tmp);
+  };
+  b.li(one, 1);
+
+  // The bias and the scale, once per core, in f32.
+  for (size_t i = 0; i < vectors; ++i) {
+    const TensorDesc& v = op.inputs[2 + i];
+    const int64_t ve = isa::dtype_size_bytes(v.dtype), raw = vec_at + int64_t(i) * 2 * align64(cout * 4);
+    b.emit(Opcode::LA, {addr.index, in_syms[2 + i]});
+    if (v.storage_offset) b.addi(addr, addr, v.storage_offset * ve);
+    b.li(local, raw), b.li(n0, cout * ve), b.li(n1, 1), b.li(n2, 1), b.li(ds1, 0), b.li(ss1, 0), b.li(ds2, 0), b.li(ss2, 0);
+    dma(Opcode::DMA_LD, 0, local, addr);
+  }
+  b.emit(Opcode::SIGNAL, {kDma0, PARAMS_FULL});
+  b.emit(Opcode::WAIT, {kVec, PARAMS_FULL});
+  for (size_t i = 0; i < vectors; ++i) {
+    const TensorDesc& v = op.inputs[2 + i];
+    const int64_t raw = vec_at + int64_t(i) * 2 * align64(cout * 4);
+    b.li(addr, raw), b.li(local, raw + align64(cout * 4)), b.li(vc, cout);
+    if (v.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, addr.index, one.index, vc.index});
+    else b.emit(Opcode::V_CVT, {f32, int64_t(v.dtype), local.index, addr.index, one.index, vc.index});
+  }
+  // Both stage slots zero once (the padding columns are never written again), and a zero row.
+  b.li(tmp, 0), b.li(vr, c), b.li(vc, m);
+  for (int k = 0; k < 2; ++k) b.li(local, stage_at + k * stage_bytes), b.emit(Opcode::V_FILL, {dt, local.index, tmp.index, vr.index, vc.index});
+  b.li(local, zero_at), b.li(vc, wp), b.emit(Opcode::V_FILL, {dt, local.index, tmp.index, one.index, vc.index});
+  for (int k = 0; k < 2; ++k) {
+    b.emit(Opcode::SIGNAL, {kVec, ST_FREE});
+    if (c_first < c) b.emit(Opcode::SIGNAL, {kVec, ST_FREE2});
+    for (const int64_t s : {ACC_FREE, OUT_FREE}) b.emit(Opcode::SIGNAL, {kCtl, s});
+  }
+  b.emit(Opcode::SIGNAL, {kCtl, W_FREE}), b.emit(Opcode::SIGNAL, {kCtl, RES_FREE});
+  b.li(sslot, stage_at), b.li(aslot, acc0), b.li(oslot, out_at), b.li(cur_cot, -1);
+
+  // Tile v's stage, into the slot at `slot`: zeroed, then the band's rows of x that lie in the image.
+  const auto prepare = [&](Reg v, Reg slot) {
+    decode(v);
+    b.emit(Opcode::WAIT, {kDma0, ST_FREE});
+    // Input rows [first, first + R + KH - 1) with first = band * R - ph, clipped to [from, to) in [0, H).
+    b.muli(vr, band, r), b.addi(vr, vr, -ph);                             // first
+    b.emit(Opcode::MAX, {vc.index, vr.index, kZero.index});               // from
+    b.addi(tmp2, vr, r + kh - 1), b.li(tmp, h), b.min(tmp2, tmp2, tmp);   // to
+    // The stage rows outside the image, zero (copied from a zero row): [0, from - first) and [to - first, R + KH - 1).
+    const auto zero_rows = [&](Reg count, Reg at_row) {
+      const Label none = b.label();
+      b.branch(Opcode::BEQ, {count.index, kZero.index}, none);
+      b.muli(tmp, at_row, wp * e), b.add(local, slot, tmp), b.li(addr, zero_at);
+      b.li(n0, wp * e), b.li(n2, c), b.li(ds1, wp * e), b.li(ss1, 0), b.li(ds2, m * e), b.li(ss2, 0);
+      dma(Opcode::DMA_CP, 0, local, addr);
+      b.bind(none);
+    };
+    b.sub(n1, vc, vr);
+    zero_rows(n1, kZero);
+    b.addi(n1, vr, r + kh - 1), b.sub(n1, n1, tmp2), b.sub(ss2, tmp2, vr);
+    zero_rows(n1, ss2);
+    // The image's rows, at stage row from - first, column pw.
+    b.sub(n1, tmp2, vc);
+    b.sub(tmp, vc, vr), b.muli(tmp, tmp, wp * e), b.add(local, slot, tmp), b.addi(local, local, pw * e);
+    element_address(0, x, kZero, vc);
+    // The channels in two halves on two DMA channels: each row a run of only W elements, the requests
+    // (one a cycle) bound a load more than the bytes do.
+    b.li(n0, wd * e), b.li(n2, c_first), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(ds2, m * e), b.li(ss2, x.strides[1] * e);
+    dma(Opcode::DMA_LD, 0, local, addr);
+    b.emit(Opcode::SIGNAL, {kDma0, ST_FULL});
+    if (c_first < c) {
+      b.li(n2, c - c_first), b.addi(local, local, c_first * m * e), b.li(tmp, c_first * x.strides[1] * e), b.add(addr, addr, tmp);
+      b.emit(Opcode::WAIT, {kDma1, ST_FREE2});
+      dma(Opcode::DMA_LD, second_channel, local, addr);
+      b.emit(Opcode::SIGNAL, {kDma1, ST_FULL});
+    }
+  };
+  prepare(t, sslot);
+
+  const Label loop = b.label();
+  b.bind(loop);
+  {  // The next tile's stage, into the other slot.
+    const Label last = b.label();
+    b.addi(u, t, 1);
+    b.branch(Opcode::BGE, {u.index, t_end.index}, last);
+    b.li(tmp, 2 * stage_at + stage_bytes), b.sub(nslot, tmp, sslot);
+    prepare(u, nslot);
+    b.bind(last);
+  }
+  decode(t);
+  {  // The weights of output channels cot, when they change.
+    const Label same = b.label();
+    b.branch(Opcode::BEQ, {cot.index, cur_cot.index}, same);
+    b.emit(Opcode::WAIT, {kDmaW, W_FREE});
+    b.emit(Opcode::LA, {addr.index, in_syms[1]});
+    if (w.storage_offset) b.addi(addr, addr, w.storage_offset * e);
+    b.muli(tmp, cot, tn * e), b.add(addr, addr, tmp);
+    // [tap][channel][TN] here, from [channel][tap][Cout].
+    b.li(local, 0), b.li(n0, tn * e), b.li(n1, c), b.li(n2, taps), b.li(ds1, tn * e), b.li(ss1, taps * cout * e), b.li(ds2, c * tn * e),
+        b.li(ss2, cout * e);
+    dma(Opcode::DMA_LD, w_channel, local, addr);
+    b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
+    b.emit(Opcode::WAIT, {kTc, W_FULL});
+    b.mov(cur_cot, cot);
+    b.bind(same);
+  }
+  // The products: tap (i, j) = the stage from offset i * Wp + j, transposed, times its weights.
+  b.emit(Opcode::WAIT, {kTc, ST_FULL});
+  if (c_first < c) b.emit(Opcode::WAIT, {kTc, ST_FULL});
+  b.emit(Opcode::WAIT, {kTc, ACC_FREE});
+  b.li(vr, m), b.li(vc, tn), b.li(n0, c);
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const int64_t tap = i * kw + j;
+      b.addi(addr, sslot, (i * wp + j) * e), b.li(local, tap * c * tn * e);
+      b.emit(Opcode::TC_MM, {dt, 2 | (tap > 0 ? 1 : 0), aslot.index, addr.index, local.index, vr.index, vc.index, n0.index});
+    }
+  b.emit(Opcode::SIGNAL, {kTc, ST_FREE});
+  if (c_first < c) b.emit(Opcode::SIGNAL, {kTc, ST_FREE2});
+  b.emit(Opcode::SIGNAL, {kTc, ACC_FULL});
+  {  // The weights are free after the core's last tile of these output channels.
+    const Label keep = b.label();
+    b.addi(u, t, 1);
+    const Label release = b.label();
+    b.branch(Opcode::BGE, {u.index, t_end.index}, release);
+    b.li(tmp, n * bands), b.emit(Opcode::DIVU, {tmp.index, u.index, tmp.index});
+    b.branch(Opcode::BEQ, {tmp.index, cot.index}, keep);
+    b.bind(release);
+    b.emit(Opcode::SIGNAL, {kTc, W_FREE});
+    b.bind(keep);
+  }
+  // The residual's TN x R x OW values, at the kept positions' layout (rows of Wp).
+  b.muli(u, cot, tn), b.muli(tmp2, band, r);  // first output channel, first output row
+  if (residual) {
+    b.emit(Opcode::WAIT, {kDmaW, RES_FREE});
+    element_address(op.inputs.size() - 1, *residual, u, tmp2);
+    b.li(local, raw_at), b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, wp * e), b.li(ss1, residual->strides[2] * e);
+    b.li(ds2, kept * e), b.li(ss2, residual->strides[1] * e);
+    dma(Opcode::DMA_LD, w_channel, local, addr);
+    b.emit(Opcode::SIGNAL, {kDmaW, RES_FULL});
+  }
+  // The epilogue: [positions x TN] turned into [TN x positions] (the kept rows only), per output channel
+  // times the scale plus the bias, plus the residual, the unary steps; rounded into an output slot.
+  b.emit(Opcode::WAIT, {kVec, ACC_FULL});
+  b.li(local, t_at), b.li(vr, kept), b.li(vc, tn);
+  b.emit(Opcode::V_TRANS, {f32, local.index, aslot.index, vr.index, vc.index});
+  b.li(vr, tn), b.li(vc, kept);
+  for (size_t i = vectors; i-- > 0;) {  // the scale (when there is one), then the bias
+    b.muli(tmp, cot, tn * 4), b.addi(tmp, tmp, vec_at + int64_t(i) * 2 * align64(cout * 4) + align64(cout * 4));
+    b.emit(i == 1 ? Opcode::V_MUL : Opcode::V_ADD, {f32, kCol, local.index, local.index, tmp.index, vr.index, vc.index});
+  }
+  if (residual) {  // converted in the accumulator slot, free once read
+    b.emit(Opcode::WAIT, {kVec, RES_FULL});
+    b.li(addr, raw_at);
+    b.emit(Opcode::V_CVT, {f32, dt, aslot.index, addr.index, vr.index, vc.index});
+    b.emit(Opcode::SIGNAL, {kVec, RES_FREE});
+    b.emit(Opcode::V_ADD, {f32, kFull, local.index, local.index, aslot.index, vr.index, vc.index});
+  }
+  b.emit(Opcode::SIGNAL, {kVec, ACC_FREE});
+  for (const OpKind step : op.epilogue) b.emit(unary_opcode(step), {f32, local.index, local.index, vr.index, vc.index});
+  b.emit(Opcode::WAIT, {kVec, OUT_FREE});
+  b.emit(Opcode::V_CVT, {dt, f32, oslot.index, local.index, vr.index, vc.index});
+  b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+  // Store TN x R runs of OW.
+  b.emit(Opcode::WAIT, {kStore, OUT_FULL});
+  element_address(SIZE_MAX, out, u, tmp2);
+  b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, out.strides[2] * e), b.li(ss1, wp * e), b.li(ds2, out.strides[1] * e), b.li(ss2, kept * e);
+  dma(Opcode::DMA_ST, store_channel, addr, oslot);
+  b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+
+  b.li(tmp, 2 * stage_at + stage_bytes), b.sub(sslot, tmp, sslot);
+  b.li(tmp, 2 * acc0 + acc_bytes), b.sub(aslot, tmp, aslot);
+  b.li(tmp, 2 * out_at + out_bytes), b.sub(oslot, tmp, oslot);
+  b.addi(t, t, 1);
+  b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
+  b.bind(done);
+  b.emit(Opcode::HALT, {});
+
+  Kernel kernel;
+  kernel.program = b.finish();
+  kernel.cores = cores;
+  std::ostringstream plan;
+  plan << name << ": " << x.to_string() << " with " << kh << " x " << kw << " kernels to " << cout << " channels, padding " << ph << " x " << pw
+       << " -> " << oh << " x " << ow << "; implicit im2col: tiles of " << tn << " output channels x a band of " << r << " rows of one image, "
+       << tiles << " tiles over " << cores << " cores; each band's " << r + kh - 1 << " x " << wp << " input rows of " << c
+       << " channels in a zero-padded stage, " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
+       << " by " << c << " x " << tn << "), " << r * ow << " of " << m << " positions kept; weights resident per " << tn
+       << " output channels" << (vectors == 2 ? ", scaled" : "") << (vectors >= 1 ? ", plus a bias" : "") << (residual ? ", plus a residual" : "")
+       << "; " << local_bytes << " bytes of scratchpad\n";
+  kernel.plan = plan.str();
+  return kernel;
+}
+
+}  // namespace npu::compiler

@@ -1,0 +1,107 @@
+// The 2-D convolution with implicit im2col compiled for the chip and run
+// through the driver, on tiny and base: every output element against a double
+// reference (bf16 products are exact in f32; the tensor core sums them in f32
+// in its own order, bounded below), with padding, several bands of rows (the
+// first and last clipped by the padding), more channels than the array has
+// rows, two tiles of output channels, strided input rows, a per-channel scale
+// and bias, a residual and an epilogue.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernel_runner.h"
+
+namespace npu::compiler {
+namespace {
+
+using isa::DType;
+
+class Conv : public testing::KernelTest {
+ protected:
+  struct Case {
+    int64_t n, c, h, w, cout, kh, kw, ph, pw;
+    bool bias_and_scale = false, residual = false;
+    std::vector<OpKind> epilogue = {};
+    int64_t row_pitch = 0;
+  };
+  void check(const Case& k) {
+    TensorDesc x = t(DType::BF16, {k.n, k.c, k.h, k.w});
+    if (k.row_pitch) x.strides = {k.c * k.h * k.row_pitch, k.h * k.row_pitch, k.row_pitch, 1};
+    const int64_t oh = k.h + 2 * k.ph - k.kh + 1, ow = k.w + 2 * k.pw - k.kw + 1;
+    OpDesc op{OpKind::CONV2D, {x, t(DType::BF16, {k.c, k.kh, k.kw, k.cout})}, t(DType::BF16, {k.n, k.cout, oh, ow})};
+    if (k.bias_and_scale) op.inputs.push_back(t(DType::F32, {k.cout})), op.inputs.push_back(t(DType::F32, {k.cout}));
+    if (k.residual) op.inputs.push_back(t(DType::BF16, {k.n, k.cout, oh, ow})), op.residual = true;
+    op.window.padding = {k.ph, k.pw};
+    op.epilogue = k.epilogue;
+    SCOPED_TRACE(op.key());
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> values(-2, 2);
+    const testing::KernelRun run = this->run(op, [&](size_t, size_t) { return values(rng); });
+    SCOPED_TRACE(run.kernel->plan);
+    const auto in = [&](size_t i, int64_t at) {
+      return testing::load(op.inputs[i].dtype, &run.inputs[i][size_t(at) * isa::dtype_size_bytes(op.inputs[i].dtype)]);
+    };
+    int mismatches = 0;
+    for (int64_t b = 0; b < k.n; ++b)
+      for (int64_t co = 0; co < k.cout; ++co)
+        for (int64_t y = 0; y < oh; ++y)
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            double sum = 0, magnitude = 0;
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j)
+                for (int64_t ch = 0; ch < k.c; ++ch) {
+                  const int64_t r = y + i - k.ph, q = xx + j - k.pw;
+                  if (r < 0 || r >= k.h || q < 0 || q >= k.w) continue;
+                  const double p = in(0, b * x.strides[0] + ch * x.strides[1] + r * x.strides[2] + q) * in(1, ((ch * k.kh + i) * k.kw + j) * k.cout + co);
+                  sum += p, magnitude += std::fabs(p);
+                }
+            if (k.bias_and_scale) {
+              const double scale = in(3, co);
+              sum = sum * scale + in(2, co), magnitude = magnitude * std::fabs(scale) + std::fabs(in(2, co));
+            }
+            if (k.residual) {
+              const double res = in(op.inputs.size() - 1, ((b * k.cout + co) * oh + y) * ow + xx);
+              sum += res, magnitude += std::fabs(res);
+            }
+            for (const OpKind e : k.epilogue) sum = e == OpKind::RELU ? std::max(sum, 0.0) : sum;
+            const double got = testing::load(DType::BF16, &run.output[size_t(((b * k.cout + co) * oh + y) * ow + xx) * 2]);
+            // f32 sums in the tensor core's order; the output's rounding to bf16 (2^-8 relative).
+            const double bound = double(k.c * k.kh * k.kw + 3) * std::ldexp(magnitude, -23) + std::ldexp(std::fabs(sum), -8);
+            if (!(std::fabs(got - sum) <= bound) && ++mismatches <= 5)
+              ADD_FAILURE() << "out[" << b << "," << co << "," << y << "," << xx << "] = " << got << ", want " << sum << " +- " << bound;
+          }
+    EXPECT_EQ(mismatches, 0);
+    EXPECT_NE(run.kernel->plan.find("implicit im2col"), std::string::npos) << run.kernel->plan;
+  }
+};
+
+TEST_P(Conv, ThreeByThreeSamePadding) { check({2, 16, 9, 11, 24, 3, 3, 1, 1}); }
+TEST_P(Conv, FiveByFiveScaleBiasReluOnStridedRows) { check({1, 7, 10, 9, 5, 5, 5, 2, 2, true, false, {OpKind::RELU}, 13}); }
+TEST_P(Conv, ManyChannelsTwoTilesOfOutputChannelsAndAResidual) { check({1, 130, 12, 12, 256, 3, 3, 0, 0, true, true, {OpKind::RELU}}); }
+TEST_P(Conv, OneByThreeKernel) { check({2, 8, 6, 20, 16, 1, 3, 0, 1}); }
+TEST_P(Conv, BandsOfRowsClippedByThePadding) {
+  check({3, 4, 100, 70, 32, 3, 3, 1, 1, false, true});  // (3 images: the cores of base reuse their stage slots)
+  EXPECT_EQ(compiler_.compile([] {
+                  OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, 4, 100, 70}), t(DType::BF16, {4, 3, 3, 32})}, t(DType::BF16, {1, 32, 100, 70})};
+                  op.window.padding = {1, 1};
+                  return op;
+                }())
+                ->plan.find("a band of 100 rows"),
+            std::string::npos);
+}
+
+TEST_P(Conv, WhatItCannotDoIsSaidSo) {
+  OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 9, 9}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
+  strided.window.stride = {2, 2};
+  EXPECT_THROW(compiler_.compile(strided), UnsupportedOp);
+  OpDesc in_f32{OpKind::CONV2D, {t(DType::F32, {1, 2, 9, 9}), t(DType::F32, {2, 3, 3, 4})}, t(DType::F32, {1, 4, 7, 7})};
+  EXPECT_THROW(compiler_.compile(in_f32), UnsupportedOp);
+  OpDesc wrong{OpKind::CONV2D, {t(DType::BF16, {1, 2, 9, 9}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 9, 9})};
+  EXPECT_THROW(compiler_.compile(wrong), std::invalid_argument);  // not the window's output size
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, Conv, ::testing::Values("tiny", "base"), testing::preset_name);
+
+}  // namespace
+}  // namespace npu::compiler
