@@ -2,11 +2,12 @@
 what the compiler's kernels add up to on real networks (issue 34 reports these
 before and after a change of the compiler).
 
-    .venv/bin/python bench/models.py [--config base|large|FILE] [--only REGEX] [--json OUT]
+    .venv/bin/python bench/models.py [--config base|large|FILE] [--dtype f32|bf16] [--only REGEX] [--json OUT]
 
 Models (random weights, eval mode, batch 1): ResNet-18 and MobileNet-v3 Large
 on a 224x224 image (examples/torch/resnet.py, mobilenet.py), GPT-2 124M and
-BERT-base (transformers) on 128 tokens, all in f32 as their checkpoints are.
+BERT-base (transformers) on 128 tokens, in f32 as their checkpoints are, or
+with --dtype bf16 their weights and float inputs in bf16 (as for inference).
 Each runs in a process of its own (one simulated device per process): one
 run to compile, then one profiled run. Printed per model: device cycles (the
 chip's cycle counter over the run), the cycles of its kernels summed, the
@@ -47,11 +48,14 @@ def build(name):
     return model, (torch.randint(0, config.vocab_size, (1, 128)),)
 
 
-def run_one(name, config):
+def run_one(name, config, dtype):
     import torch
     import npusim
     npusim.init(config=config, timing_only=True)
     model, inputs = build(name)
+    if dtype == "bf16":
+        model = model.to(torch.bfloat16)
+        inputs = [t.to(torch.bfloat16) if t.is_floating_point() else t for t in inputs]
     model = model.to("npu")
     inputs = [t.to("npu") for t in inputs]
     with torch.no_grad():
@@ -69,18 +73,19 @@ def run_one(name, config):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="base")
+    parser.add_argument("--dtype", default="f32", choices=["f32", "bf16"], help="the models' weights and float inputs")
     parser.add_argument("--only", help="only the models whose name matches this regular expression")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # (the child process: one model, JSON on stdout)
     args = parser.parse_args(argv)
     if args.one:
-        print("RESULT " + json.dumps(run_one(args.one, args.config)))
+        print("RESULT " + json.dumps(run_one(args.one, args.config, args.dtype)))
         return 0
     results = []
     for name in MODELS:
         if args.only and not re.search(args.only, name):
             continue
-        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, "--config", args.config],
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, "--config", args.config, "--dtype", args.dtype],
                                capture_output=True, text=True)
         line = next((l for l in child.stdout.splitlines() if l.startswith("RESULT ")), None)
         if child.returncode != 0 or line is None:
@@ -93,7 +98,7 @@ def main(argv=None) -> int:
         print("    " + "; ".join(f"{op} x{calls}: {cycles}" for op, calls, cycles in r["top_ops"]), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"config": args.config, "models": results}, f, indent=1)
+            json.dump({"config": args.config, "dtype": args.dtype, "models": results}, f, indent=1)
     return 0
 
 

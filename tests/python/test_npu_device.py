@@ -1018,3 +1018,20 @@ def test_a_bf16_convolution_forms_its_windows_in_the_scratchpad():
         torch.testing.assert_close(got.cpu(), expected, rtol=1.6e-2, atol=3e-2)
         assert any("implicit im2col" in plan for plan in prof.plans), prof.plans
         assert not any(plan.startswith("im2col") for plan in prof.plans), prof.plans
+
+
+def test_a_convolution_sees_its_weights_changed_in_place():
+    """The implicit-im2col kernel's weight layout is cached per weight tensor and version: an in-place
+    update (an optimizer step) is seen at the next call, and a new tensor at the same place is not
+    mistaken for the old one."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 8, 9, 9, dtype=torch.bfloat16)
+    w = torch.randn(16, 8, 3, 3, dtype=torch.bfloat16)
+    on_npu = w.to(NPU)
+    for step in range(3):
+        torch.testing.assert_close(F.conv2d(x.to(NPU), on_npu, padding=1).cpu(), F.conv2d(x, w, padding=1), rtol=1.6e-2, atol=3e-2)
+        with torch.no_grad():
+            w.mul_(-0.5), on_npu.mul_(-0.5)
+    for _ in range(3):  # new weights each time, freed after use
+        w = torch.randn(16, 8, 3, 3, dtype=torch.bfloat16)
+        torch.testing.assert_close(F.conv2d(x.to(NPU), w.to(NPU), padding=1).cpu(), F.conv2d(x, w, padding=1), rtol=1.6e-2, atol=3e-2)
