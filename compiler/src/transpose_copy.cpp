@@ -121,12 +121,15 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     if (qz > 0 && qz2 > 0 && pa > 0 && pa2 > 0 && 4 * align64(pa * pa2 * qz * qz2 * e) <= scratchpad) break;
   }
   // Small tiles grow along a dim they take part of (P's continuation first: longer reads), up to
-  // kTileBytes: a DMA's latency is exposed once per transfer.
+  // kTileBytes, while every core keeps a tile: a DMA's latency is exposed once per transfer.
+  int64_t elements = 1;
+  for (const Dim& dim : dims) elements *= dim.size;
+  const int64_t min_tiles = std::min<int64_t>(config.num_cores, elements / (pa * pa2 * qz * qz2));
   for (const auto& [block, dim] : {std::pair{&pa2, a2}, std::pair{&qz2, z2}, std::pair{&pa, a2 < 0 ? a : -1}, std::pair{&qz, z2 < 0 ? z : -1}}) {
     if (dim < 0) continue;
     const int64_t others = pa * pa2 * qz * qz2 / *block, size = dims[size_t(dim)].size;
     for (int64_t n = *block + 1; n <= size; ++n)
-      if (size % n == 0 && align64(n * others * e) <= std::min(kTileBytes, scratchpad / 4)) *block = n;
+      if (size % n == 0 && align64(n * others * e) <= std::min(kTileBytes, scratchpad / 4) && elements / (n * others) >= min_tiles) *block = n;
   }
   const int64_t p_elems = pa * pa2, q_elems = qz * qz2;
   const int64_t tile_bytes = align64(p_elems * q_elems * e);
@@ -147,7 +150,9 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
       if (d != a && d != a2 && d != z && d != z2) c = d;
   if (c >= 0) {
     for (int64_t n = 1; n <= dims[size_t(c)].size; ++n)
-      if (dims[size_t(c)].size % n == 0 && n * tile_bytes <= kTileBytes && 4 * n * tile_bytes <= scratchpad) nb = n;
+      if (dims[size_t(c)].size % n == 0 && n * tile_bytes <= kTileBytes && 4 * n * tile_bytes <= scratchpad &&
+          elements / (n * p_elems * q_elems) >= min_tiles)
+        nb = n;
     load.outer = {nb, dims[size_t(c)].in_stride, tile_bytes / e}, store.outer = {nb, dims[size_t(c)].out_stride, tile_bytes / e};
     load = arranged(load), store = arranged(store);
   }
