@@ -61,8 +61,10 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const DType dtype = a.dtype;
   // Integer matmul: i8 operands, their exact products summed in i32 (wrapping), an i32 output.
   const bool integer = dtype == DType::I8;
-  if (b.dtype != dtype || c.dtype != (integer ? DType::I32 : dtype))
-    throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first), or i8 A and B and an i32 output");
+  // (A bf16 or f16 product may keep its f32 sums: a split-K's partial products, summed after.)
+  const bool f32_sums = (dtype == DType::BF16 || dtype == DType::F16) && c.dtype == DType::F32;
+  if (b.dtype != dtype || (c.dtype != (integer ? DType::I32 : dtype) && !f32_sums))
+    throw std::invalid_argument("matmul: A, B and the output have one dtype (cast first), bf16 or f16 A and B and an f32 output, or i8 A and B and an i32 output");
   const auto& accepted = config.core.tensor_core.input_dtypes;
   const auto takes = [&](DType d) { return std::find(accepted.begin(), accepted.end(), d) != accepted.end(); };
   // f32 on a tensor core without f32: the operands' bf16 parts, multiplied pairwise.

@@ -254,6 +254,27 @@ TEST_P(Matmul, TwoBatchDimsThatDoNotMergeWithVectorsVaryingOverTheBatch) {
 
 // i8 operands on the tensor core: exact products summed in i32, wrapping as the CPU's int32
 // arithmetic does; transposed and batched operands as for floats.
+// bf16 operands may keep their f32 sums (a split-K's partial products): small integers, whose products
+// and sums f32 holds exactly, give exactly the integer sums, in either schedule.
+TEST_P(Matmul, Bf16OperandsMayKeepTheirF32Sums) {
+  for (const MatmulSchedule schedule : {MatmulSchedule::OwnTiles, MatmulSchedule::SharedB}) {
+    OpDesc op{OpKind::MATMUL, {contiguous(DType::BF16, {130, 700}), contiguous(DType::BF16, {700, 260})}, contiguous(DType::F32, {130, 260})};
+    op.schedule = schedule;
+    SCOPED_TRACE(op.key());
+    const auto value = [](size_t input, size_t at) { return double(int64_t((at * 2654435761u + input) >> 7) % 7 - 3); };
+    const testing::KernelRun run = KernelTest::run(op, value);
+    int mismatches = 0;
+    for (int64_t i = 0; i < 130; ++i)
+      for (int64_t j = 0; j < 260; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < 700; ++p) sum += load(DType::BF16, &run.inputs[0][size_t(i * 700 + p) * 2]) * load(DType::BF16, &run.inputs[1][size_t(p * 260 + j) * 2]);
+        const double got = load(DType::F32, &run.output[size_t(i * 260 + j) * 4]);
+        if (got != sum && ++mismatches <= 5) ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", want " << sum;
+      }
+    EXPECT_EQ(mismatches, 0);
+  }
+}
+
 TEST_P(Matmul, Int8OperandsSumExactlyIntoInt32) {
   const auto check_exact = [&](const OpDesc& op, const std::function<double(size_t, size_t)>& value) {
     SCOPED_TRACE(op.key());

@@ -104,9 +104,46 @@ void note_cpu_fallback(const char* op, const std::string& reason) {
   Runtime::get().note_fallback(op, reason);
 }
 
+// A small output and a long K (a weight gradient, 256 x 256 x 16384): the matmul cuts its output among
+// the cores, not K, so each core streams all of K for its part, and the cores that share a row or a
+// column of the output read it again. Where the output's f32 sums fit a few accumulators' halves, K is
+// cut into S parts instead, one per core for each such half: S partial products as one batched matmul
+// whose f32 sums stay f32, then their sum, rounded once to the output's dtype. False where it does not
+// apply (or a kernel declined).
+bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  if (a.dim() != 2 || b.dim() != 2 || out.dim() != 2 || out.scalar_type() != a.scalar_type()) return false;
+  const at::ScalarType dtype = a.scalar_type();
+  if (dtype != at::kBFloat16 && dtype != at::kHalf && dtype != at::kFloat) return false;
+  const npu::sim::ChipConfig& chip = Runtime::get().chip();
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const int64_t half_accumulator = chip.core.accumulator.size_bytes / 2, sums = (m * n * 4 + half_accumulator - 1) / half_accumulator;
+  // Parts of K at least twice the longer output side (and 1024) deep, and dividing it.
+  int64_t parts = chip.num_cores / std::max<int64_t>(sums, 1);
+  while (parts >= 2 && (k % parts != 0 || k / parts < std::max<int64_t>(1024, 2 * std::max(m, n)))) --parts;
+  if (parts < 2) return false;
+  const int64_t depth = k / parts;
+  const at::Tensor a3 = a.as_strided({parts, m, depth}, {depth * a.stride(1), a.stride(0), a.stride(1)}, a.storage_offset());
+  const at::Tensor b3 = b.as_strided({parts, depth, n}, {depth * b.stride(0), b.stride(0), b.stride(1)}, b.storage_offset());
+  const at::Tensor partial = new_npu({parts, m, n}, at::kFloat);
+  if (!gemm_into(a3, b3, nullptr, partial)) return false;
+  // The parts summed pairwise (elementwise adds read each part once: the column reduction of a
+  // dim of S took longer), then rounded into the output.
+  std::vector<at::Tensor> level;
+  for (int64_t s = 0; s < parts; ++s) level.push_back(partial[s]);
+  while (level.size() > 1) {
+    std::vector<at::Tensor> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(at::add(level[i], level[i + 1]));
+    if (level.size() % 2) next.push_back(level.back());
+    level = std::move(next);
+  }
+  const_cast<at::Tensor&>(out).copy_(level[0]);
+  return true;
+}
+
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
                const std::vector<npu::compiler::OpKind>& epilogue, const at::Tensor* scale, const at::Tensor* residual) {
   TORCH_CHECK(!scale || bias, "gemm_into: a scale comes with a bias");
+  if (!bias && !residual && epilogue.empty() && split_k_into(a, b, out)) return true;
   std::vector<at::Tensor> inputs = {a, b};
   if (bias) inputs.push_back(*bias);
   if (scale) inputs.push_back(*scale);

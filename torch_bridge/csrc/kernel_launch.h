@@ -49,6 +49,9 @@ void note_cpu_fallback(const char* op, const std::string& reason);
 // `scale` (with a bias only): multiplies the product before the bias is added;
 // `residual` (broadcast to out, batch included): added after the bias;
 // `epilogue`: unary ops applied last; all on each tile in f32 before the output rounds.
+// out = a @ b with K cut into parts over the cores, where the output is small and K long
+// (kernel_launch.cpp says when): false where that does not apply.
+bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
                const std::vector<npu::compiler::OpKind>& epilogue = {}, const at::Tensor* scale = nullptr,
                const at::Tensor* residual = nullptr);

@@ -525,6 +525,7 @@ at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor*
   shape.push_back(b.size(-1));
   if (a.scalar_type() == b.scalar_type() && (!bias || on_npu(*bias))) {
     at::Tensor out = new_npu(shape, a.scalar_type());
+    if (!bias && alpha == 1.0 && on_npu(a) && on_npu(b) && split_k_into(a, b, out)) return out;
     std::vector<at::Tensor> inputs = {a, b};
     if (bias) inputs.push_back(*bias);
     const auto make_op = [&] {

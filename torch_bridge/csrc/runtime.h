@@ -46,6 +46,8 @@ class Runtime {
   static bool in_bad_fork();
 
   npu::Device& device() { return *device_; }
+  // The chip the kernels are compiled for (its scratchpad less the SRAM pool).
+  const npu::sim::ChipConfig& chip() const { return compiler_->config(); }
   const std::shared_ptr<npu::Device>& shared_device() { return device_; }
 
   // The device address of a tensor's storage (what kernels bind to).
