@@ -1000,7 +1000,7 @@ def test_max_pool3d_indices_are_the_cpus():
     assert npusim.fallback_stats() == before
 
 
-def test_a_bf16_convolution_forms_its_windows_in_the_scratchpad():
+def test_a_bf16_convolution_forms_its_windows_in_the_scratchpad(monkeypatch):
     """A stride-1 bf16 convolution is one tensor-core kernel with implicit im2col (no im2col matrix in
     DRAM), eagerly and in a compiled ResNet-style block (conv, batch norm, ReLU, residual)."""
     torch.manual_seed(0)
@@ -1018,6 +1018,15 @@ def test_a_bf16_convolution_forms_its_windows_in_the_scratchpad():
         torch.testing.assert_close(got.cpu(), expected, rtol=1.6e-2, atol=3e-2)
         assert any("implicit im2col" in plan for plan in prof.plans), prof.plans
         assert not any(plan.startswith("im2col") for plan in prof.plans), prof.plans
+    # NPUSIM_CONV=im2col: the windows through DRAM, the same values; an unknown value is an error.
+    monkeypatch.setenv("NPUSIM_CONV", "im2col")
+    with npusim.profile() as prof:
+        got = fn(on_npu, x.to(NPU), skip.to(NPU))
+    torch.testing.assert_close(got.cpu(), expected, rtol=1.6e-2, atol=3e-2)
+    assert any(plan.startswith("im2col") for plan in prof.plans) and not any("implicit" in plan for plan in prof.plans), prof.plans
+    monkeypatch.setenv("NPUSIM_CONV", "fastest")
+    with pytest.raises(RuntimeError, match="NPUSIM_CONV is auto or im2col"):
+        fn(on_npu, x.to(NPU), skip.to(NPU))
 
 
 def test_a_convolution_sees_its_weights_changed_in_place():

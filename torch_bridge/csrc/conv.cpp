@@ -22,6 +22,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <cstdlib>
 #include <list>
 #include <mutex>
 
@@ -106,7 +107,11 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
     if (try_run(make_op, inputs, out)) return out;
   }
   const bool pointwise_kernel = kh == 1 && kw == 1;
-  if (groups == 1 && !pointwise_kernel && g.stride == std::array<int64_t, 2>{1, 1} && g.dilation == std::array<int64_t, 2>{1, 1} &&
+  // NPUSIM_CONV=im2col (docs/torch.md): im2col and a matmul for every convolution, to compare the lowerings.
+  const char* conv_env = std::getenv("NPUSIM_CONV");
+  const std::string conv_lowering = conv_env ? conv_env : "auto";
+  TORCH_CHECK(conv_lowering == "auto" || conv_lowering == "im2col", "npusim: NPUSIM_CONV is auto or im2col, not '", conv_lowering, "'");
+  if (conv_lowering == "auto" && groups == 1 && !pointwise_kernel && g.stride == std::array<int64_t, 2>{1, 1} && g.dilation == std::array<int64_t, 2>{1, 1} &&
       (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
