@@ -114,7 +114,9 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   std::vector<uint16_t> in_syms;
   for (size_t i = 0; i < op.inputs.size(); ++i)
     in_syms.push_back(b.input("in" + std::to_string(i), op.inputs[i].dtype, {uint64_t(std::max<int64_t>(op.inputs[i].storage_extent(), 1))}));
-  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL };
+  // (Each half of the stage has its own FULL and FREE: a count raised by two engines could count one
+  // engine's next tile as the other's half of this one.)
+  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL };
   const int64_t kCtl = 0, kDma0 = 1, kDmaW = 1 + w_channel, kTc = 5, kVec = 6, kStore = 1 + store_channel;
   // The stage's second half of channels on a fourth DMA channel, where there is one.
   const unsigned second_channel = config.core.dma.channels >= 4 ? 3 : 0;
@@ -211,7 +213,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       b.li(n2, c - c_first), b.addi(local, local, c_first * m * e), b.li(tmp, c_first * x.strides[1] * e), b.add(addr, addr, tmp);
       b.emit(Opcode::WAIT, {kDma1, ST_FREE2});
       dma(Opcode::DMA_LD, second_channel, local, addr);
-      b.emit(Opcode::SIGNAL, {kDma1, ST_FULL});
+      b.emit(Opcode::SIGNAL, {kDma1, ST_FULL2});
     }
   };
   prepare(t, sslot);
@@ -245,7 +247,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   }
   // The products: tap (i, j) = the stage from offset i * Wp + j, transposed, times its weights.
   b.emit(Opcode::WAIT, {kTc, ST_FULL});
-  if (c_first < c) b.emit(Opcode::WAIT, {kTc, ST_FULL});
+  if (c_first < c) b.emit(Opcode::WAIT, {kTc, ST_FULL2});
   b.emit(Opcode::WAIT, {kTc, ACC_FREE});
   b.li(vr, m), b.li(vc, tn), b.li(n0, c);
   for (int64_t i = 0; i < kh; ++i)
