@@ -185,6 +185,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   b.emit(Opcode::LA, {in_base.index, in_sym});
   if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * e);
   b.emit(Opcode::LA, {out_base.index, out_sym});
+  if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * e);
   for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
