@@ -57,7 +57,16 @@ at::Tensor weights_cin_kh_kw_cout(const at::Tensor& w) {
         return it->permuted;
       }
   }
-  at::Tensor made = permuted();
+  // In DRAM: a cached copy would hold its place in a core's SRAM pool (graph mode's) past the graph.
+  struct DramPlacement {
+    const bool sram = Runtime::set_sram_placement(false);
+    ~DramPlacement() { Runtime::set_sram_placement(sram); }
+  };
+  at::Tensor made;
+  {
+    const DramPlacement dram;
+    made = permuted();
+  }
   const std::lock_guard<std::mutex> lock(mutex);
   entries->push_front({w, made, version});
   if (entries->size() > 64) entries->pop_back();
