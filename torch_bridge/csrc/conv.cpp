@@ -88,6 +88,25 @@ struct Geometry {
   }
 };
 
+// A convolution kernel of the compiler (`kind`: depthwise, implicit im2col) on x and its weights, then
+// the optional bias, scale and residual, with the geometry's window and the epilogue; false where it
+// declines (try_run remembers why).
+bool run_windowed(npu::compiler::OpKind kind, std::vector<at::Tensor> inputs, const at::Tensor* bias, const at::Tensor* scale,
+                  const at::Tensor* residual, const at::Tensor& out, const Geometry& g, const std::vector<npu::compiler::OpKind>& epilogue) {
+  for (const at::Tensor* t : {bias, scale, residual})
+    if (t) inputs.push_back(*t);
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : inputs) described.push_back(describe(t));
+    npu::compiler::OpDesc op(kind, described, describe(out));
+    op.window = g.window();
+    op.epilogue = epilogue;
+    op.residual = residual != nullptr;
+    return op;
+  };
+  return try_run(make_op, inputs, out);
+}
+
 // x [N, C, H, W], w [Cout, C/G, KH, KW] -> [N, Cout, OH, OW].
 // With `scale` (per output channel, with a bias) and `residual` ([N, Cout, OH, OW]):
 // epilogue(conv(x, w) * scale + bias + residual), in the matmul's epilogue.
@@ -102,18 +121,7 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   if (groups == c && cout == c && !residual && g.dilation == std::array<int64_t, 2>{1, 1}) {
     // Depthwise: the vector unit's kernel, its windows formed in the scratchpad (the matmul below would
     // do one row of the array per fold). It declines what it cannot do (a plane too large, stride 3).
-    std::vector<at::Tensor> inputs = {x, dense(w)};
-    if (bias) inputs.push_back(*bias);
-    if (scale) inputs.push_back(*scale);
-    const auto make_op = [&] {
-      std::vector<npu::compiler::TensorDesc> described;
-      for (const at::Tensor& t : inputs) described.push_back(describe(t));
-      npu::compiler::OpDesc op(npu::compiler::OpKind::DEPTHWISE_CONV, described, describe(out));
-      op.window = g.window();
-      op.epilogue = epilogue;
-      return op;
-    };
-    if (try_run(make_op, inputs, out)) return out;
+    if (run_windowed(npu::compiler::OpKind::DEPTHWISE_CONV, {x, dense(w)}, bias, scale, nullptr, out, g, epilogue)) return out;
   }
   const bool pointwise_kernel = kh == 1 && kw == 1;
   // NPUSIM_CONV=im2col (docs/torch.md): im2col and a matmul for every convolution, to compare the lowerings.
@@ -125,20 +133,9 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
     // cannot do (padding past K - 1, a band of one row that does not fit).
-    std::vector<at::Tensor> inputs = {x.stride(3) == 1 ? x : x.contiguous(), weights_cin_kh_kw_cout(w)};
-    if (bias) inputs.push_back(*bias);
-    if (scale) inputs.push_back(*scale);
-    if (residual) inputs.push_back(*residual);
-    const auto make_op = [&] {
-      std::vector<npu::compiler::TensorDesc> described;
-      for (const at::Tensor& t : inputs) described.push_back(describe(t));
-      npu::compiler::OpDesc op(npu::compiler::OpKind::CONV2D, described, describe(out));
-      op.window = g.window();
-      op.epilogue = epilogue;
-      op.residual = residual != nullptr;
-      return op;
-    };
-    if (try_run(make_op, inputs, out)) return out;
+    if (run_windowed(npu::compiler::OpKind::CONV2D, {x.stride(3) == 1 ? x : x.contiguous(), weights_cin_kh_kw_cout(w)}, bias, scale, residual,
+                     out, g, epilogue))
+      return out;
   }
   at::Tensor cols;  // [N, C*KH*KW, OH*OW]
   const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};

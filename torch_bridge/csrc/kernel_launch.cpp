@@ -136,7 +136,7 @@ bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
     if (level.size() % 2) next.push_back(level.back());
     level = std::move(next);
   }
-  const_cast<at::Tensor&>(out).copy_(level[0]);
+  out.copy_(level[0]);
   return true;
 }
 
