@@ -134,6 +134,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   std::vector<SharedPlan> candidates;
+  const int64_t link_sends = busiest_link_sends(config, q_size);
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
@@ -162,7 +163,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
           const double bytes = a_bytes + b_bytes + double(mm.batch * mm.m * mm.n * eo);
           // Each core sends its loads to its Q - 1 peers: the busiest link carries busiest_link_sends of them.
-          const double noc = b_bytes / config.num_cores * double(busiest_link_sends(config, q_size)) / config.noc.link_bytes_per_cycle;
+          const double noc = b_bytes / config.num_cores * double(link_sends) / config.noc.link_bytes_per_cycle;
           const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k);
           // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
           const double core_share = dram_bytes_per_cycle / config.num_cores;
