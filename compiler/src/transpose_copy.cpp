@@ -14,8 +14,9 @@
 //   dma ch0: the tile's Q runs of P                        -> vector
 //   vector:  v.trans [Q x P] -> [P x Q]                    -> dma ch2
 //   dma ch2: its P runs of Q
-// Applies to a copy into a dense output of blocks that divide their dims; the
-// elementwise kernel takes the others.
+// A short run that both sides share (2 bf16 of a pixel shuffle) is folded into
+// one element of its width first. Applies to a copy into a dense output of
+// blocks that divide their dims; the elementwise kernel takes the others.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -77,7 +78,8 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     if (out.shape[size_t(d)] != 1 && out.strides[size_t(d)] != dense) return std::nullopt;  // a dense output only
   for (const int64_t s : in.strides)
     if (s < 0) return std::nullopt;
-  const int64_t e = isa::dtype_size_bytes(out.dtype);
+  const int64_t dtype_bytes = isa::dtype_size_bytes(out.dtype);
+  int64_t e = dtype_bytes;  // the bytes of an element moved: a dtype's, or a folded run's (below)
 
   // The dims in the output's order, size-1 dims dropped, neighbours merged where both tensors allow.
   std::vector<Dim> dims;
@@ -88,6 +90,21 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
       dims.back() = {dims.back().size * next.size, next.in_stride, next.out_stride};
     } else {
       dims.push_back(next);
+    }
+  }
+  // A run both sides share that is too short for a DMA request of its own (a pixel shuffle's, or a
+  // 2 x 2 / 2 transposed convolution's, 2 bf16 of kw) moves as one element of its width, 2 or 4
+  // bytes, and the transpose is between the dims around it. (No dtype is 8 bytes wide: 2 f32 stay.)
+  isa::DType moved = out.dtype;
+  bool folded = false;
+  if (dims.size() >= 2 && dims.back().in_stride == 1) {
+    const int64_t n = dims.back().size, wide = n * e;
+    bool divides = true;
+    for (size_t d = 0; d + 1 < dims.size(); ++d) divides = divides && dims[d].in_stride % n == 0 && dims[d].out_stride % n == 0;
+    if ((wide == 2 || wide == 4) && n > 1 && divides) {
+      dims.pop_back();
+      for (Dim& dim : dims) dim.in_stride /= n, dim.out_stride /= n;
+      e = wide, moved = wide == 4 ? isa::DType::I32 : isa::DType::F16, folded = true;
     }
   }
   const int64_t rank = static_cast<int64_t>(dims.size());
@@ -141,7 +158,8 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   // Load: Q runs of P elements, [Q][P] here with q = z2 * qz + z. Store: P runs of Q, p = a2 * pa + a.
   DmaDims load = arranged({p_elems, {qz, dz.in_stride, p_elems}, {qz2, dz2.in_stride, qz * p_elems}});
   DmaDims store = arranged({q_elems, {pa, da.out_stride, q_elems}, {pa2, da2.out_stride, pa * q_elems}});
-  if (std::min(load.run, store.run) * e < request) return std::nullopt;
+  // (A folded run's other choice is the elementwise kernel's runs of that run: any longer is better.)
+  if (std::min(load.run, store.run) * e < (folded ? request / 2 : request)) return std::nullopt;
   // Small tiles take a batch of nb of another dim (c, the output's innermost left), as the DMAs' outer
   // dim where both have it free: a DMA's latency is exposed once per transfer.
   int64_t c = -1, nb = 1;
@@ -183,9 +201,9 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   b.branch(Opcode::BGE, {t.index, t_end.index}, done);
   const Reg in_base = b.reg(), out_base = b.reg();
   b.emit(Opcode::LA, {in_base.index, in_sym});
-  if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * e);
+  if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * dtype_bytes);
   b.emit(Opcode::LA, {out_base.index, out_sym});
-  if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * e);
+  if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * dtype_bytes);
   for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
@@ -211,7 +229,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   b.addi(local, slot, nb * tile_bytes), b.li(rows, q_elems), b.li(cols, p_elems), b.mov(addr, slot), b.li(tmp, nb);
   const Label batch = b.label();
   b.bind(batch);
-  b.emit(Opcode::V_TRANS, {static_cast<int64_t>(out.dtype), local.index, addr.index, rows.index, cols.index});
+  b.emit(Opcode::V_TRANS, {static_cast<int64_t>(moved), local.index, addr.index, rows.index, cols.index});
   b.addi(local, local, tile_bytes), b.addi(addr, addr, tile_bytes);
   b.branch(Opcode::DBNZ, {tmp.index}, batch);
   b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
@@ -233,7 +251,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   std::ostringstream plan;
   plan << "copy: " << out.to_string() << " from " << in.to_string() << " as blocked transposes: tiles of " << (nb > 1 ? std::to_string(nb) + " x " : "") << q_elems << " x " << p_elems
        << " turned into " << p_elems << " x " << q_elems << ", read in runs of " << load.run * e << " bytes, written in runs of " << store.run * e
-       << " bytes; " << tiles << " tiles over " << kernel.cores << " cores; " << 2 * slot_bytes
+       << " bytes" << (folded ? " (elements of " + std::to_string(e) + " bytes: the run both sides share)" : "") << "; " << tiles << " tiles over " << kernel.cores << " cores; " << 2 * slot_bytes
        << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << "\n";
   kernel.plan = plan.str();
   return kernel;

@@ -305,6 +305,26 @@ TEST_P(Elementwise, LayoutChangesAreBlockedTransposes) {
   EXPECT_EQ(compiler().compile(OpDesc{OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape)})->plan.find("blocked"), std::string::npos);
 }
 
+// A pixel shuffle (a 2 x 2 / 2 transposed convolution's output, [N, C, H, 2, W, 2] from [N, H, W, C, 2, 2])
+// shares its innermost run of 2 on both sides: that run moves as one element of 4 bytes (2 bf16, or 4 i8)
+// and the rest is a blocked transpose. Two f32 (8 bytes) have no element that wide: the elementwise kernel.
+TEST_P(Elementwise, AShortRunBothSidesShareMovesAsOneElement) {
+  const auto shuffled = [&](DType dtype, int64_t k) {
+    TensorDesc products = t(dtype, {2, 6, 32, 16, k, k});  // [N, H, W, C, KH, KW]
+    TensorDesc view = products;
+    const std::vector<size_t> order = {0, 3, 1, 4, 2, 5};
+    for (size_t d = 0; d < order.size(); ++d) view.shape[d] = products.shape[order[d]], view.strides[d] = products.strides[order[d]];
+    return view;
+  };
+  for (const auto& [input, folded] : std::vector<std::pair<TensorDesc, bool>>{
+           {shuffled(DType::BF16, 2), true}, {shuffled(DType::I8, 4), true}, {shuffled(DType::F32, 2), false}}) {
+    const TensorDesc output = t(input.dtype, input.shape);
+    check(OpKind::COPY, {input}, output);
+    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {input}, output})->plan;
+    EXPECT_EQ(plan.find("elements of 4 bytes: the run both sides share") != std::string::npos, folded) << plan;
+  }
+}
+
 TEST_P(Elementwise, TheCacheReturnsTheSameKernelAndTheConfigShapesIt) {
   const OpDesc op{OpKind::ADD, {t(DType::F32, {256, 256}), t(DType::F32, {256, 256})}, t(DType::F32, {256, 256})};
   const auto first = compiler_.compile(op);

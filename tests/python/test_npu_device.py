@@ -552,6 +552,9 @@ def conv_pool_norm_cases():
         "conv2d depthwise with bias": (lambda x, w, b: F_.conv2d(x, w, b, padding=1, groups=6), [(3, 6, 7, 5), (6, 1, 3, 3), (6,)]),
         "conv1d": (lambda x, w: F_.conv1d(x, w, stride=2, padding=1), [(2, 3, 13), (5, 3, 4)]),
         "conv_transpose2d": (lambda x, w: F_.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1), [(2, 4, 5, 6), (4, 3, 3, 3)]),
+        # Windows that tile the output (stride = kernel): one product per element, then a pixel shuffle.
+        "conv_transpose2d 2x2/2": (lambda x, w, b: F_.conv_transpose2d(x, w, b, stride=2), [(2, 6, 5, 7), (6, 4, 2, 2), (4,)]),
+        "conv2d patches 2x2/2": (lambda x, w: F_.conv2d(x, w, stride=2), [(2, 3, 8, 6), (5, 3, 2, 2)]),
         "conv3d": (lambda x, w, b: F_.conv3d(x, w, b, stride=(1, 2, 2), padding=1), [(2, 3, 5, 7, 6), (4, 3, 3, 3, 3), (4,)]),
         "conv3d dilation groups": (lambda x, w: F_.conv3d(x, w, stride=2, padding=(2, 0, 1), dilation=(2, 1, 1), groups=2),
                                    [(1, 4, 7, 6, 6), (6, 2, 3, 2, 3)]),

@@ -188,6 +188,18 @@ at::Tensor conv_input_grad(const at::Tensor& grad, const at::Tensor& w, int64_t 
   const int64_t groups = g.groups, cout_g = cout / groups, c_g = w.size(1), c = c_g * groups, kh = w.size(2), kw = w.size(3);
   at::Tensor out = new_npu({n, c, height, width}, grad.scalar_type());
   if (out.numel() == 0) return out;
+  // Windows that tile the output without overlap (a 2 x 2 / 2 transposed convolution, a patch
+  // embedding's gradient): each output element is one product, grad^T [OH*OW, Cout] @ W [Cout, C*KH*KW]
+  // per image, whose [OH, OW, C, KH, KW] is then laid out as [C, OH, KH, OW, KW] (a layout copy).
+  if (groups == 1 && g.stride == std::array<int64_t, 2>{kh, kw} && g.padding == std::array<int64_t, 2>{0, 0} &&
+      g.dilation == std::array<int64_t, 2>{1, 1} && height == oh * kh &&
+      width == ow * kw && kw * grad.element_size() <= 4) {
+    at::Tensor products = new_npu({n, oh * ow, c * kh * kw}, grad.scalar_type());
+    require(gemm_into(dense(grad).view({n, cout, oh * ow}).transpose(1, 2), dense(w).view({cout, c * kh * kw}).expand({n, cout, c * kh * kw}), nullptr,
+                      products));
+    out.view({n, c, oh, kh, ow, kw}).copy_(products.view({n, oh, ow, c, kh, kw}).permute({0, 3, 1, 4, 2, 5}));
+    return out;
+  }
   at::Tensor spread = grad;
   if (g.stride != std::array<int64_t, 2>{1, 1}) {
     spread = at::zeros({n, cout, (oh - 1) * g.stride[0] + 1, (ow - 1) * g.stride[1] + 1}, grad.options());
