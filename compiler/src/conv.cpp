@@ -14,6 +14,13 @@
 // accumulator (two slots). The positions past the band's R rows and the
 // columns past OW are computed and dropped: R * OW of (R + KH - 1) * Wp are
 // kept.
+// A stride (sy, sx) splits the stage into sy * sx phases, phase (py, px)
+// holding rows py, py + sy, ... and of those the columns px, px + sx, ...
+// (cols = Wp / sx of them): tap (i, j) reads phase (i % sy, j % sx) from offset
+// (i / sy) * cols + j / sx, at unit stride again. The DMA places the row
+// phases (a row stride of sy rows); with sx > 1 the rows land in a landing
+// area first and one v.trans [rows * cols x sx] -> [sx x rows * cols] (the
+// vector unit) splits their columns into the stage.
 //   dma ch0: the next tile's stage: zero rows outside the image, the
 //            image's rows                                    -> tc
 //   dma ch1: the weights of output channels cot (when cot changes; they stay
@@ -57,11 +64,10 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   if (w.dtype != dtype || out.dtype != dtype || (residual && residual->dtype != dtype))
     throw std::invalid_argument(name + ": x, w, the residual and the output of one dtype");
   const Window& win = op.window;
-  const int64_t ph = win.padding[0], pw = win.padding[1];
-  if (win.stride != std::array<int64_t, 2>{1, 1} || win.dilation != std::array<int64_t, 2>{1, 1} || win.flip || ph < 0 || pw < 0 || ph >= kh ||
-      pw >= kw)
-    throw UnsupportedOp(name + ": stride 1, no dilation, padding of 0 to K - 1");
-  const int64_t oh = h + 2 * ph - kh + 1, ow = wd + 2 * pw - kw + 1;
+  const int64_t ph = win.padding[0], pw = win.padding[1], sy = win.stride[0], sx = win.stride[1];
+  if (sy < 1 || sx < 1 || sy > 4 || sx > 4 || win.dilation != std::array<int64_t, 2>{1, 1} || win.flip || ph < 0 || pw < 0 || ph >= kh || pw >= kw)
+    throw UnsupportedOp(name + ": strides of 1 to 4, no dilation, padding of 0 to K - 1");
+  const int64_t oh = (h + 2 * ph - kh) / sy + 1, ow = (wd + 2 * pw - kw) / sx + 1;
   if (out.shape != std::vector<int64_t>{n, cout, oh, ow} || oh < 1 || ow < 1)
     throw std::invalid_argument(name + ": the output is not [N, Cout, OH, OW] of this window");
   if (residual && residual->shape != out.shape) throw std::invalid_argument(name + ": the residual is [N, Cout, OH, OW]");
@@ -76,31 +82,40 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
 
   // TN output channels per tile (a multiple of them); R output rows per band (a divisor of OH): the
   // tallest band whose accumulator slots and scratchpad buffers fit.
-  const int64_t e = isa::dtype_size_bytes(dtype), taps = kh * kw, wp = wd + 2 * pw;
+  // A stride's phases: the stage holds, for each row phase py and column phase px, the input rows
+  // py, py + sy, ... and their columns px, px + sx, ..., so that every tap reads its phase's plane at
+  // unit stride (tap (i, j): phase (i % sy, j % sx), offset (i / sy) * cols + j / sx).
+  const int64_t e = isa::dtype_size_bytes(dtype), taps = kh * kw, wp = (wd + 2 * pw + sx - 1) / sx * sx, cols = wp / sx;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
-  const int64_t slack = (kh - 1) * wp + kw - 1;  // elements the last tap reads past a stage
+  const int64_t slack = (kh - 1) / sy * cols + (kw - 1) / sx;  // elements the last tap reads past a stage
+  // Rows of each phase a band of R output rows reads: ceil(((R - 1) * sy + KH) / sy).
+  const auto phase_rows = [&](int64_t rows) { return ((rows - 1) * sy + kh + sy - 1) / sy; };
   int64_t tn = 0, r = 0;
   for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
-    const int64_t cols = std::min(cout, candidate);
-    if (cout % cols != 0) continue;
+    const int64_t width = std::min(cout, candidate);
+    if (cout % width != 0) continue;
     for (int64_t rows = oh; rows >= 1 && r == 0; --rows) {
       if (oh % rows != 0) continue;
-      const int64_t m = (rows + kh - 1) * wp, kept = rows * wp;
-      const int64_t local = align64(taps * c * cols * e) + 2 * align64((c * m + slack) * e) + align64(cols * kept * 4) +
-                            (residual ? align64(cols * kept * e) : 0) + 2 * align64(cols * kept * e) + int64_t(vectors) * 2 * align64(cout * 4) +
-                            align64(wp * e);
-      if (2 * align64(m * cols * 4) <= accumulator && local <= scratchpad) r = rows;
+      const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m;
+      const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
+                            align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
+                            int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e);
+      if (2 * align64(m * width * 4) <= accumulator && local <= scratchpad) r = rows;
     }
     if (r > 0) {
-      tn = cols;
+      tn = width;
       break;
     }
   }
   if (r == 0) throw UnsupportedOp(name + ": the weights of 32 output channels and a band of one row do not fit the scratchpad");
-  const int64_t m = (r + kh - 1) * wp, kept = r * wp, bands = oh / r, cots = cout / tn;
-  const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((c * m + slack) * e), acc_bytes = align64(m * tn * 4);
-  const int64_t stage_at = w_bytes, t_at = stage_at + 2 * stage_bytes, raw_at = t_at + align64(tn * kept * 4);
+  const int64_t rows_p = phase_rows(r), m = rows_p * cols, kept = r * cols, bands = oh / r, cots = cout / tn;
+  const int64_t phase_elems = c * m, phases_elems = sy * sx * phase_elems;  // a phase's planes (one per channel); all of them
+  const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((phases_elems + slack) * e), acc_bytes = align64(m * tn * 4);
+  // Columns in phases: the rows land in `landing` ([py][C][rows][Wp]) and v.trans [.. x sx] -> [sx x ..]
+  // makes them [px][py][C][rows][cols] in a stage slot. Without, they land in the stage slot itself.
+  const int64_t stage_at = w_bytes, landing_at = stage_at + 2 * stage_bytes, landing_bytes = sx > 1 ? align64(phases_elems * e) : 0;
+  const int64_t t_at = landing_at + landing_bytes, raw_at = t_at + align64(tn * kept * 4);
   const int64_t out_at = raw_at + (residual ? align64(tn * kept * e) : 0), out_bytes = align64(tn * kept * e);
   const int64_t vec_at = out_at + 2 * out_bytes;  // per vector: its raw values, then in f32
   const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), local_bytes = zero_at + align64(wp * e);
@@ -116,7 +131,13 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     in_syms.push_back(b.input("in" + std::to_string(i), op.inputs[i].dtype, {uint64_t(std::max<int64_t>(op.inputs[i].storage_extent(), 1))}));
   // (Each half of the stage has its own FULL and FREE: a count raised by two engines could count one
   // engine's next tile as the other's half of this one.)
-  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL };
+  // (With a landing area, LOAD_* pass it between the DMAs and the vector unit and ST_FREE/ST_FULL the stage
+  // slots between the vector unit and the tensor core (ST_*2 are free for the first); without, ST_* pass the
+  // slots between the DMAs and the tensor core. 16 semaphores in all.)
+  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2 };
+  const bool landing = sx > 1;
+  const int64_t LOAD_FREE = landing ? ST_FREE2 : ST_FREE, LOAD_FREE2 = landing ? LD_FREE2 : ST_FREE2;
+  const int64_t LOAD_FULL = landing ? ST_FULL2 : ST_FULL, LOAD_FULL2 = landing ? LD_FULL2 : ST_FULL2;
   const int64_t kCtl = 0, kDma0 = 1, kDmaW = 1 + w_channel, kTc = 5, kVec = 6, kStore = 1 + store_channel;
   // The stage's second half of channels on a fourth DMA channel, where there is one.
   const unsigned second_channel = config.core.dma.channels >= 4 ? 3 : 0;
@@ -130,7 +151,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   b.branch(Opcode::BGE, {t.index, t_end.index}, done);
   const Reg tmp = b.reg(), tmp2 = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), vr = b.reg(), vc = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
-  const Reg sslot = b.reg(), aslot = b.reg(), oslot = b.reg(), cot = b.reg(), img = b.reg(), band = b.reg(), cur_cot = b.reg(), u = b.reg(), nslot = b.reg();
+  const Reg sslot = b.reg(), aslot = b.reg(), oslot = b.reg(), cot = b.reg(), img = b.reg(), band = b.reg(), cur_cot = b.reg(), u = b.reg(), nslot = b.reg(), land = b.reg();
   const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
     b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
@@ -167,53 +188,80 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     if (v.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, addr.index, one.index, vc.index});
     else b.emit(Opcode::V_CVT, {f32, int64_t(v.dtype), local.index, addr.index, one.index, vc.index});
   }
-  // Both stage slots zero once (the padding columns are never written again), and a zero row.
-  b.li(tmp, 0), b.li(vr, c), b.li(vc, m);
+  // Both stage slots and the landing area zero once (the padding columns are never written again), and a zero row.
+  b.li(tmp, 0), b.li(vr, 1), b.li(vc, stage_bytes / e);
   for (int k = 0; k < 2; ++k) b.li(local, stage_at + k * stage_bytes), b.emit(Opcode::V_FILL, {dt, local.index, tmp.index, vr.index, vc.index});
+  if (landing) b.li(local, landing_at), b.li(vc, landing_bytes / e), b.emit(Opcode::V_FILL, {dt, local.index, tmp.index, vr.index, vc.index});
   b.li(local, zero_at), b.li(vc, wp), b.emit(Opcode::V_FILL, {dt, local.index, tmp.index, one.index, vc.index});
   for (int k = 0; k < 2; ++k) {
-    b.emit(Opcode::SIGNAL, {kVec, ST_FREE});
-    if (c_first < c) b.emit(Opcode::SIGNAL, {kVec, ST_FREE2});
+    if (k == 0 || !landing) {
+      b.emit(Opcode::SIGNAL, {kVec, LOAD_FREE});
+      if (c_first < c) b.emit(Opcode::SIGNAL, {kVec, LOAD_FREE2});
+    }
+    if (landing) b.emit(Opcode::SIGNAL, {kCtl, ST_FREE});
     for (const int64_t s : {ACC_FREE, OUT_FREE}) b.emit(Opcode::SIGNAL, {kCtl, s});
   }
   b.emit(Opcode::SIGNAL, {kCtl, W_FREE}), b.emit(Opcode::SIGNAL, {kCtl, RES_FREE});
   b.li(sslot, stage_at), b.li(aslot, acc0), b.li(oslot, out_at), b.li(cur_cot, -1);
 
-  // Tile v's stage, into the slot at `slot`: zeroed, then the band's rows of x that lie in the image.
+  // Tile v's input rows, into the slot at `slot` (or the landing area): for each row phase py, the rows
+  // first + py + sy * k (first = band * R * sy - ph) for k < rows_p: those outside the image zero (copied
+  // from a zero row), the others from x.
+  const int64_t used_py = std::min(sy, kh);  // (phases no tap reads are not loaded)
   const auto prepare = [&](Reg v, Reg slot) {
     decode(v);
-    b.emit(Opcode::WAIT, {kDma0, ST_FREE});
-    // Input rows [first, first + R + KH - 1) with first = band * R - ph, clipped to [from, to) in [0, H).
-    b.muli(vr, band, r), b.addi(vr, vr, -ph);                             // first
-    b.emit(Opcode::MAX, {vc.index, vr.index, kZero.index});               // from
-    b.addi(tmp2, vr, r + kh - 1), b.li(tmp, h), b.min(tmp2, tmp2, tmp);   // to
-    // The stage rows outside the image, zero (copied from a zero row): [0, from - first) and [to - first, R + KH - 1).
-    const auto zero_rows = [&](Reg count, Reg at_row) {
-      const Label none = b.label();
-      b.branch(Opcode::BEQ, {count.index, kZero.index}, none);
-      b.muli(tmp, at_row, wp * e), b.add(local, slot, tmp), b.li(addr, zero_at);
-      b.li(n0, wp * e), b.li(n2, c), b.li(ds1, wp * e), b.li(ss1, 0), b.li(ds2, m * e), b.li(ss2, 0);
-      dma(Opcode::DMA_CP, 0, local, addr);
-      b.bind(none);
-    };
-    b.sub(n1, vc, vr);
-    zero_rows(n1, kZero);
-    b.addi(n1, vr, r + kh - 1), b.sub(n1, n1, tmp2), b.sub(ss2, tmp2, vr);
-    zero_rows(n1, ss2);
-    // The image's rows, at stage row from - first, column pw.
-    b.sub(n1, tmp2, vc);
-    b.sub(tmp, vc, vr), b.muli(tmp, tmp, wp * e), b.add(local, slot, tmp), b.addi(local, local, pw * e);
-    element_address(0, x, kZero, vc);
-    // The channels in two halves on two DMA channels: each row a run of only W elements, the requests
-    // (one a cycle) bound a load more than the bytes do.
-    b.li(n0, wd * e), b.li(n2, c_first), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(ds2, m * e), b.li(ss2, x.strides[1] * e);
-    dma(Opcode::DMA_LD, 0, local, addr);
-    b.emit(Opcode::SIGNAL, {kDma0, ST_FULL});
-    if (c_first < c) {
-      b.li(n2, c - c_first), b.addi(local, local, c_first * m * e), b.li(tmp, c_first * x.strides[1] * e), b.add(addr, addr, tmp);
-      b.emit(Opcode::WAIT, {kDma1, ST_FREE2});
-      dma(Opcode::DMA_LD, second_channel, local, addr);
-      b.emit(Opcode::SIGNAL, {kDma1, ST_FULL2});
+    b.emit(Opcode::WAIT, {kDma0, LOAD_FREE});
+    if (c_first < c) b.emit(Opcode::WAIT, {kDma1, LOAD_FREE2});
+    const Reg base = landing ? land : slot;
+    if (landing) b.li(base, landing_at);
+    for (int64_t py = 0; py < used_py; ++py) {
+      const Reg first = vr, from = vc, to = tmp2;
+      b.muli(first, band, r * sy), b.addi(first, first, py - ph);  // the phase's row 0 (may lie above the image)
+      // from = ceil(max(-first, 0) / sy), to = max(from, min(rows_p, ceil(max(H - first, 0) / sy))).
+      b.sub(from, kZero, first), b.emit(Opcode::MAX, {from.index, from.index, kZero.index}), b.addi(from, from, sy - 1);
+      b.li(tmp, sy), b.emit(Opcode::DIVU, {from.index, from.index, tmp.index});
+      b.li(to, h), b.sub(to, to, first), b.emit(Opcode::MAX, {to.index, to.index, kZero.index}), b.addi(to, to, sy - 1);
+      b.emit(Opcode::DIVU, {to.index, to.index, tmp.index}), b.li(tmp, rows_p), b.min(to, to, tmp), b.emit(Opcode::MAX, {to.index, to.index, from.index});
+      const int64_t phase_at = py * c * rows_p * wp * e;
+      const auto zero_rows = [&](Reg count, Reg at_row) {
+        const Label none = b.label();
+        b.branch(Opcode::BEQ, {count.index, kZero.index}, none);
+        b.muli(tmp, at_row, wp * e), b.add(local, base, tmp), b.addi(local, local, phase_at), b.li(addr, zero_at);
+        b.li(n0, wp * e), b.li(n2, c), b.li(ds1, wp * e), b.li(ss1, 0), b.li(ds2, rows_p * wp * e), b.li(ss2, 0);
+        dma(Opcode::DMA_CP, 0, local, addr);
+        b.bind(none);
+      };
+      b.mov(n1, from);
+      zero_rows(n1, kZero);
+      b.li(n1, rows_p), b.sub(n1, n1, to);
+      zero_rows(n1, to);
+      // The image's rows [from, to), at column pw; the channels in two halves on two DMA channels: each
+      // row a run of only W elements, the requests (one a cycle) bound a load more than the bytes do.
+      const Label no_rows = b.label();
+      b.sub(n1, to, from);
+      b.branch(Opcode::BEQ, {n1.index, kZero.index}, no_rows);
+      b.muli(tmp, from, wp * e), b.add(local, base, tmp), b.addi(local, local, phase_at + pw * e);
+      b.muli(tmp, from, sy), b.add(tmp2, first, tmp);  // the first image row (to is not needed again)
+      element_address(0, x, kZero, tmp2);
+      b.li(n0, wd * e), b.li(n2, c_first), b.li(ds1, wp * e), b.li(ss1, sy * x.strides[2] * e), b.li(ds2, rows_p * wp * e), b.li(ss2, x.strides[1] * e);
+      dma(Opcode::DMA_LD, 0, local, addr);
+      if (c_first < c) {
+        b.li(n2, c - c_first), b.addi(local, local, c_first * rows_p * wp * e), b.li(tmp, c_first * x.strides[1] * e), b.add(addr, addr, tmp);
+        dma(Opcode::DMA_LD, second_channel, local, addr);
+      }
+      b.bind(no_rows);
+    }
+    b.emit(Opcode::SIGNAL, {kDma0, LOAD_FULL});
+    if (c_first < c) b.emit(Opcode::SIGNAL, {kDma1, LOAD_FULL2});
+    if (landing) {  // the columns into phases: [py][C][rows][cols][sx] -> [sx][py][C][rows][cols]
+      b.emit(Opcode::WAIT, {kVec, LOAD_FULL});
+      if (c_first < c) b.emit(Opcode::WAIT, {kVec, LOAD_FULL2});
+      b.emit(Opcode::WAIT, {kVec, ST_FREE});
+      b.li(base, landing_at), b.li(vr, sy * c * rows_p * cols), b.li(vc, sx);
+      b.emit(Opcode::V_TRANS, {dt, slot.index, base.index, vr.index, vc.index});
+      b.emit(Opcode::SIGNAL, {kVec, LOAD_FREE});
+      if (c_first < c) b.emit(Opcode::SIGNAL, {kVec, LOAD_FREE2});
+      b.emit(Opcode::SIGNAL, {kVec, ST_FULL});
     }
   };
   prepare(t, sslot);
@@ -247,17 +295,17 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   }
   // The products: tap (i, j) = the stage from offset i * Wp + j, transposed, times its weights.
   b.emit(Opcode::WAIT, {kTc, ST_FULL});
-  if (c_first < c) b.emit(Opcode::WAIT, {kTc, ST_FULL2});
+  if (c_first < c && !landing) b.emit(Opcode::WAIT, {kTc, ST_FULL2});
   b.emit(Opcode::WAIT, {kTc, ACC_FREE});
   b.li(vr, m), b.li(vc, tn), b.li(n0, c);
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) {
-      const int64_t tap = i * kw + j;
-      b.addi(addr, sslot, (i * wp + j) * e), b.li(local, tap * c * tn * e);
+      const int64_t tap = i * kw + j, phase = (j % sx) * sy + i % sy;
+      b.addi(addr, sslot, (phase * phase_elems + i / sy * cols + j / sx) * e), b.li(local, tap * c * tn * e);
       b.emit(Opcode::TC_MM, {dt, 2 | (tap > 0 ? 1 : 0), aslot.index, addr.index, local.index, vr.index, vc.index, n0.index});
     }
   b.emit(Opcode::SIGNAL, {kTc, ST_FREE});
-  if (c_first < c) b.emit(Opcode::SIGNAL, {kTc, ST_FREE2});
+  if (c_first < c && !landing) b.emit(Opcode::SIGNAL, {kTc, ST_FREE2});
   b.emit(Opcode::SIGNAL, {kTc, ACC_FULL});
   {  // The weights are free after the core's last tile of these output channels.
     const Label keep = b.label();
@@ -270,12 +318,12 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::SIGNAL, {kTc, W_FREE});
     b.bind(keep);
   }
-  // The residual's TN x R x OW values, at the kept positions' layout (rows of Wp).
+  // The residual's TN x R x OW values, at the kept positions' layout (rows of cols).
   b.muli(u, cot, tn), b.muli(tmp2, band, r);  // first output channel, first output row
   if (residual) {
     b.emit(Opcode::WAIT, {kDmaW, RES_FREE});
     element_address(op.inputs.size() - 1, *residual, u, tmp2);
-    b.li(local, raw_at), b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, wp * e), b.li(ss1, residual->strides[2] * e);
+    b.li(local, raw_at), b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, cols * e), b.li(ss1, residual->strides[2] * e);
     b.li(ds2, kept * e), b.li(ss2, residual->strides[1] * e);
     dma(Opcode::DMA_LD, w_channel, local, addr);
     b.emit(Opcode::SIGNAL, {kDmaW, RES_FULL});
@@ -305,7 +353,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // Store TN x R runs of OW.
   b.emit(Opcode::WAIT, {kStore, OUT_FULL});
   element_address(SIZE_MAX, out, u, tmp2);
-  b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, out.strides[2] * e), b.li(ss1, wp * e), b.li(ds2, out.strides[1] * e), b.li(ss2, kept * e);
+  b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, out.strides[2] * e), b.li(ss1, cols * e), b.li(ds2, out.strides[1] * e), b.li(ss2, kept * e);
   dma(Opcode::DMA_ST, store_channel, addr, oslot);
   b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
 
@@ -322,9 +370,10 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   kernel.cores = cores;
   std::ostringstream plan;
   plan << name << ": " << x.to_string() << " with " << kh << " x " << kw << " kernels to " << cout << " channels, padding " << ph << " x " << pw
-       << " -> " << oh << " x " << ow << "; implicit im2col: tiles of " << tn << " output channels x a band of " << r << " rows of one image, "
-       << tiles << " tiles over " << cores << " cores; each band's " << r + kh - 1 << " x " << wp << " input rows of " << c
-       << " channels in a zero-padded stage, " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
+       << (sy * sx > 1 ? ", stride " + std::to_string(sy) + " x " + std::to_string(sx) : "") << " -> " << oh << " x " << ow
+       << "; implicit im2col: tiles of " << tn << " output channels x a band of " << r << " rows of one image, " << tiles << " tiles over " << cores
+       << " cores; each band's " << (r - 1) * sy + kh << " x " << wp << " input rows of " << c << " channels in a zero-padded stage"
+       << (sy * sx > 1 ? " of " + std::to_string(sy * sx) + " phases (" + (landing ? "columns split by v.trans" : "rows by the DMA") + ")" : "") << ", " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
        << " by " << c << " x " << tn << "), " << r * ow << " of " << m << " positions kept; weights resident per " << tn
        << " output channels" << (vectors == 2 ? ", scaled" : "") << (vectors >= 1 ? ", plus a bias" : "") << (residual ? ", plus a residual" : "")
        << "; " << local_bytes << " bytes of scratchpad\n";

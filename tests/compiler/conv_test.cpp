@@ -24,15 +24,17 @@ class Conv : public testing::KernelTest {
     bool bias_and_scale = false, residual = false;
     std::vector<OpKind> epilogue = {};
     int64_t row_pitch = 0;
+    int64_t sy = 1, sx = 1;
   };
   void check(const Case& k) {
     TensorDesc x = t(DType::BF16, {k.n, k.c, k.h, k.w});
     if (k.row_pitch) x.strides = {k.c * k.h * k.row_pitch, k.h * k.row_pitch, k.row_pitch, 1};
-    const int64_t oh = k.h + 2 * k.ph - k.kh + 1, ow = k.w + 2 * k.pw - k.kw + 1;
+    const int64_t oh = (k.h + 2 * k.ph - k.kh) / k.sy + 1, ow = (k.w + 2 * k.pw - k.kw) / k.sx + 1;
     OpDesc op{OpKind::CONV2D, {x, t(DType::BF16, {k.c, k.kh, k.kw, k.cout})}, t(DType::BF16, {k.n, k.cout, oh, ow})};
     if (k.bias_and_scale) op.inputs.push_back(t(DType::F32, {k.cout})), op.inputs.push_back(t(DType::F32, {k.cout}));
     if (k.residual) op.inputs.push_back(t(DType::BF16, {k.n, k.cout, oh, ow})), op.residual = true;
     op.window.padding = {k.ph, k.pw};
+    op.window.stride = {k.sy, k.sx};
     op.epilogue = k.epilogue;
     SCOPED_TRACE(op.key());
     std::mt19937 rng(5);
@@ -51,7 +53,7 @@ class Conv : public testing::KernelTest {
             for (int64_t i = 0; i < k.kh; ++i)
               for (int64_t j = 0; j < k.kw; ++j)
                 for (int64_t ch = 0; ch < k.c; ++ch) {
-                  const int64_t r = y + i - k.ph, q = xx + j - k.pw;
+                  const int64_t r = y * k.sy + i - k.ph, q = xx * k.sx + j - k.pw;
                   if (r < 0 || r >= k.h || q < 0 || q >= k.w) continue;
                   const double p = in(0, b * x.strides[0] + ch * x.strides[1] + r * x.strides[2] + q) * in(1, ((ch * k.kh + i) * k.kw + j) * k.cout + co);
                   sum += p, magnitude += std::fabs(p);
@@ -91,9 +93,25 @@ TEST_P(Conv, BandsOfRowsClippedByThePadding) {
             std::string::npos);
 }
 
+// Strides read the stage in phases: rows by the DMA, columns split by v.trans (ResNet's 3 x 3 / 2 and
+// 7 x 7 / 2 and 1 x 1 / 2; a stride in one dim only; a stride of 3 past the kernel's size; odd widths).
+TEST_P(Conv, ThreeByThreeStrideTwo) {
+  check({2, 16, 11, 12, 24, 3, 3, 1, 1, false, false, {}, 0, 2, 2});
+  check({3, 4, 150, 71, 32, 3, 3, 1, 1, false, true, {}, 0, 2, 2});  // bands of rows, the first and last clipped
+}
+TEST_P(Conv, SevenBySevenStrideTwoWithAResidualOnStridedRows) {
+  check({1, 6, 23, 21, 8, 7, 7, 3, 3, true, true, {OpKind::RELU}, 25, 2, 2});
+}
+TEST_P(Conv, OneByOneStrideTwo) { check({2, 40, 10, 9, 32, 1, 1, 0, 0, true, false, {}, 0, 2, 2}); }
+TEST_P(Conv, StrideInOneDimOnly) {
+  check({1, 8, 9, 13, 16, 3, 3, 1, 0, false, false, {}, 0, 2, 1});
+  check({1, 8, 9, 13, 16, 3, 3, 0, 1, false, false, {}, 0, 1, 3});
+}
+TEST_P(Conv, StridePastTheKernel) { check({1, 8, 14, 14, 16, 2, 2, 0, 1, false, false, {}, 0, 3, 3}); }
+
 TEST_P(Conv, WhatItCannotDoIsSaidSo) {
-  OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 9, 9}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
-  strided.window.stride = {2, 2};
+  OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 19, 19}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
+  strided.window.stride = {5, 5};
   EXPECT_THROW(compiler_.compile(strided), UnsupportedOp);
   OpDesc in_f32{OpKind::CONV2D, {t(DType::F32, {1, 2, 9, 9}), t(DType::F32, {2, 3, 3, 4})}, t(DType::F32, {1, 4, 7, 7})};
   EXPECT_THROW(compiler_.compile(in_f32), UnsupportedOp);

@@ -128,11 +128,14 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   const char* conv_env = std::getenv("NPUSIM_CONV");
   const std::string conv_lowering = conv_env ? conv_env : "auto";
   TORCH_CHECK(conv_lowering == "auto" || conv_lowering == "im2col", "npusim: NPUSIM_CONV is auto or im2col, not '", conv_lowering, "'");
-  if (conv_lowering == "auto" && groups == 1 && !pointwise_kernel && g.stride == std::array<int64_t, 2>{1, 1} && g.dilation == std::array<int64_t, 2>{1, 1} &&
+  if (conv_lowering == "auto" && groups == 1 && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && c >= 16 &&
       (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
-    // cannot do (padding past K - 1, a band of one row that does not fit).
+    // cannot do (padding past K - 1, a stride past 4, a band of one row that does not fit). Under 16
+    // channels (an RGB stem) a tap's product would use as few rows of the array: im2col's depth is
+    // C * KH * KW. A 1 x 1 kernel is a matmul of the input itself (stride 1) or of its gathered pixels
+    // (im2col): a 1 x 1 / 2 band's rows of 56 bytes bound the implicit kernel at half that speed.
     if (run_windowed(npu::compiler::OpKind::CONV2D, {x.stride(3) == 1 ? x : x.contiguous(), weights_cin_kh_kw_cout(w)}, bias, scale, residual,
                      out, g, epilogue))
       return out;
