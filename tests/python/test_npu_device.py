@@ -547,6 +547,9 @@ def conv_pool_norm_cases():
         "conv2d stride dilation groups": (lambda x, w: F_.conv2d(x, w, stride=2, padding=2, dilation=2, groups=2), [(2, 4, 11, 10), (6, 2, 3, 3)]),
         "conv2d 7x7 stride 2": (lambda x, w: F_.conv2d(x, w, stride=2, padding=3), [(1, 3, 17, 15), (4, 3, 7, 7)]),
         "conv2d 3x3 stride 2, 16 channels": (lambda x, w: F_.conv2d(x, w, stride=2, padding=1), [(2, 16, 9, 11), (8, 16, 3, 3)]),
+        # Groups of 8 channels: blocks of groups as block-diagonal dense convolutions (bf16), one block and two.
+        "conv2d groups of 8 channels": (lambda x, w, b: F_.conv2d(x, w, b, padding=1, groups=4), [(2, 32, 7, 9), (16, 8, 3, 3), (16,)]),
+        "conv2d 32 groups in 2 blocks": (lambda x, w: F_.conv2d(x, w, stride=(1, 2), padding=1, groups=32), [(1, 256, 5, 6), (64, 8, 3, 3)]),
         "conv2d channels_last 3x3": (lambda x, w: F_.conv2d(x.contiguous(memory_format=torch.channels_last), w, padding=1),
                                      [(2, 6, 7, 5), (4, 6, 3, 3)]),
         "conv2d channels_last 1x1": (lambda x, w: F_.conv2d(x.contiguous(memory_format=torch.channels_last), w), [(2, 6, 7, 5), (4, 6, 1, 1)]),

@@ -34,17 +34,31 @@
 namespace npusim {
 namespace {
 
-// A convolution's weights as [C, KH, KW, Cout] (the implicit-im2col kernel's layout), made once per
-// weight tensor and version: an inference's weights do not change, and the transposed copies cost
-// ResNet-18 in bf16 a fifth of its cycles when made at every call. An entry holds the weight tensor
-// itself, so that no other tensor takes its place (its identity is the key) while it is cached; the
-// 64 most recently used are kept. Inference tensors have no version counter: copied every time.
-at::Tensor weights_cin_kh_kw_cout(const at::Tensor& w) {
-  const auto permuted = [&] { return w.permute({1, 2, 3, 0}).contiguous(); };
-  if (w.is_inference()) return permuted();
+// A convolution's weights w [Cout, C/G, KH, KW] in the implicit-im2col kernel's layout, its G groups in
+// blocks of `per_block`: [G / per_block, per_block * C/G, KH, KW, per_block * Cout/G], each block
+// block-diagonal (the weights of input channels of one group to output channels of another are zero),
+// so that a block is one dense convolution. Groups 1: [1, C, KH, KW, Cout].
+//
+// Made once per weight tensor, version and blocking: an inference's weights do not change, and the
+// transposed copies cost ResNet-18 in bf16 a fifth of its cycles when made at every call. An entry
+// holds the weight tensor itself, so that no other tensor takes its place (its identity is the key)
+// while it is cached; the 64 most recently used are kept. Inference tensors have no version counter:
+// made every time.
+at::Tensor weights_in_blocks(const at::Tensor& w, int64_t groups, int64_t per_block) {
+  const auto make = [&] {
+    const int64_t cout = w.size(0), c_g = w.size(1), kh = w.size(2), kw = w.size(3), cout_g = cout / groups, blocks = groups / per_block;
+    if (groups == 1) return w.permute({1, 2, 3, 0}).contiguous().unsqueeze(0);
+    // [block, gi, c_g, KH, KW, go, cout_g]: w's group go of the block for every input group gi, kept where gi = go.
+    const at::Tensor spread = w.view({blocks, per_block, cout_g, c_g, kh, kw}).permute({0, 3, 4, 5, 1, 2}).unsqueeze(1).expand(
+        {blocks, per_block, c_g, kh, kw, per_block, cout_g});
+    const at::Tensor diagonal = at::eye(per_block, at::kFloat).to(w.options()).view({1, per_block, 1, 1, 1, per_block, 1});
+    return at::mul(spread, diagonal).reshape({blocks, per_block * c_g, kh, kw, per_block * cout_g});
+  };
+  if (w.is_inference()) return make();
   struct Entry {
-    at::Tensor weight, permuted;
+    at::Tensor weight, made;
     uint32_t version;
+    int64_t groups, per_block;
   };
   static std::mutex mutex;
   static auto* entries = new std::list<Entry>();  // (never destroyed: its tensors would outlive the device at exit)
@@ -52,9 +66,9 @@ at::Tensor weights_cin_kh_kw_cout(const at::Tensor& w) {
   {
     const std::lock_guard<std::mutex> lock(mutex);
     for (auto it = entries->begin(); it != entries->end(); ++it)
-      if (it->weight.is_same(w) && it->version == version) {
+      if (it->weight.is_same(w) && it->version == version && it->groups == groups && it->per_block == per_block) {
         entries->splice(entries->begin(), *entries, it);
-        return it->permuted;
+        return it->made;
       }
   }
   // In DRAM: a cached copy would hold its place in a core's SRAM pool (graph mode's) past the graph.
@@ -65,10 +79,10 @@ at::Tensor weights_cin_kh_kw_cout(const at::Tensor& w) {
   at::Tensor made;
   {
     const DramPlacement dram;
-    made = permuted();
+    made = make();
   }
   const std::lock_guard<std::mutex> lock(mutex);
-  entries->push_front({w, made, version});
+  entries->push_front({w, made, version, groups, per_block});
   if (entries->size() > 64) entries->pop_back();
   return made;
 }
@@ -128,7 +142,13 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   const char* conv_env = std::getenv("NPUSIM_CONV");
   const std::string conv_lowering = conv_env ? conv_env : "auto";
   TORCH_CHECK(conv_lowering == "auto" || conv_lowering == "im2col", "npusim: NPUSIM_CONV is auto or im2col, not '", conv_lowering, "'");
-  if (conv_lowering == "auto" && groups == 1 && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && c >= 16 &&
+  // Groups in blocks of as many as fill the array's rows (a block-diagonal dense convolution each, its
+  // zero products the price of one launch per block instead of im2col through DRAM).
+  const int64_t c_g = c / groups, array_rows = Runtime::get().chip().core.tensor_core.rows;
+  int64_t per_block = 1;
+  for (int64_t k = 1; k <= groups; ++k)
+    if (groups % k == 0 && k * std::max(c_g, cout_g) <= std::max<int64_t>(array_rows, std::max(c_g, cout_g))) per_block = k;
+  if (conv_lowering == "auto" && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && per_block * c_g >= 16 && (groups == 1 || c_g >= 4) &&
       (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
@@ -136,9 +156,16 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
     // channels (an RGB stem) a tap's product would use as few rows of the array: im2col's depth is
     // C * KH * KW. A 1 x 1 kernel is a matmul of the input itself (stride 1) or of its gathered pixels
     // (im2col): a 1 x 1 / 2 band's rows of 56 bytes bound the implicit kernel at half that speed.
-    if (run_windowed(npu::compiler::OpKind::CONV2D, {x.stride(3) == 1 ? x : x.contiguous(), weights_cin_kh_kw_cout(w)}, bias, scale, residual,
-                     out, g, epilogue))
-      return out;
+    const at::Tensor rows = x.stride(3) == 1 ? x : x.contiguous(), blocks = weights_in_blocks(w, groups, per_block);
+    const int64_t block_c = per_block * c_g, block_cout = per_block * cout_g;
+    bool ran = true;  // (every block has the shapes of the first: all run, or the first declines)
+    for (int64_t k = 0; k < blocks.size(0) && ran; ++k) {
+      const auto part = [&](const at::Tensor* t, int64_t dim) { return t ? t->narrow(dim, k * block_cout, block_cout) : at::Tensor(); };
+      const at::Tensor bias_k = part(bias, 0), scale_k = part(scale, 0), residual_k = part(residual, 1);
+      ran = run_windowed(npu::compiler::OpKind::CONV2D, {rows.narrow(1, k * block_c, block_c), blocks[k]}, bias ? &bias_k : nullptr,
+                         scale ? &scale_k : nullptr, residual ? &residual_k : nullptr, out.narrow(1, k * block_cout, block_cout), g, epilogue);
+    }
+    if (ran) return out;
   }
   at::Tensor cols;  // [N, C*KH*KW, OH*OW]
   const bool pointwise = kh == 1 && kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} && g.padding == std::array<int64_t, 2>{0, 0};
