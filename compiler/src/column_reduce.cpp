@@ -21,19 +21,10 @@
 #include "rowwise.h"
 
 namespace npu::compiler {
-namespace {
 
 using isa::DType;
 using isa::Opcode;
 
-struct ColumnView {
-  int64_t outer = 1, outer_stride = 0;  // elements
-  int64_t length = 0, length_stride = 0;
-  int64_t inner = 1;                    // contiguous
-};
-
-// x [..., L] as outer x L x inner, or nullopt: the leading dims must end in a contiguous run (inner)
-// and the rest merge into one stride (outer); L's stride must not be 1.
 std::optional<ColumnView> column_view(const TensorDesc& x) {
   if (x.shape.size() < 2) return std::nullopt;
   ColumnView v;
@@ -57,8 +48,6 @@ std::optional<ColumnView> column_view(const TensorDesc& x) {
   }
   return v;
 }
-
-}  // namespace
 
 bool is_column_reduction(const OpDesc& op) {
   if (op.kind != OpKind::SUM && op.kind != OpKind::MEAN && op.kind != OpKind::AMAX && op.kind != OpKind::AMIN) return false;

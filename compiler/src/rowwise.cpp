@@ -76,6 +76,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     if (s < 0) throw UnsupportedOp("negative strides");
   const bool reduction = is_row_reduction(op.kind);
   if (is_column_reduction(op)) return lower_column_reduction(op, config);
+  if (is_column_softmax(op)) return lower_column_softmax(op, config);
   const int64_t length = x.shape.back(), rows = length == 0 ? 0 : x.numel() / length;
   int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
   if (!row_view(x, &x_row, &x_col)) throw UnsupportedOp(name + ": the input's leading dims do not merge into rows");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "npusim/compiler/compiler.h"
 
@@ -35,6 +36,20 @@ struct RowLayout {
   int64_t rows = 0, length = 0;
   int64_t x_row = 0, x_col = 0, o_row = 0, o_col = 0;
 };
+
+// x [..., L] whose L is strided and whose leading dims end in a contiguous run
+// (inner) and merge into one stride beyond it (outer): outer x L x inner, the
+// column kernels' view; nullopt for other layouts.
+struct ColumnView {
+  int64_t outer = 1, outer_stride = 0;  // elements
+  int64_t length = 0, length_stride = 0;
+  int64_t inner = 1;  // contiguous
+};
+std::optional<ColumnView> column_view(const TensorDesc& x);
+
+// softmax and log_softmax along such a dim (column_softmax.cpp).
+bool is_column_softmax(const OpDesc& op);
+Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config);
 
 // sum, mean, amax or amin along a dim that is not innermost in memory (x's
 // last dim strided, its leading dims ending in a contiguous run): read in

@@ -128,6 +128,26 @@ TEST_P(RowOps, SoftmaxOverAStridedLastDim) {
   check(OpDesc(OpKind::SOFTMAX, {x}, t(DType::F32, {40, 24})));
 }
 
+// softmax and log_softmax along a dim that is not innermost in memory, into an output of the same layout
+// (the bridge's x.movedim(d, -1)): read in runs along the contiguous dim, all of the dim in one chunk
+// (read once) or, for a dim too long for the scratchpad, in chunks (read twice).
+TEST_P(RowOps, SoftmaxAlongADimThatIsNotInnermostReadsRuns) {
+  const auto view = [](DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    TensorDesc x = t(dtype, shape);
+    x.strides = std::move(strides);
+    return x;
+  };
+  for (const OpKind kind : {OpKind::SOFTMAX, OpKind::LOG_SOFTMAX}) {
+    for (const TensorDesc& x : {view(DType::F32, {40, 24}, {1, 40}), view(DType::F32, {3, 70, 40}, {2800, 1, 70}),
+                                view(DType::BF16, {700, 1100}, {1, 700})})
+      check(OpDesc(kind, {x}, x));
+  }
+  const TensorDesc small = view(DType::F32, {3, 70, 40}, {2800, 1, 70}), long_dim = view(DType::BF16, {700, 1100}, {1, 700});
+  EXPECT_NE(compiler_.compile(OpDesc(OpKind::SOFTMAX, {small}, small))->plan.find("x read once"), std::string::npos);
+  EXPECT_NE(compiler_.compile(OpDesc(OpKind::SOFTMAX, {long_dim}, long_dim))->plan.find("x read twice"), std::string::npos)
+      << compiler_.compile(OpDesc(OpKind::SOFTMAX, {long_dim}, long_dim))->plan;
+}
+
 TEST_P(RowOps, LayerNormAndRmsNorm) {
   OpDesc plain(OpKind::LAYER_NORM, {t(DType::F32, {9, 77})}, t(DType::F32, {9, 77}));
   check(plain);

@@ -77,8 +77,14 @@ bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& row
   // Rows whose elements are strided are read an element at a time: past 64 Ki elements two transposing
   // copies and the kernel on dense rows are faster (softmax(dim=0) of 4096 x 4096 f32 on base: 57.5 M
   // cycles, against 1.2 M).
+  // (Not where a kernel reads the rows along the layout's contiguous run: a column reduction or softmax.)
   const auto strided_rows = [](const at::Tensor& t) { return t.dim() > 0 && t.size(-1) > 1 && t.stride(-1) != 1 && t.numel() >= 65536; };
-  const bool dense_first = strided_rows(out) || std::any_of(rows.begin(), rows.end(), strided_rows);
+  const auto by_columns = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : rows) described.push_back(describe(t));
+    return npu::compiler::reads_columns(npu::compiler::OpDesc(kind, described, describe(out)));
+  };
+  const bool dense_first = (strided_rows(out) || std::any_of(rows.begin(), rows.end(), strided_rows)) && !by_columns();
   if (!dense_first && try_run_kind(kind, rows, out)) return true;
   bool strided = !out.is_contiguous();
   for (const at::Tensor& t : rows) strided |= !t.is_contiguous();

@@ -42,6 +42,11 @@ struct CacheStats {
   uint64_t entries = 0;
 };
 
+// Whether a row op (a reduction, softmax) along a dim whose elements are strided has a kernel that reads
+// along the layout's contiguous run (column_reduce.cpp, column_softmax.cpp) instead of an element at a
+// time: its caller need not make the rows dense first.
+bool reads_columns(const OpDesc& op);
+
 class Compiler {
  public:
   explicit Compiler(sim::ChipConfig config);
