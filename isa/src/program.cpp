@@ -167,6 +167,8 @@ void validate_program(const Program& program) {
       continue;
     }
     if (symbol.shape.empty()) fail("symbol '" + symbol.name + "' has no shape");
+    if (symbol.shape.size() > kMaxSymbolDims)
+      fail("symbol '" + symbol.name + "' has " + std::to_string(symbol.shape.size()) + " dims, more than " + std::to_string(kMaxSymbolDims));
     const uint64_t bytes = checked_element_count(symbol.shape, symbol.name) * dtype_size_bytes(symbol.dtype);
     if (symbol.kind == SymbolKind::Data) {
       if (symbol.section >= program.data.size()) fail("data symbol '" + symbol.name + "' names a missing data section");

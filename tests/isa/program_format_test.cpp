@@ -106,6 +106,13 @@ TEST(ProgramFormat, RejectsInconsistentContents) {
     message.mutable_symbols(0)->add_shape(1ull << 62);
     EXPECT_NE(rejection(wrap(message.SerializeAsString())).find("too large"), std::string::npos);
   }
+  {  // more dims than the assembler's directives take: it would print assembly that does not assemble back
+    pb::Program message = base;
+    message.mutable_symbols(0)->clear_shape();
+    for (size_t d = 0; d <= kMaxSymbolDims; ++d) message.mutable_symbols(0)->add_shape(2);
+    EXPECT_NE(rejection(wrap(message.SerializeAsString())).find("has 9 dims, more than 8"), std::string::npos)
+        << rejection(wrap(message.SerializeAsString()));
+  }
 }
 
 std::string wrap(const std::string& payload, uint32_t format_version) {

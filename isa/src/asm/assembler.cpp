@@ -628,7 +628,7 @@ class Assembler {
       }
       if (id) define_name(line, *id, {is_reg ? NameKind::RegAlias : NameKind::SemAlias, static_cast<int64_t>(*number)}, "alias");
     } else if (name == ".input" || name == ".output" || name == ".buffer") {
-      if (!expect_operand_count(line, head, ops, 3, 10, "NAME, DTYPE, DIM[, DIM...]")) return;
+      if (!expect_operand_count(line, head, ops, 3, 2 + kMaxSymbolDims, "NAME, DTYPE, DIM[, DIM...]")) return;
       const Token* id = name_operand(line, tokens, ops[0], "buffer");
       const auto dtype = dtype_operand(line, tokens, ops[1]);
       const auto shape = shape_operands(line, tokens, ops, 2);
@@ -636,7 +636,7 @@ class Assembler {
       const SymbolKind kind = name == ".input" ? SymbolKind::Input : name == ".output" ? SymbolKind::Output : SymbolKind::Scratch;
       add_symbol(line, *id, {id->text, kind, *dtype, *shape, 0, 0}, NameKind::Buffer);
     } else if (name == ".local") {
-      if (!expect_operand_count(line, head, ops, 4, 11, "NAME, DTYPE, ADDRESS, DIM[, DIM...]")) return;
+      if (!expect_operand_count(line, head, ops, 4, 3 + kMaxSymbolDims, "NAME, DTYPE, ADDRESS, DIM[, DIM...]")) return;
       const Token* id = name_operand(line, tokens, ops[0], "local region");
       const auto dtype = dtype_operand(line, tokens, ops[1]);
       const auto address = eval_range(tokens, ops[2], line);
@@ -665,7 +665,7 @@ class Assembler {
       }
       add_symbol(line, *id, symbol, NameKind::Local);
     } else if (name == ".data") {
-      if (!expect_operand_count(line, head, ops, 2, 10, "NAME, DTYPE[, DIM...]")) return;
+      if (!expect_operand_count(line, head, ops, 2, 2 + kMaxSymbolDims, "NAME, DTYPE[, DIM...]")) return;
       const Token* id = name_operand(line, tokens, ops[0], "data section");
       const auto dtype = dtype_operand(line, tokens, ops[1]);
       const auto shape = shape_operands(line, tokens, ops, 2);

@@ -18,6 +18,8 @@ inline constexpr uint64_t kAllCores = ~uint64_t{0};
 inline constexpr uint64_t kMaxProgramFileBytes = uint64_t{1} << 30;
 // Upper bound on the bytes of all data sections of a program together.
 inline constexpr uint64_t kMaxDataBytes = uint64_t{256} << 20;
+// The most dims a symbol's shape has (the assembler's directives take as many).
+inline constexpr size_t kMaxSymbolDims = 8;
 
 enum class SymbolKind : uint8_t { Input = 1, Output, Scratch, Data, Local, Label };
 
