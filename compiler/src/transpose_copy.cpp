@@ -15,8 +15,12 @@
 //   vector:  v.trans [Q x P] -> [P x Q]                    -> dma ch2
 //   dma ch2: its P runs of Q
 // A short run that both sides share (2 bf16 of a pixel shuffle) is folded into
-// one element of its width first. Applies to a copy into a dense output of
-// blocks that divide their dims; the elementwise kernel takes the others.
+// one element of its width first; a longer one still shorter than a DMA
+// request (a permute that keeps the last dim of 64 bf16) moves as a piece, and
+// the store's DMA writes the pieces of a [Q][P] tile in [P][Q] order (no
+// v.trans; the Q pieces of an output run adjacent in DRAM). Applies to a copy
+// into a dense output of blocks that divide their dims; the elementwise kernel
+// takes the others.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -95,16 +99,21 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   // A run both sides share that is too short for a DMA request of its own (a pixel shuffle's, or a
   // 2 x 2 / 2 transposed convolution's, 2 bf16 of kw) moves as one element of its width, 2 or 4
   // bytes, and the transpose is between the dims around it. (No dtype is 8 bytes wide: 2 f32 stay.)
+  // A longer shared run that is still shorter than a request (permute(2, 1, 0, 3) of [16, 32, 64, 64]
+  // bf16: 128 bytes) moves as a piece of its own, and the store's DMA puts the pieces in the output's
+  // order (its runs one piece long, but a tile's pieces of an output run adjacent in DRAM): no v.trans.
+  const int64_t request = config.core.dma.request_bytes;
   isa::DType moved = out.dtype;
-  bool folded = false;
+  bool folded = false, pieces = false;
   if (dims.size() >= 2 && dims.back().in_stride == 1) {
     const int64_t n = dims.back().size, wide = n * e;
     bool divides = true;
     for (size_t d = 0; d + 1 < dims.size(); ++d) divides = divides && dims[d].in_stride % n == 0 && dims[d].out_stride % n == 0;
-    if ((wide == 2 || wide == 4) && n > 1 && divides) {
+    if (n > 1 && divides && (wide == 2 || wide == 4 || wide < request)) {
       dims.pop_back();
       for (Dim& dim : dims) dim.in_stride /= n, dim.out_stride /= n;
-      e = wide, moved = wide == 4 ? isa::DType::I32 : isa::DType::F16, folded = true;
+      folded = wide == 2 || wide == 4, pieces = !folded;
+      e = wide, moved = wide == 4 ? isa::DType::I32 : isa::DType::F16;
     }
   }
   const int64_t rank = static_cast<int64_t>(dims.size());
@@ -122,15 +131,14 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   int64_t z2 = -1, a2 = -1, qz = 0, qz2 = 1, pa = 0, pa2 = 1;
   const int64_t period = int64_t{config.dram.channels} * config.dram.interleave_bytes, scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   // Runs shorter than a DMA request on either side: the elementwise kernel's tiles do as well.
-  const int64_t request = config.core.dma.request_bytes;
   for (int64_t want_q = std::max<int64_t>(period, 2 * request), want_p = want_q;; (want_q >= want_p ? want_q : want_p) /= 2) {
     if (want_q < request && want_p < request) return std::nullopt;
     // Q: part of z, or all of z and part of z2 (z - 1, unless that is a).
     z2 = -1, qz2 = 1, qz = block_of(dims[size_t(z)].size, e, want_q);
-    if (qz == dims[size_t(z)].size && qz * e < want_q && z - 1 != a) z2 = z - 1, qz2 = block_of(dims[size_t(z2)].size, qz * e, want_q);
+    if (qz == dims[size_t(z)].size && qz * e < want_q && z - 1 != a && !pieces) z2 = z - 1, qz2 = block_of(dims[size_t(z2)].size, qz * e, want_q);
     // P: part of a, or all of a and part of a2 (the dim at a's size in the input, if it is not in Q).
     a2 = -1, pa2 = 1, pa = block_of(dims[size_t(a)].size, e, want_p);
-    if (pa == dims[size_t(a)].size && pa * e < want_p) {
+    if (pa == dims[size_t(a)].size && pa * e < want_p && !pieces) {
       const int64_t next = find_in_stride(dims[size_t(a)].size);
       if (next >= 0 && next != z && next != z2) a2 = next, pa2 = block_of(dims[size_t(a2)].size, pa * e, want_p);
     }
@@ -155,15 +163,18 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   const Dim& dz2 = z2 >= 0 ? dims[size_t(z2)] : none;
   const Dim& da = dims[size_t(a)];
   const Dim& da2 = a2 >= 0 ? dims[size_t(a2)] : none;
-  // Load: Q runs of P elements, [Q][P] here with q = z2 * qz + z. Store: P runs of Q, p = a2 * pa + a.
+  // Load: Q runs of P elements, [Q][P] here with q = z2 * qz + z. Store: P runs of Q, p = a2 * pa + a
+  // (with pieces: from the loaded [Q][P], a piece at a time, the Q pieces of an output run adjacent).
   DmaDims load = arranged({p_elems, {qz, dz.in_stride, p_elems}, {qz2, dz2.in_stride, qz * p_elems}});
-  DmaDims store = arranged({q_elems, {pa, da.out_stride, q_elems}, {pa2, da2.out_stride, pa * q_elems}});
+  DmaDims store = pieces ? arranged({1, {qz, dz.out_stride, p_elems}, {pa, da.out_stride, 1}})
+                         : arranged({q_elems, {pa, da.out_stride, q_elems}, {pa2, da2.out_stride, pa * q_elems}});
   // (A folded run's other choice is the elementwise kernel's runs of that run: any longer is better.)
-  if (std::min(load.run, store.run) * e < (folded ? request / 2 : request)) return std::nullopt;
+  if (pieces ? load.run * e < request || q_elems * e < request / 2 : std::min(load.run, store.run) * e < (folded ? request / 2 : request))
+    return std::nullopt;
   // Small tiles take a batch of nb of another dim (c, the output's innermost left), as the DMAs' outer
   // dim where both have it free: a DMA's latency is exposed once per transfer.
   int64_t c = -1, nb = 1;
-  if (load.outer.count == 1 && store.outer.count == 1)
+  if (load.outer.count == 1 && store.outer.count == 1 && !pieces)
     for (int64_t d = rank - 1; d >= 0 && c < 0; --d)
       if (d != a && d != a2 && d != z && d != z2) c = d;
   if (c >= 0) {
@@ -174,7 +185,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     load.outer = {nb, dims[size_t(c)].in_stride, tile_bytes / e}, store.outer = {nb, dims[size_t(c)].out_stride, tile_bytes / e};
     load = arranged(load), store = arranged(store);
   }
-  const int64_t slot_bytes = 2 * nb * tile_bytes;  // nb input tiles, then nb output tiles
+  const int64_t slot_bytes = (pieces ? 1 : 2) * nb * tile_bytes;  // nb input tiles, then nb output tiles (none with pieces)
 
   // The tiles' loop: every dim, in the output's order, in blocks where a block is cut from it.
   std::vector<int64_t> loop_dims, loop_in, loop_out;
@@ -189,12 +200,17 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   for (const int64_t n : loop_dims) tiles *= n;
   const unsigned cores = static_cast<unsigned>(std::min<int64_t>(config.num_cores, tiles));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
+  // Pieces are stored a request each: half of P's on a fourth DMA channel, where there is one, doubles
+  // the requests a cycle (the OUT_* semaphores, which pieces leave free, pass its half).
+  const bool split_store = pieces && config.core.dma.channels >= 4 && pa >= 2;
+  const int64_t first_half = split_store ? pa / 2 : pa;
+  const auto pieces_store = [&](int64_t count) { return arranged({1, {qz, dz.out_stride, p_elems}, {count, da.out_stride, 1}}); };
 
   ProgramBuilder b("copy, blocked transposes (generated)");
   const uint16_t out_sym = b.output("out", out.dtype, {static_cast<uint64_t>(out.storage_extent())});
   const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
   constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
-  const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
+  const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel, kStore2 = 4;
   const Reg t = b.reg(), t_end = b.reg();
   const Label done = b.label();
   b.split_over_cores(tiles, t, t_end);
@@ -204,7 +220,10 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * dtype_bytes);
   b.emit(Opcode::LA, {out_base.index, out_sym});
   if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * dtype_bytes);
-  for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
+  for (int i = 0; i < 2; ++i) {
+    b.emit(Opcode::SIGNAL, {kDma0, IN_FREE});
+    if (!pieces || split_store) b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
+  }
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
   b.li(slot, 0);
@@ -219,26 +238,37 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   const Label loop = b.label();
   b.bind(loop);
   b.emit(Opcode::WAIT, {kDma0, IN_FREE});
+  if (split_store) b.emit(Opcode::WAIT, {kDma0, OUT_FREE});
   b.tile_address(addr, in_base, t, loop_dims, loop_in, {}, e, tmp);
   b.mov(local, slot);
   dma(Opcode::DMA_LD, 0, load);
   b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
-  // Turn it over into [P][Q].
-  b.emit(Opcode::WAIT, {kVec, IN_FULL});
-  b.emit(Opcode::WAIT, {kVec, OUT_FREE});
-  b.addi(local, slot, nb * tile_bytes), b.li(rows, q_elems), b.li(cols, p_elems), b.mov(addr, slot), b.li(tmp, nb);
-  const Label batch = b.label();
-  b.bind(batch);
-  b.emit(Opcode::V_TRANS, {static_cast<int64_t>(moved), local.index, addr.index, rows.index, cols.index});
-  b.addi(local, local, tile_bytes), b.addi(addr, addr, tile_bytes);
-  b.branch(Opcode::DBNZ, {tmp.index}, batch);
-  b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
-  b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
-  b.emit(Opcode::WAIT, {kStore, OUT_FULL});
+  if (split_store) b.emit(Opcode::SIGNAL, {kDma0, OUT_FULL});
+  // The tile turned over into [P][Q] (with pieces, the store's DMA reorders them from [Q][P] itself).
+  const int64_t STORE_FULL = pieces ? IN_FULL : OUT_FULL, STORE_FREE = pieces ? IN_FREE : OUT_FREE;
+  if (!pieces) {
+    b.emit(Opcode::WAIT, {kVec, IN_FULL});
+    b.emit(Opcode::WAIT, {kVec, OUT_FREE});
+    b.addi(local, slot, nb * tile_bytes), b.li(rows, q_elems), b.li(cols, p_elems), b.mov(addr, slot), b.li(tmp, nb);
+    const Label batch = b.label();
+    b.bind(batch);
+    b.emit(Opcode::V_TRANS, {static_cast<int64_t>(moved), local.index, addr.index, rows.index, cols.index});
+    b.addi(local, local, tile_bytes), b.addi(addr, addr, tile_bytes);
+    b.branch(Opcode::DBNZ, {tmp.index}, batch);
+    b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
+    b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
+  }
+  b.emit(Opcode::WAIT, {kStore, STORE_FULL});
   b.tile_address(addr, out_base, t, loop_dims, loop_out, {}, e, tmp);
-  b.addi(local, slot, nb * tile_bytes);
-  dma(Opcode::DMA_ST, store_channel, store);
-  b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+  b.addi(local, slot, pieces ? 0 : nb * tile_bytes);
+  dma(Opcode::DMA_ST, store_channel, pieces ? pieces_store(first_half) : store);
+  b.emit(Opcode::SIGNAL, {kStore, STORE_FREE});
+  if (split_store) {  // P's second half
+    b.emit(Opcode::WAIT, {kStore2, OUT_FULL});
+    b.li(tmp, first_half * da.out_stride * e), b.add(addr, addr, tmp), b.addi(local, slot, first_half * e);
+    dma(Opcode::DMA_ST, 3, pieces_store(pa - first_half));
+    b.emit(Opcode::SIGNAL, {kStore2, OUT_FREE});
+  }
   b.emit(Opcode::XORI, {slot.index, slot.index, slot_bytes});
   b.addi(t, t, 1);
   b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
@@ -250,9 +280,12 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   kernel.cores = std::max(1u, cores);
   std::ostringstream plan;
   plan << "copy: " << out.to_string() << " from " << in.to_string() << " as blocked transposes: tiles of " << (nb > 1 ? std::to_string(nb) + " x " : "") << q_elems << " x " << p_elems
-       << " turned into " << p_elems << " x " << q_elems << ", read in runs of " << load.run * e << " bytes, written in runs of " << store.run * e
-       << " bytes" << (folded ? " (elements of " + std::to_string(e) + " bytes: the run both sides share)" : "") << "; " << tiles << " tiles over " << kernel.cores << " cores; " << 2 * slot_bytes
-       << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << "\n";
+       << (pieces ? " pieces of " + std::to_string(e) + " bytes (the run both sides share) reordered by the store's DMA into "
+                  : " turned into ")
+       << p_elems << " x " << q_elems << ", read in runs of " << load.run * e << " bytes, written "
+       << (pieces ? "a piece at a time, " + std::to_string(q_elems) + " adjacent (" + std::to_string(q_elems * e) + " bytes)" : "in runs of " + std::to_string(store.run * e) + " bytes")
+       << (folded ? " (elements of " + std::to_string(e) + " bytes: the run both sides share)" : "") << "; " << tiles << " tiles over " << kernel.cores << " cores; " << 2 * slot_bytes
+       << " bytes of scratchpad (two slots); loads on dma ch0, stores on dma ch" << store_channel << (split_store ? " and ch3" : "") << "\n";
   kernel.plan = plan.str();
   return kernel;
 }
