@@ -51,6 +51,7 @@ def check(f, *inputs, **tolerance):
 
 def check_gradients(f, inputs, dtype=torch.float32, gradient_tolerance=None):
     """f's output and every input's gradient, on the npu against the CPU; no fallback."""
+    originals = [i.clone() for i in inputs]
     cpu = [i.to(dtype).clone().requires_grad_() for i in inputs]
     npu = [i.to(dtype).to(NPU).detach().requires_grad_() for i in inputs]
     before = dict(npusim.fallback_stats())
@@ -59,6 +60,12 @@ def check_gradients(f, inputs, dtype=torch.float32, gradient_tolerance=None):
     y_npu.backward(grad.to(NPU))
     y_cpu.backward(grad)
     assert fallbacks_since(before) == {}
+    # (Both sides must have seen the same operands: a mismatch below then lies in the computation.)
+    same = dict(rtol=0, atol=0, equal_nan=True)
+    for original, given, on_cpu, on_npu in zip(originals, inputs, cpu, npu):
+        torch.testing.assert_close(given, original, **same, msg="a CPU input changed during the run")
+        torch.testing.assert_close(on_cpu.detach(), original.to(dtype), **same, msg="the CPU's operand changed during the run")
+        torch.testing.assert_close(on_npu.detach().cpu(), original.to(dtype), **same, msg="the npu's operand changed during the run")
     torch.testing.assert_close(y_npu.detach().cpu(), y_cpu.detach(), **TOLERANCE[dtype])
     for a, b in zip(npu, cpu):
         torch.testing.assert_close(a.grad.cpu(), b.grad, **(gradient_tolerance or TOLERANCE[dtype]))
