@@ -49,6 +49,22 @@ std::optional<ColumnView> column_view(const TensorDesc& x) {
   return v;
 }
 
+void emit_column_tile(ProgramBuilder& b, const ColumnView& view, int64_t tc, Reg t, Reg o, Reg j0, Reg nt, Reg tmp) {
+  b.li(tmp, (view.inner + tc - 1) / tc);
+  b.emit(Opcode::DIVU, {o.index, t.index, tmp.index});
+  b.emit(Opcode::REMU, {j0.index, t.index, tmp.index});
+  b.muli(j0, j0, tc);
+  b.li(nt, view.inner), b.sub(nt, nt, j0), b.li(tmp, tc), b.min(nt, nt, tmp);
+}
+
+void emit_column_tile_address(ProgramBuilder& b, uint16_t sym, const TensorDesc& td, const ColumnView& view, int64_t e, Reg o, Reg j0, Reg addr,
+                              Reg tmp) {
+  b.emit(Opcode::LA, {addr.index, sym});
+  if (td.storage_offset) b.addi(addr, addr, td.storage_offset * e);
+  b.li(tmp, view.outer_stride * e), b.mul(tmp, tmp, o), b.add(addr, addr, tmp);
+  b.muli(tmp, j0, e), b.add(addr, addr, tmp);
+}
+
 bool is_column_reduction(const OpDesc& op) {
   if (op.kind != OpKind::SUM && op.kind != OpKind::MEAN && op.kind != OpKind::AMAX && op.kind != OpKind::AMIN) return false;
   if (op.inputs.size() != 1) return false;
@@ -123,19 +139,10 @@ Kernel lower_column_reduction(const OpDesc& op, const sim::ChipConfig& config) {
 
   const Label tile_loop = b.label();
   b.bind(tile_loop);
-  // Tile t: outer index o, columns j0 .. +nt.
-  b.li(tmp, col_tiles);
-  b.emit(Opcode::DIVU, {o.index, t.index, tmp.index});
-  b.emit(Opcode::REMU, {j0.index, t.index, tmp.index});
-  b.muli(j0, j0, tc);
-  b.li(nt, inner), b.sub(nt, nt, j0), b.li(tmp, tc), b.min(nt, nt, tmp);
+  emit_column_tile(b, view, tc, t, o, j0, nt, tmp);
   b.li(tmp, identity);
   b.emit(Opcode::V_FILL, {wdt, acc.index, tmp.index, one.index, nt.index});
-  // addr: row 0 of the tile's columns
-  b.emit(Opcode::LA, {addr.index, in_sym});
-  if (x.storage_offset) b.addi(addr, addr, x.storage_offset * e);
-  b.li(tmp, view.outer_stride * e), b.mul(tmp, tmp, o), b.add(addr, addr, tmp);
-  b.muli(tmp, j0, e), b.add(addr, addr, tmp);
+  emit_column_tile_address(b, in_sym, x, view, e, o, j0, addr, tmp);
   b.li(left, length), b.li(chunk, chunks);
 
   const Label chunk_loop = b.label();

@@ -100,12 +100,8 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
   const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
     b.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
-  // addr = row 0 of the tile's columns in x (or the output).
   const auto tile_address = [&](uint16_t sym, const TensorDesc& td, const ColumnView& view) {
-    b.emit(Opcode::LA, {addr.index, sym});
-    if (td.storage_offset) b.addi(addr, addr, td.storage_offset * e);
-    b.li(tmp, view.outer_stride * e), b.mul(tmp, tmp, o), b.add(addr, addr, tmp);
-    b.muli(tmp, j0, e), b.add(addr, addr, tmp);
+    emit_column_tile_address(b, sym, td, view, e, o, j0, addr, tmp);
   };
   // The chunk's rows x nt of x, as f32 in `work`: loaded into a raw slot (dma ch0), converted.
   const auto load_chunk = [&] {
@@ -125,12 +121,7 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
 
   const Label tile_loop = b.label();
   b.bind(tile_loop);
-  // Tile t: outer index o, columns j0 .. +nt.
-  b.li(tmp, col_tiles);
-  b.emit(Opcode::DIVU, {o.index, t.index, tmp.index});
-  b.emit(Opcode::REMU, {j0.index, t.index, tmp.index});
-  b.muli(j0, j0, tc);
-  b.li(nt, inner), b.sub(nt, nt, j0), b.li(tmp, tc), b.min(nt, nt, tmp);
+  emit_column_tile(b, in_view, tc, t, o, j0, nt, tmp);
   b.li(tmp, f32_bits(std::numeric_limits<float>::lowest())), b.emit(Opcode::V_FILL, {f32, m.index, tmp.index, one.index, nt.index});
   b.li(tmp, 0), b.emit(Opcode::V_FILL, {f32, s.index, tmp.index, one.index, nt.index});
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "npusim/compiler/compiler.h"
+#include "npusim/compiler/program_builder.h"
 
 namespace npu::compiler {
 
@@ -46,6 +47,12 @@ struct ColumnView {
   int64_t inner = 1;  // contiguous
 };
 std::optional<ColumnView> column_view(const TensorDesc& x);
+// The column kernels' tiles: tc columns of one outer index, tiles numbered outer-major.
+// Registers: tile t's outer index o, first column j0 and width nt (tc, or the last tile's rest).
+void emit_column_tile(ProgramBuilder& b, const ColumnView& view, int64_t tc, Reg t, Reg o, Reg j0, Reg nt, Reg tmp);
+// addr = symbol sym (a tensor of td, viewed as `view`) at row 0 of the tile's columns, elements of e bytes.
+void emit_column_tile_address(ProgramBuilder& b, uint16_t sym, const TensorDesc& td, const ColumnView& view, int64_t e, Reg o, Reg j0, Reg addr,
+                              Reg tmp);
 
 // softmax and log_softmax along such a dim (column_softmax.cpp).
 bool is_column_softmax(const OpDesc& op);
