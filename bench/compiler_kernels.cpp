@@ -225,7 +225,7 @@ int sc_main(int argc, char* argv[]) {
     link.trace_path = trace_path;
     const auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
     npu::compiler::Compiler compiler(chip);
-    const double peak_macs = double(chip.num_cores) * chip.core.tensor_core.rows * chip.core.tensor_core.cols;
+    const double peak_macs = double(chip.num_cores) * double(chip.core.tensor_core.macs_per_cycle());
     const double dram_bytes_per_cycle = double(chip.dram.channels) * chip.dram.bytes_per_cycle_per_channel;
     std::printf("config %s: %u cores, peak %.0f MACs/cycle, DRAM %.0f B/cycle\n\n", config.c_str(), chip.num_cores, peak_macs,
                 dram_bytes_per_cycle);

@@ -304,7 +304,7 @@ def _(s):
 
 def chip_peaks(npusim):
     info = npusim._C.chip_info()
-    return {"macs_per_cycle": info["num_cores"] * info["tensor_rows"] * info["tensor_cols"],
+    return {"macs_per_cycle": info["num_cores"] * info["tensor_macs_per_cycle"],
             "dram_bytes_per_cycle": info["dram_bytes_per_cycle"],
             "vector_elements_per_cycle": info["num_cores"] * info["vector_lanes"]}
 

@@ -54,6 +54,8 @@ TensorCoreConfig to_typed(const pb::TensorCoreConfig& m) {
       m.dataflow() == pb::OUTPUT_STATIONARY ? Dataflow::OutputStationary : Dataflow::WeightStationary;
   for (const std::string& name : m.input_dtypes()) tensor_core.input_dtypes.push_back(*isa::dtype_from_name(name));
   tensor_core.weight_double_buffering = m.weight_double_buffering();
+  tensor_core.arrays = m.arrays() ? m.arrays() : 1;
+  tensor_core.fold_timing = m.fold_timing() == pb::FULL_ARRAY ? FoldTiming::FullArray : FoldTiming::UsedExtent;
   return tensor_core;
 }
 
@@ -63,6 +65,8 @@ void to_proto(const TensorCoreConfig& tensor_core, pb::TensorCoreConfig* m) {
   m->set_dataflow(tensor_core.dataflow == Dataflow::OutputStationary ? pb::OUTPUT_STATIONARY : pb::WEIGHT_STATIONARY);
   for (isa::DType dtype : tensor_core.input_dtypes) m->add_input_dtypes(std::string(isa::dtype_name(dtype)));
   m->set_weight_double_buffering(tensor_core.weight_double_buffering);
+  m->set_arrays(tensor_core.arrays);
+  m->set_fold_timing(tensor_core.fold_timing == FoldTiming::FullArray ? pb::FULL_ARRAY : pb::USED_EXTENT);
 }
 
 VectorUnitConfig to_typed(const pb::VectorUnitConfig& m) {

@@ -73,6 +73,7 @@ void check_tensor_core(const Scope& s) {
             pb::Dataflow_Name(m.dataflow()));
   s.require(!m.weight_double_buffering() || m.dataflow() == pb::WEIGHT_STATIONARY, "weight_double_buffering",
             "needs dataflow WEIGHT_STATIONARY (an output-stationary array holds no weights)", "true");
+  if (m.arrays() != 0) within(s, "arrays", m.arrays(), 1, 16);
   s.require(m.input_dtypes_size() > 0, "input_dtypes", "must list at least one dtype", "");
   std::set<std::string> seen;
   for (int i = 0; i < m.input_dtypes_size(); ++i) {

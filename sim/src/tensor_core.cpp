@@ -8,10 +8,35 @@
 
 namespace npu::sim {
 
+namespace {
+
+// The largest share of `folds` folds of `extent` (each `fold` wide) that one of `ways` arrays gets, as an
+// extent: whole folds, or the extent itself where one array takes all of them.
+uint64_t share_extent(uint64_t extent, uint64_t fold, uint64_t ways) {
+  return std::min(extent, ceil_div(ceil_div(extent, fold), ways) * fold);
+}
+
+}  // namespace
+
 SystolicTiming systolic_timing(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
   if (m == 0 || n == 0 || k == 0) return {};
   const uint64_t rows = config.rows, cols = config.cols;
-  if (config.dataflow == Dataflow::WeightStationary) {
+  const bool weight_stationary = config.dataflow == Dataflow::WeightStationary;
+  if (config.fold_timing == FoldTiming::FullArray) {
+    // Every fold costs a whole array's: pad the extents that fold over the array's rows and columns.
+    (weight_stationary ? k : m) = ceil_div(weight_stationary ? k : m, rows) * rows;
+    n = ceil_div(n, cols) * cols;
+  }
+  if (config.arrays > 1) {
+    // The arrays share the folds: column folds first (each array pins other weights, or owns other
+    // output blocks, and the rows of A reach all of them); where there are fewer column folds than
+    // arrays, the rest split the folds along k (weight stationary) or m (output stationary).
+    // The slowest array's share times the tile.
+    const uint64_t n_folds = ceil_div(n, cols);
+    n = share_extent(n, cols, config.arrays);
+    if (n_folds < config.arrays) (weight_stationary ? k : m) = share_extent(weight_stationary ? k : m, rows, config.arrays / n_folds);
+  }
+  if (weight_stationary) {
     // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
     // through: 2*kr + nc + m - 2 cycles per fold (SCALE-Sim). Summed over folds:
     const uint64_t k_folds = ceil_div(k, rows), n_folds = ceil_div(n, cols), folds = k_folds * n_folds;

@@ -92,6 +92,98 @@ TEST_F(Golden, SystolicTileWithDoubleBufferedWeights) {
   EXPECT_EQ(systolic_cycles(array, 5, 7, 6), 27u);
 }
 
+// SCALE-Sim v3.0.0 (pip install scalesim; validation/scalesim_check.py reruns it) on GEMM layers,
+// ample SRAM, no stalls. Its "Total Cycles" is the index of the cycle that serves the last output
+// (single_layer_sim.py: max(ofmap_serviced_cycles)), one less than the count of cycles.
+struct ScaleSimGemm {
+  uint32_t rows, cols;
+  uint64_t m, n, k, scale_sim_total_cycles;
+};
+
+// Weight stationary with double buffering off and every fold timed as the full array: npusim's
+// closed form is SCALE-Sim's, ceil(k / R) * ceil(n / C) folds of 2R + C + m - 2 cycles.
+TEST_F(Golden, SystolicTileReproducesScaleSimWeightStationary) {
+  constexpr ScaleSimGemm kLayers[] = {
+      // 1 x 1 fold of 2*32 + 32 + 64 - 2 = 158.
+      {32, 32, 64, 32, 32, 157},
+      // 3 x 2 folds of 64 + 32 + 100 - 2 = 194: 1164.
+      {32, 32, 100, 50, 70, 1163},
+      // 2 x 3 folds of 64 + 32 + 8 - 2 = 102: 612.
+      {32, 32, 8, 96, 40, 611},
+      // 8 x 4 folds of 64 + 32 + 1 - 2 = 95: 3040.
+      {32, 32, 1, 128, 256, 3039},
+      // 1 x 1 fold (k = 9, n = 17 padded to the array) of 64 + 32 + 300 - 2 = 394.
+      {32, 32, 300, 17, 9, 393},
+      // 5 x 3 folds of 64 + 32 + 33 - 2 = 127: 1905.
+      {32, 32, 33, 65, 129, 1904},
+      // A 8 x 16 array: 4 x 2 folds of 16 + 16 + 64 - 2 = 94: 752.
+      {8, 16, 64, 32, 32, 751},
+      // 9 x 4 folds of 16 + 16 + 100 - 2 = 130: 4680.
+      {8, 16, 100, 50, 70, 4679},
+      // 5 x 6 folds of 16 + 16 + 8 - 2 = 38: 1140.
+      {8, 16, 8, 96, 40, 1139},
+      // 32 x 8 folds of 16 + 16 + 1 - 2 = 31: 7936.
+      {8, 16, 1, 128, 256, 7935},
+      // 2 x 2 folds of 16 + 16 + 300 - 2 = 330: 1320.
+      {8, 16, 300, 17, 9, 1319},
+      // 17 x 5 folds of 16 + 16 + 33 - 2 = 63: 5355.
+      {8, 16, 33, 65, 129, 5354},
+  };
+  for (const ScaleSimGemm& layer : kLayers) {
+    TensorCoreConfig array{layer.rows, layer.cols, Dataflow::WeightStationary, {}};
+    array.fold_timing = FoldTiming::FullArray;
+    EXPECT_EQ(systolic_cycles(array, layer.m, layer.n, layer.k), layer.scale_sim_total_cycles + 1)
+        << layer.rows << "x" << layer.cols << " array, m=" << layer.m << " n=" << layer.n << " k=" << layer.k;
+  }
+}
+
+// Output stationary departs from SCALE-Sim on purpose: npusim shifts each fold's outputs out of the
+// array (R more cycles a fold, 2R + C + k - 2), where SCALE-Sim v3 overlaps that drain with the next
+// fold's inputs and charges R + C + k - 2, the last fold's drain included.
+TEST_F(Golden, SystolicTileOutputStationaryDrainsEachFoldUnlikeScaleSim) {
+  constexpr ScaleSimGemm kLayers[] = {
+      // 2 x 1 folds: SCALE-Sim 2 * (32 + 32 + 32 - 2) = 188 cycles, npusim 188 + 2 * 32 = 252.
+      {32, 32, 64, 32, 32, 187},
+      // 4 x 2 folds: SCALE-Sim 8 * (32 + 32 + 70 - 2) = 1056, npusim 1056 + 8 * 32 = 1312.
+      {32, 32, 100, 50, 70, 1055},
+      // A 8 x 16 array, 5 x 5 folds: SCALE-Sim 25 * (8 + 16 + 129 - 2) = 3775, npusim 3775 + 25 * 8 = 3975.
+      {8, 16, 33, 65, 129, 3774},
+  };
+  for (const ScaleSimGemm& layer : kLayers) {
+    TensorCoreConfig array{layer.rows, layer.cols, Dataflow::OutputStationary, {}};
+    array.fold_timing = FoldTiming::FullArray;
+    const uint64_t folds = ((layer.m + layer.rows - 1) / layer.rows) * ((layer.n + layer.cols - 1) / layer.cols);
+    EXPECT_EQ(systolic_cycles(array, layer.m, layer.n, layer.k), layer.scale_sim_total_cycles + 1 + folds * layer.rows)
+        << layer.rows << "x" << layer.cols << " array, m=" << layer.m << " n=" << layer.n << " k=" << layer.k;
+  }
+}
+
+// Partial folds: npusim's default charges the rows and columns a fold uses, SCALE-Sim the whole array.
+TEST_F(Golden, SystolicFoldTimingUsedExtentAgainstFullArray) {
+  TensorCoreConfig array{4, 4, Dataflow::WeightStationary, {}};
+  // k = 4 + 2, n = 3: used extent (2*4 + 3 + 5 - 2) + (2*2 + 3 + 5 - 2) = 14 + 10 = 24.
+  EXPECT_EQ(systolic_cycles(array, 5, 3, 6), 24u);
+  array.fold_timing = FoldTiming::FullArray;
+  // Full array: 2 folds of 2*4 + 4 + 5 - 2 = 15: 30.
+  EXPECT_EQ(systolic_cycles(array, 5, 3, 6), 30u);
+}
+
+// Several arrays (MXUs) share a tile's folds: column folds first, then k folds.
+TEST_F(Golden, SystolicTileOnSeveralArrays) {
+  TensorCoreConfig array{4, 4, Dataflow::WeightStationary, {}};
+  array.arrays = 2;
+  // n = 16: 4 column folds, 2 per array; k = 4: each array 2 folds of 2*4 + 4 + 8 - 2 = 18: 36 (72 on one).
+  EXPECT_EQ(systolic_cycles(array, 8, 16, 4), 36u);
+  // n = 12: 3 column folds, the slower array takes 2: 36.
+  EXPECT_EQ(systolic_cycles(array, 8, 12, 4), 36u);
+  // n = 4, k = 16: 1 column fold, so the 2 arrays split its 4 k folds: 2 folds of 18 each: 36.
+  EXPECT_EQ(systolic_cycles(array, 8, 4, 16), 36u);
+  array.arrays = 4;
+  // n = 4 + 2, k = 12: 2 column folds, 2 arrays each, 3 k folds split 2 + 1: the slower array's
+  // share, n = 4 and k = 8: 2 folds of 18: 36.
+  EXPECT_EQ(systolic_cycles(array, 8, 6, 12), 36u);
+}
+
 // A tile of m = 8, n = 4, k = 4: the accumulator (r1), A at 0 (r2), B at 1024 (r3), m (r4), n and k (r5).
 constexpr const char* kTileOperands = R"(
 .code 0

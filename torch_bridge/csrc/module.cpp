@@ -183,6 +183,8 @@ PYBIND11_MODULE(_C, m) {
                                          {"dma_channels", config.core.dma.channels},
                                          {"tensor_rows", config.core.tensor_core.rows},
                                          {"tensor_cols", config.core.tensor_core.cols},
+                                         {"tensor_arrays", config.core.tensor_core.arrays},
+                                         {"tensor_macs_per_cycle", double(config.core.tensor_core.macs_per_cycle())},
                                          {"vector_lanes", config.core.vector_unit.lanes},
                                          {"scratchpad_bytes", double(config.core.scratchpad.size_bytes)},
                                          {"dram_bytes_per_cycle", double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel}};

@@ -13,6 +13,8 @@
 namespace npu::sim {
 
 enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
+// How a fold that fills part of the array is timed (chip_config.proto's FoldTiming).
+enum class FoldTiming : uint8_t { UsedExtent, FullArray };
 // How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
 enum class DmaTiming : uint8_t { PerRequest, PerStep, PerWindow };
 
@@ -28,6 +30,9 @@ struct TensorCoreConfig {
   Dataflow dataflow = Dataflow::WeightStationary;
   std::vector<isa::DType> input_dtypes;
   bool weight_double_buffering = false;  // weight stationary: next fold's weights load during this fold
+  uint32_t arrays = 1;                   // systolic arrays (MXUs), each rows x cols, sharing each tc.mm's folds
+  FoldTiming fold_timing = FoldTiming::UsedExtent;
+  uint64_t macs_per_cycle() const { return uint64_t{arrays} * rows * cols; }
 };
 
 struct VectorOpCost {
