@@ -194,7 +194,7 @@ int sc_main(int argc, char* argv[]) {
   std::vector<std::string> gemm_texts;
   po::options_description options("usage: npu-bench-compiler [options]");
   options.add_options()("help,h", "this text")(
-      "config", po::value(&config)->default_value("base"), "chip preset (tiny, base, large) or .pbtxt file")(
+      "config", po::value(&config)->default_value("base"), "chip preset (tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e) or .pbtxt file")(
       "gemm", po::value(&gemm_texts)->composing(),
       "MxNxK[:f32][:bt]: instead of the benchmark, this GEMM (repeatable), bf16 unless :f32, B stored transposed with :bt; "
       "the compiler's choice and each schedule, with their plans")(

@@ -31,7 +31,7 @@ fi
 
 # expecttest: torch.testing._internal (PyTorch's OpInfo samples, tests/python/test_opinfo.py) imports it.
 # transformers: GPT-2 and BERT, with random weights (nothing is downloaded), for graph mode's tests and demo.
-PYTHON_PACKAGES=(torch==2.13.0 pytest numpy expecttest transformers==5.24.0)
+PYTHON_PACKAGES=(torch==2.13.0 pytest numpy expecttest transformers==5.24.0 matplotlib)
 VENV="$ROOT/.venv"
 STAMP="$VENV/.npusim-setup-stamp"
 WANT="${PYTHON_PACKAGES[*]}"

@@ -32,7 +32,7 @@ class Trace;
 namespace npu {
 
 struct SimulatorLinkOptions {
-  std::string config = "base";  // preset (tiny, base, large) or .pbtxt file
+  std::string config = "base";  // preset (tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e) or .pbtxt file
   std::string config_text;      // when set: the config itself (protobuf text format), and `config` only names it in messages
   bool functional = true;       // false: timing only (results are not computed)
   // Record the chip and the driver's host activity, and write the trace here

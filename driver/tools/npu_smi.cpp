@@ -21,7 +21,7 @@ int sc_main(int argc, char* argv[]) {
   options.add_options()
       ("help,h", "print this help and exit")
       ("version", "print the version and exit")
-      ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"), "chip config: tiny, base, large or a .pbtxt file")
+      ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"), "chip config: tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e or a .pbtxt file")
       ("dump-config", "also print the device's chip config (protobuf text format)");
   po::positional_options_description positional;
   po::variables_map vm;

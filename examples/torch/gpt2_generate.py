@@ -45,7 +45,7 @@ def main():
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--tokens", type=int, default=4, help="tokens to generate")
     parser.add_argument("--prompt-length", type=int, default=12)
-    parser.add_argument("--config", default="base", help="chip config: tiny, base, large or a .pbtxt file")
+    parser.add_argument("--config", default="base", help="chip config: tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e or a .pbtxt file")
     parser.add_argument("--out", default="out/gpt2", help="folder for the trace and the summary")
     args = parser.parse_args()
     out = pathlib.Path(args.out)

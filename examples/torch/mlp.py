@@ -14,7 +14,7 @@ import npusim
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="base", help="chip config: tiny, base, large or a .pbtxt file")
+    parser.add_argument("--config", default="base", help="chip config: tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e or a .pbtxt file")
     parser.add_argument("--trace", default="", help="write a trace of the chip and driver (.pftrace or .json)")
     args = parser.parse_args()
     npusim.init(args.config, args.trace)

@@ -127,7 +127,7 @@ int sc_main(int argc, char* argv[]) {
       ("help,h", "print this help and exit")
       ("version", "print the version and exit")
       ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
-       "chip config: a preset (tiny, base, large) or a .pbtxt file")
+       "chip config: a preset (tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e) or a .pbtxt file")
       ("dma-timing", po::value<std::string>()->value_name("request|step|window"),
        "override the config's core.dma.timing: 'request' (PER_REQUEST, every DMA request modelled), 'step' "
        "(PER_STEP, a step's requests to one DRAM channel as one burst: faster) or 'window' (PER_WINDOW, a "

@@ -89,7 +89,7 @@ TEST(Load, Directory) {
 TEST(Load, UnknownPresetListsThePresets) {
   const std::string message = load_error("huge");
   EXPECT_TRUE(contains(message, "unknown chip preset \"huge\""));
-  EXPECT_TRUE(contains(message, "tiny, base, large"));
+  EXPECT_TRUE(contains(message, "tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e"));
 }
 
 TEST(Parse, UnknownTopLevelField) {

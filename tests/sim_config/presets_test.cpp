@@ -17,7 +17,7 @@ uint64_t dram_bytes_per_cycle(const ChipConfig& c) {
   return uint64_t{c.dram.channels} * c.dram.bytes_per_cycle_per_channel;
 }
 
-TEST(Presets, NamesInOrder) { EXPECT_EQ(preset_names(), (std::vector<std::string>{"tiny", "base", "large"})); }
+TEST(Presets, NamesInOrder) { EXPECT_EQ(preset_names(), (std::vector<std::string>{"tiny", "base", "large", "tpu_v4", "tpu_v5e", "tpu_v6e"})); }
 
 TEST(Presets, EveryPresetLoads) {
   for (const std::string& name : preset_names()) {

@@ -5,7 +5,7 @@
     y = torch.relu(x @ x.T).cpu()
 
 The chip config is chosen before first use with npusim.init(config=...) or the
-NPUSIM_CONFIG environment variable (tiny, base, large or a .pbtxt file; base by
+NPUSIM_CONFIG environment variable (tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e or a .pbtxt file; base by
 default). Ops the compiler has kernels for run on the simulated chip; the
 others run on the CPU through PyTorch's CPU fallback, are counted
 (npusim.fallback_stats()) and warned about once each; NPUSIM_STRICT=1 makes a
