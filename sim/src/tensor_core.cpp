@@ -22,19 +22,20 @@ SystolicTiming systolic_timing(const TensorCoreConfig& config, uint64_t m, uint6
   if (m == 0 || n == 0 || k == 0) return {};
   const uint64_t rows = config.rows, cols = config.cols;
   const bool weight_stationary = config.dataflow == Dataflow::WeightStationary;
+  // The extent that folds over the array's rows: k (weights pinned) or m (outputs pinned).
+  uint64_t& row_extent = weight_stationary ? k : m;
   if (config.fold_timing == FoldTiming::FullArray) {
     // Every fold costs a whole array's: pad the extents that fold over the array's rows and columns.
-    (weight_stationary ? k : m) = ceil_div(weight_stationary ? k : m, rows) * rows;
+    row_extent = ceil_div(row_extent, rows) * rows;
     n = ceil_div(n, cols) * cols;
   }
   if (config.arrays > 1) {
     // The arrays share the folds: column folds first (each array pins other weights, or owns other
     // output blocks, and the rows of A reach all of them); where there are fewer column folds than
-    // arrays, the rest split the folds along k (weight stationary) or m (output stationary).
-    // The slowest array's share times the tile.
+    // arrays, the rest split the row folds. The slowest array's share times the tile.
     const uint64_t n_folds = ceil_div(n, cols);
     n = share_extent(n, cols, config.arrays);
-    if (n_folds < config.arrays) (weight_stationary ? k : m) = share_extent(weight_stationary ? k : m, rows, config.arrays / n_folds);
+    if (n_folds < config.arrays) row_extent = share_extent(row_extent, rows, config.arrays / n_folds);
   }
   if (weight_stationary) {
     // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
