@@ -16,8 +16,9 @@ is `MAPE X% over N workloads`. --calibrate fits the preset's one calibrated
 number, command_processor.launch_cycles (the fixed cost of each op, which no
 public source gives), on the calibration rows only, and prints it.
 
-Data and sources: docs/validation.md. The measurements are f16 inputs, as in
-the source; the chip's time per op is the device's, not the host's.
+Data and sources: docs/validation.md. Inputs have the row's dtype, as in its
+source. npusim's time is the device's; a row's `span` says what the source
+timed (an XLA fusion, module or op on the device, or `host`: around the call).
 """
 import argparse
 import csv
@@ -41,8 +42,13 @@ def _shape(row: dict) -> Dict[str, int]:
     return {k: int(v) for k, v in (item.split("=") for item in row["shape"].split(";"))}
 
 
+# The row's dtype, for the workload's inputs (the builders below read it).
+_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+_dtype = torch.float16
+
+
 def _randn(*shape: int) -> torch.Tensor:
-    return torch.randn(*shape, dtype=torch.float16)
+    return torch.randn(*shape, dtype=_dtype)
 
 
 def _matmul(s):
@@ -108,6 +114,8 @@ def load_rows(chip: str) -> List[dict]:
     for line, row in enumerate(rows, start=2):
         if row["op"] not in WORKLOADS:
             raise SystemExit(f"{path}:{line}:1: unknown op {row['op']!r} (known: {', '.join(WORKLOADS)})")
+        if row["dtype"] not in _DTYPES:
+            raise SystemExit(f"{path}:{line}:1: unknown dtype {row['dtype']!r} (known: {', '.join(_DTYPES)})")
     return rows
 
 
@@ -125,6 +133,8 @@ def simulate(row: dict, npusim) -> Tuple[int, int]:
     gc.collect()
     torch.npu.empty_cache()
     torch.manual_seed(0)
+    global _dtype
+    _dtype = _DTYPES[row["dtype"]]
     fn, args = WORKLOADS[row["op"]](_shape(row))
     args = [t.to("npu") for t in args]
     compiled = torch.compile(fn, backend="npu", fullgraph=True, dynamic=False)

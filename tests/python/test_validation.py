@@ -67,9 +67,10 @@ def test_every_row_names_its_source_and_the_held_out_third_is_every_third_row():
         import run as validation
     finally:
         sys.path.pop(0)
+    for chip in ("tpu_v4", "tpu_v5e"):
+        assert all(row["source"] and "@" in row["source"] for row in validation.load_rows(chip)), chip
     rows = validation.load_rows("tpu_v4")
     assert len(rows) >= 60
-    assert all(row["source"] and "@" in row["source"] for row in rows)
     held = [row for row in rows if validation.held_out(row)]
     assert len(held) == len(rows) // 3 or len(held) == len(rows) // 3 + 1
 
