@@ -6,13 +6,14 @@ torch.compile(backend="npu") on the chip's preset in timing-only mode, and
 compares the device time of the kernels it launched (cycles / clock) with the
 measurement:
 
-    .venv/bin/python validation/run.py [--chip tpu_v4] [--dma-timing request|step|window]
-        [--only REGEX] [--json OUT] [--plot OUT.png] [--calibrate]
+    .venv/bin/python validation/run.py [--chip tpu_v4] [--config FILE.pbtxt]
+        [--dma-timing request|step|window] [--only REGEX] [--json OUT] [--plot OUT.png] [--calibrate]
 
 Per workload it prints measured, simulated and the error; then the mean
 absolute percentage error (MAPE) per category and overall, for the rows used
 to calibrate and for the held-out rows (every third row: ids numbered 1 mod 3); the last line
-is `MAPE X% over N workloads`. --calibrate fits the preset's one calibrated
+is `MAPE X% over N workloads`. --config runs the chip's rows on another
+config (the preset changed, say) instead of the chip's preset. --calibrate fits the preset's one calibrated
 number, command_processor.launch_cycles (the fixed cost of each op, which no
 public source gives), on the calibration rows only, and prints it.
 
@@ -142,6 +143,10 @@ def simulate(row: dict, npusim) -> Tuple[int, int]:
     npusim.synchronize()
     with npusim.profile() as prof:
         compiled(*args)
+    fallbacks = sum(prof.fallbacks.values())
+    if fallbacks or not prof.kernels:
+        raise SystemExit(f"{row['id']} ({row['op']} {row['shape']}): {fallbacks} op(s) ran on the CPU "
+                         f"({', '.join(prof.fallbacks) or 'no kernel on the chip'}): its time would not be the chip's")
     return sum(k[3] for k in prof.kernels), len(prof.kernels)
 
 
@@ -203,6 +208,7 @@ def plot(results: List[dict], chip: str, path: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chip", default="tpu_v4", help="a data file in validation/data and the preset of that name")
+    parser.add_argument("--config", default="", help="a chip config to run the rows on instead of the chip's preset")
     parser.add_argument("--dma-timing", default="", choices=["", "request", "step", "window"],
                         help="override the preset's DMA timing model")
     parser.add_argument("--only", default="", help="rows whose id, op or category matches this regex")
@@ -217,11 +223,12 @@ def main(argv=None) -> int:
         pattern = re.compile(args.only)
         rows = [r for r in rows if pattern.search(r["id"]) or pattern.search(r["op"]) or pattern.search(r["category"])]
     import npusim
-    npusim.init(config=args.chip, timing_only=True, dma_timing=args.dma_timing)
+    config = args.config or args.chip
+    npusim.init(config=config, timing_only=True, dma_timing=args.dma_timing)
     info = npusim._C.chip_info()
     clock_mhz = info["clock_mhz"]
     start = time.perf_counter()
-    print(f"chip {args.chip}: {info['num_cores']:g} cores at {clock_mhz:g} MHz; timing-only"
+    print(f"chip {args.chip} (config {config}): {info['num_cores']:g} cores at {clock_mhz:g} MHz; timing-only"
           + (f"; DMA timing {args.dma_timing}" if args.dma_timing else ""))
     print(f"{'id':8} {'category':11} {'workload':34} {'measured':>11} {'npusim':>11} {'error':>8} {'kernels':>7}")
     results = []
@@ -239,13 +246,12 @@ def main(argv=None) -> int:
     for line in summarize(results):
         print(line)
     if args.calibrate:
-        launch = int(re.search(r"launch_cycles:\s*(\d+)", open(os.path.join(
-            os.path.dirname(HERE), "configs", f"{args.chip}.pbtxt")).read()).group(1))
+        launch = int(npusim._C.chip_info()["launch_cycles"])
         print(f"calibrated command_processor.launch_cycles: {calibrate_launch_cycles(results, clock_mhz, launch)} "
               f"(the preset has {launch})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"chip": args.chip, "dma_timing": args.dma_timing or "preset", "rows": results}, f, indent=1)
+            json.dump({"chip": args.chip, "config": config, "dma_timing": args.dma_timing or "preset", "rows": results}, f, indent=1)
     if args.plot:
         plot(results, args.chip, args.plot)
     print(f"({time.perf_counter() - start:.0f} s)")

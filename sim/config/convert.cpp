@@ -138,6 +138,7 @@ DramConfig to_typed(const pb::DramConfig& m) {
   dram.refresh_interval_cycles = m.refresh_interval_cycles();
   dram.refresh_cycles = m.refresh_cycles();
   for (const pb::MeshPosition& port : m.ports()) dram.ports.push_back(to_typed(port));
+  dram.address_map = m.address_map() == pb::HASHED ? DramAddressMap::Hashed : DramAddressMap::Interleaved;
   return dram;
 }
 
@@ -154,6 +155,7 @@ void to_proto(const DramConfig& dram, pb::DramConfig* m) {
   m->set_refresh_interval_cycles(dram.refresh_interval_cycles);
   m->set_refresh_cycles(dram.refresh_cycles);
   for (const MeshPosition& port : dram.ports) to_proto(port, m->add_ports());
+  m->set_address_map(dram.address_map == DramAddressMap::Hashed ? pb::HASHED : pb::INTERLEAVED);
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 // into their DRAM channel's share of the window (bytes; bus, link and bank
 // cycles), and where they move to another DRAM row they meet its bank's state
 // then (Dram::window_row). Rows that are cut alike (DRAM addresses a multiple
-// of the interleave pattern apart) are counted from one row's cut, a group of
-// rows at a time, so that the work is per DRAM row, not per request. Each
-// share is then timed in closed form:
+// of the interleave pattern apart; not with the hashed address map) are counted
+// from one row's cut, a group of rows at a time, so that the work is per DRAM
+// row, not per request. Each share is then timed in closed form:
 //   - in DRAM, by Dram::window_end: the bus serves the requests in order;
 //   - on the NoC and in the scratchpad as one cut-through burst, as a per-step
 //     burst is (DmaEngine::into_scratchpad, to_controller: dma_bursts.cpp).
@@ -215,8 +215,9 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     return true;
   };
   // Rows whose DRAM addresses differ by a multiple of this are cut into the same requests on the same
-  // channels: a run of them is counted from one row's cut (its pieces, by channel), in groups of rows that
-  // lie in one DRAM row and one window, where the requests are too many to count one by one.
+  // channels (with the interleaved address map; the hashed one moves them to other channels): a run of them
+  // is counted from one row's cut (its pieces, by channel), in groups of rows that lie in one DRAM row and
+  // one window, where the requests are too many to count one by one.
   const uint64_t row_span_bytes = uint64_t{dram.channels} * dram.row_bytes;
   const uint64_t pattern_bytes = std::lcm<uint64_t>(config.request_bytes, uint64_t{dram.channels} * dram.interleave_bytes);
   std::vector<SharePiece>& row_pieces = row_pieces_;
@@ -226,7 +227,7 @@ DmaEngine::Outcome DmaEngine::transfer_in_windows(DmaRows& rows, bool load, uint
     if (run == 0 || !rows.next(&src_offset, &dst_offset)) break;
     const uint64_t global_row = global + (load ? src_offset : dst_offset), local_row = local + (load ? dst_offset : src_offset);
     const uint64_t global_stride = load ? src_stride : dst_stride, local_stride = load ? dst_stride : src_stride;
-    if (run == 1 || global_stride % pattern_bytes != 0) {
+    if (run == 1 || global_stride % pattern_bytes != 0 || interleave_.hashed()) {
       if (!count_row(global_row, local_row)) return {end, std::nullopt, {}};
       continue;
     }

@@ -14,7 +14,8 @@ inline bool operator==(const ControlUnitConfig& a, const ControlUnitConfig& b) {
 }
 
 inline bool operator==(const TensorCoreConfig& a, const TensorCoreConfig& b) {
-  return std::tie(a.rows, a.cols, a.dataflow, a.input_dtypes) == std::tie(b.rows, b.cols, b.dataflow, b.input_dtypes);
+  return std::tie(a.rows, a.cols, a.dataflow, a.input_dtypes, a.weight_double_buffering, a.arrays, a.fold_timing) ==
+         std::tie(b.rows, b.cols, b.dataflow, b.input_dtypes, b.weight_double_buffering, b.arrays, b.fold_timing);
 }
 
 inline bool operator==(const VectorOpCost& a, const VectorOpCost& b) {
@@ -49,10 +50,10 @@ inline bool operator==(const NocConfig& a, const NocConfig& b) {
 inline bool operator==(const DramConfig& a, const DramConfig& b) {
   return std::tie(a.size_bytes, a.channels, a.bytes_per_cycle_per_channel, a.banks_per_channel, a.row_bytes,
                   a.interleave_bytes, a.row_hit_cycles, a.row_closed_cycles, a.row_conflict_cycles,
-                  a.refresh_interval_cycles, a.refresh_cycles, a.ports) ==
+                  a.refresh_interval_cycles, a.refresh_cycles, a.ports, a.address_map) ==
          std::tie(b.size_bytes, b.channels, b.bytes_per_cycle_per_channel, b.banks_per_channel, b.row_bytes,
                   b.interleave_bytes, b.row_hit_cycles, b.row_closed_cycles, b.row_conflict_cycles,
-                  b.refresh_interval_cycles, b.refresh_cycles, b.ports);
+                  b.refresh_interval_cycles, b.refresh_cycles, b.ports, b.address_map);
 }
 
 inline bool operator==(const HostLinkConfig& a, const HostLinkConfig& b) {

@@ -30,7 +30,12 @@ TEST(RoundTrip, EditedConfigKeepsTheEdit) {
   config.dram.refresh_interval_cycles = 0;
   config.dram.refresh_cycles = 0;
   config.core.dma.timing = DmaTiming::PerStep;
+  config.core.tensor_core.arrays = 4;
+  config.core.tensor_core.fold_timing = FoldTiming::FullArray;
+  config.dram.address_map = DramAddressMap::Hashed;
   const std::string text = dump_chip_config(config);
+  EXPECT_TRUE(contains(text, "fold_timing: FULL_ARRAY")) << text;
+  EXPECT_TRUE(contains(text, "address_map: HASHED")) << text;
   EXPECT_TRUE(contains(text, "timing: PER_STEP")) << text;
   const ChipConfig again = parse_chip_config(text, "dump");
   EXPECT_TRUE(again == config);

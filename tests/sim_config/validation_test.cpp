@@ -39,6 +39,7 @@ TEST(Range, OutOfRange) {
   expect_error("tiny", "clock_mhz", "clock_mhz: 1000", "clock_mhz: 20000",
                "clock_mhz must be in 1..10000 (got 20000)");
   expect_error("tiny", "tensor_core", "rows: 16", "rows: 2048", "core.tensor_core.rows must be in 1..1024 (got 2048)");
+  expect_error("tpu_v4", "tensor_core", "arrays: 4", "arrays: 17", "core.tensor_core.arrays must be in 1..16 (got 17)");
   expect_error("tiny", "dma {", "channels: 4", "channels: 5",
                "core.dma.channels must be in 1..4, the channels ch0..ch3 of the ISA (got 5)");
   expect_error("tiny", "command_processor", "num_queues: 2", "num_queues: 17",

@@ -181,6 +181,7 @@ PYBIND11_MODULE(_C, m) {
     return std::map<std::string, double>{{"num_cores", config.num_cores},
                                          {"clock_mhz", config.clock_mhz},
                                          {"dma_channels", config.core.dma.channels},
+                                         {"launch_cycles", config.command_processor.launch_cycles},
                                          {"tensor_rows", config.core.tensor_core.rows},
                                          {"tensor_cols", config.core.tensor_core.cols},
                                          {"tensor_arrays", config.core.tensor_core.arrays},

@@ -15,6 +15,8 @@ namespace npu::sim {
 enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
 // How a fold that fills part of the array is timed (chip_config.proto's FoldTiming).
 enum class FoldTiming : uint8_t { UsedExtent, FullArray };
+// Which channel serves an interleave block (chip_config.proto's DramAddressMap).
+enum class DramAddressMap : uint8_t { Interleaved, Hashed };
 // How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
 enum class DmaTiming : uint8_t { PerRequest, PerStep, PerWindow };
 
@@ -99,6 +101,7 @@ struct DramConfig {
   uint32_t refresh_interval_cycles = 0;
   uint32_t refresh_cycles = 0;
   std::vector<MeshPosition> ports;
+  DramAddressMap address_map = DramAddressMap::Interleaved;
 };
 
 struct HostLinkConfig {
