@@ -43,50 +43,44 @@ def _shape(row: dict) -> Dict[str, int]:
     return {k: int(v) for k, v in (item.split("=") for item in row["shape"].split(";"))}
 
 
-# The row's dtype, for the workload's inputs (the builders below read it).
+# A row's dtype names its inputs' dtype.
 _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
-_dtype = torch.float16
+
+# Each builder takes the row's shape and dtype and gives the function and its (CPU) inputs.
 
 
-def _randn(*shape: int) -> torch.Tensor:
-    return torch.randn(*shape, dtype=_dtype)
+def _matmul(s, dtype):
+    return (lambda a, b: a @ b), (torch.randn(s["M"], s["K"], dtype=dtype), torch.randn(s["K"], s["N"], dtype=dtype))
 
 
-def _matmul(s):
-    return (lambda a, b: a @ b), (_randn(s["M"], s["K"]), _randn(s["K"], s["N"]))
-
-
-def _conv2d(s):
+def _conv2d(s, dtype):
     # jax.lax.conv_general_dilated(x, w, (1, 1), "VALID") in NCHW / OIHW.
-    return (lambda x, w: F.conv2d(x, w)), (_randn(s["N"], s["C"], s["H"], s["W"]), _randn(s["K"], s["C"], s["R"], s["S"]))
-
-
-def _norm_input(s):
-    return (_randn(s["B"], s["L"], s["H"]),)
+    return (lambda x, w: F.conv2d(x, w)), (torch.randn(s["N"], s["C"], s["H"], s["W"], dtype=dtype),
+                                           torch.randn(s["K"], s["C"], s["R"], s["S"], dtype=dtype))
 
 
 # The source's norms take gamma and beta in f32, so their results are f32.
-def _layer_norm(s):
-    return (lambda x: F.layer_norm(x.float(), (x.shape[-1],), eps=1e-5)), _norm_input(s)
+def _layer_norm(s, dtype):
+    return (lambda x: F.layer_norm(x.float(), (x.shape[-1],), eps=1e-5)), (torch.randn(s["B"], s["L"], s["H"], dtype=dtype),)
 
 
-def _rms_norm(s):
-    return (lambda x: F.rms_norm(x.float(), (x.shape[-1],), eps=1e-6)), _norm_input(s)
+def _rms_norm(s, dtype):
+    return (lambda x: F.rms_norm(x.float(), (x.shape[-1],), eps=1e-6)), (torch.randn(s["B"], s["L"], s["H"], dtype=dtype),)
 
 
-def _batch_norm(s):
+def _batch_norm(s, dtype):
     c = s["C"]
     stats = (torch.zeros(c), torch.ones(c), torch.ones(c), torch.zeros(c))
     return (lambda x, mean, var, w, b: F.batch_norm(x.float(), mean, var, w, b, training=False, eps=1e-5)), (
-        _randn(s["N"], c, s["H"], s["W"]),) + stats
+        torch.randn(s["N"], c, s["H"], s["W"], dtype=dtype),) + stats
 
 
 def _binary(fn):
-    return lambda s: (fn, (_randn(s["D0"], s["D1"]), _randn(s["D0"], s["D1"])))
+    return lambda s, dtype: (fn, (torch.randn(s["D0"], s["D1"], dtype=dtype), torch.randn(s["D0"], s["D1"], dtype=dtype)))
 
 
 def _unary(fn):
-    return lambda s: (fn, (_randn(s["D0"], s["D1"]),))
+    return lambda s, dtype: (fn, (torch.randn(s["D0"], s["D1"], dtype=dtype),))
 
 
 WORKLOADS: Dict[str, Callable] = {
@@ -134,9 +128,7 @@ def simulate(row: dict, npusim) -> Tuple[int, int]:
     gc.collect()
     torch.npu.empty_cache()
     torch.manual_seed(0)
-    global _dtype
-    _dtype = _DTYPES[row["dtype"]]
-    fn, args = WORKLOADS[row["op"]](_shape(row))
+    fn, args = WORKLOADS[row["op"]](_shape(row), _DTYPES[row["dtype"]])
     args = [t.to("npu") for t in args]
     compiled = torch.compile(fn, backend="npu", fullgraph=True, dynamic=False)
     compiled(*args)
@@ -202,7 +194,8 @@ def plot(results: List[dict], chip: str, path: str) -> None:
     ax.set_title(f"npusim {chip} preset against measurements (dotted: +-20%)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path + ".tmp.png", dpi=120)
+    os.replace(path + ".tmp.png", path)  # never a half-written plot where the old one was
 
 
 def main(argv=None) -> int:
@@ -248,10 +241,11 @@ def main(argv=None) -> int:
     if args.calibrate:
         launch = int(npusim._C.chip_info()["launch_cycles"])
         print(f"calibrated command_processor.launch_cycles: {calibrate_launch_cycles(results, clock_mhz, launch)} "
-              f"(the preset has {launch})")
+              f"(the config has {launch})")
     if args.json:
-        with open(args.json, "w") as f:
+        with open(args.json + ".tmp", "w") as f:
             json.dump({"chip": args.chip, "config": config, "dma_timing": args.dma_timing or "preset", "rows": results}, f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
     if args.plot:
         plot(results, args.chip, args.plot)
     print(f"({time.perf_counter() - start:.0f} s)")
