@@ -24,7 +24,6 @@ timed (an XLA fusion, module or op on the device, or `host`: around the call).
 import argparse
 import csv
 import json
-import math
 import os
 import re
 import sys

@@ -93,14 +93,12 @@ inline void emit_element_address(ProgramBuilder& pb, Reg out, uint16_t symbol, c
 // The tensor core's cycles for a tm x tn output tile over depth k: weight-stationary
 // folds of max(tm, array rows) rows, and one fill and drain (the K steps' tc.mm run
 // back to back, overlapping theirs, when their operands are there in time); a fill and
-// drain per fold without weight double buffering. Several arrays share the folds as the
-// simulator spreads them (sim/src/tensor_core.cpp): column folds first, then k folds.
+// drain per fold without weight double buffering. Several arrays take the slowest one's share of
+// the folds, as the simulator times them (TensorCoreConfig::array_share).
 inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k) {
   const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
-  const int64_t arrays = config.core.tensor_core.arrays;
-  const int64_t n_folds = (tn + array_cols - 1) / array_cols, k_folds = (k + array_rows - 1) / array_rows;
-  const int64_t k_ways = n_folds < arrays ? arrays / n_folds : 1;
-  const double folds = double((n_folds + arrays - 1) / arrays) * double((k_folds + k_ways - 1) / k_ways);
+  const sim::TensorCoreConfig::ArrayShare share = config.core.tensor_core.array_share(uint64_t(tn), uint64_t(k));
+  const double folds = double((int64_t(share.n) + array_cols - 1) / array_cols) * double((int64_t(share.row_extent) + array_rows - 1) / array_rows);
   return config.core.tensor_core.weight_double_buffering ? folds * double(std::max(tm, array_rows)) + double(2 * array_rows + array_cols)
                                                          : folds * double(tm + 2 * array_rows + array_cols);
 }

@@ -8,16 +8,6 @@
 
 namespace npu::sim {
 
-namespace {
-
-// The largest share of `folds` folds of `extent` (each `fold` wide) that one of `ways` arrays gets, as an
-// extent: whole folds, or the extent itself where one array takes all of them.
-uint64_t share_extent(uint64_t extent, uint64_t fold, uint64_t ways) {
-  return std::min(extent, ceil_div(ceil_div(extent, fold), ways) * fold);
-}
-
-}  // namespace
-
 SystolicTiming systolic_timing(const TensorCoreConfig& config, uint64_t m, uint64_t n, uint64_t k) {
   if (m == 0 || n == 0 || k == 0) return {};
   const uint64_t rows = config.rows, cols = config.cols;
@@ -29,14 +19,10 @@ SystolicTiming systolic_timing(const TensorCoreConfig& config, uint64_t m, uint6
     row_extent = ceil_div(row_extent, rows) * rows;
     n = ceil_div(n, cols) * cols;
   }
-  if (config.arrays > 1) {
-    // The arrays share the folds: column folds first (each array pins other weights, or owns other
-    // output blocks, and the rows of A reach all of them); where there are fewer column folds than
-    // arrays, the rest split the row folds. The slowest array's share times the tile.
-    const uint64_t n_folds = ceil_div(n, cols);
-    n = share_extent(n, cols, config.arrays);
-    if (n_folds < config.arrays) row_extent = share_extent(row_extent, rows, config.arrays / n_folds);
-  }
+  // The arrays share the folds (each array pins other weights, or owns other output blocks, and the
+  // rows of A reach all of them); the slowest array's share times the tile.
+  const TensorCoreConfig::ArrayShare share = config.array_share(n, row_extent);
+  n = share.n, row_extent = share.row_extent;
   if (weight_stationary) {
     // Each fold pins a (<= rows) x (<= cols) block of B; the m rows of A stream
     // through: 2*kr + nc + m - 2 cycles per fold (SCALE-Sim). Summed over folds:

@@ -35,6 +35,22 @@ struct TensorCoreConfig {
   uint32_t arrays = 1;                   // systolic arrays (MXUs), each rows x cols, sharing each tc.mm's folds
   FoldTiming fold_timing = FoldTiming::UsedExtent;
   uint64_t macs_per_cycle() const { return uint64_t{arrays} * rows * cols; }
+
+  // The part of a tc.mm's n columns and row extent (k in weight stationary, m in output stationary) that
+  // the slowest array takes: column folds are dealt to the arrays first; where there are fewer of them
+  // than arrays, the arrays of a column fold split its row folds too. Shares are whole folds.
+  struct ArrayShare {
+    uint64_t n, row_extent;
+  };
+  ArrayShare array_share(uint64_t n, uint64_t row_extent) const {
+    const auto share = [](uint64_t extent, uint64_t fold, uint64_t ways) {
+      const uint64_t folds = (extent + fold - 1) / fold, per_way = (folds + ways - 1) / ways;
+      return extent < per_way * fold ? extent : per_way * fold;
+    };
+    const uint64_t n_folds = (n + cols - 1) / cols;
+    if (arrays <= 1) return {n, row_extent};
+    return {share(n, cols, arrays), n_folds < arrays ? share(row_extent, rows, arrays / n_folds) : row_extent};
+  }
 };
 
 struct VectorOpCost {
