@@ -236,11 +236,13 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   // on the chip, its result rounded once to the output's dtype).
   const isa::DType io_dtype = op.inputs[0].dtype;
   const bool in_f32 = op.chain_in_f32;
-  if (in_f32 && (!chain || (io_dtype != isa::DType::BF16 && io_dtype != isa::DType::F16)))
-    throw std::invalid_argument(name + ": only a chain over bf16 or f16 inputs computes in f32");
+  const auto computes_in_f32 = [](isa::DType d) { return d == isa::DType::BF16 || d == isa::DType::F16 || d == isa::DType::F32; };
+  if (in_f32 && !chain) throw std::invalid_argument(name + ": only a chain computes in f32");
   const isa::DType dtype = in_f32 ? isa::DType::F32 : io_dtype;
+  // In f32 the inputs may mix bf16, f16 and f32 (each converted on its own); otherwise they have one dtype.
   for (const TensorDesc& input : op.inputs)
-    if (input.dtype != io_dtype) throw std::invalid_argument(name + ": inputs of different dtypes (cast first)");
+    if (in_f32 ? !computes_in_f32(input.dtype) : input.dtype != io_dtype)
+      throw std::invalid_argument(name + (in_f32 ? ": a chain in f32 reads bf16, f16 or f32 inputs" : ": inputs of different dtypes (cast first)"));
   // Which steps read each input first (or alone) and second; where each step's result is last read.
   std::vector<bool> read_first(inputs, false), read_second(inputs, false);
   std::vector<size_t> last_read(steps.size(), 0);
@@ -268,7 +270,8 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
   for (size_t k = 0; k < inputs; ++k)
     if (!read_first[k] && !read_second[k]) throw std::invalid_argument(name + ": input " + std::to_string(k) + " is never read");
   const OpTraits op_traits = traits(steps.back().kind);
-  if (!op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : io_dtype))
+  if (in_f32 && !computes_in_f32(out.dtype)) throw std::invalid_argument(name + ": a chain in f32 writes bf16, f16 or f32");
+  if (!in_f32 && !op_traits.any_result && out.dtype != (op_traits.bool_result ? isa::DType::U8 : io_dtype))
     throw std::invalid_argument(name + ": output dtype must be " +
                                 std::string(isa::dtype_name(op_traits.bool_result ? isa::DType::U8 : io_dtype)));
   if (out.strides.size() != out.shape.size()) throw std::invalid_argument("output strides do not match its shape");
@@ -374,15 +377,16 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       else fixed += 64;
     }
     int64_t single_per_row = temps * tc * esize, single_fixed = (temps + constants) * 64;
-    if (in_f32) {  // each input's tile converted to f32, and the last step's f32 result
+    if (in_f32) {  // each bf16 or f16 input's tile converted to f32, and the last step's f32 result (unless the output is f32)
       for (size_t k = 1; k < operands.size(); ++k) {
         const Operand& o = operands[k];
+        if (o.dtype == isa::DType::F32) continue;
         if (o.mode == Bcast::Full || o.materialize) single_per_row += tc * esize;
         else if (o.mode == Bcast::Row) single_fixed += align64(tc * esize);
         else if (o.mode == Bcast::Col) single_per_row += esize;
         single_fixed += 64;
       }
-      single_per_row += tc * esize, single_fixed += 64;
+      if (out.dtype != isa::DType::F32) single_per_row += tc * esize, single_fixed += 64;
     }
     fit_rows = (scratchpad - 2 * fixed - single_fixed) / std::max<int64_t>(2 * per_row + single_per_row, 1);
     tr = std::min<int64_t>(rows, fit_rows);
@@ -431,6 +435,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     int64_t at = temps_local + temps * temp_bytes + constants * 64;
     for (size_t k = 1; k < operands.size(); ++k) {
       const Operand& o = operands[k];
+      if (o.dtype == isa::DType::F32) continue;  // read where it is loaded
       const int64_t elements = o.mode == Bcast::Full || o.materialize ? vtr * tc : o.mode == Bcast::Row ? tc : o.mode == Bcast::Col ? vtr : 1;
       converted_local[k] = at;
       at += align64(elements * esize);
@@ -473,7 +478,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     const Reg slot = b.reg();  // 0 or slot_bytes
     b.li(slot, 0);
     const Reg p = b.reg(), i0 = b.reg(), j0 = b.reg(), mt = b.reg(), nt = b.reg(), tmp = b.reg();
-    const int64_t dt = static_cast<int64_t>(dtype), io_dt = static_cast<int64_t>(io_dtype);
+    const int64_t dt = static_cast<int64_t>(dtype);
     // The chain's second-operand constants, once per core.
     for (size_t i = 0; i < steps.size(); ++i) {
       if (constant_at[i] < 0) continue;
@@ -567,10 +572,10 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       const Operand& o = operands[k];
       if (!o.materialize) continue;
       b.addi(a_local, slot, o.local);
-      b.li(tmp, isa::dtype_is_float(io_dtype) ? 0x3f800000 : 1);  // 1.0f or 1
-      b.emit(Opcode::V_FILL, {io_dt, a_local.index, tmp.index, vm.index, nt.index});
+      b.li(tmp, isa::dtype_is_float(o.dtype) ? 0x3f800000 : 1);  // 1.0f or 1
+      b.emit(Opcode::V_FILL, {int64_t(o.dtype), a_local.index, tmp.index, vm.index, nt.index});
       b.addi(local, slot, o.aux_local);
-      b.emit(Opcode::V_MUL, {io_dt, static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, vm.index, nt.index});
+      b.emit(Opcode::V_MUL, {int64_t(o.dtype), static_cast<int64_t>(o.mode), a_local.index, a_local.index, local.index, vm.index, nt.index});
     }
     // In f32: every input's tile converted (a product with ones above is exact in any dtype).
     if (in_f32) {
@@ -578,11 +583,12 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       b.li(one, 1);
       for (size_t k = 1; k < operands.size(); ++k) {
         const Operand& o = operands[k];
+        if (converted_local[k] < 0) continue;  // (an f32 input)
         const bool full = o.mode == Bcast::Full || o.materialize;
         const Reg r = full || o.mode == Bcast::Col ? vm : one, c = full || o.mode == Bcast::Row ? nt : one;
         b.addi(a_local, slot, o.local);
         b.li(local, converted_local[k]);
-        b.emit(Opcode::V_CVT, {dt, io_dt, local.index, a_local.index, r.index, c.index});
+        b.emit(Opcode::V_CVT, {dt, int64_t(o.dtype), local.index, a_local.index, r.index, c.index});
       }
     }
     b.addi(o_local, slot, operands[0].local);
@@ -591,14 +597,14 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       if (v.kind == ChainValue::Kind::Step) return b.li(reg, temps_local + temp_of[size_t(v.index)] * temp_bytes), int64_t(Bcast::Full);
       if (v.kind == ChainValue::Kind::Constant) return b.li(reg, constant_at[step]), int64_t(Bcast::Scalar);
       const Operand& o = operands[size_t(v.index) + 1];
-      if (in_f32) b.li(reg, converted_local[size_t(v.index) + 1]);
+      if (in_f32 && converted_local[size_t(v.index) + 1] >= 0) b.li(reg, converted_local[size_t(v.index) + 1]);
       else b.addi(reg, slot, o.local);
       return o.materialize ? int64_t(Bcast::Full) : static_cast<int64_t>(o.mode);
     };
     for (size_t i = 0; i < steps.size(); ++i) {
       const ChainStep& step = steps[i];
       const bool last = i + 1 == steps.size();
-      const Reg dst = last && !in_f32 ? o_local : b_local;
+      const Reg dst = last && (!in_f32 || out.dtype == dtype) ? o_local : b_local;
       if (dst.index != o_local.index) b.li(dst, last ? result_local : temps_local + temp_of[i] * temp_bytes);
       if (step.kind == OpKind::CAST) {
         value_address(a_local, step.args[0], i);
@@ -622,7 +628,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
       }
     }
     // In f32: the result rounded once into the output's tile.
-    if (in_f32) b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, b_local.index, vm.index, nt.index});
+    if (in_f32 && out.dtype != dtype) b.emit(Opcode::V_CVT, {int64_t(out.dtype), dt, o_local.index, b_local.index, vm.index, nt.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
 
@@ -659,7 +665,7 @@ Kernel lower_elementwise(const OpDesc& op, const sim::ChipConfig& config) {
     plan << "  steps: " << chain_to_string(steps) << "; " << temps << " intermediate tile(s) of " << temp_bytes << " bytes, "
          << constants << " constant(s)\n";
   if (in_f32)
-    plan << "  in f32: each input tile converted on the vector unit, the result rounded once to " << isa::dtype_name(out.dtype) << "\n";
+    plan << "  in f32: each bf16 or f16 input tile converted on the vector unit, the result rounded once to " << isa::dtype_name(out.dtype) << "\n";
   for (size_t k = 1; k < operands.size(); ++k)
     plan << "  in" << k - 1 << ": " << op.inputs[k - 1].to_string() << ": strides " << operands[k].stride[0] << ", " << operands[k].stride[1]
          << ", " << operands[k].stride[2] << "; " << mode_name(operands[k]) << "\n";

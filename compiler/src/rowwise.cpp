@@ -66,7 +66,10 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
   const size_t stat_inputs = op.kind == OpKind::LAYER_NORM_BACKWARD ? 2 : op.kind == OpKind::RMS_NORM_BACKWARD ? 1 : 0;  // mean, rstd
   const size_t first_param = row_inputs + stat_inputs;
   if (op.inputs.size() < first_param) throw std::invalid_argument(name + ": wrong number of inputs");
-  const bool f32_result = (op.kind == OpKind::SUM || op.kind == OpKind::MEAN || op.kind == OpKind::VAR || op.kind == OpKind::STD) &&
+  // So may the row ops that compute in f32 after converting x on the chip (softmax(x, half_to_float=True),
+  // a norm of x.float()): an f32 output is the result before its rounding. (A maximum or minimum has
+  // nothing to round, and no op that asks for it in f32.)
+  const bool f32_result = !arg && !topk && !backward && !int_rows && op.kind != OpKind::AMAX && op.kind != OpKind::AMIN &&
                           out.dtype == DType::F32;
   if ((arg || topk) && out.dtype != DType::I32) throw std::invalid_argument(name + ": the output is i32 (positions)");
   if (!arg && !topk && !backward && out.dtype != x.dtype && !f32_result) throw std::invalid_argument(name + ": the output has the input's dtype");

@@ -503,14 +503,29 @@ TEST_P(ElementwiseChain, HalfPrecisionChainsComputeInF32AndRoundOnce) {
   const testing::KernelRun run = KernelTest::run(op, [](size_t, size_t i) { return std::ldexp(1.0 + double(i % 7) / 8, -int(i % 9) - 1); });
   EXPECT_EQ(run.output, run.inputs[0]);
   EXPECT_NE(run.kernel->plan.find("in f32"), std::string::npos) << run.kernel->plan;
-  // Only chains over half-precision inputs.
-  OpDesc f32_inputs{OpKind::ELEMENTWISE_CHAIN, {t(DType::F32, {4})}, t(DType::F32, {4})};
-  f32_inputs.chain = parse_chain("exp(in0)", 1);
-  f32_inputs.chain_in_f32 = true;
-  EXPECT_THROW(compiler_.compile(f32_inputs), std::invalid_argument);
+  // Only chains, of float inputs and output.
+  OpDesc int_inputs{OpKind::ELEMENTWISE_CHAIN, {t(DType::I32, {4})}, t(DType::F32, {4})};
+  int_inputs.chain = parse_chain("neg(in0)", 1);
+  int_inputs.chain_in_f32 = true;
+  EXPECT_THROW(compiler_.compile(int_inputs), std::invalid_argument);
+  OpDesc bool_output{OpKind::ELEMENTWISE_CHAIN, {t(DType::BF16, {4})}, t(DType::U8, {4})};
+  bool_output.chain = parse_chain("neg(in0)", 1);
+  bool_output.chain_in_f32 = true;
+  EXPECT_THROW(compiler_.compile(bool_output), std::invalid_argument);
   OpDesc single{OpKind::EXP, {t(DType::BF16, {4})}, t(DType::BF16, {4})};
   single.chain_in_f32 = true;
   EXPECT_THROW(compiler_.compile(single), std::invalid_argument);
+}
+
+// In f32 the inputs may mix dtypes and the output may be any float: a cast before the chain (an eval
+// batch norm of x.float(): x bf16, its per-channel scale and shift f32) or after it costs no kernel.
+TEST_P(ElementwiseChain, ChainsInF32MixInputDtypesAndChooseTheirOutputs) {
+  check("mul(in0, in1); add(%0, in2)", {t(DType::BF16, {37, 29}), t(DType::F32, {37, 1}), t(DType::F32, {37, 1})}, t(DType::F32, {37, 29}), 4,
+        true);
+  check("exp(in0)", {t(DType::F16, {300, 1100})}, t(DType::F32, {300, 1100}), 5, true);
+  check("sub(in1, in0); mul(%0, in2); div(in2, %1); maximum(%2, in3)",
+        {t(DType::F32, {23, 41}), t(DType::BF16, {41}), t(DType::F16, {23, 1}), t(DType::F32, {})}, t(DType::BF16, {23, 41}), 6, true);
+  check("add(in0, 1); mul(%0, in0)", {t(DType::F32, {64, 64})}, t(DType::F16, {64, 64}), 7, true);  // (f32 in, half out: a cast after)
 }
 
 TEST_P(ElementwiseChain, InputsBroadcastWhereverTheyAreRead) {

@@ -156,6 +156,10 @@ TEST_P(RowOps, LayerNormAndRmsNorm) {
   check(affine);
   check(OpDesc(OpKind::LAYER_NORM, {t(DType::BF16, {50, 128}), t(DType::BF16, {128}), t(DType::BF16, {128})}, t(DType::BF16, {50, 128})));
   check(OpDesc(OpKind::RMS_NORM, {t(DType::F32, {21, 96}), t(DType::F32, {96})}, t(DType::F32, {21, 96})));
+  // A half-precision x with an f32 result (a norm of x.float()): converted on the chip, not rounded at the end.
+  check(OpDesc(OpKind::LAYER_NORM, {t(DType::BF16, {50, 128}), t(DType::F32, {128}), t(DType::F32, {128})}, t(DType::F32, {50, 128})));
+  check(OpDesc(OpKind::RMS_NORM, {t(DType::F16, {21, 96}), t(DType::F32, {96})}, t(DType::F32, {21, 96})));
+  check(OpDesc(OpKind::SOFTMAX, {t(DType::BF16, {64, 300})}, t(DType::F32, {64, 300})));  // softmax(half_to_float=True)
 }
 
 TEST_P(RowOps, LastDimReductions) {

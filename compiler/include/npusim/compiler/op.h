@@ -130,9 +130,10 @@ struct OpDesc {
   double pad_value = 0.0;
   // elementwise_chain: the steps; the last one's result is the output.
   std::vector<ChainStep> chain;
-  // elementwise_chain over bf16 or f16 inputs: converted to f32 on the chip, every step computed in f32
-  // and the result rounded once to the output's dtype (the inputs'), as ATen's CPU kernels compute
-  // half-precision ops (in their opmath type).
+  // elementwise_chain in f32: inputs of bf16, f16 or f32 (they may mix), the half ones converted to f32
+  // on the chip, every step computed in f32 and the result rounded once to the output's float dtype, as
+  // ATen's CPU kernels compute half-precision ops (in their opmath type); a cast of a half tensor to
+  // f32 (x.float() * scale) or of an f32 result to half costs no kernel of its own.
   bool chain_in_f32 = false;
   // uniform: (from, to); normal: (mean, std); bernoulli: (p, unused).
   std::array<double, 2> random_params{0.0, 1.0};
