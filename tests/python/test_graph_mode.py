@@ -61,6 +61,56 @@ def test_custom_ops_pass_opcheck(device):
         torch.library.opcheck(torch.ops.npusim.layer_norm.default, args, **checks)
     for x, w, _, eps in _layer_norm_samples(device):
         torch.library.opcheck(torch.ops.npusim.rms_norm.default, (x, w, eps), **checks)
+    # A bf16 x with an f32 result (what fold_float_casts asks for).
+    x, w, b, eps = _layer_norm_samples(device)[0]
+    xh = x.detach().to(torch.bfloat16).requires_grad_()
+    torch.library.opcheck(torch.ops.npusim.layer_norm.default, (xh, w, b, eps, torch.float32), **checks)
+    torch.library.opcheck(torch.ops.npusim.rms_norm.default, (xh, w, eps, torch.float32), **checks)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_float_cast_before_a_norm_or_softmax_folds_into_it(dtype):
+    """x.float() read only by softmax, log_softmax or a norm: the one row kernel reads x itself and keeps
+    its f32 result (no conversion kernel, no f32 copy of x in DRAM); values as the CPU's of x.float()."""
+    torch.manual_seed(0)
+    x, w, b = torch.randn(6, 10, 64).to(dtype), torch.randn(64), torch.randn(64)
+    cases = {
+        "softmax": lambda x: torch.softmax(x.float(), -1),
+        "log_softmax": lambda x: torch.log_softmax(x.float(), -1),
+        "softmax, dim 1": lambda x: torch.softmax(x.float(), 1),  # a column softmax
+        "layer_norm": lambda x: F.layer_norm(x.float(), (64,), w.to(x.device), b.to(x.device), 1e-5),
+        "rms_norm": lambda x: F.rms_norm(x.float(), (64,), w.to(x.device), 1e-6),
+        "two readers": lambda x: F.rms_norm(x.float(), (64,), None, 1e-6) + torch.softmax(x.float(), -1),
+    }
+    for name, f in cases.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=NPU, fullgraph=True)
+        with torch.no_grad():
+            compiled(x.to(NPU))
+            with npusim.profile() as prof:
+                y = compiled(x.to(NPU))
+        launched = [row[2] for row in prof.kernels]
+        assert "to" not in launched and not sum(prof.fallbacks.values()), (name, launched)
+        assert y.dtype == torch.float32
+        torch.testing.assert_close(y.cpu(), f(x), rtol=1e-5, atol=1e-5, msg=name)
+    # A cast something else reads too stays: the norm then reads its result.
+    torch._dynamo.reset()
+    with torch.no_grad():
+        y, cast = torch.compile(lambda x: (F.rms_norm(x.float(), (64,)), x.float()), backend=NPU)(x.to(NPU))
+    torch.testing.assert_close(y.cpu(), F.rms_norm(x.float(), (64,)), rtol=1e-5, atol=1e-5)
+    assert torch.equal(cast.cpu(), x.float())
+
+
+def test_softmax_half_to_float_runs_on_the_chip_and_refuses_f32():
+    x = torch.randn(4, 33, 40).to(torch.bfloat16)
+    for dim in (-1, 0, 1):  # along rows, and along columns (there a conversion kernel first)
+        for op in (torch.ops.aten._softmax, torch.ops.aten._log_softmax):
+            before = dict(npusim.fallback_stats())
+            y = op(x.to(NPU), dim, True)
+            assert y.dtype == torch.float32 and dict(npusim.fallback_stats()) == before
+            torch.testing.assert_close(y.cpu(), op(x.float(), dim, False), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="bf16 and f16 inputs"):
+        torch.ops.aten._softmax(x.float().to(NPU), -1, True)
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])

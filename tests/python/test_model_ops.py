@@ -69,6 +69,31 @@ def test_activations_and_their_gradients_run_on_the_chip(name, dtype):
     check_forward_and_backward(ACTIVATIONS[name], x, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_leaky_relu_and_elu_are_one_kernel_and_keep_the_cpus_values_at_the_ends(dtype):
+    # Branch-free forms (leaky_relu: max or min of x and x * slope; elu: max(x, 0) * scale plus the
+    # negative branch of min(x, 0)): each element takes its branch's value exactly, +-inf and NaN included.
+    # A slope of 0 keeps the comparison and select (+inf * 0 is NaN).
+    x = torch.cat([torch.randn(200) * 4, torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-30, -1e-30, 90.0, -90.0])])
+    x = x.to(dtype)
+    cases = {
+        "leaky 0.2": (lambda t: F.leaky_relu(t, 0.2), 1), "leaky -0.5": (lambda t: F.leaky_relu(t, -0.5), 1),
+        "leaky 1": (lambda t: F.leaky_relu(t, 1.0), 1), "leaky 3": (lambda t: F.leaky_relu(t, 3.0), 1),
+        "leaky 0": (lambda t: F.leaky_relu(t, 0.0), 3), "elu": (F.elu, 1), "selu": (F.selu, 1),
+        "celu 0.7": (lambda t: F.celu(t, 0.7), 1), "elu alpha 2": (lambda t: F.elu(t, 2.0), 1),
+    }
+    for name, (f, kernels) in cases.items():
+        before = dict(npusim.kernel_stats())
+        got = f(x.to(NPU)).cpu()
+        assert sum(launched(before).values()) == kernels, (name, launched(before))
+        expected = f(x)
+        assert torch.equal(got.isnan(), expected.isnan()), name
+        if name.startswith("leaky"):  # the same f32 products, rounded once
+            torch.testing.assert_close(got, expected, equal_nan=True, rtol=0, atol=0, msg=name)
+        else:  # the chip's exp(y) - 1 against the CPU's expm1: a few f32 ulps of 1, which may round either way
+            torch.testing.assert_close(got, expected, equal_nan=True, rtol=torch.finfo(dtype).eps, atol=1e-6, msg=name)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_an_activation_backward_is_one_kernel(dtype):
     # GPT-2's gelu_new (tanh form written out) trains through tanh's backward: g * (1 - y * y) as one

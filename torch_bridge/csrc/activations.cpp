@@ -16,7 +16,8 @@
 // The arithmetic of each branch runs in f32 as one elementwise chain and is
 // rounded once to the result's dtype, as ATen's CPU kernels compute bf16 and
 // f16 (in f32, their opmath type; the chain converts half-precision inputs on
-// the chip); branches are chosen by the comparison and select kernels, with
+// the chip); leaky_relu and elu are one chain (their formulas below), other
+// branches are chosen by the comparison and select kernels, with
 // the comparisons of ATen's scalar code (its vectorized code sends a NaN down
 // the other branch in places: elu's and hardswish's gradients at a NaN are 0
 // here, NaN on the CPU). Inside softplus, mish, elu and log_sigmoid, where
@@ -44,16 +45,9 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`: for half-precision
-// inputs and result, one kernel that converts on the chip; otherwise the inputs cast to f32 first.
-at::Tensor f32_chain(const std::string& chain, std::vector<at::Tensor> inputs, at::ScalarType dtype) {
-  if (dtype == inputs[0].scalar_type() && (dtype == at::kBFloat16 || dtype == at::kHalf)) {
-    const at::Tensor result = elementwise_chain_in_f32(inputs, chain);
-    if (result.defined()) return result;
-  }
-  for (at::Tensor& t : inputs) t = as_f32(t);
-  const at::Tensor result = elementwise_chain(inputs, chain);
-  return result.scalar_type() == dtype ? result : result.to(dtype);
+// The chain over the inputs (broadcast to one shape) in f32, rounded once to `dtype`.
+at::Tensor f32_chain(const std::string& chain, const std::vector<at::Tensor>& inputs, at::ScalarType dtype) {
+  return elementwise_chain_in_f32(inputs, chain, dtype);
 }
 
 // A scalar operand of the select kernel: 0-dim, on the host, of `dtype`.
@@ -144,8 +138,13 @@ at::Tensor& npu_hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& 
 
 // ---- leaky_relu, elu ---------------------------------------------------------------
 
+// x > 0 ? x : x * slope is max(x, x * slope) for a slope up to 1 and min(x, x * slope) above: one kernel.
+// A slope of 0 (+inf * 0 is NaN where the CPU keeps +inf) or not finite takes the comparison and select.
 at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
   if (on_chip({&x})) {
+    const double a = slope.toDouble();
+    if (std::isfinite(a) && a != 0)
+      return f32_chain("mul(in0, " + chain_constant(a) + "); " + (a <= 1 ? "maximum" : "minimum") + "(in0, %0)", {x}, x.scalar_type());
     const at::Tensor sloped = f32_chain("mul(in0, " + chain_constant(slope.toDouble()) + ")", {x}, x.scalar_type());
     return at::where(at::gt(x, 0), x, sloped);
   }
@@ -169,15 +168,25 @@ at::Tensor& npu_leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor
 // ATen's coefficients, in float: negcoef = alpha * scale, poscoef = scale, negiptcoef = input_scale.
 struct EluCoefficients {
   std::string negative, positive, input;
+  bool finite;
   EluCoefficients(const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale)
       : negative(chain_constant(double(alpha.to<float>() * scale.to<float>()))),
         positive(chain_constant(double(scale.to<float>()))),
-        input(chain_constant(double(input_scale.to<float>()))) {}
+        input(chain_constant(double(input_scale.to<float>()))),
+        finite(std::isfinite(alpha.to<float>() * scale.to<float>()) && std::isfinite(scale.to<float>()) && std::isfinite(input_scale.to<float>())) {}
 };
 
 at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
   if (on_chip({&x})) {
+    // One kernel: max(x, 0) * poscoef + (exp(min(x, 0) * negiptcoef) - 1) * negcoef. Where x > 0 the
+    // second term is exactly 0, where x <= 0 the first is, so each element is its branch's value as the
+    // CPU rounds it (a NaN propagates through max).
+    // (Coefficients that are not finite make 0 * inf: those take the comparison and select.)
     const EluCoefficients c(alpha, scale, input_scale);
+    if (c.finite)
+      return f32_chain("maximum(in0, 0); mul(%0, " + c.positive + "); minimum(in0, 0); mul(%2, " + c.input + "); exp(%3); sub(%4, 1); mul(%5, " +
+                           c.negative + "); add(%1, %6)",
+                       {x}, x.scalar_type());
     const at::Tensor negative = f32_chain("mul(in0, " + c.input + "); exp(%0); sub(%1, 1); mul(%2, " + c.negative + ")", {x}, x.scalar_type());
     const at::Tensor positive = f32_chain("mul(in0, " + c.positive + ")", {x}, x.scalar_type());
     return at::where(at::le(x, 0), negative, positive);

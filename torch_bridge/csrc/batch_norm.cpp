@@ -1,7 +1,8 @@
 // Batch norm on the npu: per-channel statistics by row reductions (over the
 // positions, then over the batch) and the normalization by broadcast
 // elementwise kernels, all in f32 and rounded once to the input's dtype, as
-// the CPU computes it.
+// the CPU computes it. The forward reads a bf16 or f16 input as it is (the
+// kernels convert it on the chip): eval is one pass over x.
 //
 //   training   mean and biased variance over (N, positions); the running
 //              stats updated in place with the unbiased variance
@@ -22,8 +23,10 @@ bool chip_ready(const at::Tensor& x, std::initializer_list<const std::optional<a
   return x.dim() >= 2 && chip_floats(x, others);
 }
 
-// x [N, C, ...] as f32 [N, C, positions].
-at::Tensor rows_of(const at::Tensor& x) { return as_f32(x.is_contiguous() ? x : x.contiguous()).view({x.size(0), x.size(1), -1}); }
+// x [N, C, ...] as [N, C, positions], in its dtype.
+at::Tensor rows_in_own_dtype(const at::Tensor& x) { return (x.is_contiguous() ? x : x.contiguous()).view({x.size(0), x.size(1), -1}); }
+// The same in f32.
+at::Tensor rows_of(const at::Tensor& x) { return as_f32(rows_in_own_dtype(x)); }
 // [C] as [1, C, 1], to broadcast over rows_of's layout.
 at::Tensor per_channel(const at::Tensor& v) { return as_f32(v).view({1, -1, 1}); }
 // The mean over the batch and the positions of t [N, C, P]: [C].
@@ -43,12 +46,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
     return {to_npu(out), to_npu(mean), to_npu(invstd)};
   }
   const at::ScalarType dtype = input.scalar_type();
-  const at::Tensor x = rows_of(input);
+  const at::Tensor x = rows_in_own_dtype(input);
   at::Tensor mean, var;
   if (training) {
-    mean = channel_mean(x);
-    const at::Tensor centered = at::sub(x, per_channel(mean));
-    var = channel_mean(at::mul(centered, centered));
+    mean = at::mean(at::mean(x, {2}, false, at::kFloat), {0});
+    var = channel_mean(elementwise_chain_in_f32({x, per_channel(mean)}, "sub(in0, in1); mul(%0, %0)", at::kFloat));
     const int64_t count = x.size(0) * x.size(2);
     if (defined(running_mean)) running_mean->copy_(at::add(at::mul(as_f32(*running_mean), 1 - momentum), at::mul(mean, momentum)));
     if (defined(running_var)) {
@@ -58,14 +60,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
   } else {
     mean = as_f32(*running_mean), var = as_f32(*running_var);
   }
-  // Chains: the per-channel vectors in 3 kernels and the normalization in 1, where ops one by one took 5
-  // and 2 (the same f32 steps, so the same roundings).
+  // Chains: the per-channel vectors in 3 kernels and the normalization in 1 (x converted inside it), where
+  // ops one by one took 5 and 4 (the same f32 steps, so the same roundings).
   const at::Tensor invstd = elementwise_chain({var}, "add(in0, " + chain_constant(eps) + "); rsqrt(%0)");
   const at::Tensor scale = defined(weight) ? at::mul(invstd, as_f32(*weight)) : invstd;
   const at::Tensor shift = defined(bias) ? elementwise_chain({mean, scale, as_f32(*bias)}, "mul(in0, in1); sub(in2, %0)")
                                          : elementwise_chain({mean, scale}, "mul(in0, in1); neg(%0)");
-  const at::Tensor out =
-      elementwise_chain({x, per_channel(scale), per_channel(shift)}, "mul(in0, in1); add(%0, in2)").to(dtype).view(input.sizes());
+  const at::Tensor out = elementwise_chain_in_f32({x, per_channel(scale), per_channel(shift)}, "mul(in0, in1); add(%0, in2)", dtype)
+                             .view(input.sizes());
   if (!training) {
     const at::Tensor none = new_npu({0}, dtype);
     return {out, none, none};

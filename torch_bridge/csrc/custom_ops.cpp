@@ -2,8 +2,10 @@
 // lowers to, also callable from eager code (torch.ops.npusim.*).
 //   gemm(a, b, bias, alpha, beta, epilogue, residual)
 //                                            epilogue(alpha * a @ b + beta * bias + residual), one kernel
-//   layer_norm(x, weight, bias, eps)         over the last dim, one kernel
-//   rms_norm(x, weight, eps)                 x * rsqrt(mean(x^2) + eps) * weight over the last dim, one kernel
+//   layer_norm(x, weight, bias, eps, dtype)  over the last dim, one kernel
+//   rms_norm(x, weight, eps, dtype)          x * rsqrt(mean(x^2) + eps) * weight over the last dim, one kernel
+//                                            (the norms' dtype: the result's, x's or f32: the
+//                                            norm of x.float() without converting x first)
 //   conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
 //                                            epilogue(conv2d(x, w) * scale + bias + residual),
 //                                            scale and bias per output channel: im2col and one
@@ -61,18 +63,26 @@ at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, const std::optiona
   return z.to(a.scalar_type());
 }
 
-at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
-  const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
-  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(x.scalar_type());
+// A norm's result dtype: x's unless asked for f32.
+at::ScalarType norm_dtype(const char* name, const at::Tensor& x, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(x.dim() >= 1, name, ": x has at least one dim");
+  TORCH_CHECK(!dtype || *dtype == x.scalar_type() || *dtype == at::kFloat, name, ": dtype is x's or float32, got ", *dtype);
+  return dtype.value_or(x.scalar_type());
 }
 
-at::Tensor rms_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
-  TORCH_CHECK(x.dim() >= 1, "npusim::rms_norm: x has at least one dim");
+at::Tensor layer_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                          std::optional<at::ScalarType> dtype) {
+  const at::ScalarType result = norm_dtype("npusim::layer_norm", x, dtype);
+  const at::Tensor w = weight ? weight->to(at::kFloat) : at::Tensor(), bb = bias ? bias->to(at::kFloat) : at::Tensor();
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w, bb, eps).to(result);
+}
+
+at::Tensor rms_norm_cpu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps, std::optional<at::ScalarType> dtype) {
+  const at::ScalarType result = norm_dtype("npusim::rms_norm", x, dtype);
   const at::Tensor xf = x.to(at::kFloat);
   at::Tensor y = xf * at::rsqrt((xf * xf).mean(-1, true) + eps);
   if (weight) y = y * weight->to(at::kFloat);
-  return y.to(x.scalar_type());
+  return y.to(result);
 }
 
 }  // namespace
@@ -128,9 +138,9 @@ at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optiona
   return gemm_cpu(a.cpu(), b.cpu(), on_cpu(bias), alpha, beta, epilogue, on_cpu(residual)).to(out.device());
 }
 
-at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  TORCH_CHECK(x.dim() >= 1, "npusim::layer_norm: x has at least one dim");
-  at::Tensor out = new_npu(x.sizes(), x.scalar_type());
+at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                          std::optional<at::ScalarType> dtype) {
+  at::Tensor out = new_npu(x.sizes(), norm_dtype("npusim::layer_norm", x, dtype));
   std::vector<at::Tensor> inputs = {x};
   // The kernel's bias comes after a weight: no weight is a weight of ones.
   if (weight || bias) inputs.push_back(weight ? to_npu(*weight) : to_npu(at::ones({x.size(-1)}, x.options().device(at::kCPU))));
@@ -151,13 +161,12 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
   }
   note_cpu_fallback("npusim::layer_norm");
   return layer_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
-                        bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, eps)
+                        bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, eps, dtype)
       .to(out.device());
 }
 
-at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
-  TORCH_CHECK(x.dim() >= 1, "npusim::rms_norm: x has at least one dim");
-  at::Tensor out = new_npu(x.sizes(), x.scalar_type());
+at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps, std::optional<at::ScalarType> dtype) {
+  at::Tensor out = new_npu(x.sizes(), norm_dtype("npusim::rms_norm", x, dtype));
   std::vector<at::Tensor> inputs = {x};
   if (weight) inputs.push_back(to_npu(*weight));
   const auto make_op = [&] {
@@ -173,13 +182,13 @@ at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& we
     if (try_run(make_op, inputs, out)) return out;
   }
   note_cpu_fallback("npusim::rms_norm");
-  return rms_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, eps).to(out.device());
+  return rms_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, eps, dtype).to(out.device());
 }
 
 TORCH_LIBRARY(npusim, m) {
   m.def("gemm(Tensor a, Tensor b, Tensor? bias, float alpha, float beta, str[] epilogue, Tensor? residual=None) -> Tensor");
-  m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");
-  m.def("rms_norm(Tensor x, Tensor? weight=None, float eps=1.1920928955078125e-07) -> Tensor");
+  m.def("layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, ScalarType? dtype=None) -> Tensor");
+  m.def("rms_norm(Tensor x, Tensor? weight=None, float eps=1.1920928955078125e-07, ScalarType? dtype=None) -> Tensor");
   m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
         "Tensor? scale=None, Tensor? residual=None) -> Tensor");
   m.def("max_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");

@@ -34,7 +34,9 @@ at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
                       const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual);
 
-// npusim::layer_norm on the npu: over the last dim, one kernel (the CPU's result when the compiler declines).
-at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+// npusim::layer_norm on the npu: over the last dim, one kernel (the CPU's result when the compiler declines);
+// the result in `dtype` (x's or f32) when given.
+at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                          std::optional<at::ScalarType> dtype = std::nullopt);
 
 }  // namespace npusim

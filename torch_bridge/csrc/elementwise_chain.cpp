@@ -21,10 +21,10 @@ using npu::compiler::ChainStep;
 using npu::compiler::ChainValue;
 using npu::compiler::OpKind;
 
-std::vector<ChainStep> parsed(const std::vector<at::Tensor>& inputs, const std::string& chain) {
+std::vector<ChainStep> parsed(const std::vector<at::Tensor>& inputs, const std::string& chain, bool one_dtype = true) {
   TORCH_CHECK(!inputs.empty(), "npusim::elementwise_chain: no inputs");
   for (const at::Tensor& t : inputs)
-    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "npusim::elementwise_chain: the inputs have one dtype, got ",
+    TORCH_CHECK(!one_dtype || t.scalar_type() == inputs[0].scalar_type(), "npusim::elementwise_chain: the inputs have one dtype, got ",
                 t.scalar_type(), " and ", inputs[0].scalar_type());
   try {
     return npu::compiler::parse_chain(chain, inputs.size());
@@ -122,22 +122,34 @@ std::string chain_constant(double value) {
   return text;
 }
 
-at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) {
-  const std::vector<ChainStep> steps = parsed(inputs, chain);
-  const at::ScalarType dtype = inputs[0].scalar_type();
-  if (dtype != at::kBFloat16 && dtype != at::kHalf) return at::Tensor();
-  std::vector<at::Tensor> on_device;
-  for (const at::Tensor& t : inputs) on_device.push_back(to_npu(t));
-  at::Tensor out = new_npu(broadcast_shape(inputs), dtype);
-  const auto make_op = [&] {
-    std::vector<npu::compiler::TensorDesc> described;
-    for (const at::Tensor& t : on_device) described.push_back(describe(t));
-    npu::compiler::OpDesc op(OpKind::ELEMENTWISE_CHAIN, described, describe(out));
-    op.chain = steps;
-    op.chain_in_f32 = true;
-    return op;
-  };
-  return try_run(make_op, on_device, out) ? out : at::Tensor();
+at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain, std::optional<at::ScalarType> dtype) {
+  const at::ScalarType result = dtype.value_or(inputs[0].scalar_type());
+  const auto half = [](at::ScalarType d) { return d == at::kBFloat16 || d == at::kHalf; };
+  bool any_half = half(result);
+  for (const at::Tensor& t : inputs) {
+    TORCH_CHECK(t.scalar_type() == at::kFloat || half(t.scalar_type()), "npusim: a chain in f32 reads float inputs, got ", t.scalar_type());
+    any_half |= half(t.scalar_type());
+  }
+  TORCH_CHECK(result == at::kFloat || half(result), "npusim: a chain in f32 writes a float dtype, got ", result);
+  if (any_half) {
+    const std::vector<ChainStep> steps = parsed(inputs, chain, /*one_dtype=*/false);
+    std::vector<at::Tensor> on_device;
+    for (const at::Tensor& t : inputs) on_device.push_back(to_npu(t));
+    at::Tensor out = new_npu(broadcast_shape(inputs), result);
+    const auto make_op = [&] {
+      std::vector<npu::compiler::TensorDesc> described;
+      for (const at::Tensor& t : on_device) described.push_back(describe(t));
+      npu::compiler::OpDesc op(OpKind::ELEMENTWISE_CHAIN, described, describe(out));
+      op.chain = steps;
+      op.chain_in_f32 = true;
+      return op;
+    };
+    if (try_run(make_op, on_device, out)) return out;
+  }
+  std::vector<at::Tensor> f32;
+  for (const at::Tensor& t : inputs) f32.push_back(as_f32(t));
+  const at::Tensor out = elementwise_chain(f32, chain);
+  return result == at::kFloat ? out : out.to(result);
 }
 
 TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain) -> Tensor"); }

@@ -101,9 +101,11 @@ void check_index_range(const at::Tensor& index, int64_t size, const char* op);
 // npusim::elementwise_chain on npu tensors: the steps of `chain` (compiler/op.h's text form, e.g.
 // "mul(in0, 0.5); tanh(%0)") as one kernel over inputs of one dtype, broadcast to one shape.
 at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::string& chain);
-// The same over bf16 or f16 inputs, computed in f32 on the chip and rounded once to their dtype (ATen's
-// opmath arithmetic) in one kernel; an undefined tensor where the compiler declines.
-at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain);
+// The same over float inputs of any dtypes (bf16, f16, f32; they may mix), computed in f32 and rounded
+// once to `dtype` (default: the first input's), as ATen's opmath arithmetic: one kernel that converts
+// the half-precision inputs on the chip; where the compiler declines, the inputs converted first.
+at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain,
+                                   std::optional<at::ScalarType> dtype = std::nullopt);
 // A constant in a chain's text, with every digit a double has.
 std::string chain_constant(double value);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }

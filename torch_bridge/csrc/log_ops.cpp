@@ -32,12 +32,7 @@ at::Tensor rounded_to(const at::Tensor& t, at::ScalarType dtype) { return t.scal
 
 // log(x) times a constant, in f32 (one kernel for bf16 and f16 too), rounded once.
 at::Tensor scaled_log(const at::Tensor& x, double scale) {
-  const std::string chain = "log(in0); mul(%0, " + chain_constant(scale) + ")";
-  if (x.scalar_type() != at::kFloat) {
-    const at::Tensor result = elementwise_chain_in_f32({x}, chain);
-    if (result.defined()) return result;
-  }
-  return rounded_to(elementwise_chain({as_f32(x)}, chain), x.scalar_type());
+  return elementwise_chain_in_f32({x}, "log(in0); mul(%0, " + chain_constant(scale) + ")");
 }
 
 at::Tensor npu_exp2(const at::Tensor& x) {

@@ -508,12 +508,7 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
       chain = "mul(in1, " + chain_constant(M_SQRT1_2) + "); erf(%0); add(%1, 1); mul(%2, 0.5); mul(in1, in1); mul(%4, -0.5); exp(%5); mul(%6, " +
               chain_constant(M_2_SQRTPI * M_SQRT1_2 * 0.5) + "); mul(in1, %7); add(%3, %8); mul(in0, %9)";
     }
-    if (dtype != at::kFloat) {
-      const at::Tensor result = elementwise_chain_in_f32({grad, self}, chain);
-      if (result.defined()) return result;
-    }
-    const at::Tensor result = elementwise_chain({as_f32(grad), as_f32(self)}, chain);
-    return result.scalar_type() == dtype ? result : result.to(dtype);
+    return elementwise_chain_in_f32({grad, self}, chain);
   }
   return on_cpu("aten::gelu_backward", [&] { return at::gelu_backward(cpu(grad), cpu(self), approximate); });
 }
@@ -593,21 +588,28 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& a, const at::T
 
 // Row ops work along the last dim; another dim is moved there as a view (the
 // kernel reads it strided), for the input and the output alike.
-at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, const std::function<at::Tensor()>& reference) {
+// half_to_float (a bf16 or f16 input, an f32 result): the kernel converts the rows on the chip and keeps
+// its f32 result; where it cannot, the input is converted by a kernel of its own first.
+at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
+                  const std::function<at::Tensor()>& reference) {
+  const bool half = self.scalar_type() == at::kBFloat16 || self.scalar_type() == at::kHalf;
+  TORCH_CHECK(!half_to_float || half, name, ": conversion to float is for bf16 and f16 inputs, got ", self.scalar_type());
   if (self.dim() > 0) {
     const int64_t d = at::maybe_wrap_dim(dim, self.dim());
-    at::Tensor out = new_npu(self.sizes(), self.scalar_type());
+    at::Tensor out = new_npu(self.sizes(), half_to_float ? at::kFloat : self.scalar_type());
     if (try_run_rows(kind, {self.movedim(d, -1)}, out.movedim(d, -1))) return out;
+    if (half_to_float) return row_op(kind, name, self.to(at::kFloat), dim, false, reference);
   }
   return on_cpu(name, reference);
 }
+// (The CPU's kernels take no half_to_float: its reference converts first.)
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  if (half_to_float) return on_cpu("aten::_softmax (half_to_float)", [&] { return at::_softmax(cpu(self), dim, true); });
-  return row_op(OpKind::SOFTMAX, "aten::_softmax", self, dim, [&] { return at::_softmax(cpu(self), dim, false); });
+  return row_op(OpKind::SOFTMAX, "aten::_softmax", self, dim, half_to_float,
+                [&] { return at::_softmax(half_to_float ? cpu(self).to(at::kFloat) : cpu(self), dim, false); });
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  if (half_to_float) return on_cpu("aten::_log_softmax (half_to_float)", [&] { return at::_log_softmax(cpu(self), dim, true); });
-  return row_op(OpKind::LOG_SOFTMAX, "aten::_log_softmax", self, dim, [&] { return at::_log_softmax(cpu(self), dim, false); });
+  return row_op(OpKind::LOG_SOFTMAX, "aten::_log_softmax", self, dim, half_to_float,
+                [&] { return at::_log_softmax(half_to_float ? cpu(self).to(at::kFloat) : cpu(self), dim, false); });
 }
 
 at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,

@@ -27,17 +27,7 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
 }
 
 // `chain` over `inputs` in f32, rounded once to their dtype.
-at::Tensor in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) {
-  const at::ScalarType dtype = inputs[0].scalar_type();
-  if (dtype != at::kFloat) {
-    const at::Tensor result = elementwise_chain_in_f32(inputs, chain);
-    if (result.defined()) return result;
-  }
-  std::vector<at::Tensor> f32;
-  for (const at::Tensor& t : inputs) f32.push_back(as_f32(t));
-  const at::Tensor result = elementwise_chain(f32, chain);
-  return result.scalar_type() == dtype ? result : result.to(dtype);
-}
+at::Tensor in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) { return elementwise_chain_in_f32(inputs, chain); }
 
 at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");

@@ -5,8 +5,10 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
     torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue, residual)
                                                                 epilogue(alpha * a @ b + beta * bias + residual),
                                                                 one kernel
-    torch.ops.npusim.layer_norm(x, weight, bias, eps)           layer norm over the last dim, one kernel
-    torch.ops.npusim.rms_norm(x, weight, eps)                   RMS norm over the last dim, one kernel
+    torch.ops.npusim.layer_norm(x, weight, bias, eps, dtype)    layer norm over the last dim, one kernel
+    torch.ops.npusim.rms_norm(x, weight, eps, dtype)            RMS norm over the last dim, one kernel
+                                                                (dtype: the result's, x's or float32: the
+                                                                norm of x.float() without a conversion first)
     torch.ops.npusim.attention(q, k, v, is_causal, scale)      softmax(scale q k^T (+ causal mask)) v, the
                                                                 flash-attention kernel (scores never in DRAM)
     torch.ops.npusim.conv2d(x, w, bias, stride, padding, dilation, groups, epilogue, scale, residual)
@@ -46,9 +48,9 @@ def gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, 
 
 
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-               eps: float = 1e-5) -> torch.Tensor:
-    """torch.nn.functional.layer_norm over the last dim, in one kernel."""
-    return torch.ops.npusim.layer_norm(x, weight, bias, float(eps))
+               eps: float = 1e-5, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """torch.nn.functional.layer_norm over the last dim, in one kernel; the result in dtype (x's or float32)."""
+    return torch.ops.npusim.layer_norm(x, weight, bias, float(eps), dtype)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
@@ -99,16 +101,20 @@ def _gemm_fake(a, b, bias, alpha, beta, epilogue, residual=None):
     return a.new_empty(shape)
 
 
+def _norm_fake(name, x, dtype):
+    torch._check(x.dim() >= 1, lambda: f"npusim::{name}: x has at least one dim")
+    torch._check(dtype in (None, x.dtype, torch.float32), lambda: f"npusim::{name}: dtype is x's or float32, got {dtype}")
+    return torch.empty_like(x, dtype=dtype or x.dtype, memory_format=torch.contiguous_format)
+
+
 @torch.library.register_fake("npusim::layer_norm")
-def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5):
-    torch._check(x.dim() >= 1, lambda: "npusim::layer_norm: x has at least one dim")
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+def _layer_norm_fake(x, weight=None, bias=None, eps=1e-5, dtype=None):
+    return _norm_fake("layer_norm", x, dtype)
 
 
 @torch.library.register_fake("npusim::rms_norm")
-def _rms_norm_fake(x, weight=None, eps=1.1920928955078125e-07):
-    torch._check(x.dim() >= 1, lambda: "npusim::rms_norm: x has at least one dim")
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+def _rms_norm_fake(x, weight=None, eps=1.1920928955078125e-07, dtype=None):
+    return _norm_fake("rms_norm", x, dtype)
 
 
 @torch.library.register_fake("npusim::conv2d")
@@ -213,7 +219,7 @@ torch.library.register_autograd("npusim::gemm", _gemm_backward, setup_context=_g
 
 
 def _layer_norm_setup_context(ctx, inputs, output):
-    x, weight, bias, eps = inputs
+    x, weight, bias, eps, _ = inputs
     ctx.eps = eps
     ctx.has_bias = bias is not None
     ctx.save_for_backward(x, weight)
@@ -230,14 +236,14 @@ def _layer_norm_backward(ctx, grad):
     rows = grad.reshape(-1, grad.shape[-1])
     grad_weight = (rows * normalized.reshape(rows.shape)).sum(0) if weight is not None and ctx.needs_input_grad[1] else None
     grad_bias = rows.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-    return grad_x, grad_weight, grad_bias, None
+    return grad_x.to(x.dtype), grad_weight, grad_bias, None, None
 
 
 torch.library.register_autograd("npusim::layer_norm", _layer_norm_backward, setup_context=_layer_norm_setup_context)
 
 
 def _rms_norm_setup_context(ctx, inputs, output):
-    x, weight, eps = inputs
+    x, weight, eps, _ = inputs
     ctx.eps = eps
     ctx.save_for_backward(x, weight)
 
@@ -254,7 +260,7 @@ def _rms_norm_backward(ctx, grad):
     grad_weight = None
     if weight is not None and ctx.needs_input_grad[1]:
         grad_weight = (rows * normalized.reshape(rows.shape)).sum(0).to(weight.dtype)
-    return grad_x, grad_weight, None
+    return grad_x, grad_weight, None, None
 
 
 torch.library.register_autograd("npusim::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup_context)

@@ -36,6 +36,11 @@ Passes, in order:
                         mask (0 / True on and below the diagonal, -inf / False above)
                         takes is_causal instead: the flash-attention kernel's own
                         mask, no mask tensor read (GPT-2 passes such a mask).
+  fold_float_casts      x.float() of a bf16 or f16 x read only as the input of softmax,
+                        log_softmax or a layer or RMS norm: each reads x as it is and
+                        keeps its f32 result (they compute in f32 anyway), so x's f32
+                        copy never crosses DRAM (Llama's RMSNorm, attention
+                        probabilities in f32).
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
   split_clamps          clamp(x, lo, hi) beside an elementwise op becomes clamp_min, clamp_max:
@@ -472,6 +477,44 @@ def _chain_step(node: torch.fx.Node):
     return name, operands
 
 
+_ROW_OPS_WITH_F32_RESULT = (aten._softmax.default, aten._log_softmax.default)  # (x, dim, half_to_float)
+_NORMS_WITH_DTYPE = (torch.ops.npusim.layer_norm.default, torch.ops.npusim.rms_norm.default)  # (x, ..., dtype=None)
+
+
+def _reads_cast_as_rows(user: torch.fx.Node, cast: torch.fx.Node) -> bool:
+    """Whether user reads `cast` only as the input of a row op that can take x itself and keep an f32 result."""
+    if user.op != "call_function" or not user.args or user.args[0] is not cast:
+        return False
+    if any(a is cast for a in [*user.args[1:], *user.kwargs.values()]):
+        return False
+    if user.target in _ROW_OPS_WITH_F32_RESULT:
+        return len(user.args) == 3 and user.args[2] is False and not user.kwargs
+    return user.target in _NORMS_WITH_DTYPE and user.kwargs.get("dtype") is None
+
+
+def fold_float_casts(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    """x.float() of a bf16 or f16 x whose every reader is a row op computing in f32 (softmax, log_softmax,
+    layer and RMS norm): each reads x itself and keeps its f32 result, so no f32 copy of x is written
+    and read back."""
+    for cast in list(gm.graph.nodes):
+        if cast.op != "call_function" or cast.target is not aten._to_copy.default or len(cast.args) != 1:
+            continue
+        x = cast.args[0]
+        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if (cast.kwargs != {"dtype": torch.float32} or not isinstance(val, torch.Tensor) or val.device.type != "npu"
+                or val.dtype not in (torch.bfloat16, torch.float16) or not cast.users):
+            continue
+        if not all(_reads_cast_as_rows(user, cast) for user in cast.users):
+            continue
+        for user in list(cast.users):
+            user.update_arg(0, x)
+            if user.target in _ROW_OPS_WITH_F32_RESULT:
+                user.update_arg(2, True)
+            else:
+                user.update_kwarg("dtype", torch.float32)
+            report.fused.append(f"{val.dtype} -> float32 cast into {user.target.name()}")
+
+
 def split_clamps(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     """clamp(x, lo, hi) (or hardtanh) with number bounds next to an elementwise op becomes clamp_min then clamp_max: two
     chain steps (a maximum and a minimum with constants) that fuse with the ops around them (hardswish's
@@ -638,6 +681,7 @@ def lower(gm: torch.fx.GraphModule, kind: str, sram_pool=None) -> GraphReport:
     if kind == "inference":
         fuse_conv_bn(gm, report)
         values_only_max_pool(gm, report)
+    fold_float_casts(gm, report)
     gm.graph.eliminate_dead_code()
     split_clamps(gm, report)
     fuse_elementwise_chains(gm, report)
