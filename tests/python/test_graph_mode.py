@@ -786,3 +786,57 @@ def test_profile_writes_the_trace_it_was_asked_for(tmp_path):
     with pytest.raises(RuntimeError, match=r"npusim.init\(trace=...\)"):
         with npusim.profile(tmp_path / "none.pftrace"):
             pass
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_casts_at_the_ends_of_f32_elementwise_ops_join_their_chain(dtype):
+    """x.float() into f32 elementwise ops and their result cast back (as autocast and norms in f32 write
+    them): one chain computed in f32 over x as it is, rounded once, the CPU's values."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 6, 33).to(dtype), torch.randn(6, 1)
+    cases = {
+        "in and out": (lambda x, w: (x.float() * 2 + 1).sigmoid().to(x.dtype), dtype),
+        "in, f32 out": (lambda x, w: x.float() * w + 1, torch.float32),
+        "f32 in, half out": (lambda x, w: (x.float() * w).to(torch.bfloat16), torch.bfloat16),
+    }
+    for name, (f, result_dtype) in cases.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=NPU, fullgraph=True)
+        with torch.no_grad():
+            compiled(x.to(NPU), w.to(NPU))
+            with npusim.profile() as prof:
+                y = compiled(x.to(NPU), w.to(NPU))
+        assert [row[2] for row in prof.kernels] == ["elementwise_chain"], (name, prof.kernels)
+        assert y.dtype == result_dtype, name
+        torch.testing.assert_close(y.cpu(), f(x, w), rtol=1e-6 if result_dtype == torch.float32 else 0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_eval_batch_norm_in_a_graph_is_one_pass_over_x(dtype):
+    """A batch norm no convolution takes: the per-channel scale and shift (two small kernels) and one chain
+    over x that takes its cast before and its activation after (f32: relu joins; bf16 rounds first)."""
+    torch.manual_seed(0)
+    c = 8
+    x = torch.randn(3, c, 5, 7).to(dtype)
+    stats = [torch.randn(c), torch.rand(c) + 0.5, torch.randn(c), torch.randn(c)]
+    cases = {
+        "of x.float()": lambda x, m, v, w, b: F.batch_norm(x.float(), m, v, w, b, training=False, eps=1e-5),
+        "then relu": lambda x, m, v, w, b: F.relu(F.batch_norm(x, m, v, w, b, training=False, eps=1e-3)),
+        "no affine": lambda x, m, v, w, b: F.batch_norm(x, m, v, None, None, training=False),
+    }
+    for name, f in cases.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=NPU, fullgraph=True)
+        args = [x.to(NPU)] + [t.to(NPU) for t in stats]
+        with torch.no_grad():
+            compiled(*args)
+            with npusim.profile() as prof:
+                y = compiled(*args)
+        launched = [row[2] for row in prof.kernels]
+        assert not sum(prof.fallbacks.values()) and launched.count("elementwise_chain") >= 1, (name, launched)
+        expected = f(x, *stats)
+        assert y.dtype == expected.dtype
+        # x is read by one kernel: the last chain (and a relu after it where the result is rounded to bf16).
+        assert len(launched) <= (4 if name == "then relu" and dtype != torch.float32 else 3), (name, launched)
+        tol = dict(rtol=1e-5, atol=1e-5) if expected.dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(y.cpu(), expected, **tol, msg=name)

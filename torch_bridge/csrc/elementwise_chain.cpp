@@ -1,10 +1,11 @@
-// npusim::elementwise_chain(inputs, chain): elementwise ops of one dtype run
-// as one kernel (compiler/ops.def's elementwise_chain), so that their
+// npusim::elementwise_chain(inputs, chain, dtype=None): elementwise ops of one
+// dtype run as one kernel (compiler/ops.def's elementwise_chain), so that their
 // intermediates never go through device memory. The torch.compile backend
 // fuses chains of elementwise nodes into it (npusim/lowering.py); `chain` is
 // the compiler's text form, e.g. "mul(in0, 0.5); tanh(%0); add(%1, in1)".
 // The CPU kernel runs the same steps as ATen ops, each rounded to the dtype,
-// with the constants in the dtype: the npu kernel's arithmetic.
+// with the constants in the dtype: the npu kernel's arithmetic. With a dtype,
+// the steps are f32 over inputs of any float dtypes, rounded once to it.
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <torch/library.h>
@@ -152,8 +153,24 @@ at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const
   return result == at::kFloat ? out : out.to(result);
 }
 
-TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain) -> Tensor"); }
-TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("elementwise_chain", elementwise_chain_cpu); }
-TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain); }
+namespace {
+
+// The op with its dtype: given, the chain is computed in f32 over inputs of any float dtypes and its
+// result rounded once to dtype (a graph's chain that began with x.float() or ends with .to(bf16)).
+at::Tensor elementwise_chain_op_cpu(const std::vector<at::Tensor>& inputs, const std::string& chain, std::optional<at::ScalarType> dtype) {
+  if (!dtype) return elementwise_chain_cpu(inputs, chain);
+  std::vector<at::Tensor> f32;
+  for (const at::Tensor& t : inputs) f32.push_back(as_f32(t));
+  return elementwise_chain_cpu(f32, chain).to(*dtype);
+}
+at::Tensor elementwise_chain_op(const std::vector<at::Tensor>& inputs, const std::string& chain, std::optional<at::ScalarType> dtype) {
+  return dtype ? elementwise_chain_in_f32(inputs, chain, dtype) : elementwise_chain(inputs, chain);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain, ScalarType? dtype=None) -> Tensor"); }
+TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("elementwise_chain", elementwise_chain_op_cpu); }
+TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain_op); }
 
 }  // namespace npusim

@@ -19,9 +19,11 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
                                                                 the rest on its tiles in the accumulator
     torch.ops.npusim.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
                                                                 max pooling's values without its indices
-    torch.ops.npusim.elementwise_chain(inputs, chain)           elementwise ops of one dtype in one kernel,
+    torch.ops.npusim.elementwise_chain(inputs, chain, dtype)    elementwise ops of one dtype in one kernel,
                                                                 e.g. "mul(in0, 0.5); tanh(%0); add(%1, in1)"
-                                                                (torch_bridge/csrc/elementwise_chain.cpp)
+                                                                (torch_bridge/csrc/elementwise_chain.cpp);
+                                                                with a dtype, computed in f32 over inputs
+                                                                of any float dtypes, rounded once to it
 elementwise_chain rounds every step to the dtype, as the ops one by one do; it is what
 the torch.compile backend fuses elementwise nodes into after autograd, so it has no
 autograd formula of its own. The others compute in f32 and round once to the inputs' dtype (attention rounds its
@@ -77,11 +79,12 @@ def max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0, dilation=1,
                                        pair(dilation), bool(ceil_mode))
 
 
-def elementwise_chain(inputs: Sequence[torch.Tensor], chain: str) -> torch.Tensor:
+def elementwise_chain(inputs: Sequence[torch.Tensor], chain: str, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The steps of `chain` (compiler/ops.def's text form: `NAME(ARG[, ARG]); ...` with ARG `inK`, `%I` for
     step I's result, or a number) on `inputs`, broadcast to one shape, in one kernel; each step rounds to
-    the inputs' dtype."""
-    return torch.ops.npusim.elementwise_chain(list(inputs), chain)
+    the inputs' dtype. With a dtype, the inputs may be of any float dtypes: each step is computed in f32
+    and the result rounded once to dtype."""
+    return torch.ops.npusim.elementwise_chain(list(inputs), chain, dtype)
 
 
 # ---- fake kernels ------------------------------------------------------------------
@@ -145,10 +148,15 @@ def _attention_fake(q, k, v, is_causal, scale):
 
 
 @torch.library.register_fake("npusim::elementwise_chain")
-def _elementwise_chain_fake(inputs, chain):
+def _elementwise_chain_fake(inputs, chain, dtype=None):
     torch._check(len(inputs) > 0, lambda: "npusim::elementwise_chain: no inputs")
-    torch._check(all(t.dtype == inputs[0].dtype for t in inputs), lambda: "npusim::elementwise_chain: the inputs have one dtype")
-    return inputs[0].new_empty(torch.broadcast_shapes(*(t.shape for t in inputs)))
+    if dtype is None:
+        torch._check(all(t.dtype == inputs[0].dtype for t in inputs), lambda: "npusim::elementwise_chain: the inputs have one dtype")
+    else:
+        floats = (torch.float32, torch.bfloat16, torch.float16)
+        torch._check(dtype in floats and all(t.dtype in floats for t in inputs),
+                     lambda: "npusim::elementwise_chain: a chain in f32 reads and writes float32, bfloat16 or float16")
+    return inputs[0].new_empty(torch.broadcast_shapes(*(t.shape for t in inputs)), dtype=dtype or inputs[0].dtype)
 
 
 # ---- autograd ----------------------------------------------------------------------

@@ -25,6 +25,11 @@ Passes, in order:
                         on the parameter vectors, not on the weights) applied with the
                         residual and the activations in the matmul's epilogue, so the
                         activations cross DRAM once.
+  eval_batch_norm_as_elementwise  (inference graphs) an eval batch norm no convolution
+                        took (of a contiguous x, f32 parameters): x * scale + shift with
+                        fuse_conv_bn's per-channel scale and shift, elementwise ops that
+                        join the chains around them (a cast of x before, an activation
+                        after): one pass over x.
   values_only_max_pool  (inference graphs) max_pool2d_with_indices whose indices
                         nothing reads becomes npusim::max_pool2d: im2col and one
                         row max, no running comparisons for the indices.
@@ -50,7 +55,9 @@ Passes, in order:
                         intermediates nothing else reads (a GELU's or a loss's
                         backward, an optimizer's update) become one
                         npusim::elementwise_chain: each step rounds as the op alone
-                        does, and the intermediates stay on the core.
+                        does, and the intermediates stay on the core. Casts between
+                        f32 and bf16/f16 at a chain of f32 steps' ends join it (the
+                        chain then computed in f32, rounded once to its result's dtype).
   plan_sram             (last; when the device has an SRAM pool: npusim.init(sram_pool=...))
                         static memory planning: walking the graph in order with each
                         value's lifetime (to its last reader, through views), the
@@ -227,14 +234,38 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
 _BATCH_NORM_EVAL = aten._native_batch_norm_legit_no_training.default
 
 
-def _call(graph: torch.fx.Graph, target, args, meta) -> torch.fx.Node:
-    node = graph.call_function(target, args)
+def _call(graph: torch.fx.Graph, target, args, meta, kwargs=None) -> torch.fx.Node:
+    node = graph.call_function(target, args, kwargs)
     node.meta = {k: v for k, v in meta.items() if k in ("nn_module_stack", "stack_trace")}  # its layer, not its value
     # Its own value, from its arguments' (fake tensors: shapes and dtypes only), for the passes after this one.
     values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
     if all(isinstance(v, torch.Tensor) for a, v in zip(args, values) if isinstance(a, torch.fx.Node)):
-        node.meta["val"] = target(*values)
+        node.meta["val"] = target(*values, **(kwargs or {}))
     return node
+
+
+def _batch_norm_scale_shift(graph: torch.fx.Graph, bn: torch.fx.Node, bias):
+    """An eval batch norm's per-channel scale gamma / sqrt(var + eps) and shift (bias - mean) * scale + beta
+    (bias: a convolution's, or None), as nodes before the insertion point: small kernels on [C] vectors."""
+    _, gamma, beta, mean, var, _, eps = bn.args
+    meta = bn.meta
+    scale = _call(graph, aten.rsqrt.default, (_call(graph, aten.add.Tensor, (var, float(eps)), meta),), meta)
+    if gamma is not None:
+        scale = _call(graph, aten.mul.Tensor, (scale, gamma), meta)
+    centered = _call(graph, aten.sub.Tensor, (bias, mean), meta) if bias is not None else _call(graph, aten.neg.default, (mean,), meta)
+    shift = _call(graph, aten.mul.Tensor, (centered, scale), meta)
+    if beta is not None:
+        shift = _call(graph, aten.add.Tensor, (shift, beta), meta)
+    return scale, shift
+
+
+def _eval_batch_norm_value(bn: torch.fx.Node):
+    """The getitem of an eval batch norm's result when nothing reads its other outputs; else None."""
+    outputs = list(bn.users)
+    firsts = [o for o in outputs if o.target is operator.getitem and o.args[1] == 0]
+    if len(firsts) == 1 and all(o is firsts[0] or not o.users for o in outputs):
+        return firsts[0]
+    return None
 
 
 def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
@@ -247,12 +278,9 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
             continue
         chain, current, bn = [], conv, None
         user = _only_user(current)
-        if user is not None and user.target is _BATCH_NORM_EVAL:
-            outputs = list(user.users)
-            firsts = [o for o in outputs if o.target is operator.getitem and o.args[1] == 0]
-            if len(firsts) == 1 and all(o is firsts[0] or not o.users for o in outputs):
-                bn, current = user, firsts[0]
-                chain += [bn, *outputs]
+        if user is not None and user.target is _BATCH_NORM_EVAL and (value := _eval_batch_norm_value(user)) is not None:
+            bn, current = user, value
+            chain += [bn, *user.users]
         add, residual = _residual_add(current)
         if add is not None:
             current = add
@@ -264,15 +292,7 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         with graph.inserting_before(current):
             bias, scale = b, None
             if bn is not None:
-                _, gamma, beta, mean, var, _, eps = bn.args
-                meta = bn.meta
-                scale = _call(graph, aten.rsqrt.default, (_call(graph, aten.add.Tensor, (var, float(eps)), meta),), meta)
-                if gamma is not None:
-                    scale = _call(graph, aten.mul.Tensor, (scale, gamma), meta)
-                centered = _call(graph, aten.sub.Tensor, (b, mean), meta) if b is not None else _call(graph, aten.neg.default, (mean,), meta)
-                bias = _call(graph, aten.mul.Tensor, (centered, scale), meta)
-                if beta is not None:
-                    bias = _call(graph, aten.add.Tensor, (bias, beta), meta)
+                scale, bias = _batch_norm_scale_shift(graph, bn, b)
             names = [_activation_name(n) for n in activations]
             fused = graph.call_function(torch.ops.npusim.conv2d.default,
                                         (x, w, bias, list(stride), list(padding), list(dilation), groups, names, scale, residual))
@@ -283,6 +303,34 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
                 graph.erase_node(dead)
         steps = (["batch_norm"] if bn is not None else []) + (["residual add"] if add is not None else []) + names
         report.fused.append("convolution" + "".join(f" + {n}" for n in steps) + " -> npusim::conv2d")
+
+
+def eval_batch_norm_as_elementwise(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    graph = gm.graph
+    for bn in list(graph.nodes):
+        if bn.op != "call_function" or bn.target is not _BATCH_NORM_EVAL or (value := _eval_batch_norm_value(bn)) is None:
+            continue
+        x = bn.args[0]
+        val = x.meta.get("val")
+        params = [p.meta.get("val") for p in bn.args[1:5] if isinstance(p, torch.fx.Node)]
+        # (Contiguous x: the chain's result is contiguous. Parameters in f32: the eager kernel's arithmetic.)
+        if (not isinstance(val, torch.Tensor) or val.device.type != "npu" or val.dim() < 2 or not val.is_contiguous()
+                or val.dtype not in (torch.float32, torch.bfloat16, torch.float16)
+                or not all(isinstance(p, torch.Tensor) and p.dtype == torch.float32 for p in params)):
+            continue
+        with graph.inserting_before(value):
+            scale, shift = _batch_norm_scale_shift(graph, bn, None)
+            per_channel = [val.shape[1]] + [1] * (val.dim() - 2)
+            x32 = x if val.dtype == torch.float32 else _call(graph, aten._to_copy.default, (x,), bn.meta, {"dtype": torch.float32})
+            y = _call(graph, aten.mul.Tensor, (x32, _call(graph, aten.view.default, (scale, per_channel), bn.meta)), bn.meta)
+            y = _call(graph, aten.add.Tensor, (y, _call(graph, aten.view.default, (shift, per_channel), bn.meta)), bn.meta)
+            if val.dtype != torch.float32:
+                y = _call(graph, aten._to_copy.default, (y,), bn.meta, {"dtype": val.dtype})
+        value.replace_all_uses_with(y)
+        for dead in [*bn.users, bn]:
+            if not dead.users:
+                graph.erase_node(dead)
+        report.fused.append("batch_norm (eval) -> x * scale + shift, elementwise")
 
 
 def values_only_max_pool(gm: torch.fx.GraphModule, report: GraphReport) -> None:
@@ -543,52 +591,83 @@ def split_clamps(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.split_clamps += 1
 
 
+_HALF_FLOATS = (torch.bfloat16, torch.float16)
+
+
+def _float_cast(node: torch.fx.Node):
+    """"in" for x.float() of a bf16 or f16 x on the npu, "out" for an f32 x cast to bf16 or f16; else None."""
+    if node.op != "call_function" or node.target is not aten._to_copy.default or len(node.args) != 1 or set(node.kwargs) != {"dtype"}:
+        return None
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(source, torch.Tensor) or source.device.type != "npu":
+        return None
+    target = node.kwargs["dtype"]
+    if source.dtype in _HALF_FLOATS and target == torch.float32:
+        return "in"
+    if source.dtype == torch.float32 and target in _HALF_FLOATS:
+        return "out"
+    return None
+
+
 def fuse_elementwise_chains(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     """Connected elementwise ops whose intermediates nothing else reads become one npusim::elementwise_chain:
-    the intermediates stay on the core instead of crossing DRAM once written and once per reader."""
+    the intermediates stay on the core instead of crossing DRAM once written and once per reader. Casts
+    join chains of f32 steps (x.float() of a chain's input, the result cast to bf16 or f16 at its end, as
+    autocast and norms in f32 write them): the chain is computed in f32 over the inputs as they are and
+    rounded once to the result's dtype, which is what the casts and f32 ops one by one compute."""
     graph = gm.graph
     order = {node: i for i, node in enumerate(graph.nodes)}
     steps = {node: step for node in graph.nodes if (step := _chain_step(node)) is not None}
+    casts = {node: cast for node in graph.nodes if (cast := _float_cast(node)) is not None}
     taken = set()
     for root in reversed(list(graph.nodes)):
-        if root not in steps or root in taken or not root.meta["val"].is_contiguous():
+        if root in taken or not (root in steps or casts.get(root) == "out") or not root.meta["val"].is_contiguous():
             continue
-        # Grow from the root towards its producers: one joins when every reader of it has joined.
-        group, frontier = {root}, [a for a in steps[root][1] if isinstance(a, torch.fx.Node)]
+        # Grow from the root towards its producers: one joins when every reader of it has joined. A cast to
+        # f32 joins as the chain reading its input; a cast from f32 only as the root.
+        group = {root}
+        frontier = [a for a in (steps[root][1] if root in steps else root.args) if isinstance(a, torch.fx.Node)]
         while frontier and len(group) < _CHAIN_MAX_STEPS:
             producer = frontier.pop()
-            if producer in group or producer in taken or producer not in steps or not all(u in group for u in producer.users):
+            joins = producer in steps or casts.get(producer) == "in"
+            if producer in group or producer in taken or not joins or not all(u in group for u in producer.users):
                 continue
             group.add(producer)
-            frontier.extend(a for a in steps[producer][1] if isinstance(a, torch.fx.Node))
-        if len(group) < 2:
-            continue
+            if producer in steps:
+                frontier.extend(a for a in steps[producer][1] if isinstance(a, torch.fx.Node))
         members = sorted(group, key=order.get)
+        computed = [m for m in members if m in steps]
+        with_casts = len(computed) < len(members)
+        if len(members) < 2 or not computed or (with_casts and any(m.meta["val"].dtype != torch.float32 for m in computed)):
+            continue
         inputs, text, number = [], [], {}
-        for i, member in enumerate(members):
+        for member in computed:
             name, operands = steps[member]
             args = []
             for operand in operands:
-                if isinstance(operand, torch.fx.Node) and operand in group:
+                if isinstance(operand, torch.fx.Node) and operand in group and operand in steps:
                     args.append(f"%{number[operand]}")
                 elif isinstance(operand, torch.fx.Node):
-                    if operand not in inputs:
-                        inputs.append(operand)
-                    args.append(f"in{inputs.index(operand)}")
+                    source = operand.args[0] if operand in group else operand  # (a cast to f32 in the chain reads its input)
+                    if source not in inputs:
+                        inputs.append(source)
+                    args.append(f"in{inputs.index(source)}")
                 else:
                     args.append(repr(float(operand)))
-            number[member] = i
+            number[member] = len(number)
             text.append(f"{name}({', '.join(args)})")
         if len(inputs) > _CHAIN_MAX_INPUTS:
             continue
+        args = (inputs, "; ".join(text), root.meta["val"].dtype) if with_casts else (inputs, "; ".join(text))
         with graph.inserting_before(root):
-            fused = graph.call_function(torch.ops.npusim.elementwise_chain.default, (inputs, "; ".join(text)))
+            fused = graph.call_function(torch.ops.npusim.elementwise_chain.default, args)
         fused.meta = dict(root.meta)
         root.replace_all_uses_with(fused)
         for dead in reversed(members):
             graph.erase_node(dead)
         taken |= group
-        report.fused.append(f"{len(members)} elementwise ops ({', '.join(steps[m][0] for m in members)}) -> npusim::elementwise_chain")
+        names = [steps[m][0] if m in steps else f"cast to {m.kwargs['dtype']}" for m in members]
+        report.fused.append(f"{len(members)} elementwise ops ({', '.join(names)}) -> npusim::elementwise_chain")
 
 
 def _aliases_an_input(node: torch.fx.Node) -> bool:
@@ -680,6 +759,7 @@ def lower(gm: torch.fx.GraphModule, kind: str, sram_pool=None) -> GraphReport:
     fuse_gemm_epilogues(gm, report)
     if kind == "inference":
         fuse_conv_bn(gm, report)
+        eval_batch_norm_as_elementwise(gm, report)
         values_only_max_pool(gm, report)
     fold_float_casts(gm, report)
     gm.graph.eliminate_dead_code()
