@@ -6,6 +6,7 @@ Tolerances: f32 results follow torch.set_float32_matmul_precision("highest")
 comparisons use rtol 1e-5 / atol 1e-5 on O(1) values, summed gradients 1e-4.
 """
 
+import copy
 import warnings
 
 import pytest
@@ -547,6 +548,26 @@ def test_a_marked_dynamic_dim_does_not_recompile_per_size():
             torch._dynamo.mark_dynamic(x_npu, 0)
             torch.testing.assert_close(compiled(x_npu).cpu(), cpu(x), rtol=1e-5, atol=1e-5)
     assert len(backend.reports()) == 1
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_a_residual_gemm_compiles_once_for_every_size_under_dynamic_shapes(mode):
+    """x + linear(x) with dynamic=True: the residual's reshape to the product's [B * L, N] reads the dynamic
+    sizes in the graph (it wrote the SymInts' names, s27 * s77, which no graph defines: a NameError)."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 64)
+    npu_linear = copy.deepcopy(linear).to(NPU)
+    compiled = torch.compile(lambda x: x + npu_linear(x), backend=NPU, dynamic=True)
+    for length in (5, 7, 9):
+        x = torch.randn(2, length, 64)
+        with torch.set_grad_enabled(mode == "training"):
+            x_npu = x.to(NPU).requires_grad_(mode == "training")
+            y = compiled(x_npu)
+            torch.testing.assert_close(y.detach().cpu(), (x + linear(x)).detach(), rtol=1e-5, atol=1e-5)
+            if mode == "training":
+                y.sum().backward()
+    assert [r.kind for r in backend.reports()] == (["inference"] if mode == "inference" else ["forward", "backward"])
+    assert any("residual add" in line for r in backend.reports() for line in r.fused)
 
 
 def test_device_calls_do_not_break_the_graph():

@@ -98,3 +98,37 @@ def test_model_runs_forward_and_backward_as_on_the_cpu(name):
         # smaller: some gradients are zero but for rounding (a key projection's bias, which softmax ignores).
         scale = torch.maximum(p_cpu.grad.abs().max(), largest * 1e-3)
         torch.testing.assert_close(p_npu.grad.cpu() / scale, p_cpu.grad / scale, rtol=0, atol=1e-3, msg=parameter)
+
+
+def test_a_llama_compiles_once_for_all_lengths_and_generates_with_two_compiles():
+    """Grouped-query attention under dynamic shapes: the npu's choice of SDPA kernel reads the heads as
+    SymInts (reading them as ints specialized the graph: one compile per sequence length, and
+    generate() with a compiled forward compiled once per token)."""
+    from npusim import backend
+
+    torch.manual_seed(0)
+    config = T.LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=2, max_position_embeddings=64)
+    cpu = T.LlamaForCausalLM(config).eval()
+    npu = T.LlamaForCausalLM(config).eval()
+    npu.load_state_dict(cpu.state_dict())
+    npu.to(NPU)
+    backend.clear_reports()
+    torch._dynamo.reset()
+    compiled = torch.compile(npu, backend="npu", dynamic=True)
+    before = dict(npusim.fallback_stats())
+    with torch.no_grad():
+        for length in (5, 7, 9, 12):
+            ids = torch.randint(0, 100, (1, length))
+            torch.testing.assert_close(compiled(input_ids=ids.to(NPU)).logits.cpu(), cpu(input_ids=ids).logits, rtol=1e-4, atol=1e-4)
+    assert len(backend.reports()) == 1
+    backend.clear_reports()
+    torch._dynamo.reset()
+    npu.forward = torch.compile(npu.forward, backend="npu")
+    ids = torch.randint(0, 100, (1, 6))
+    with torch.no_grad():
+        got = npu.generate(ids.to(NPU), max_new_tokens=6, do_sample=False, cache_implementation="static")
+        want = cpu.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+    assert torch.equal(got.cpu(), want)
+    assert len(backend.reports()) <= 2  # prefill and decode
+    assert fallbacks_since(before) == {}

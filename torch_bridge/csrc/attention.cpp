@@ -190,8 +190,10 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
   // Grouped-query attention where the query heads are a multiple of the key/value heads (else PyTorch's
   // math path gives its error).
-  const bool groups_fit = !enable_gqa || (q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim() && k.size(-3) == v.size(-3) &&
-                                          k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0);
+  // (Sizes as SymInts: under torch.compile's dynamic shapes these tests become guards on the sizes'
+  // relations; Tensor::size() would specialize the graph to each size.)
+  const bool groups_fit = !enable_gqa || (q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim() && k.sym_size(-3) == v.sym_size(-3) &&
+                                          k.sym_size(-3) > 0 && q.sym_size(-3) % k.sym_size(-3) == 0);
   const bool plain = dropout == 0.0 && groups_fit && (q.dim() == 3 || q.dim() == 4) && at::isFloatingType(q.scalar_type()) &&
                      q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type();
   // A mask: bool, or additive in q's dtype, that takes no gradient itself (the npu's backward gives q, k and v theirs).

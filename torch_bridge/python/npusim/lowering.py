@@ -185,6 +185,22 @@ def _scaled_by_a_number(node: torch.fx.Node):
     return None
 
 
+def _product_shape(graph: torch.fx.Graph, product: torch.fx.Node, a: torch.fx.Node, b: torch.fx.Node) -> list:
+    """The shape of mm/addmm/bmm's result as a graph argument: its sizes, where a size is symbolic (a dynamic
+    dim) the size of a or b it comes from, read in the graph (a SymInt's name means nothing at run time)."""
+    shape = []
+    for dim, size in enumerate(product.meta["val"].shape):
+        if isinstance(size, int):
+            shape.append(size)
+            continue
+        last = dim == product.meta["val"].dim() - 1
+        source, source_dim = (b, b.meta["val"].dim() - 1) if last else (a, dim)
+        node = graph.call_function(torch.ops.aten.sym_size.int, (source, source_dim))
+        node.meta["val"] = size
+        shape.append(node)
+    return shape
+
+
 def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
@@ -216,7 +232,10 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         last = activations[-1] if activations else add if add is not None else current
         with graph.inserting_before(last):
             if residual is not None and views:  # the residual as the matmul's output
-                residual = _call(graph, aten.reshape.default, (residual, list(node.meta["val"].shape)), add.meta)
+                reshaped = graph.call_function(aten.reshape.default, (residual, _product_shape(graph, node, a, b)))
+                reshaped.meta = {k: v for k, v in add.meta.items() if k in ("nn_module_stack", "stack_trace")}
+                reshaped.meta["val"] = residual.meta["val"].reshape(node.meta["val"].shape)
+                residual = reshaped
             fused = graph.call_function(torch.ops.npusim.gemm.default, (a, b, bias, float(alpha), float(beta), names, residual))
             fused.meta = dict(node.meta)  # its value and its layer are the matmul's
             result = fused
