@@ -1066,3 +1066,17 @@ def test_a_matmul_with_a_small_output_and_a_long_k_splits_k_over_the_cores():
             torch.testing.assert_close(got.cpu(), expected, **tol)
             matmuls = [plan for plan in prof.plans if plan.startswith("matmul")]
             assert len(matmuls) == 1 and "4 x [256 x 2048] @ [2048 x 256]" in matmuls[0], prof.plans
+
+
+def test_elementwise_results_are_laid_out_as_atens():
+    """A contiguous a with a permuted b gives a contiguous result, as TensorIterator lays it out (it took
+    b's layout, and `(a + b).view(158, 64)` raised on the npu alone: Wav2Vec2's compiled training)."""
+    a = torch.randn(2, 79, 64)
+    b = torch.randn(2, 64, 79).transpose(1, 2)
+    cond = a > 0
+    for name, f in {"add": torch.add, "mul": torch.mul, "where": lambda x, y: torch.where(cond.to(x.device), x, y),
+                    "b first": lambda x, y: y + x, "broadcast": lambda x, y: y + x[0, 0]}.items():
+        want, got = f(a, b), f(a.to(NPU), b.to(NPU))
+        assert got.stride() == want.stride(), (name, got.stride(), want.stride())
+        torch.testing.assert_close(got.cpu(), want, msg=name)
+    assert (a.to(NPU) + b.to(NPU)).view(158, 64).shape == (158, 64)

@@ -9,7 +9,9 @@ and the results are compared:
   - bfloat16: rtol 1.6e-2 (the default) and atol 1e-2: the chip computes in
     f32 and rounds once, the CPU's bf16 kernels round differently, and values
     near zero after cancellation differ by more than the default 1e-5 allows;
-  - ops with neither float dtype (bitwise_and): bool and int32, exactly.
+  - ops with neither float dtype (bitwise_and): bool and int32, exactly;
+  - elementwise ops (OpInfo's unary and binary ufuncs): also the result's strides, as ATen lays them
+    out (TensorIterator's rule), over the dims longer than 1.
 Ops whose results are undefined (the empty family) are compared on shape,
 dtype and strides only; random ops (bernoulli) on shape, dtype and their
 support (0 or 1; certain where p is 0 or 1), multinomial on shape, dtype and
@@ -26,6 +28,7 @@ import torch
 
 import expecttest  # noqa: E402,F401  (torch.testing._internal needs it; scripts/setup.sh installs it)
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo  # noqa: E402
 
 import npusim  # noqa: E402,F401
 
@@ -57,6 +60,12 @@ def has_npu_kernel(aten_name: str) -> bool:
 
 
 SUPPORTED = [op for op in op_db if has_npu_kernel(op.aten_name or op.name)]
+POINTWISE = (UnaryUfuncInfo, BinaryUfuncInfo)
+
+
+def layout(t: torch.Tensor):
+    """The strides that matter: those of dims longer than 1 (a dim of one element may have any)."""
+    return tuple(stride for size, stride in zip(t.shape, t.stride()) if size > 1)
 
 
 def to_npu(value):
@@ -122,6 +131,8 @@ def test_every_sample_matches_the_cpu(op):
                 actual = to_cpu(actual)
                 tolerance = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
                 torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{where}: {m}", **tolerance)
+                if isinstance(op, POINTWISE) and isinstance(expected, torch.Tensor):
+                    assert layout(actual) == layout(expected), f"{where}: strides {actual.stride()}, the CPU's {expected.stride()}"
             counts[str(dtype).replace("torch.", "")] += 1
     print(f"{op.name}: {dict(counts)} samples passed")
     assert sum(counts.values()) > 0

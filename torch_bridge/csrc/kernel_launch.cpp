@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
+#include <ATen/TensorIterator.h>
 
 #include <algorithm>
 #include <string>
@@ -36,13 +37,20 @@ at::Tensor new_npu_in_order_of(c10::IntArrayRef size, at::ScalarType dtype, cons
 }
 
 at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initializer_list<const at::Tensor*> like) {
-  for (const at::Tensor* t : like) {
-    if (t->sizes() != size || t->is_contiguous()) continue;
-    bool broadcast = false;
-    for (int64_t d = 0; d < t->dim(); ++d) broadcast |= t->stride(d) == 0 && t->size(d) > 1;
-    if (!broadcast) return new_npu_in_order_of(size, dtype, *t);
-  }
-  return new_npu(size, dtype);
+  // ATen's own rule, by building a TensorIterator over meta tensors of the inputs' sizes and strides: the
+  // output follows the first input whose strides order two dims, broadcast dims skipped (a contiguous
+  // a + a permuted b is contiguous, as on the CPU).
+  std::vector<at::Tensor> inputs;  // (the config holds references)
+  for (const at::Tensor* t : like)
+    inputs.push_back(at::empty_strided(t->sizes(), t->strides(), at::TensorOptions().dtype(t->scalar_type()).device(at::kMeta)));
+  const at::Tensor output;
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(false).check_all_same_dtype(false).promote_inputs_to_common_dtype(true).add_output(output);
+  for (const at::Tensor& input : inputs) config.add_const_input(input);
+  const at::TensorIterator iter = config.build();
+  if (iter.output().sizes() != size) return new_npu(size, dtype);
+  const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, iter.output().strides(), c10::GetAllocator(kNpu), keys, dtype);
 }
 
 at::Tensor to_npu(const at::Tensor& t) { return on_npu(t) ? t : t.to(at::Device(kNpu, 0)); }

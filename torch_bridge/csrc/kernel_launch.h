@@ -24,8 +24,9 @@ at::Tensor to_npu(const at::Tensor& t);
 // attention outputs: a permuted input gives a permuted output. Compiled
 // graphs rely on it: their views are traced with ATen's strides.
 at::Tensor new_npu_in_order_of(c10::IntArrayRef size, at::ScalarType dtype, const at::Tensor& like);
-// The same, after the first of `like` that has this shape and no broadcast
-// dims; contiguous when there is none.
+// A new dense tensor on the npu laid out as ATen lays out an elementwise op's
+// result over the inputs `like` (TensorIterator's rule), so that views of it
+// behave as on the CPU.
 at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initializer_list<const at::Tensor*> like);
 
 // Runs a compiled op, or returns false and remembers why (the caller then

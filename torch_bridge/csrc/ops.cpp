@@ -924,7 +924,7 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tenso
     at::Tensor out = new_npu(shape, at::kLong);
     if (run_elementwise(OpKind::WHERE, {c.unsqueeze(-1), int64_words(a), int64_words(b)}, int64_words(out))) return out;
   }
-  at::Tensor out = new_npu_like(shape, common, {&a, &b});
+  at::Tensor out = new_npu_like(shape, common, {&c, &a, &b});
   if (run_elementwise(OpKind::WHERE, {c, a, b}, out)) return out;
   return on_cpu("aten::where.self", [&] { return at::where(cpu(cond), cpu(a_in), cpu(b_in)); });
 }
