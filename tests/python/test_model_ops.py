@@ -424,3 +424,40 @@ def test_nonzero_and_boolean_mask_reads_run_on_the_chip():
     for got, want in zip(torch.where(maskn), torch.where(mask)):
         assert torch.equal(got.cpu(), want)
     assert fallbacks_since(before) == {}
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_the_transformer_fast_paths_run_on_the_chip(norm_first, activation):
+    """nn.TransformerEncoderLayer and nn.MultiheadAttention in eval without grad take PyTorch's fast paths
+    (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention) on the npu as on CUDA: the
+    layer's arithmetic on the chip, every mask type, eager and compiled (the whole layer ran on the CPU)."""
+    import copy
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation=activation, batch_first=True,
+                                             norm_first=norm_first).eval()
+    npu = copy.deepcopy(layer).to(NPU)
+    x = torch.randn(2, 7, 32)
+    padding = torch.zeros(2, 7, dtype=torch.bool)
+    padding[1, 5:] = True
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(7)
+    before = dict(npusim.fallback_stats())
+    with torch.no_grad(), torch.profiler.profile() as prof:
+        for masks in ({}, {"src_key_padding_mask": padding}, {"src_mask": causal}, {"src_mask": causal.isinf(), "src_key_padding_mask": padding}):
+            got = npu(x.to(NPU), **{k: v.to(NPU) for k, v in masks.items()})
+            torch.testing.assert_close(got.cpu(), layer(x, **masks), rtol=1e-5, atol=1e-5, msg=str(list(masks)))
+        torch.testing.assert_close(torch.compile(npu, backend="npu")(x.to(NPU)).cpu(), layer(x), rtol=1e-5, atol=1e-5)
+    assert "aten::_transformer_encoder_layer_fwd" in {e.name for e in prof.events()}  # the fast path was taken
+    attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    npu_attention = copy.deepcopy(attention).to(NPU)
+    q, kv = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
+    key_padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    with torch.no_grad():
+        for need_weights in (False, True):
+            got = npu_attention(q.to(NPU), kv.to(NPU), kv.to(NPU), key_padding_mask=key_padding.to(NPU), need_weights=need_weights)
+            want = attention(q, kv, kv, key_padding_mask=key_padding, need_weights=need_weights)
+            torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-5, atol=1e-5)
+            if need_weights:
+                torch.testing.assert_close(got[1].cpu(), want[1], rtol=1e-5, atol=1e-5)
+    assert fallbacks_since(before) == {}
