@@ -461,3 +461,64 @@ def test_the_transformer_fast_paths_run_on_the_chip(norm_first, activation):
             if need_weights:
                 torch.testing.assert_close(got[1].cpu(), want[1], rtol=1e-5, atol=1e-5)
     assert fallbacks_since(before) == {}
+
+
+@pytest.mark.parametrize("options", [dict(cls="AdamW", weight_decay=0.1), dict(cls="Adam", weight_decay=0.1),
+                                     dict(cls="Adam", amsgrad=True, maximize=True), dict(cls="AdamW", lr_tensor=True)],
+                         ids=["adamw", "adam", "amsgrad-maximize", "tensor-lr"])
+def test_fused_adam_runs_on_the_chip_as_on_the_cpu(options):
+    import copy
+
+    options = dict(options)
+    cls = getattr(torch.optim, options.pop("cls"))
+    lr = torch.tensor(1e-2) if options.pop("lr_tensor", False) else 1e-2
+    torch.manual_seed(0)
+    cpu = torch.nn.Linear(8, 4)
+    npu = copy.deepcopy(cpu).to(NPU)
+    cpu_opt = cls(cpu.parameters(), lr=lr, fused=True, **options)
+    npu_opt = cls(npu.parameters(), lr=lr.clone() if isinstance(lr, torch.Tensor) else lr, fused=True, **options)
+    before = dict(npusim.fallback_stats())
+    for _ in range(3):
+        x = torch.randn(5, 8)
+        for model, opt, inp in ((cpu, cpu_opt, x), (npu, npu_opt, x.to(NPU))):
+            opt.zero_grad()
+            model(inp).square().sum().backward()
+            opt.step()
+    assert fallbacks_since(before) == {}
+    for p_cpu, p_npu in zip(cpu.parameters(), npu.parameters()):
+        torch.testing.assert_close(p_npu.detach().cpu(), p_cpu.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_scaler_unscales_skips_and_rescales_on_the_chip():
+    """GradScaler with a fused AdamW: the unscale check and the scale update on the chip, an overflowing step
+    skipped and the scale backed off, then grown after growth_interval good steps, as on the CPU."""
+    import copy
+
+    torch.manual_seed(0)
+    cpu = torch.nn.Linear(8, 4)
+    npu = copy.deepcopy(cpu).to(NPU)
+    scalers = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=2), torch.amp.GradScaler("npu", init_scale=2.0**16, growth_interval=2)
+    opts = torch.optim.AdamW(cpu.parameters(), lr=0.1, fused=True), torch.optim.AdamW(npu.parameters(), lr=0.1, fused=True)
+    before = dict(npusim.fallback_stats())
+    scales = []
+    for step in range(5):
+        x = torch.randn(5, 8) * (1e38 if step == 1 else 1)  # step 1 overflows
+        for model, scaler, opt, inp in zip((cpu, npu), scalers, opts, (x, x.to(NPU))):
+            opt.zero_grad()
+            scaler.scale(model(inp).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+        scales.append((scalers[0].get_scale(), scalers[1].get_scale()))
+    assert all(a == b for a, b in scales) and [a for a, _ in scales] == [2.0**16, 2.0**15, 2.0**15, 2.0**16, 2.0**16], scales
+    assert fallbacks_since(before) == {}
+    for p_cpu, p_npu in zip(cpu.parameters(), npu.parameters()):
+        torch.testing.assert_close(p_npu.detach().cpu(), p_cpu.detach(), rtol=1e-5, atol=1e-6)
+    # The unscale op alone: found_inf set by an inf or a NaN in any tensor, every tensor scaled.
+    grads = [torch.tensor([1.0, 2.0]), torch.tensor([float("nan"), 4.0])]
+    found = torch.zeros(1)
+    npu_grads, npu_found = [g.to(NPU) for g in grads], found.to(NPU)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.tensor(0.5))
+    torch._amp_foreach_non_finite_check_and_unscale_(npu_grads, npu_found, torch.tensor(0.5).to(NPU))
+    assert npu_found.item() == found.item() == 1.0
+    for g, n in zip(grads, npu_grads):
+        torch.testing.assert_close(n.cpu(), g, equal_nan=True)
