@@ -169,3 +169,41 @@ def test_save_raw_writes_whole_files_and_replaces_no_directory(tmp_path):
         npusim.export.save_raw(x, tmp_path / "dir")
     assert (tmp_path / "dir").is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "x.bin"]  # no temporary left behind
+
+
+class _TokenModel(torch.nn.Module):
+    """A language model's shape of inputs: int64 token ids, a cast of a float input, a keyword argument."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(50, 16)
+        self.head = torch.nn.Linear(16, 50)
+
+    def forward(self, ids, bias=None):
+        h = self.embed(ids)
+        if bias is not None:
+            h = h + bias.float()  # a cast of an input: its graph asserts the input's device (the CPU)
+        return self.head(h)
+
+
+def test_token_ids_casts_and_keyword_inputs_are_packaged(tmp_path):
+    """int64 token ids are the package's i32 input (widened on the chip), a cast of an input runs on the chip
+    (the exported graph's CPU device checks are dropped), and inputs given by keyword are package inputs too;
+    npu-run from C++ gives the CPU's logits."""
+    model = _TokenModel().eval()
+    ids, bias = torch.randint(0, 50, (2, 5)), torch.randn(2, 5, 16).to(torch.bfloat16)
+    package = tmp_path / "tokens.npupkg"
+    npusim.export.compile(torch.export.export(model, (ids,), {"bias": bias}), package)
+    info = npusim.export.info(package)
+    assert [(name, dtype) for name, dtype, _ in info["inputs"]] == [("ids", "i32"), ("bias", "bf16")]
+    expected = model(ids, bias=bias)
+    (logits,), _ = npusim.export.run(package, ids, bias)
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="outside int32's range"):
+        npusim.export.run(package, ids + 2**40, bias)
+    npusim.export.save_raw(ids.to(torch.int32), tmp_path / "ids.bin")
+    npusim.export.save_raw(bias, tmp_path / "bias.bin")
+    subprocess.run([str(NPU_RUN), str(package), "--input", f"ids={tmp_path / 'ids.bin'}", "--input", f"bias={tmp_path / 'bias.bin'}",
+                    "--output", f"output0={tmp_path / 'logits.bin'}"], capture_output=True, text=True, check=True)
+    torch.testing.assert_close(npusim.export.load_raw(tmp_path / "logits.bin", torch.float32, (2, 5, 50)), expected, rtol=1e-5, atol=1e-5)

@@ -19,7 +19,11 @@ cannot be replayed without Python (an op that falls back to the CPU, or a
 host read of device memory such as .item()) is refused, with the ops named.
 
 Inputs and outputs are npu dtypes (f32, bf16, f16, i32, i8, u8) and their
-shapes are fixed (those of the example inputs). npu-run reads and writes raw
+shapes are fixed (those of the example inputs). An int64 input (token ids) is
+the package's i32 input, widened on the chip as the program's first kernel:
+its values must fit in 32 bits (run() checks them). Inputs given by keyword
+when the program was exported are inputs of the package too, after the
+positional ones, in the program's order. npu-run reads and writes raw
 contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
 """
 
@@ -40,23 +44,29 @@ _DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "
 
 def compile(exported_program: "torch.export.ExportedProgram", path: str, *example_inputs: torch.Tensor) -> str:
     """Writes the package for `exported_program` to `path`; returns its summary.
-    The example inputs (default: the ones it was exported with) fix the shapes."""
-    args = example_inputs or tuple(exported_program.example_inputs[0])
-    if not all(isinstance(a, torch.Tensor) for a in args):
+    The example inputs (default: the ones it was exported with, positional and
+    keyword) fix the shapes; given here, they are positional."""
+    args, kwargs = (example_inputs, {}) if example_inputs else exported_program.example_inputs
+    flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    if not all(isinstance(a, torch.Tensor) for a in flat):
         raise TypeError("npusim.export.compile: the program's inputs must all be tensors")
     program = exported_program.run_decompositions(backend.decompositions())
     module = copy.deepcopy(program.module())  # its parameters may be the caller's model's: moved to the npu, not those
+    _drop_host_device_checks(module)
     lowering.lower(module, "inference")
     module = module.to("npu")
     names = [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
-    if len(names) != len(args):
-        names = [f"input{i}" for i in range(len(args))]
-    inputs = [a.detach().to("npu").contiguous() for a in args]
+    if len(names) != len(flat):
+        names = [f"input{i}" for i in range(len(flat))]
+    # The package's inputs: int64 ones as i32 (the chip has no int64 dtype), widened by the program's first kernels.
+    inputs = [a.detach().to(torch.int32 if a.dtype == torch.int64 else a.dtype).to("npu").contiguous() for a in flat]
     source = f"torch.export of {type(exported_program).__name__} ({len(list(program.graph.nodes))} graph nodes)"
     with torch.no_grad():
         _C.begin_capture(inputs, names, source)
         try:
-            result = module(*inputs)
+            widened = [i.to(torch.int64) if a.dtype == torch.int64 else i for i, a in zip(inputs, flat)]
+            call_args, call_kwargs = pytree.tree_unflatten(widened, spec)
+            result = module(*call_args, **call_kwargs)
         except BaseException:
             _C.abort_capture()
             raise
@@ -65,6 +75,19 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
         _C.abort_capture()
         raise TypeError("npusim.export.compile: the program's outputs must all be tensors")
     return _C.end_capture(outputs, [f"output{i}" for i in range(len(outputs))], str(path))
+
+
+def _drop_host_device_checks(module: torch.fx.GraphModule) -> None:
+    """The program was exported with its inputs on the CPU: its graph asserts their device
+    (aten._assert_tensor_metadata) and may name the CPU where it makes tensors. It runs on the npu."""
+    for node in list(module.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is torch.ops.aten._assert_tensor_metadata.default:
+            module.graph.erase_node(node)
+        elif isinstance(node.kwargs.get("device"), torch.device) and node.kwargs["device"].type == "cpu":
+            node.update_kwarg("device", torch.device("npu"))
+    module.recompile()
 
 
 def info(path: str) -> dict:
@@ -80,6 +103,10 @@ def run(path: str, *inputs: torch.Tensor) -> Tuple[List[torch.Tensor], int]:
         raise ValueError(f"{path} takes {len(signature['inputs'])} inputs, got {len(inputs)}")
     data = []
     for tensor, (name, dtype, shape) in zip(inputs, signature["inputs"]):
+        if tensor.dtype == torch.int64 and dtype == "i32":  # token ids: the package takes them as i32
+            if tensor.numel() and (tensor.min() < -2**31 or tensor.max() >= 2**31):
+                raise ValueError(f"input {name}: int64 values outside int32's range (the package takes i32)")
+            tensor = tensor.to(torch.int32)
         if tuple(tensor.shape) != tuple(shape) or tensor.dtype != _DTYPES[dtype]:
             raise ValueError(f"input {name}: expected {dtype}{list(shape)}, got {tensor.dtype}{list(tensor.shape)}")
         data.append(_bytes_of(tensor))
