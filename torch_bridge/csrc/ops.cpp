@@ -7,6 +7,7 @@
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -887,10 +888,15 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
     return at::cat(host, dim);
   };
   if (parts.empty()) return on_cpu("aten::cat (only empty inputs)", reference);
-  const at::ScalarType dtype = parts[0].scalar_type();
+  // Mixed dtypes: ATen's result type, each other part converted on the chip first (a ViT's f32 class token
+  // with bf16 patch embeddings under autocast).
+  const at::ScalarType dtype = at::native::result_type(tensors);
   bool same = true;
-  for (const at::Tensor& t : parts) same &= t.scalar_type() == dtype && on_npu(t) && t.dim() == parts[0].dim();
-  if (!same) return on_cpu("aten::cat (mixed dtypes or devices)", reference);
+  for (at::Tensor& t : parts) {
+    same &= on_npu(t) && t.dim() == parts[0].dim();
+    if (same && t.scalar_type() != dtype) t = t.to(dtype);
+  }
+  if (!same) return on_cpu("aten::cat (mixed devices or ranks)", reference);
   const int64_t d = at::maybe_wrap_dim(dim, parts[0].dim());
   std::vector<int64_t> shape(parts[0].sizes().begin(), parts[0].sizes().end());
   shape[size_t(d)] = 0;
