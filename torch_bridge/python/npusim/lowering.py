@@ -544,6 +544,24 @@ def _chain_step(node: torch.fx.Node):
     return name, operands
 
 
+_HALF_FLOATS = (torch.bfloat16, torch.float16)
+
+
+def _float_cast(node: torch.fx.Node):
+    """"in" for x.float() of a bf16 or f16 x on the npu, "out" for an f32 x cast to bf16 or f16; else None."""
+    if node.op != "call_function" or node.target is not aten._to_copy.default or len(node.args) != 1 or set(node.kwargs) != {"dtype"}:
+        return None
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(source, torch.Tensor) or source.device.type != "npu":
+        return None
+    target = node.kwargs["dtype"]
+    if source.dtype in _HALF_FLOATS and target == torch.float32:
+        return "in"
+    if source.dtype == torch.float32 and target in _HALF_FLOATS:
+        return "out"
+    return None
+
+
 _ROW_OPS_WITH_F32_RESULT = (aten._softmax.default, aten._log_softmax.default)  # (x, dim, half_to_float)
 _NORMS_WITH_DTYPE = (torch.ops.npusim.layer_norm.default, torch.ops.npusim.rms_norm.default)  # (x, ..., dtype=None)
 
@@ -564,15 +582,10 @@ def fold_float_casts(gm: torch.fx.GraphModule, report: GraphReport) -> None:
     layer and RMS norm): each reads x itself and keeps its f32 result, so no f32 copy of x is written
     and read back."""
     for cast in list(gm.graph.nodes):
-        if cast.op != "call_function" or cast.target is not aten._to_copy.default or len(cast.args) != 1:
+        if _float_cast(cast) != "in" or not cast.users or not all(_reads_cast_as_rows(user, cast) for user in cast.users):
             continue
         x = cast.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if (cast.kwargs != {"dtype": torch.float32} or not isinstance(val, torch.Tensor) or val.device.type != "npu"
-                or val.dtype not in (torch.bfloat16, torch.float16) or not cast.users):
-            continue
-        if not all(_reads_cast_as_rows(user, cast) for user in cast.users):
-            continue
+        val = x.meta["val"]
         for user in list(cast.users):
             user.update_arg(0, x)
             if user.target in _ROW_OPS_WITH_F32_RESULT:
@@ -608,24 +621,6 @@ def split_clamps(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         node.replace_all_uses_with(clamped)
         gm.graph.erase_node(node)
         report.split_clamps += 1
-
-
-_HALF_FLOATS = (torch.bfloat16, torch.float16)
-
-
-def _float_cast(node: torch.fx.Node):
-    """"in" for x.float() of a bf16 or f16 x on the npu, "out" for an f32 x cast to bf16 or f16; else None."""
-    if node.op != "call_function" or node.target is not aten._to_copy.default or len(node.args) != 1 or set(node.kwargs) != {"dtype"}:
-        return None
-    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    if not isinstance(source, torch.Tensor) or source.device.type != "npu":
-        return None
-    target = node.kwargs["dtype"]
-    if source.dtype in _HALF_FLOATS and target == torch.float32:
-        return "in"
-    if source.dtype == torch.float32 and target in _HALF_FLOATS:
-        return "out"
-    return None
 
 
 def fuse_elementwise_chains(gm: torch.fx.GraphModule, report: GraphReport) -> None:
