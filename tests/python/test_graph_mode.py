@@ -655,6 +655,37 @@ def test_profile_times_every_kernel_by_op_and_layer():
     assert "npusim::gemm" in prof.table()
 
 
+def test_a_fused_kernel_is_attributed_to_its_main_module_and_named_after_its_group():
+    """conv + bn + relu is one kernel: it belongs to the convolution, named "stem.conv+bn+relu" (it was
+    attributed to the relu, the group's last node); a linear with its activation module likewise."""
+
+    class Stem(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn, self.relu = torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(self.bn(self.conv(x)))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.head, self.act = Stem(), torch.nn.Linear(8, 4), torch.nn.GELU()
+
+        def forward(self, x):
+            return self.act(self.head(self.stem(x).mean((2, 3))))
+
+    net = Net().eval().to(NPU)
+    compiled = torch.compile(net, backend=NPU)
+    x = torch.randn(2, 3, 10, 10, device=NPU)
+    with torch.no_grad():
+        compiled(x)
+        with npusim.profile() as prof:
+            compiled(x)
+    by_op = {row[1]: row[0] for row in prof.kernels}
+    assert by_op["npusim::conv2d"] == "stem.conv+bn+relu" and by_op["npusim::gemm"] == "head+act", prof.kernels
+
+
 def test_profile_names_eager_layers_given_as_modules():
     _, npu = _pair()
     x = torch.randn(4, 16, device=NPU)

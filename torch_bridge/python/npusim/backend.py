@@ -95,24 +95,12 @@ def decompositions() -> dict:
     return table
 
 
-def _layer_of(node: torch.fx.Node) -> str:
-    """The module a node came from ("transformer.h.0.attn"), from Dynamo's module stack."""
-    stack = node.meta.get("nn_module_stack")
-    if not stack:
-        return ""
-    path = list(stack.values())[-1][0]
-    for prefix in ("L['self'].", "L['self']", "L__self___"):
-        if path.startswith(prefix):
-            path = path[len(prefix):]
-    return path
-
-
 class _LayerNamingInterpreter(torch.fx.Interpreter):
     """Runs a graph telling the profiler which layer each node belongs to."""
 
     def run_node(self, n):
         if n.op == "call_function":
-            _C.set_profile_scope(_layer_of(n))
+            _C.set_profile_scope(lowering.layer_of(n))
         return super().run_node(n)
 
 

@@ -111,6 +111,37 @@ class GraphReport:
     ops: Dict[str, int] = dataclasses.field(default_factory=dict)  # ATen op -> calls in the final graph
 
 
+def layer_of(node: torch.fx.Node) -> str:
+    """The layer a node's kernel is attributed to in profiles: the module it came from ("transformer.h.0.attn",
+    from Dynamo's module stack) or, for a fused node, its group's name (_name_fused_group)."""
+    if "npusim_layer" in node.meta:
+        return node.meta["npusim_layer"]
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    for prefix in ("L['self'].", "L['self']", "L__self___"):
+        if path.startswith(prefix):
+            path = path[len(prefix):]
+    return path
+
+
+def _name_fused_group(fused: torch.fx.Node, main: torch.fx.Node, others) -> None:
+    """A fused node is attributed to the module of its main work (a convolution, a matmul), named with the
+    modules it took in: "layer1.0.conv1+bn1+relu" (each further module by its last name, once)."""
+    main_layer = name = layer_of(main)
+    for other in others:
+        path = layer_of(other)
+        if not path or main_layer == path or main_layer.startswith(path + "."):  # (the block around it: a residual add)
+            continue
+        if "+" + path.rsplit(".", 1)[-1] not in name:
+            name += "+" + path.rsplit(".", 1)[-1]
+    fused.meta["npusim_layer"] = name
+    for key in ("nn_module_stack", "stack_trace"):
+        if key in main.meta:
+            fused.meta[key] = main.meta[key]
+
+
 def _activation_name(node: torch.fx.Node):
     if node.op != "call_function":
         return None
@@ -238,6 +269,7 @@ def fuse_gemm_epilogues(gm: torch.fx.GraphModule, report: GraphReport) -> None:
                 residual = reshaped
             fused = graph.call_function(torch.ops.npusim.gemm.default, (a, b, bias, float(alpha), float(beta), names, residual))
             fused.meta = dict(node.meta)  # its value and its layer are the matmul's
+            _name_fused_group(fused, node, [*([add] if add is not None else []), *activations])
             result = fused
             for view in views:
                 result = graph.call_function(view.target, (result, *view.args[1:]), dict(view.kwargs))
@@ -316,6 +348,7 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, report: GraphReport) -> None:
             fused = graph.call_function(torch.ops.npusim.conv2d.default,
                                         (x, w, bias, list(stride), list(padding), list(dilation), groups, names, scale, residual))
             fused.meta = dict(current.meta)
+            _name_fused_group(fused, conv, [*([bn] if bn is not None else []), *([add] if add is not None else []), *activations])
         current.replace_all_uses_with(fused)
         for dead in reversed([conv, *chain, *([add] if add is not None else []), *activations]):
             if not dead.users:
