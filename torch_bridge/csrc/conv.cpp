@@ -52,7 +52,11 @@ at::Tensor weights_in_blocks(const at::Tensor& w, int64_t groups, int64_t per_bl
     const at::Tensor spread = w.view({blocks, per_block, cout_g, c_g, kh, kw}).permute({0, 3, 4, 5, 1, 2}).unsqueeze(1).expand(
         {blocks, per_block, c_g, kh, kw, per_block, cout_g});
     const at::Tensor diagonal = at::eye(per_block, at::kFloat).to(w.options()).view({1, per_block, 1, 1, 1, per_block, 1});
-    return at::mul(spread, diagonal).reshape({blocks, per_block * c_g, kh, kw, per_block * cout_g});
+    // Written into a contiguous tensor of that shape (a product of the views would take spread's permuted
+    // layout, as ATen lays out elementwise results, and its reshape would copy it again).
+    at::Tensor blocked = at::empty(spread.sizes(), w.options());
+    blocked.copy_(spread).mul_(diagonal);
+    return blocked.view({blocks, per_block * c_g, kh, kw, per_block * cout_g});
   };
   if (w.is_inference()) return make();
   struct Entry {
