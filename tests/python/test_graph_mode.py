@@ -686,6 +686,24 @@ def test_a_fused_kernel_is_attributed_to_its_main_module_and_named_after_its_gro
     assert by_op["npusim::conv2d"] == "stem.conv+bn+relu" and by_op["npusim::gemm"] == "head+act", prof.kernels
 
 
+def test_profile_splits_device_time_into_kernels_and_what_lies_between():
+    """The block's device cycles: those with a kernel in flight (launches included) and those between kernels
+    (a host round trip: here a copy to the host and back), which a kernel's own cycles do not show."""
+    a, b = torch.randn(256, 256, device=NPU), torch.randn(256, 256, device=NPU)
+    with npusim.profile() as prof:
+        c = a @ b
+        c = c.cpu().to(NPU)  # a round trip through the host
+        torch.relu(c)
+    split = prof.time_split
+    assert len(prof.spans) == 2 and all(end > start for start, end in prof.spans)
+    assert split["kernels"] == sum(row[3] for row in prof.kernels)  # one queue: the spans do not overlap
+    assert split["kernels"] + split["between kernels"] == prof.device_cycles
+    assert split["between kernels"] > 0 and 0 < split["launch"] < split["kernels"]
+    chip = prof.chip
+    assert split["launch"] == 2 * (chip["packet_cycles"] + chip["launch_cycles"])
+    assert "between kernels" in prof.table()
+
+
 def test_profile_names_eager_layers_given_as_modules():
     _, npu = _pair()
     x = torch.randn(4, 16, device=NPU)

@@ -171,7 +171,8 @@ PYBIND11_MODULE(_C, m) {
       kernels = npusim::Runtime::get().end_profile();
     }
     pybind11::list rows;
-    for (const auto& k : kernels) rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles, k.compiled ? k.compiled->plan : ""));
+    for (const auto& k : kernels)
+      rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles, k.compiled ? k.compiled->plan : "", k.start_cycle, k.end_cycle));
     return rows;
   });
   m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);
@@ -182,6 +183,7 @@ PYBIND11_MODULE(_C, m) {
                                          {"clock_mhz", config.clock_mhz},
                                          {"dma_channels", config.core.dma.channels},
                                          {"launch_cycles", config.command_processor.launch_cycles},
+                                         {"packet_cycles", config.command_processor.packet_cycles},
                                          {"tensor_rows", config.core.tensor_core.rows},
                                          {"tensor_cols", config.core.tensor_core.cols},
                                          {"tensor_arrays", config.core.tensor_core.arrays},

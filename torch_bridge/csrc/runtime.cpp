@@ -285,7 +285,8 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
   }
   std::vector<KernelProfile> result;
   try {
-    for (const ProfiledKernel& k : kernels) result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end), k.compiled});
+    for (const ProfiledKernel& k : kernels)
+      result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end), k.start.cycle(), k.end.cycle(), k.compiled});
   } catch (const npu::Error& e) {
     raise_driver_error(e);
   }

@@ -100,6 +100,7 @@ class Runtime {
   struct KernelProfile {
     std::string scope, op, kernel;
     uint64_t cycles;
+    uint64_t start_cycle, end_cycle;  // device cycles of the events around it on its queue (cycles = their difference)
     std::shared_ptr<const npu::compiler::Kernel> compiled;  // its plan, for people tuning kernels
   };
   void begin_profile();

@@ -42,6 +42,7 @@ class OpStats:
 @dataclasses.dataclass
 class Profile:
     kernels: List[Tuple[str, str, str, int]] = dataclasses.field(default_factory=list)  # (layer, op, kernel, cycles)
+    spans: List[Tuple[int, int]] = dataclasses.field(default_factory=list)  # each kernel's (start, end) device cycle
     plans: List[str] = dataclasses.field(default_factory=list)  # each kernel's tiling decisions, as the compiler chose them
     fallbacks: Dict[str, int] = dataclasses.field(default_factory=dict)
     counters: Dict[str, int] = dataclasses.field(default_factory=dict)  # deltas over the block
@@ -68,6 +69,22 @@ class Profile:
         return self.counters.get("cycle", 0)
 
     @property
+    def time_split(self) -> Dict[str, int]:
+        """Where the block's device cycles went: "kernels", the cycles with at least one kernel in flight (from
+        the event before it to the event after it on its queue, so its launch included), of which "launch",
+        the command processor's cost to parse and start each launch (packet_cycles + launch_cycles of the
+        config, per launch); "between kernels", the rest: the host's round trips between launches, copies
+        to and from the host, the profile's own counter reads."""
+        covered, end = 0, None
+        for start, stop in sorted(self.spans):
+            if end is None or start > end:
+                covered, end = covered + stop - start, stop
+            elif stop > end:
+                covered, end = covered + stop - end, stop
+        launch = len(self.spans) * int(self.chip.get("packet_cycles", 0) + self.chip.get("launch_cycles", 0))
+        return {"kernels": covered, "launch": min(launch, covered), "between kernels": max(0, self.device_cycles - covered)}
+
+    @property
     def utilization(self) -> Dict[str, float]:
         cycles = max(1, self.device_cycles)
         cores = self.chip.get("num_cores", 1)
@@ -83,8 +100,11 @@ class Profile:
         return cycles / self.chip.get("clock_mhz", 1000.0)
 
     def table(self, top: int = 15) -> str:
+        split = self.time_split
         lines = [f"device: {self.device_cycles} cycles ({self.microseconds(self.device_cycles):.1f} us), "
-                 f"{len(self.kernels)} kernels, {sum(self.fallbacks.values())} CPU fallbacks"]
+                 f"{len(self.kernels)} kernels, {sum(self.fallbacks.values())} CPU fallbacks",
+                 f"  kernels {split['kernels']} cycles (their launches {split['launch']}), between kernels {split['between kernels']} "
+                 f"(host round trips and transfers)"]
         for title, groups in (("op", self.ops), ("layer", self.layers)):
             total = max(1, sum(g.cycles for g in groups.values()))
             lines.append(f"{title:<40} {'calls':>6} {'cycles':>12} {'us':>10} {'share':>7}")
@@ -126,6 +146,7 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
         rows = _C.end_profile()
         result.kernels = [tuple(row[:4]) for row in rows]
         result.plans = [row[4] for row in rows]
+        result.spans = [(row[5], row[6]) for row in rows]
         counters_after = dict(_C.device_counters())
         result.counters = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
         after = dict(_C.fallback_stats())
