@@ -910,3 +910,35 @@ def test_an_eval_batch_norm_in_a_graph_is_one_pass_over_x(dtype):
         assert len(launched) <= (4 if name == "then relu" and dtype != torch.float32 else 3), (name, launched)
         tol = dict(rtol=1e-5, atol=1e-5) if expected.dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
         torch.testing.assert_close(y.cpu(), expected, **tol, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_attention_written_transposed_is_the_flash_kernel_turned_over(dtype):
+    """vᵀ @ softmax(k @ qᵀ · s, dim=-2) is (softmax(q kᵀ s) v)ᵀ: the flash kernel and a copy, not two products
+    and a column softmax with the scores in DRAM (the suite's lowest row); other forms stay as written."""
+    import math
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 40, 16).to(dtype) for _ in range(3))
+    cases = {
+        "divided": (lambda q, k, v: v.transpose(-1, -2) @ torch.softmax(k @ q.transpose(-2, -1) / math.sqrt(16), dim=-2), True),
+        "multiplied": (lambda q, k, v: v.transpose(-1, -2) @ torch.softmax(k @ q.transpose(-2, -1) * 0.3, dim=-2), True),
+        "unscaled": (lambda q, k, v: v.transpose(-1, -2) @ torch.softmax(k @ q.transpose(-2, -1), dim=-2), True),
+        "softmax over the last dim": (lambda q, k, v: v.transpose(-1, -2) @ torch.softmax(k @ q.transpose(-2, -1), dim=-1), False),
+    }
+    for name, (f, fused) in cases.items():
+        torch._dynamo.reset()
+        backend.clear_reports()
+        compiled = torch.compile(f, backend=NPU, fullgraph=True)
+        with torch.no_grad():
+            compiled(q.to(NPU), k.to(NPU), v.to(NPU))
+            with npusim.profile() as prof:
+                y = compiled(q.to(NPU), k.to(NPU), v.to(NPU))
+        launched = [row[2] for row in prof.kernels]
+        assert (launched == ["scaled_dot_product_attention", "copy"]) == fused, (name, launched)
+        # (Fused, the kernel keeps the scores in f32: against the f32 result. Unfused, bf16 scores and
+        # probabilities are rounded as the CPU's bf16 ops round them: against those.)
+        want = f(q.float(), k.float(), v.float()) if fused or dtype == torch.float32 else f(q, k, v).float()
+        assert y.shape == want.shape and y.is_contiguous()
+        tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2 if fused else 1e-1)
+        torch.testing.assert_close(y.cpu().float(), want, **tol, msg=name)

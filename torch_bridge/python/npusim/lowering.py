@@ -46,6 +46,10 @@ Passes, in order:
                         keeps its f32 result (they compute in f32 anyway), so x's f32
                         copy never crosses DRAM (Llama's RMSNorm, attention
                         probabilities in f32).
+  transposed_attention  attention written with its roles transposed, vᵀ @ softmax(k @ qᵀ
+                        · s, dim=-2) (3-D), becomes npusim::attention(q, k, v) turned
+                        over (a copy of the [B, Dv, L] result): the flash kernel, no
+                        scores in DRAM.
   dead code elimination (decompositions leave unused values, such as a layer
                         norm's mean and rstd in inference graphs).
   split_clamps          clamp(x, lo, hi) beside an elementwise op becomes clamp_min, clamp_max:
@@ -527,6 +531,76 @@ def causal_attention(gm: torch.fx.GraphModule, report: GraphReport) -> None:
         report.fused.append("attention with a constant causal mask -> is_causal")
 
 
+_SHAPE_KEEPING_VIEWS = (aten.view.default, aten.expand.default, aten._unsafe_view.default, aten.reshape.default)
+
+
+def _below_views(node):
+    """The node under the views and expands that aot_autograd writes around a bmm operand without changing
+    its shape."""
+    while (isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in _SHAPE_KEEPING_VIEWS
+           and isinstance(node.args[0], torch.fx.Node) and node.args[0].meta["val"].shape == node.meta["val"].shape):
+        node = node.args[0]
+    return node
+
+
+def _untransposed(node):
+    """x where node is x with its last two dims swapped (a permute), else None."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.target is not aten.permute.default:
+        return None
+    dims, rank = list(node.args[1]), len(node.args[1])
+    return node.args[0] if dims == [*range(rank - 2), rank - 1, rank - 2] else None
+
+
+def transposed_attention(gm: torch.fx.GraphModule, report: GraphReport) -> None:
+    """Attention written with its roles transposed, vᵀ @ softmax(k @ qᵀ · s, dim=-2), is the flash kernel's
+    softmax(q @ kᵀ · s) @ v turned over: one npusim::attention and a copy of its result into the product's
+    layout, instead of two products and a column softmax with the scores in DRAM."""
+    graph = gm.graph
+    for softmax in list(graph.nodes):
+        if softmax.op != "call_function" or softmax.target is not aten._softmax.default or softmax.args[2]:
+            continue
+        rank = softmax.meta["val"].dim()
+        if rank != 3 or softmax.args[1] not in (-2, rank - 2):
+            continue
+        scores, scale = _below_views(softmax.args[0]), 1.0
+        if scores.op == "call_function" and scores.target in (aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar, aten.div.Scalar):
+            factor = scores.args[1]
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor == 0:
+                continue
+            scale = float(factor) if scores.target in (aten.mul.Tensor, aten.mul.Scalar) else 1.0 / float(factor)
+            scores = _below_views(scores.args[0])
+        if scores.op != "call_function" or scores.target is not aten.bmm.default:
+            continue
+        k, q = _below_views(scores.args[0]), _untransposed(_below_views(scores.args[1]))
+        # The softmax's one reader: the second product, through views, as its right operand.
+        product, reader = None, softmax
+        while len(reader.users) == 1:
+            reader = next(iter(reader.users))
+            if reader.target is aten.bmm.default:
+                product = reader
+                break
+            if reader.target not in _SHAPE_KEEPING_VIEWS:
+                break
+        if q is None or product is None or _below_views(product.args[1]) is not softmax:
+            continue
+        v = _untransposed(_below_views(product.args[0]))
+        if v is None or any(t.meta["val"].dtype != q.meta["val"].dtype for t in (k, v)):
+            continue
+        with graph.inserting_before(product):
+            out = graph.call_function(torch.ops.npusim.attention.default, (q, k, v, False, scale))
+            out.meta = {key: value for key, value in product.meta.items() if key in ("nn_module_stack", "stack_trace")}
+            out.meta["val"] = torch.ops.npusim.attention.default(q.meta["val"], k.meta["val"], v.meta["val"], False, scale)
+            turned = graph.call_function(aten.permute.default, (out, [0, 2, 1]))
+            turned.meta = {key: value for key, value in out.meta.items() if key != "val"}
+            turned.meta["val"] = out.meta["val"].permute(0, 2, 1)
+            # (Laid out as the product's result was: the copy of [B, Dv, L] is small next to the scores it saves.)
+            dense = graph.call_function(aten.clone.default, (turned,), {"memory_format": torch.contiguous_format})
+            dense.meta = dict(product.meta)
+        product.replace_all_uses_with(dense)
+        graph.eliminate_dead_code()
+        report.fused.append("vᵀ @ softmax(k @ qᵀ, dim=-2) -> npusim::attention, transposed")
+
+
 # Elementwise ATen ops an elementwise chain runs, by the compiler's name for them.
 _CHAIN_UNARY = {
     aten.neg.default: "neg", aten.abs.default: "abs", aten.exp.default: "exp", aten.log.default: "log",
@@ -803,6 +877,7 @@ def lower(gm: torch.fx.GraphModule, kind: str, sram_pool=None) -> GraphReport:
     recognize_gelu(gm, report)
     drop_clones(gm, report)
     causal_attention(gm, report)
+    transposed_attention(gm, report)
     fuse_gemm_epilogues(gm, report)
     if kind == "inference":
         fuse_conv_bn(gm, report)
