@@ -285,8 +285,11 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
   }
   std::vector<KernelProfile> result;
   try {
-    for (const ProfiledKernel& k : kernels)
-      result.push_back({k.scope, k.op, k.kernel, npu::Event::elapsed_cycles(k.start, k.end), k.start.cycle(), k.end.cycle(), k.compiled});
+    // (Each event's cycle read once: every read is a transfer from the device, which moves its time.)
+    for (const ProfiledKernel& k : kernels) {
+      const uint64_t start = k.start.cycle(), end = k.end.cycle();
+      result.push_back({k.scope, k.op, k.kernel, end >= start ? end - start : 0, start, end, k.compiled});
+    }
   } catch (const npu::Error& e) {
     raise_driver_error(e);
   }
