@@ -26,9 +26,6 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// `chain` over `inputs` in f32, rounded once to their dtype.
-at::Tensor in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain) { return elementwise_chain_in_f32(inputs, chain); }
-
 at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
@@ -38,7 +35,7 @@ at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
     return to_npu(at::glu(self.cpu(), dim));
   }
   const int64_t half = self.size(d) / 2;
-  return in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
+  return elementwise_chain_in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
 }
 at::Tensor& npu_glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out) { return into(npu_glu(self, dim), out); }
 
@@ -50,8 +47,8 @@ at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int6
   const int64_t d = at::maybe_wrap_dim(dim, self.dim()), half = self.size(d) / 2;
   const at::Tensor a = self.narrow(d, 0, half), b = self.narrow(d, half, half);
   at::Tensor result = new_npu(self.sizes(), self.scalar_type());
-  result.narrow(d, 0, half).copy_(in_f32({grad, b}, "sigmoid(in1); mul(in0, %0)"));
-  result.narrow(d, half, half).copy_(in_f32({grad, a, b}, "sigmoid(in2); sub(1, %0); mul(%1, %0); mul(%2, in1); mul(%3, in0)"));
+  result.narrow(d, 0, half).copy_(elementwise_chain_in_f32({grad, b}, "sigmoid(in1); mul(in0, %0)"));
+  result.narrow(d, half, half).copy_(elementwise_chain_in_f32({grad, a, b}, "sigmoid(in2); sub(1, %0); mul(%1, %0); mul(%2, in1); mul(%3, in0)"));
   return result;
 }
 at::Tensor& npu_glu_backward_out(const at::Tensor& grad, const at::Tensor& self, int64_t dim, at::Tensor& grad_input) {
@@ -69,7 +66,7 @@ at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
   const std::string chain = clamps(eps) ? "maximum(in0, " + chain_constant(*eps) + "); minimum(%0, " + chain_constant(1.0 - *eps) +
                                               "); sub(1, %1); div(%1, %2); log(%3)"
                                         : "sub(1, in0); div(in0, %0); log(%1)";
-  return in_f32({self}, chain);
+  return elementwise_chain_in_f32({self}, chain);
 }
 at::Tensor& npu_logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) { return into(npu_logit(self, eps), out); }
 
@@ -78,7 +75,7 @@ at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, st
     note_cpu_fallback("aten::logit_backward", kNotOnChip);
     return to_npu(at::logit_backward(grad.cpu(), self.cpu(), eps));
   }
-  const at::Tensor result = in_f32({grad, self}, "sub(1, in1); mul(in1, %0); div(in0, %1)");
+  const at::Tensor result = elementwise_chain_in_f32({grad, self}, "sub(1, in1); mul(in1, %0); div(in0, %1)");
   if (!clamps(eps)) return result;
   const at::Tensor outside = at::logical_or(at::lt(self, *eps), at::gt(self, 1.0 - *eps));
   return at::where(outside, at::zeros({}, at::TensorOptions().dtype(self.scalar_type())), result);
