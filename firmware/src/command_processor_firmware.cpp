@@ -261,6 +261,7 @@ bool Firmware::finish_packet(unsigned q) {
       const sim::ChipStats stats = port_->stats();
       CounterSnapshot snapshot;
       snapshot.cycle = now;
+      snapshot.actions = sim::action_counts(stats);
       for (const auto& channel : stats.dram_channels) {
         snapshot.dram_read_bytes += channel.read_bytes;
         snapshot.dram_write_bytes += channel.write_bytes;

@@ -139,6 +139,12 @@ DramConfig to_typed(const pb::DramConfig& m) {
   dram.refresh_cycles = m.refresh_cycles();
   for (const pb::MeshPosition& port : m.ports()) dram.ports.push_back(to_typed(port));
   dram.address_map = m.address_map() == pb::HASHED ? DramAddressMap::Hashed : DramAddressMap::Interleaved;
+  switch (m.type()) {
+    case pb::HBM3: dram.type = DramType::Hbm3; break;
+    case pb::LPDDR5X: dram.type = DramType::Lpddr5x; break;
+    case pb::DDR5: dram.type = DramType::Ddr5; break;
+    default: dram.type = DramType::Hbm2e; break;
+  }
   return dram;
 }
 
@@ -156,6 +162,8 @@ void to_proto(const DramConfig& dram, pb::DramConfig* m) {
   m->set_refresh_cycles(dram.refresh_cycles);
   for (const MeshPosition& port : dram.ports) to_proto(port, m->add_ports());
   m->set_address_map(dram.address_map == DramAddressMap::Hashed ? pb::HASHED : pb::INTERLEAVED);
+  constexpr pb::DramType kTypes[] = {pb::HBM2E, pb::HBM3, pb::LPDDR5X, pb::DDR5};
+  m->set_type(kTypes[static_cast<size_t>(dram.type)]);
 }
 
 }  // namespace
@@ -173,6 +181,10 @@ ChipConfig to_typed(const pb::ChipConfig& m) {
   config.command_processor = {m.command_processor().packet_cycles(), m.command_processor().launch_cycles(),
                               m.command_processor().num_queues()};
   config.simulation = {m.simulation().watchdog_cycles(), m.simulation().counter_window_cycles(), m.simulation().quantum_cycles()};
+  config.technology.process_nm = m.technology().process_nm();
+  config.technology.voltage_mv = m.technology().voltage_mv();
+  for (const pb::ActionEnergy& energy : m.technology().action_energy())
+    config.technology.action_energy_fj.emplace_back(energy.action(), energy.femtojoules());
   return config;
 }
 
@@ -200,6 +212,14 @@ pb::ChipConfig to_proto(const ChipConfig& config) {
   simulation->set_watchdog_cycles(config.simulation.watchdog_cycles);
   simulation->set_counter_window_cycles(config.simulation.counter_window_cycles);
   simulation->set_quantum_cycles(config.simulation.quantum_cycles);
+  pb::TechnologyConfig* technology = m.mutable_technology();
+  technology->set_process_nm(config.technology.process_nm);
+  technology->set_voltage_mv(config.technology.voltage_mv);
+  for (const auto& [action, femtojoules] : config.technology.action_energy_fj) {
+    pb::ActionEnergy* energy = technology->add_action_energy();
+    energy->set_action(action);
+    energy->set_femtojoules(femtojoules);
+  }
   return m;
 }
 

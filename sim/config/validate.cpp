@@ -6,6 +6,7 @@
 #include "npusim/isa/dtype.h"
 #include "npusim/isa/isa.h"
 #include "npusim/sim/config_loader.h"
+#include "npusim/sim/process_nodes.h"
 #include "scope.h"
 
 namespace npu::sim::config_detail {
@@ -217,6 +218,32 @@ void check_dram(const Scope& s, const Mesh& mesh) {
               "");
   }
   for (int i = 0; i < m.ports_size(); ++i) check_position(s.element("ports", i), mesh);
+  s.require(m.type() != pb::DRAM_TYPE_UNSPECIFIED, "type", "must be HBM2E, HBM3, LPDDR5X or DDR5", pb::DramType_Name(m.type()));
+}
+
+// The names of the priced actions ("component.action"), from their one table.
+const std::set<std::string>& action_names() {
+  static const std::set<std::string> names = {
+#define NPU_ACTION(name, component, action, what) std::string(component) + "." + action,
+#include "npusim/sim/actions.def"
+#undef NPU_ACTION
+  };
+  return names;
+}
+
+void check_technology(const Scope& s) {
+  const auto& m = s.as<pb::TechnologyConfig>();
+  s.require(process_node(m.process_nm()).has_value(), "process_nm", std::string("must be one of ") + kProcessNodeNames + " (nm)",
+            m.process_nm());
+  within(s, "voltage_mv", m.voltage_mv(), 500, 1200);
+  std::set<std::string> seen;
+  for (int i = 0; i < m.action_energy_size(); ++i) {
+    const Scope entry = s.element("action_energy", i);
+    const std::string& action = m.action_energy(i).action();
+    entry.require(action_names().count(action) > 0, "action", "must name a priced action, such as dram.read_byte (docs/energy.md)",
+                  quoted(action));
+    entry.require(seen.insert(action).second, "action", "names an action listed earlier in action_energy", quoted(action));
+  }
 }
 
 void check_host_link(const Scope& s, const Mesh& mesh) {
@@ -254,6 +281,7 @@ void check_chip(const Scope& s) {
   if (auto host_link = s.section("host_link")) check_host_link(*host_link, mesh);
   if (auto command_processor = s.section("command_processor")) check_command_processor(*command_processor);
   if (auto simulation = s.section("simulation")) check_simulation(*simulation);
+  if (auto technology = s.section("technology")) check_technology(*technology);
 }
 
 }  // namespace

@@ -101,6 +101,7 @@ ChipStats Chip::stats() const {
   for (const auto& core : cores) stats.cores.push_back(core->stats);
   stats.dram_channels = dram.channel_stats();
   stats.noc_links = noc.link_stats();
+  stats.host_link_bytes = host_link.bytes();
   stats.peak_macs_per_cycle = context.config.num_cores * context.config.core.tensor_core.macs_per_cycle();
   return stats;
 }

@@ -62,6 +62,7 @@ void HostLink::serve(Request& request) {
   const HostLinkConfig& config = context_.config.host_link;
   const uint64_t now = context_.now_cycle();
   uint64_t done = now;
+  bytes_ += request.kind == Request::Kind::ReadMemory || request.kind == Request::Kind::WriteMemory ? request.bytes : 4;
   switch (request.kind) {
     case Request::Kind::WriteRegister:
       if (request.posted) {
@@ -118,6 +119,7 @@ void HostLink::serve(Request& request) {
 uint64_t HostLink::reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle) {
   const HostLinkConfig& config = context_.config.host_link;
   const uint64_t serialization = ceil_div(bytes, config.bytes_per_cycle);
+  bytes_ += bytes;
   Timeline& direction = to_device ? to_device_ : to_host_;
   return direction.reserve(ready_cycle, serialization) + serialization + config.latency_cycles;
 }

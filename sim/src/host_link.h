@@ -48,6 +48,8 @@ class HostLink : public sc_core::sc_module {
   // with the host's own transfers. Returns the cycle it has fully arrived.
   uint64_t reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle);
 
+  uint64_t bytes() const { return bytes_; }  // crossed so far, both directions (ChipStats::host_link_bytes)
+
  private:
   void run();
   void serve(Request& request);
@@ -60,6 +62,7 @@ class HostLink : public sc_core::sc_module {
   std::deque<Request*> pending_;
   sc_core::sc_event submitted_;
   Timeline to_device_, to_host_;  // the two directions of the link
+  uint64_t bytes_ = 0;
   struct PostedWrite {
     uint64_t arrival_cycle;
     uint32_t offset;

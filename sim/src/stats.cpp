@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iomanip>
 
+#include "npusim/sim/energy.h"
+
 namespace npu::sim {
 namespace {
 
@@ -34,7 +36,7 @@ const char* stall_reason_name(StallReason reason) {
   return "?";
 }
 
-void ChipStats::write_json(std::ostream& out) const {
+void ChipStats::write_json(std::ostream& out, const EnergyModel* energy) const {
   uint64_t total_macs = 0;
   for (const CoreStats& core : cores) total_macs += core.macs;
   out << "{\n  \"cycles\": " << cycles << ",\n  \"clock_mhz\": " << clock_mhz << ",\n  \"timing_only\": " << (timing_only ? "true" : "false")
@@ -71,10 +73,16 @@ void ChipStats::write_json(std::ostream& out) const {
     out << (i ? "," : "") << "\n    {\"link\": " << quoted(link.name) << ", \"bytes\": " << link.bytes << ", \"busy_cycles\": " << link.busy_cycles
         << ", \"utilization\": " << ratio(link.busy_cycles, cycles) << "}";
   }
-  out << "\n  ]\n}\n";
+  out << "\n  ],\n  \"host_link_bytes\": " << host_link_bytes;
+  if (energy) {
+    const ActionCounts counts = action_counts(*this);
+    out << ",\n  \"energy\": ";
+    write_energy_json(out, price(*energy, counts, cycles, static_cast<uint32_t>(clock_mhz)), counts, *energy, "  ");
+  }
+  out << "\n}\n";
 }
 
-void ChipStats::write_summary(std::ostream& out) const {
+void ChipStats::write_summary(std::ostream& out, const EnergyModel* energy) const {
   uint64_t total_macs = 0, dram_bytes = 0, hits = 0, accesses = 0;
   for (const CoreStats& core : cores) total_macs += core.macs;
   for (const DramChannelStats& channel : dram_channels) {
@@ -106,6 +114,7 @@ void ChipStats::write_summary(std::ostream& out) const {
     }
     out << "\n";
   }
+  if (energy) write_energy_summary(out, price(*energy, action_counts(*this), cycles, static_cast<uint32_t>(clock_mhz)));
 }
 
 }  // namespace npu::sim

@@ -103,6 +103,7 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   if (flags & isa::kTcAcc) end = std::max(end, local_.stream(dst, c_bytes, false, start, duration));
   end = std::max(end, local_.stream(dst, c_bytes, true, start, duration));
   core_stats_.macs += m * n * k;
+  core_stats_.macs_by_dtype[static_cast<size_t>(dtype)] += m * n * k;
   stream_free_cycle_ = end;
   last_fold_rows_ = timing.last_fold_rows;
   results_ready_cycle_ = std::max(results_ready_cycle_, end + timing.drain_cycles);

@@ -19,6 +19,7 @@
 #include "npusim/isa/dtype.h"
 #include "npusim/isa/program.h"
 #include "npusim/sim/config_loader.h"
+#include "npusim/sim/energy.h"
 #include "npusim/sim/registers.h"
 #include "npusim/sim/simulator.h"
 #include "npusim/traces/trace.h"
@@ -128,6 +129,9 @@ int sc_main(int argc, char* argv[]) {
       ("version", "print the version and exit")
       ("config,c", po::value<std::string>()->default_value("base")->value_name("PRESET|FILE"),
        "chip config: a preset (tiny, base, large, tpu_v4, tpu_v5e, tpu_v6e) or a .pbtxt file")
+      ("set", po::value<std::vector<std::string>>()->value_name("FIELD=VALUE"),
+       "set a config field by its path, repeatable: core.tensor_core.rows=64, dram.type=HBM3, "
+       "core.tensor_core.input_dtypes=bf16,i8 (paths: chip_config.proto, or --dump-config)")
       ("dma-timing", po::value<std::string>()->value_name("request|step|window"),
        "override the config's core.dma.timing: 'request' (PER_REQUEST, every DMA request modelled), 'step' "
        "(PER_STEP, a step's requests to one DRAM channel as one burst: faster) or 'window' (PER_WINDOW, a "
@@ -139,7 +143,12 @@ int sc_main(int argc, char* argv[]) {
       ("output,o", po::value<std::vector<std::string>>()->value_name("SYMBOL=FILE"),
        "write a buffer's bytes after the run; repeatable")
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace: FILE.pftrace (Perfetto) or FILE.json (Chrome)")
-      ("stats", po::value<std::string>()->value_name("FILE.json"), "write statistics as JSON (total in the top-level \"cycles\")")
+      ("stats", po::value<std::string>()->value_name("FILE.json"),
+       "write statistics as JSON (total in the top-level \"cycles\"; energy, power and area in \"energy\")")
+      ("action-counts", po::value<std::string>()->value_name("FILE.yaml"),
+       "write the run's action counts in Accelergy's format (price them with your own tables; docs/energy.md)")
+      ("energy-table", po::value<std::string>()->value_name("FILE.yaml"),
+       "write the config's energy per action as an Accelergy energy reference table (ERT)")
       ("timing-only", "skip the tensor-core and vector arithmetic (same cycles, outputs not computed); a program without dma.gather moves no data either")
       ("max-cycles", po::value<int64_t>()->value_name("N"), "fault if the run takes longer (default: the config's watchdog)")
       ("max-trace-bytes", po::value<int64_t>()->default_value(int64_t{1} << 30)->value_name("N"),
@@ -159,7 +168,8 @@ int sc_main(int argc, char* argv[]) {
   }
   npu::sim::ChipConfig config;
   try {
-    config = npu::sim::load_chip_config(vm["config"].as<std::string>());
+    config = npu::sim::load_chip_config(vm["config"].as<std::string>(),
+                                        vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
   } catch (const npu::sim::ConfigError& e) {
     std::cerr << "npu-sim: error: " << e.what() << "\n";
     return npu::cli::kExitBadInput;
@@ -236,7 +246,8 @@ int sc_main(int argc, char* argv[]) {
       if (symbol == nullptr || !symbol->is_global_buffer()) throw InputError("--output " + name + ": the program has no buffer of that name");
       npu::check_output_path(file);  // before the run, which may be long
     }
-    if (vm.count("stats")) npu::check_output_path(vm["stats"].as<std::string>());
+    for (const char* option : {"stats", "action-counts", "energy-table"})
+      if (vm.count(option)) npu::check_output_path(vm[option].as<std::string>());
     if (vm.count("trace")) npu::check_output_path(vm["trace"].as<std::string>());
 
     npu::trace::Trace trace;
@@ -313,10 +324,21 @@ int sc_main(int argc, char* argv[]) {
     // The statistics and the outputs appear together or not at all (the trace above stands alone: a fault's
     // trace is what one reads to find it).
     npu::OutputFiles files;
+    const npu::sim::EnergyModel energy = npu::sim::energy_model(config);
     if (vm.count("stats")) {
       std::ostringstream json;
-      stats.write_json(json);
+      stats.write_json(json, &energy);
       files.stage(vm["stats"].as<std::string>(), json.str());
+    }
+    if (vm.count("action-counts")) {
+      std::ostringstream yaml;
+      npu::sim::write_accelergy_action_counts(yaml, npu::sim::action_counts(stats));
+      files.stage(vm["action-counts"].as<std::string>(), yaml.str());
+    }
+    if (vm.count("energy-table")) {
+      std::ostringstream yaml;
+      npu::sim::write_accelergy_ert(yaml, energy);
+      files.stage(vm["energy-table"].as<std::string>(), yaml.str());
     }
     if (result.fault) {
       files.commit();
@@ -330,7 +352,7 @@ int sc_main(int argc, char* argv[]) {
       files.stage(file, bytes);
     }
     // The summary first: a run whose report could not be written fails whole, its outputs left as they were.
-    stats.write_summary(std::cout);
+    stats.write_summary(std::cout, &energy);
     if (std::fflush(stdout) != 0 || !std::cout.flush()) throw InputError("cannot write the standard output");
     files.commit();
   } catch (const npu::isa::ProgramFormatError& e) {

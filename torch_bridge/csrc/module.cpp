@@ -5,6 +5,7 @@
 #include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
 #include "npusim/sim/config_loader.h"
+#include "npusim/sim/energy.h"
 #include "random.h"
 #include "runtime.h"
 
@@ -88,7 +89,43 @@ PYBIND11_MODULE(_C, m) {
       counters["tensor_busy_cycles"] += core.tensor_busy_cycles, counters["vector_busy_cycles"] += core.vector_busy_cycles;
       counters["dma_busy_cycles"] += core.dma_busy_cycles;
     }
+    // The energy model's action counts, from the same snapshot (a second read would move the device's time).
+    for (size_t i = 0; i < npu::sim::kNumActions; ++i)
+      counters["action." + npu::sim::action_name(static_cast<npu::sim::Action>(i))] = snapshot.actions[i];
     return counters;
+  });
+  // Prices action counts ("action.component.action" keys, as device_counters names them) over `cycles` with
+  // this device's config: energy per component, power, area (npusim.profile's energy).
+  m.def("price_energy", [](const std::map<std::string, uint64_t>& counters, uint64_t cycles) {
+    const npu::sim::ChipConfig& config = npusim::Runtime::get().chip();
+    npu::sim::ActionCounts counts{};
+    for (size_t i = 0; i < npu::sim::kNumActions; ++i) {
+      const auto it = counters.find("action." + npu::sim::action_name(static_cast<npu::sim::Action>(i)));
+      if (it != counters.end()) counts[i] = it->second;
+    }
+    const npu::sim::EnergyModel model = npu::sim::energy_model(config);
+    const npu::sim::EnergyReport report = npu::sim::price(model, counts, cycles, config.clock_mhz);
+    pybind11::dict components;
+    double leakage_pj = 0;
+    for (const npu::sim::ComponentEnergy& c : report.components) {
+      pybind11::dict row;
+      row["dynamic_pj"] = static_cast<double>(c.dynamic_fj) / 1000.0;
+      row["leakage_pj"] = c.leakage_pj;
+      row["total_pj"] = c.total_pj();
+      row["area_mm2"] = c.area_mm2;
+      components[c.name.c_str()] = row;
+      leakage_pj += c.leakage_pj;
+    }
+    pybind11::dict result;
+    result["total_pj"] = report.total_pj;
+    result["dynamic_pj"] = static_cast<double>(report.dynamic_fj()) / 1000.0;
+    result["leakage_pj"] = leakage_pj;
+    result["seconds"] = report.seconds;
+    result["average_power_w"] = report.average_power_w;
+    result["peak_power_w"] = report.peak_power_w;
+    result["area_mm2"] = report.area_mm2;
+    result["components"] = components;
+    return result;
   });
   m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
     npusim::Runtime::get().begin_capture(inputs, names, source);
@@ -193,4 +230,33 @@ PYBIND11_MODULE(_C, m) {
                                          {"dram_bytes_per_cycle", double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel}};
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
+  // A config (preset or file) with fields set by path, validated, without opening a device (npu-sweep):
+  // its effective text, and every field by path.
+  m.def("chip_config_text", [](const std::string& config, const std::vector<std::string>& overrides) {
+    try {
+      return npu::sim::dump_chip_config(npu::sim::load_chip_config(config, overrides));
+    } catch (const npu::sim::ConfigError& e) {
+      throw pybind11::value_error(e.what());
+    }
+  });
+  m.def("chip_config_fields", [](const std::string& config, const std::vector<std::string>& overrides) {
+    try {
+      return npu::sim::chip_config_fields(npu::sim::load_chip_config(config, overrides));
+    } catch (const npu::sim::ConfigError& e) {
+      throw pybind11::value_error(e.what());
+    }
+  });
+  // A config's prices without a run: area, leakage and design peak power (npu-sweep's area column).
+  m.def("chip_energy_model", [](const std::string& config, const std::vector<std::string>& overrides) {
+    try {
+      const npu::sim::EnergyModel model = npu::sim::energy_model(npu::sim::load_chip_config(config, overrides));
+      pybind11::dict result;
+      result["area_mm2"] = model.area_mm2();
+      result["leakage_w"] = model.leakage_w();
+      result["peak_power_w"] = model.peak_power_w;
+      return result;
+    } catch (const npu::sim::ConfigError& e) {
+      throw pybind11::value_error(e.what());
+    }
+  });
 }

@@ -11,6 +11,8 @@ each FX node's module stack, see npusim.backend) and in eager mode for
 modules given to profile(modules=...) (forward hooks). Utilization comes from
 the chip's counters over the block: tensor-core, vector-unit and DMA busy
 cycles against the cores' cycles, DRAM bytes against the channels' peak.
+Energy comes from the chip's action counts over the block, priced by the
+config's technology (docs/energy.md): `prof.energy`.
 """
 
 import collections
@@ -96,6 +98,13 @@ class Profile:
                               (cycles * self.chip.get("dram_bytes_per_cycle", 1)),
         }
 
+    @property
+    def energy(self) -> Dict:
+        """The block's energy, priced from the chip's action counts over its device cycles (docs/energy.md):
+        total_pj, dynamic_pj, leakage_pj, seconds, average_power_w, peak_power_w (every unit at full rate: the
+        design's bound), area_mm2, and components: {name: {dynamic_pj, leakage_pj, total_pj, area_mm2}}."""
+        return dict(_C.price_energy({k: v for k, v in self.counters.items() if k.startswith("action.")}, self.device_cycles))
+
     def microseconds(self, cycles: int) -> float:
         return cycles / self.chip.get("clock_mhz", 1000.0)
 
@@ -115,6 +124,11 @@ class Profile:
                 rest = ranked[top:]
                 lines.append(f"{'(' + str(len(rest)) + ' more)':<40} {sum(g.calls for _, g in rest):>6} {sum(g.cycles for _, g in rest):>12}")
         lines.append("utilization: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.utilization.items()))
+        energy = self.energy
+        total = max(energy["total_pj"], 1e-30)
+        lines.append(f"energy: {energy['total_pj'] / 1e6:.4g} uJ, average {energy['average_power_w']:.3g} W "
+                     f"(design peak {energy['peak_power_w']:.3g} W), area {energy['area_mm2']:.4g} mm^2: " +
+                     ", ".join(f"{name} {100 * c['total_pj'] / total:.1f}%" for name, c in energy["components"].items() if c["total_pj"] > 0))
         if self.fallbacks:
             lines.append("fallbacks: " + ", ".join(f"{op} x{n}" for op, n in sorted(self.fallbacks.items())))
         return "\n".join(lines)

@@ -1,11 +1,14 @@
 // The device counter snapshot a COUNTERS packet writes: little-endian u64
-// words, the chip-wide ones first, then kCounterWordsPerCore per core. The
+// words, the chip-wide ones first, then the energy model's action counts
+// (npusim/sim/actions.def, in its order), then kCounterWordsPerCore per core. The
 // firmware encodes it, the driver decodes it; both use these definitions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "npusim/sim/energy.h"
 
 namespace npu::firmware {
 
@@ -30,10 +33,11 @@ struct CounterSnapshot {
   uint64_t cycle = 0;
   uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
   uint64_t dram_row_hits = 0, dram_accesses = 0;
+  sim::ActionCounts actions{};  // since the device opened: price the difference of two snapshots
   std::vector<CoreCounters> cores;
 };
 
-inline size_t counter_snapshot_words(size_t cores) { return kChipCounterWords + kCounterWordsPerCore * cores; }
+inline size_t counter_snapshot_words(size_t cores) { return kChipCounterWords + sim::kNumActions + kCounterWordsPerCore * cores; }
 
 std::vector<uint64_t> encode_counter_snapshot(const CounterSnapshot& snapshot);
 // Decodes `count` words (a snapshot cut short keeps the cores it has whole).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "npusim/isa/isa.h"
@@ -17,6 +18,8 @@ enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
 enum class FoldTiming : uint8_t { UsedExtent, FullArray };
 // Which channel serves an interleave block (chip_config.proto's DramAddressMap).
 enum class DramAddressMap : uint8_t { Interleaved, Hashed };
+// The DRAM device kind, which names its energy table (chip_config.proto's DramType).
+enum class DramType : uint8_t { Hbm2e, Hbm3, Lpddr5x, Ddr5 };
 // How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
 enum class DmaTiming : uint8_t { PerRequest, PerStep, PerWindow };
 
@@ -118,6 +121,7 @@ struct DramConfig {
   uint32_t refresh_cycles = 0;
   std::vector<MeshPosition> ports;
   DramAddressMap address_map = DramAddressMap::Interleaved;
+  DramType type = DramType::Hbm2e;
 };
 
 struct HostLinkConfig {
@@ -141,6 +145,14 @@ struct SimulationConfig {
   uint32_t quantum_cycles = 1000;
 };
 
+// What energy, power and area are priced at (sim/include/npusim/sim/energy.h).
+struct TechnologyConfig {
+  uint32_t process_nm = 7;
+  uint32_t voltage_mv = 700;
+  // Overrides of the default energy per action: "component.action" to femtojoules.
+  std::vector<std::pair<std::string, uint64_t>> action_energy_fj;
+};
+
 struct ChipConfig {
   std::string name;
   uint32_t clock_mhz = 1000;
@@ -151,6 +163,7 @@ struct ChipConfig {
   HostLinkConfig host_link;
   CommandProcessorConfig command_processor;
   SimulationConfig simulation;
+  TechnologyConfig technology;
 
   // Picoseconds per cycle (rounded to the nearest picosecond).
   uint64_t cycle_ps() const { return (1'000'000 + clock_mhz / 2) / clock_mhz; }

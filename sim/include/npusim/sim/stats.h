@@ -22,10 +22,15 @@ struct EngineStats {
   std::array<uint64_t, static_cast<size_t>(StallReason::Count)> stall_cycles{};
 };
 
+// Vector ops by what their arithmetic costs (energy.h prices each class).
+enum class VectorOpClass : uint8_t { Simple, Multiply, Special, Count };
+
 struct CoreStats {
   std::vector<EngineStats> engines;  // control, dma ch0..chN, tensor core, vector unit
   uint64_t macs = 0;
+  std::array<uint64_t, 8> macs_by_dtype{};  // indexed by isa::DType
   uint64_t vector_elements = 0;
+  std::array<uint64_t, static_cast<size_t>(VectorOpClass::Count)> vector_elements_by_class{};
   uint64_t scratchpad_read_bytes = 0, scratchpad_write_bytes = 0;
   uint64_t accumulator_read_bytes = 0, accumulator_write_bytes = 0;
   uint64_t finish_cycle = 0;
@@ -44,6 +49,8 @@ struct NocLinkStats {
   uint64_t busy_cycles = 0;
 };
 
+struct EnergyModel;
+
 struct ChipStats {
   uint64_t cycles = 0;  // of the run: launch to the last core finishing
   uint64_t clock_mhz = 0;
@@ -51,10 +58,12 @@ struct ChipStats {
   std::vector<CoreStats> cores;
   std::vector<DramChannelStats> dram_channels;
   std::vector<NocLinkStats> noc_links;
+  uint64_t host_link_bytes = 0;  // memory transfers and register accesses, both directions
   uint64_t peak_macs_per_cycle = 0;
 
-  void write_json(std::ostream& out) const;
-  void write_summary(std::ostream& out) const;
+  // With a model (energy.h), also the run's energy, power and area, and its action counts.
+  void write_json(std::ostream& out, const EnergyModel* energy = nullptr) const;
+  void write_summary(std::ostream& out, const EnergyModel* energy = nullptr) const;
 };
 
 }  // namespace npu::sim
