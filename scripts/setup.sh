@@ -30,8 +30,12 @@ if ((${#missing[@]})); then
 fi
 
 # expecttest: torch.testing._internal (PyTorch's OpInfo samples, tests/python/test_opinfo.py) imports it.
-# transformers: GPT-2 and BERT, with random weights (nothing is downloaded), for graph mode's tests and demo.
-PYTHON_PACKAGES=(torch==2.13.0 pytest numpy expecttest transformers==5.24.0 matplotlib)
+# transformers: GPT-2 and BERT, with random weights (nothing is downloaded), for graph mode's tests and demo,
+# and the configs of npusim.workloads' models.
+# ray, optuna, pyarrow, plotly, tqdm, pyyaml: npu-sweep (sweeps as Ray tasks, NSGA-II search, results as
+# Parquet, interactive reports, progress, specs).
+PYTHON_PACKAGES=(torch==2.13.0 pytest numpy expecttest transformers==5.24.0 matplotlib
+                 ray==2.60.0 optuna==5.1.0 pyarrow==26.0.1 plotly==7.1.0 tqdm==4.70.1 pyyaml==6.0.4)
 VENV="$ROOT/.venv"
 STAMP="$VENV/.npusim-setup-stamp"
 WANT="${PYTHON_PACKAGES[*]}"
@@ -47,7 +51,7 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$WANT" ]]; then
 fi
 # The npusim package (torch_bridge/python), editable: its extension module
 # npusim._C is built into it by scripts/build.sh.
-if ! "$VENV/bin/python" -m pip show -q npusim > /dev/null 2>&1; then
+if ! "$VENV/bin/python" -m pip show -q npusim > /dev/null 2>&1 || [[ ! -x "$VENV/bin/npu-sweep" ]]; then
   echo "setup: installing the npusim package (editable)"
   "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps -e "$ROOT/torch_bridge/python"
 fi

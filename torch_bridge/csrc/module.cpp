@@ -97,7 +97,7 @@ PYBIND11_MODULE(_C, m) {
   // Prices action counts ("action.component.action" keys, as device_counters names them) over `cycles` with
   // this device's config: energy per component, power, area (npusim.profile's energy).
   m.def("price_energy", [](const std::map<std::string, uint64_t>& counters, uint64_t cycles) {
-    const npu::sim::ChipConfig& config = npusim::Runtime::get().chip();
+    const npu::sim::ChipConfig& config = npusim::Runtime::get().device_chip();
     npu::sim::ActionCounts counts{};
     for (size_t i = 0; i < npu::sim::kNumActions; ++i) {
       const auto it = counters.find("action." + npu::sim::action_name(static_cast<npu::sim::Action>(i)));

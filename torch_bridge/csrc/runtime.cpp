@@ -138,6 +138,7 @@ Runtime::Runtime() {
     device_options.sram_pool_bytes_per_core = static_cast<uint64_t>(sram_pool_bytes);
     device_ = npu::Device::open(std::make_unique<npu::SimulatorLink>(options), device_options);
     device_->set_cancel_check(interrupted_by_a_signal);
+    device_chip_ = chip;
     chip.core.scratchpad.size_bytes = device_->info().kernel_scratchpad_bytes();
     compiler_ = std::make_unique<npu::compiler::Compiler>(chip);
     config_name_ = config;

@@ -48,6 +48,8 @@ class Runtime {
   npu::Device& device() { return *device_; }
   // The chip the kernels are compiled for (its scratchpad less the SRAM pool).
   const npu::sim::ChipConfig& chip() const { return compiler_->config(); }
+  // The chip as it runs: its whole scratchpad (what energy and area are priced for).
+  const npu::sim::ChipConfig& device_chip() const { return device_chip_; }
   const std::shared_ptr<npu::Device>& shared_device() { return device_; }
 
   // The device address of a tensor's storage (what kernels bind to).
@@ -121,6 +123,7 @@ class Runtime {
   Runtime();
   std::shared_ptr<npu::Device> device_;
   std::unique_ptr<npu::compiler::Compiler> compiler_;
+  npu::sim::ChipConfig device_chip_;
   std::string config_name_;
   std::string config_text_;  // the effective config (dump_chip_config), NPUSIM_DMA_TIMING applied
   // The capture in progress (null when none), and why it cannot be replayed.
