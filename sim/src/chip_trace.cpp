@@ -10,7 +10,8 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
     : trace_(trace),
       cycle_ps_(config.cycle_ps()),
       window_cycles_(config.simulation.counter_window_cycles),
-      engines_per_core_(3 + config.core.dma.channels) {
+      engines_per_core_(3 + config.core.dma.channels),
+      energy_(energy_model(config)) {
   trace::TrackId next = trace.next_free_id();
   for (unsigned core = 0; core < config.num_cores; ++core) {
     const trace::TrackId process = next++;
@@ -43,6 +44,11 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
   noc_counter_ = {next, {}};
   trace.add_track({next++, memory, trace::TrackKind::Counter, "noc bytes/cycle (all links)", trace::CounterUnit::BytesPerCycle,
                    static_cast<int32_t>(config.dram.channels)});
+  // Dynamic power of MACs, SRAM, vector ops, NoC and DRAM bytes, plus leakage (docs/energy.md).
+  const trace::TrackId chip = next++;
+  trace.add_track({chip, 0, trace::TrackKind::Process, "chip", trace::CounterUnit::Count, static_cast<int32_t>(config.num_cores + 2)});
+  power_counter_ = {next, {}};
+  trace.add_track({next++, chip, trace::TrackKind::Counter, "power (W)", trace::CounterUnit::Watts, 0});
 }
 
 trace::TrackId ChipTrace::engine_track(unsigned core, unsigned engine) const {
@@ -88,10 +94,16 @@ void ChipTrace::accumulate(Counter& counter, uint64_t begin_cycle, uint64_t end_
 
 void ChipTrace::dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
   accumulate(dram_counters_.at(channel), begin_cycle, end_cycle, bytes);
+  actions(Action::DramReadByte, begin_cycle, end_cycle, bytes);  // (a write is priced as a read here: the same figure by default)
 }
 
 void ChipTrace::noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
   accumulate(noc_counter_, begin_cycle, end_cycle, bytes);
+  actions(Action::NocByteHop, begin_cycle, end_cycle, bytes);
+}
+
+void ChipTrace::actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count) {
+  accumulate(power_counter_, begin_cycle, end_cycle, count * energy_.energy_fj[static_cast<size_t>(action)]);
 }
 
 void ChipTrace::flush_counters() {
@@ -108,6 +120,16 @@ void ChipTrace::flush_counters() {
   };
   for (Counter& counter : dram_counters_) flush(counter);
   flush(noc_counter_);
+  // Power: each window's dynamic energy over its time, plus leakage, which idle windows keep.
+  const double window_ps = static_cast<double>(window_cycles_ * cycle_ps_), leakage_w = energy_.leakage_w();
+  uint64_t previous = UINT64_MAX;
+  for (const auto& [window, femtojoules] : power_counter_.bytes_per_window) {
+    if (previous != UINT64_MAX && window > previous + 1) trace_.add_counter(power_counter_.track, ps((previous + 1) * window_cycles_), leakage_w);
+    trace_.add_counter(power_counter_.track, ps(window * window_cycles_), femtojoules / window_ps * 1e-3 + leakage_w);
+    previous = window;
+  }
+  if (previous != UINT64_MAX) trace_.add_counter(power_counter_.track, ps((previous + 1) * window_cycles_), leakage_w);
+  power_counter_.bytes_per_window.clear();
 }
 
 }  // namespace npu::sim

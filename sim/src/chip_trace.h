@@ -1,6 +1,7 @@
 // The chip's side of tracing: one process per core with a thread track per
-// engine, counters for DRAM channel and NoC bandwidth, and the helpers the
-// models call to record spans and transfers.
+// engine, counters for DRAM channel and NoC bandwidth and for the chip's
+// power, and the helpers the models call to record spans, transfers and the
+// actions the energy model prices.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "npusim/sim/chip_config.h"
+#include "npusim/sim/energy.h"
 #include "npusim/traces/trace.h"
 
 namespace npu::sim {
@@ -28,6 +30,8 @@ class ChipTrace {
   void packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, uint64_t flow_id);
   void dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
   void noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+  // `count` actions spread over [begin_cycle, end_cycle), for the power counter.
+  void actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count);
 
   // Writes the bandwidth counters accumulated so far (call once at the end of a run).
   void flush_counters();
@@ -48,6 +52,8 @@ class ChipTrace {
   std::vector<trace::TrackId> queue_tracks_;
   std::vector<Counter> dram_counters_;
   Counter noc_counter_;
+  EnergyModel energy_;
+  Counter power_counter_;  // femtojoules of dynamic energy per window
 };
 
 }  // namespace npu::sim

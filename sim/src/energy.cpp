@@ -62,17 +62,14 @@ ActionCounts action_counts(const ChipStats& stats) {
   ActionCounts counts{};
   const auto add = [&](Action action, uint64_t n) { counts[static_cast<size_t>(action)] += n; };
   for (const CoreStats& core : stats.cores) {
-    add(Action::MacI8, core.macs_by_dtype[dtype_index(isa::DType::I8)]);
-    add(Action::MacF16, core.macs_by_dtype[dtype_index(isa::DType::F16)]);
-    add(Action::MacBf16, core.macs_by_dtype[dtype_index(isa::DType::BF16)]);
-    add(Action::MacF32, core.macs_by_dtype[dtype_index(isa::DType::F32)]);
+    for (isa::DType dtype : {isa::DType::I8, isa::DType::F16, isa::DType::BF16, isa::DType::F32})
+      add(mac_action(dtype), core.macs_by_dtype[dtype_index(dtype)]);
     add(Action::AccumulatorReadByte, core.accumulator_read_bytes);
     add(Action::AccumulatorWriteByte, core.accumulator_write_bytes);
     add(Action::ScratchpadReadByte, core.scratchpad_read_bytes);
     add(Action::ScratchpadWriteByte, core.scratchpad_write_bytes);
-    add(Action::VectorSimple, core.vector_elements_by_class[static_cast<size_t>(VectorOpClass::Simple)]);
-    add(Action::VectorMultiply, core.vector_elements_by_class[static_cast<size_t>(VectorOpClass::Multiply)]);
-    add(Action::VectorSpecial, core.vector_elements_by_class[static_cast<size_t>(VectorOpClass::Special)]);
+    for (size_t c = 0; c < core.vector_elements_by_class.size(); ++c)
+      add(vector_action(static_cast<VectorOpClass>(c)), core.vector_elements_by_class[c]);
     for (const EngineStats& engine : core.engines) {
       // The control unit fetches and issues every instruction, whichever engine runs it.
       if (engine.name == "control") add(Action::ControlInstruction, engine.instructions);
@@ -141,17 +138,11 @@ EnergyModel energy_model(const ChipConfig& config) {
   // Peak: every unit at its full rate at once.
   const auto e = [&](Action action) { return static_cast<double>(model.energy_fj[static_cast<size_t>(action)]) / 1000.0; };
   double mac_pj = 0;
-  for (isa::DType dtype : core.tensor_core.input_dtypes) {
-    const Action action = dtype == isa::DType::I8 ? Action::MacI8 : dtype == isa::DType::F16 ? Action::MacF16
-                          : dtype == isa::DType::BF16 ? Action::MacBf16 : Action::MacF32;
-    mac_pj = std::max(mac_pj, e(action));
-  }
+  for (isa::DType dtype : core.tensor_core.input_dtypes) mac_pj = std::max(mac_pj, e(mac_action(dtype)));
   double vector_pj_per_cycle = 0;
   for (const isa::InstructionSpec& spec : isa::instruction_table()) {
     if (spec.engine != isa::Engine::Vector) continue;
-    const VectorOpClass op_class = vector_op_class(spec.opcode);
-    const Action action = op_class == VectorOpClass::Multiply ? Action::VectorMultiply
-                          : op_class == VectorOpClass::Special ? Action::VectorSpecial : Action::VectorSimple;
+    const Action action = vector_action(vector_op_class(spec.opcode));
     vector_pj_per_cycle = std::max(vector_pj_per_cycle, core.vector_unit.lanes * e(action) / core.vector_unit.cost(spec.opcode).cycles_per_vector);
   }
   const NocConfig& noc = config.noc;
@@ -167,6 +158,19 @@ EnergyModel energy_model(const ChipConfig& config) {
   pj_per_cycle += 2.0 * config.host_link.bytes_per_cycle * e(Action::HostLinkByte);
   model.peak_power_w = pj_per_cycle * 1e-12 * config.clock_mhz * 1e6 + model.leakage_w();
   return model;
+}
+
+Action mac_action(isa::DType input_dtype) {
+  switch (input_dtype) {
+    case isa::DType::I8: return Action::MacI8;
+    case isa::DType::F16: return Action::MacF16;
+    case isa::DType::BF16: return Action::MacBf16;
+    default: return Action::MacF32;
+  }
+}
+
+Action vector_action(VectorOpClass op_class) {
+  return op_class == VectorOpClass::Multiply ? Action::VectorMultiply : op_class == VectorOpClass::Special ? Action::VectorSpecial : Action::VectorSimple;
 }
 
 VectorOpClass vector_op_class(isa::Opcode op) {

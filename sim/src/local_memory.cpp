@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "background_work.h"
+#include "chip_trace.h"
 #include "format.h"
 #include "timing_extension.h"
 
@@ -91,11 +92,17 @@ LocalMemory::BankSpan LocalMemory::bank_span(const Memory& memory, uint64_t offs
   return {first, to_end, span - to_end};
 }
 
-LocalMemory::BankSpan LocalMemory::begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory_out) {
+LocalMemory::BankSpan LocalMemory::begin(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t cycles,
+                                         Memory** memory_out) {
   Memory& memory = memory_of(address);
   const bool accumulator = &memory == &accumulator_;
   (accumulator ? (is_write ? stats_.accumulator_write_bytes : stats_.accumulator_read_bytes)
                : (is_write ? stats_.scratchpad_write_bytes : stats_.scratchpad_read_bytes)) += bytes;
+  if (context_.trace) {
+    const Action action = accumulator ? (is_write ? Action::AccumulatorWriteByte : Action::AccumulatorReadByte)
+                                      : (is_write ? Action::ScratchpadWriteByte : Action::ScratchpadReadByte);
+    context_.trace->actions(action, ready, ready + std::max<uint64_t>(cycles, 1), bytes);
+  }
   *memory_out = &memory;
   return bank_span(memory, accumulator ? address - isa::kAccumulatorBase : address, bytes);
 }
@@ -104,7 +111,7 @@ uint64_t LocalMemory::access(uint64_t address, uint64_t bytes, bool is_write, ui
   if (wait_cycles) *wait_cycles = 0;
   if (bytes == 0) return ready;
   Memory* touched;
-  const BankSpan span = begin(address, bytes, is_write, &touched);
+  const BankSpan span = begin(address, bytes, is_write, ready, 1, &touched);
   Memory& memory = *touched;
   BankTimeline* const banks = memory.banks.data();
   // What streams leave of the banks' bandwidth: the access is slower by their
@@ -139,7 +146,7 @@ uint64_t LocalMemory::burst(uint64_t address, uint64_t bytes, uint64_t full_widt
   if (wait_cycles) *wait_cycles = 0;
   if (bytes == 0) return ready;
   Memory* touched;
-  const BankSpan span = begin(address, bytes, is_write, &touched);
+  const BankSpan span = begin(address, bytes, is_write, ready, duration, &touched);
   const uint64_t share = largest_share(*touched, span, ready);
   const uint64_t cycles = share == 0 ? full_width_cycles : ceil_div(full_width_cycles * kShareUnit, kShareUnit - share);
   if (wait_cycles) *wait_cycles = cycles > duration ? cycles - std::max(duration, full_width_cycles) : 0;
@@ -149,7 +156,7 @@ uint64_t LocalMemory::burst(uint64_t address, uint64_t bytes, uint64_t full_widt
 uint64_t LocalMemory::stream(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t duration) {
   if (bytes == 0) return ready;
   Memory* touched;
-  const BankSpan span = begin(address, bytes, is_write, &touched);
+  const BankSpan span = begin(address, bytes, is_write, ready, duration, &touched);
   Memory& memory = *touched;
   // The stream's bytes spread over its banks and its duration (at least the cycles they take at full width).
   const uint64_t span_bytes_per_cycle = span.size() * memory.config->bank_width_bytes;

@@ -126,7 +126,8 @@ class LocalMemory : public sc_core::sc_module {
   // The largest share streams hold of a bank in `span` at `ready` (0: none).
   static uint64_t largest_share(const Memory& memory, const BankSpan& span, uint64_t ready);
   // Counts an access of `bytes` at `address` in the statistics; its memory and the banks it touches.
-  BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, Memory** memory);
+  // Counts the access in the statistics (and, traced, its energy over [ready, ready + cycles)).
+  BankSpan begin(uint64_t address, uint64_t bytes, bool is_write, uint64_t ready, uint64_t cycles, Memory** memory);
   Memory& memory_of(uint64_t address) { return address >= isa::kAccumulatorBase ? accumulator_ : scratchpad_; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
   ChipContext& context_;

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "background_work.h"
+#include "chip_trace.h"
 #include "functional/kernels.h"
 #include "npusim/isa/dtype.h"
+#include "npusim/sim/energy.h"
 
 namespace npu::sim {
 
@@ -104,6 +106,7 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   end = std::max(end, local_.stream(dst, c_bytes, true, start, duration));
   core_stats_.macs += m * n * k;
   core_stats_.macs_by_dtype[static_cast<size_t>(dtype)] += m * n * k;
+  if (context_.trace) context_.trace->actions(mac_action(dtype), start, end, m * n * k);
   stream_free_cycle_ = end;
   last_fold_rows_ = timing.last_fold_rows;
   results_ready_cycle_ = std::max(results_ready_cycle_, end + timing.drain_cycles);

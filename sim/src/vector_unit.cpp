@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "chip_trace.h"
 #include "functional/kernels.h"
 #include "npusim/isa/dtype.h"
 #include "npusim/sim/energy.h"
@@ -96,6 +97,7 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
     end = std::max(end, local_.stream(operand.address, operand.bytes, operand.is_write, start, streaming_cycles));
   core_stats_.vector_elements += elements;
   core_stats_.vector_elements_by_class[static_cast<size_t>(vector_op_class(op))] += elements;
+  if (context_.trace) context_.trace->actions(vector_action(vector_op_class(op)), start, end, elements);
 
   if (context_.functional && op == Opcode::V_CVT && local_.in_background(operands[0].address, operands[0].bytes)) {
     // Converting results still being computed in the background (the tensor core's): the conversion

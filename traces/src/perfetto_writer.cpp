@@ -53,6 +53,7 @@ void describe_counter_unit(CounterUnit unit, pb::CounterDescriptor& counter) {
     case CounterUnit::Bytes: counter.set_unit(pb::CounterDescriptor::UNIT_SIZE_BYTES); return;
     case CounterUnit::BytesPerCycle: counter.set_unit_name("B/cycle"); return;
     case CounterUnit::Percent: counter.set_unit_name("%"); return;
+    case CounterUnit::Watts: counter.set_unit_name("W"); return;
   }
 }
 

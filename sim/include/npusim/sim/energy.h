@@ -44,6 +44,8 @@ const std::vector<std::string>& energy_components();
 
 using ActionCounts = std::array<uint64_t, kNumActions>;
 VectorOpClass vector_op_class(isa::Opcode op);
+Action mac_action(isa::DType input_dtype);          // the tensor core's MAC of that input dtype
+Action vector_action(VectorOpClass op_class);
 ActionCounts action_counts(const ChipStats& stats);
 
 struct ComponentModel {

@@ -20,7 +20,7 @@ using TrackId = uint64_t;  // unique, non-zero
 
 enum class TrackKind : uint8_t { Process, Thread, Counter };
 
-enum class CounterUnit : uint8_t { Count, Bytes, BytesPerCycle, Percent };
+enum class CounterUnit : uint8_t { Count, Bytes, BytesPerCycle, Percent, Watts };
 
 struct Track {
   TrackId id = 0;
