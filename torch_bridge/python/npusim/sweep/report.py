@@ -151,11 +151,11 @@ def report(out_dir: str) -> List[str]:
             intensity = [p["macs"] / p["dram_bytes"] for p in points]
             rate = [p["macs"] / max(1, p["device_cycles"]) for p in points]
             ax.scatter(intensity, rate, s=18, label="design points")
-            xs = [min(intensity) / 4, max(intensity) * 4]
-            for p, style in ((ordered[0], "-"), (ordered[-1], "--")):
-                roof = [min(p["peak_macs_per_cycle"], x * p["dram_bytes_per_cycle"]) for x in xs + [p["peak_macs_per_cycle"] / p["dram_bytes_per_cycle"]]]
-                ax.plot(sorted(xs + [p["peak_macs_per_cycle"] / p["dram_bytes_per_cycle"]]), sorted(roof), style,
-                        label=f"roof: {'fastest' if p is ordered[0] else 'slowest'} ({_label(p, axes)})")
+            for p, name, style in ((ordered[0], "fastest", "-"), (ordered[-1], "slowest", "--")):
+                ridge = p["peak_macs_per_cycle"] / p["dram_bytes_per_cycle"]
+                xs = sorted([min(intensity + [ridge]) / 4, ridge, max(intensity + [ridge]) * 4])
+                ax.plot(xs, [min(p["peak_macs_per_cycle"], x * p["dram_bytes_per_cycle"]) for x in xs], style,
+                        label=f"roof: {name} ({_label(p, axes)})")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("MACs per DRAM byte")

@@ -10,7 +10,6 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 from typing import Any, Dict, List, Optional
 
 from . import spec as spec_module
