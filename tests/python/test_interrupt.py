@@ -15,6 +15,9 @@ SCRIPT = textwrap.dedent(
     import torch
     import npusim
 
+    # Python leaves SIGINT ignored when it starts so (a background job of a shell without job control):
+    # the test is of the device's wait, so it takes Ctrl-C as a terminal would deliver it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     NPU = torch.device("npu")
     a = torch.randn(1024, 1024).bfloat16().to(NPU)
     b = torch.randn(1024, 1024).bfloat16().to(NPU)
