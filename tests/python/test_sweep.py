@@ -65,6 +65,9 @@ search: {random: 3}
     ("base: base\nworkloads: [gpt2]\nobjectives: [speed]\n", "objectives speed: not among"),
     ("base: base\nworkload: [gpt2]\n", "unknown entries workload"),
     ("base: base\naxes: [\n", "spec.yaml:3:1: not YAML"),
+    ("base: base\naxes: {core.tensor_core.rowz: [64]}\nworkloads: [gpt2]\n", "core.tensor_core has no field 'rowz'"),
+    ("base: basic\nworkloads: [gpt2]\n", "unknown chip preset \"basic\""),
+    ("base: missing.pbtxt\naxes: {num_cores: [1]}\nworkloads: [gpt2]\n", "missing.pbtxt: cannot open"),
 ])
 def test_a_bad_spec_is_an_error_naming_the_file_and_the_entry(tmp_path, text, message):
     result = sweep("run", write(tmp_path, text), "--out", str(tmp_path / "out"))

@@ -156,7 +156,27 @@ def load(path: str) -> Spec:
                 int(raw.get("seed", 0)))
     if search == "optuna" and not axes:
         raise SpecError(f"{path}: search optuna needs at least one axis")
+    _check_paths(spec)
     return spec
+
+
+def _check_paths(spec: Spec) -> None:
+    """The base config loads, and every axis and setting names a field (a value a point's config refuses
+    only excludes that point; a path that names nothing would exclude them all)."""
+    from npusim import _C
+    for axis in spec.axes:
+        for value in axis.values:
+            try:
+                _C.chip_config_text(spec.base, spec.fixed + [f"{p}={_text(value)}" for p in axis.paths])
+            except ValueError as e:
+                message = str(e).splitlines()[0]
+                if message.startswith("--set ") or "unknown chip preset" in message or ": cannot " in message:
+                    raise SpecError(f"{spec.path}: {'axes.' + axis.name if message.startswith('--set ') else 'base'}: {message}") from None
+    if not spec.axes:
+        try:
+            _C.chip_config_text(spec.base, spec.fixed)
+        except ValueError as e:
+            raise SpecError(f"{spec.path}: {str(e).splitlines()[0]}") from None
 
 
 def config_namespace(fields: Sequence[Tuple[str, str]]) -> types.SimpleNamespace:
