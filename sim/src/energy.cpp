@@ -192,6 +192,12 @@ uint64_t EnergyReport::dynamic_fj() const {
   return total;
 }
 
+double EnergyReport::leakage_pj() const {
+  double total = 0;
+  for (const ComponentEnergy& c : components) total += c.leakage_pj;
+  return total;
+}
+
 EnergyReport price(const EnergyModel& model, const ActionCounts& counts, uint64_t cycles, uint32_t clock_mhz) {
   EnergyReport report;
   report.seconds = static_cast<double>(cycles) / (clock_mhz * 1e6);
@@ -207,10 +213,8 @@ EnergyReport price(const EnergyModel& model, const ActionCounts& counts, uint64_
 
 void write_energy_json(std::ostream& out, const EnergyReport& report, const ActionCounts& counts, const EnergyModel& model,
                        const std::string& indent) {
-  double leakage_pj = 0;
-  for (const ComponentEnergy& c : report.components) leakage_pj += c.leakage_pj;
   out << "{\n" << indent << "  \"total_pj\": " << format("%.6g", report.total_pj) << ", \"dynamic_pj\": "
-      << format("%.6g", static_cast<double>(report.dynamic_fj()) / 1000.0) << ", \"leakage_pj\": " << format("%.6g", leakage_pj)
+      << format("%.6g", static_cast<double>(report.dynamic_fj()) / 1000.0) << ", \"leakage_pj\": " << format("%.6g", report.leakage_pj())
       << ",\n" << indent << "  \"seconds\": " << format("%.6g", report.seconds) << ", \"average_power_w\": "
       << format("%.6g", report.average_power_w) << ", \"peak_power_w\": " << format("%.6g", report.peak_power_w)
       << ", \"area_mm2\": " << format("%.6g", report.area_mm2) << ",\n" << indent << "  \"components\": [";

@@ -12,6 +12,19 @@
 // libsystemc.so refers to sc_main; Python owns main.
 extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { return 0; }
 
+namespace {
+
+// A config for Python callers that name one: a refused config is a ValueError carrying the loader's message.
+npu::sim::ChipConfig load_config_or_value_error(const std::string& config, const std::vector<std::string>& overrides) {
+  try {
+    return npu::sim::load_chip_config(config, overrides);
+  } catch (const npu::sim::ConfigError& e) {
+    throw pybind11::value_error(e.what());
+  }
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
   // A Python exception carried through C++ (Ctrl-C during a wait: raise_driver_error) is raised as itself.
@@ -106,7 +119,6 @@ PYBIND11_MODULE(_C, m) {
     const npu::sim::EnergyModel model = npu::sim::energy_model(config);
     const npu::sim::EnergyReport report = npu::sim::price(model, counts, cycles, config.clock_mhz);
     pybind11::dict components;
-    double leakage_pj = 0;
     for (const npu::sim::ComponentEnergy& c : report.components) {
       pybind11::dict row;
       row["dynamic_pj"] = static_cast<double>(c.dynamic_fj) / 1000.0;
@@ -114,12 +126,11 @@ PYBIND11_MODULE(_C, m) {
       row["total_pj"] = c.total_pj();
       row["area_mm2"] = c.area_mm2;
       components[c.name.c_str()] = row;
-      leakage_pj += c.leakage_pj;
     }
     pybind11::dict result;
     result["total_pj"] = report.total_pj;
     result["dynamic_pj"] = static_cast<double>(report.dynamic_fj()) / 1000.0;
-    result["leakage_pj"] = leakage_pj;
+    result["leakage_pj"] = report.leakage_pj();
     result["seconds"] = report.seconds;
     result["average_power_w"] = report.average_power_w;
     result["peak_power_w"] = report.peak_power_w;
@@ -215,7 +226,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);
   // What utilization is measured against.
   m.def("chip_info", [] {
-    const npu::sim::ChipConfig config = npu::sim::load_chip_config(npusim::Runtime::get().config_name());
+    const npu::sim::ChipConfig& config = npusim::Runtime::get().device_chip();
     return std::map<std::string, double>{{"num_cores", config.num_cores},
                                          {"clock_mhz", config.clock_mhz},
                                          {"dma_channels", config.core.dma.channels},
@@ -231,32 +242,19 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
   // A config (preset or file) with fields set by path, validated, without opening a device (npu-sweep):
-  // its effective text, and every field by path.
+  // its effective text, every field by path, and its prices without a run (area, leakage, design peak power).
   m.def("chip_config_text", [](const std::string& config, const std::vector<std::string>& overrides) {
-    try {
-      return npu::sim::dump_chip_config(npu::sim::load_chip_config(config, overrides));
-    } catch (const npu::sim::ConfigError& e) {
-      throw pybind11::value_error(e.what());
-    }
+    return npu::sim::dump_chip_config(load_config_or_value_error(config, overrides));
   });
   m.def("chip_config_fields", [](const std::string& config, const std::vector<std::string>& overrides) {
-    try {
-      return npu::sim::chip_config_fields(npu::sim::load_chip_config(config, overrides));
-    } catch (const npu::sim::ConfigError& e) {
-      throw pybind11::value_error(e.what());
-    }
+    return npu::sim::chip_config_fields(load_config_or_value_error(config, overrides));
   });
-  // A config's prices without a run: area, leakage and design peak power (npu-sweep's area column).
   m.def("chip_energy_model", [](const std::string& config, const std::vector<std::string>& overrides) {
-    try {
-      const npu::sim::EnergyModel model = npu::sim::energy_model(npu::sim::load_chip_config(config, overrides));
-      pybind11::dict result;
-      result["area_mm2"] = model.area_mm2();
-      result["leakage_w"] = model.leakage_w();
-      result["peak_power_w"] = model.peak_power_w;
-      return result;
-    } catch (const npu::sim::ConfigError& e) {
-      throw pybind11::value_error(e.what());
-    }
+    const npu::sim::EnergyModel model = npu::sim::energy_model(load_config_or_value_error(config, overrides));
+    pybind11::dict result;
+    result["area_mm2"] = model.area_mm2();
+    result["leakage_w"] = model.leakage_w();
+    result["peak_power_w"] = model.peak_power_w;
+    return result;
   });
 }

@@ -81,6 +81,7 @@ struct EnergyReport {
   double peak_power_w = 0;  // EnergyModel::peak_power_w
   double area_mm2 = 0;
   uint64_t dynamic_fj() const;
+  double leakage_pj() const;
 };
 EnergyReport price(const EnergyModel& model, const ActionCounts& counts, uint64_t cycles, uint32_t clock_mhz);
 

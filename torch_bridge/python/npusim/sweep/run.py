@@ -12,6 +12,8 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
+from npusim import _C  # write_file: each result file whole or not at all
+
 from . import spec as spec_module
 
 _STATUS_DONE, _STATUS_FAILED = "done", "failed"
@@ -40,11 +42,6 @@ def build_fingerprint() -> str:
                 with open(os.path.join(folder, name), "rb") as f:
                     digest.update(name.encode() + f.read())
     return digest.hexdigest()[:16]
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    from npusim import _C
-    _C.write_file(path, data)
 
 
 def _run_point(config_text: str, workload: str, compiled: bool) -> Dict[str, Any]:
@@ -97,7 +94,6 @@ class Runner:
         self.address = address
         self.workers = workers
         self.excluded: List[Dict[str, Any]] = []
-        self.failures: Dict[str, Dict[str, Any]] = {}
         self.run_seconds = 0.0  # from the first point submitted to the last one back (Ray's start not included)
         self._ray = None
 
@@ -184,10 +180,8 @@ class Runner:
                     lines = [line for line in str(cause).strip().splitlines() if line.strip()]
                     result = {"status": _STATUS_FAILED, "error": f"{type(cause).__name__}: {lines[-1] if lines else ''}"}
                 result.update(workload=job.workload, key=job.key)
-                if result["status"] == _STATUS_DONE:
-                    _write_atomically(self._path(job), json.dumps(result, sort_keys=True).encode())
-                else:
-                    self.failures[job.key] = result
+                if result["status"] == _STATUS_DONE:  # failed points are not cached: the next run tries them again
+                    _C.write_file(self._path(job), json.dumps(result, sort_keys=True).encode())
                 results[job.key] = result
                 progress.running = len(in_flight)
                 progress.finished(result["status"] == _STATUS_DONE)
@@ -220,7 +214,7 @@ def write_results(out_dir: str, rows: List[Dict[str, Any]]) -> None:
     for name, write in (("results.parquet", pq.write_table), ("results.csv", pa_csv.write_csv)):
         sink = pa.BufferOutputStream()
         write(table, sink)
-        _write_atomically(os.path.join(out_dir, name), sink.getvalue().to_pybytes())
+        _C.write_file(os.path.join(out_dir, name), sink.getvalue().to_pybytes())
 
 
 def run(spec_path: str, out_dir: str, workers: Optional[int] = None, address: Optional[str] = None, quiet: bool = False) -> Dict[str, Any]:
@@ -250,7 +244,7 @@ def run(spec_path: str, out_dir: str, workers: Optional[int] = None, address: Op
     manifest = {"spec": os.path.abspath(spec_path), "base": spec.base, "axes": [a.name for a in spec.axes],
                 "objectives": spec.objectives, "workloads": spec.workloads, "excluded": runner.excluded,
                 "build": runner.fingerprint}
-    _write_atomically(os.path.join(out_dir, "sweep.json"), json.dumps(manifest, indent=2, default=str).encode())
+    _C.write_file(os.path.join(out_dir, "sweep.json"), json.dumps(manifest, indent=2, default=str).encode())
     counts["excluded"] = len(runner.excluded)
     counts["seconds"] = time.time() - started
     counts["run_seconds"] = runner.run_seconds
