@@ -67,7 +67,9 @@ def test_workloads_compile_and_run_on_the_chip(workload):
 
 @pytest.mark.slow
 def test_a_70b_llm_decode_step_runs_in_under_4_gb_of_host_memory():
-    # large with 256 GiB of DRAM for Llama-3-70B's 141 GB of bf16 weights (about 3 minutes).
+    """The issue's bar: large with 256 GiB of DRAM for Llama-3-70B's 141 GB of bf16 weights. CI skips it
+    (about 150 s of host time, 4,191 kernels); the 8B test above, which CI runs, checks the same property
+    (no weight on the host) with 16 GB of weights in under 2 GiB of host memory."""
     from npusim import _C
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False) as f:
