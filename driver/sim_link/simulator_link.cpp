@@ -45,7 +45,7 @@ SimulatorLink::SimulatorLink(const SimulatorLinkOptions& options) : trace_path_(
   } catch (const sim::ConfigError& e) {
     throw Error(e.what());
   }
-  if (!trace_path_.empty()) trace_ = std::make_unique<trace::Trace>();
+  if (!trace_path_.empty()) trace_ = std::make_unique<trace::Trace>(), tracing_ = true;
   forks_at_open_ = fork_count();
   thread_ = std::make_unique<std::thread>(&SimulatorLink::run, this, chip, options.functional);
   try {
@@ -77,9 +77,9 @@ SimulatorLink::~SimulatorLink() {
     keep_forever(std::move(thread_), std::move(simulator_));
     return;
   }
-  if (trace_) {
+  if (tracing_ && !trace_path_.empty()) {  // (a trace of start_trace() has no file of its own)
     try {
-      call([this](sim::Simulator&) { write_trace_now(""); });
+      call([this](sim::Simulator&) { write_trace_now("", 0); });
     } catch (...) {
       // A destructor cannot report it; write_trace() can, for callers who care.
     }
@@ -237,17 +237,20 @@ uint64_t SimulatorLink::host_track(const std::string& name) {
   return id;
 }
 
-void SimulatorLink::trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids) {
-  if (!trace_) return;
-  post([this, track, name, flow_ids](sim::Simulator& simulator) {
+void SimulatorLink::trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids,
+                                const TraceArgs& args) {
+  if (!tracing_) return;
+  post([this, track, name, flow_ids, args](sim::Simulator& simulator) {
+    if (!trace_) return;
     const uint64_t ps = simulator.now_cycle() * simulator.config().cycle_ps();
-    open_spans_[track].push_back({ps, name, flow_ids});
+    open_spans_[track].push_back({ps, name, flow_ids, args});
   });
 }
 
 void SimulatorLink::trace_end(const std::string& track) {
-  if (!trace_) return;
+  if (!tracing_) return;
   post([this, track](sim::Simulator& simulator) {
+    if (!trace_) return;
     auto& open = open_spans_[track];
     if (open.empty()) return;
     const HostSpan span = open.back();
@@ -259,21 +262,58 @@ void SimulatorLink::trace_end(const std::string& track) {
     slice.name = span.name;
     slice.category = "host";
     slice.flows_out = span.flow_ids;
+    for (const auto& [name, value] : span.args) slice.args.push_back({name, value});
     trace_->add_slice(std::move(slice));
   });
 }
 
-void SimulatorLink::write_trace_now(const std::string& path) {
+void SimulatorLink::write_trace_now(const std::string& path, uint64_t since_ps) {
   if (!trace_) return;
   simulator_->flush_trace_counters();
-  trace::write_trace(*trace_, path.empty() ? trace_path_ : path);
+  const std::string& file = path.empty() ? trace_path_ : path;
+  if (since_ps == 0) {
+    trace::write_trace(*trace_, file);
+  } else {
+    trace::write_trace(trace::since(*trace_, since_ps), file);
+  }
 }
 
-bool SimulatorLink::tracing() const { return trace_ != nullptr; }
+bool SimulatorLink::tracing() const { return tracing_; }
 
-void SimulatorLink::write_trace(const std::string& path) {
+bool SimulatorLink::start_trace() {
+  if (tracing_) return false;
+  call([this](sim::Simulator& simulator) {
+    auto trace = std::make_unique<trace::Trace>();
+    simulator.start_trace(*trace);
+    trace_ = std::move(trace);
+  });
+  tracing_ = true;
+  return true;
+}
+
+void SimulatorLink::stop_trace() {
+  if (!tracing_) return;
+  tracing_ = false;
+  call([this](sim::Simulator& simulator) {
+    if (!trace_) return;
+    simulator.stop_trace();
+    trace_.reset();
+    host_process_track_ = 0;
+    host_tracks_.clear();
+    open_spans_.clear();
+    trace_path_.clear();  // (nothing to write when the link closes)
+  });
+}
+
+uint64_t SimulatorLink::now_ps() {
+  uint64_t ps = 0;
+  call([&ps](sim::Simulator& simulator) { ps = simulator.now_cycle() * simulator.config().cycle_ps(); });
+  return ps;
+}
+
+void SimulatorLink::write_trace(const std::string& path, uint64_t since_ps) {
   try {
-    call([this, path](sim::Simulator&) { write_trace_now(path); });
+    call([this, path, since_ps](sim::Simulator&) { write_trace_now(path, since_ps); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 // call throws npu::Error saying so (it would otherwise wait forever).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -57,13 +58,21 @@ class SimulatorLink : public DeviceLink {
   bool wait_for_interrupt(uint64_t max_cycles, const std::function<bool()>& cancelled) override;
   uint64_t register_host_memory(void* data, uint64_t bytes) override;
   void unregister_host_memory(uint64_t bus_address) override;
-  void trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids) override;
+  void trace_begin(const std::string& track, const std::string& name, const std::vector<uint64_t>& flow_ids, const TraceArgs& args) override;
   void trace_end(const std::string& track) override;
 
   // Writes the trace recorded so far (npu::Error if it cannot); a no-op without one.
-  // To `path` instead of the trace file chosen at construction, when given.
-  void write_trace(const std::string& path = "");
+  // To `path` instead of the trace file chosen at construction, when given; only what
+  // began at or after `since_ps` of device time, when given.
+  void write_trace(const std::string& path = "", uint64_t since_ps = 0);
   bool tracing() const;  // whether a trace is being recorded
+  // Starts recording a trace in memory, for write_trace(path) to write (a link opened without
+  // a trace path); false, and nothing changes, when one is being recorded already. Call with no
+  // work in flight (after a drain): the chip only records what starts after this.
+  bool start_trace();
+  // Stops recording and drops what start_trace() recorded.
+  void stop_trace();
+  uint64_t now_ps();  // the device's time, once every earlier call has reached it
 
   // Runs `task` on the simulation thread after every earlier call and returns
   // when it has run; exceptions thrown by it (or by an earlier posted write)
@@ -80,12 +89,13 @@ class SimulatorLink : public DeviceLink {
     uint64_t begin_ps;
     std::string name;
     std::vector<uint64_t> flow_ids;
+    TraceArgs args;
   };
   void run(const sim::ChipConfig& config, bool functional);
   void post(std::function<void(sim::Simulator&)> task);
   [[noreturn]] static void throw_forked();
   uint64_t host_track(const std::string& name);  // on the simulation thread
-  void write_trace_now(const std::string& path);  // on the simulation thread
+  void write_trace_now(const std::string& path, uint64_t since_ps);  // on the simulation thread
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -96,6 +106,7 @@ class SimulatorLink : public DeviceLink {
   std::exception_ptr startup_error_;             // why simulator_ could not be built
   std::string trace_path_;
   std::unique_ptr<trace::Trace> trace_;          // used on thread_ only
+  std::atomic<bool> tracing_{false};             // whether trace_ is set, for the host side's calls
   uint64_t host_process_track_ = 0;
   std::map<std::string, uint64_t> host_tracks_;
   std::map<std::string, std::deque<HostSpan>> open_spans_;

@@ -230,7 +230,7 @@ void Device::wait_for_fence(QueueState& queue, uint64_t value, std::chrono::nano
   };
   if (check_abandoned()) return;
   const std::lock_guard<std::recursive_mutex> driving(wait_mutex_);
-  link_->trace_begin("waits", "wait " + what, {});
+  link_->trace_begin("waits", "wait " + what, {}, {});
   struct EndSpan {
     DeviceLink& link;
     ~EndSpan() { link.trace_end("waits"); }

@@ -66,7 +66,7 @@ uint64_t submit(QueueState& queue, QueueSubmission submission) {
   // A flow from the submission to each of its packets on the device.
   std::vector<uint64_t> flows;
   for (size_t i = 0; i <= submission.packets.size(); ++i) flows.push_back(firmware::packet_flow_id(device->resets(), queue.index, queue.packets + i));
-  link.trace_begin(queue.track, submission.name, flows);
+  link.trace_begin(queue.track, submission.name, flows, submission.trace_args);
   // Write at TAIL, wrapping at the ring's end.
   const uint32_t first = std::min(bytes, queue.ring_bytes - queue.tail);
   link.write_memory(queue.ring_address + queue.tail, words.data(), first);
@@ -132,7 +132,8 @@ Fence Queue::fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t p
   return Fence(state_, submit(*state_, std::move(s)));
 }
 
-Fence Queue::launch(const Program& program, const std::vector<Binding>& bindings, uint64_t core_mask, const std::array<uint64_t, 8>& args) {
+Fence Queue::launch(const Program& program, const std::vector<Binding>& bindings, uint64_t core_mask, const std::array<uint64_t, 8>& args,
+                    const TraceArgs& annotations) {
   const auto device = state_->lock_device();
   if (program.device_ != device) throw Error("launch of a program loaded on another device");
   const isa::Program& image = *program.image_;
@@ -185,6 +186,7 @@ Fence Queue::launch(const Program& program, const std::vector<Binding>& bindings
     if (own) s.keep.buffers.push_back(own);
   s.packets.push_back(packet(PacketOpcode::LAUNCH, {descriptor_buffer.address(), core_mask}));
   s.name = "launch " + program.name();
+  s.trace_args = annotations;
   const uint64_t value = submit(*state_, std::move(s));
   unsigned id = 0;
   for (unsigned c = 0; c < cores && c < 64; ++c)

@@ -56,6 +56,7 @@ struct QueueState {
 struct QueueSubmission {
   std::vector<firmware::Packet> packets;
   std::string name;
+  TraceArgs trace_args;  // shown with its host span
   QueueState::Pending keep;
 };
 

@@ -36,7 +36,7 @@ class ChipContext {
   // Whether DMA moves data and integer vector results are computed (always
   // when functional; SimulatorOptions::timing_only_moves_data otherwise).
   const bool moves_data;
-  ChipTrace* const trace; // null when not tracing
+  ChipTrace* trace;  // null when not tracing (Simulator::start_trace and stop_trace switch it)
   // Where the tensor core's products run in functional mode (LocalMemory::run_in_background); set by the Chip.
   BackgroundWork* background = nullptr;
 

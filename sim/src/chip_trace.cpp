@@ -1,12 +1,13 @@
 #include "chip_trace.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "engine.h"
 
 namespace npu::sim {
 
-ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
+ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t start_cycle)
     : trace_(trace),
       cycle_ps_(config.cycle_ps()),
       window_cycles_(config.simulation.counter_window_cycles),
@@ -49,14 +50,39 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace)
   trace.add_track({chip, 0, trace::TrackKind::Process, "chip", trace::CounterUnit::Count, static_cast<int32_t>(config.num_cores + 2)});
   power_counter_ = {next, {}};
   trace.add_track({next++, chip, trace::TrackKind::Counter, "power (W)", trace::CounterUnit::Watts, 0});
+  const trace::TrackId description = next++;
+  trace.add_track({description, chip, trace::TrackKind::Thread, "config", trace::CounterUnit::Count, 1});
+  trace::Slice slice;
+  slice.track = description;
+  slice.begin_ps = slice.end_ps = ps(start_cycle);
+  slice.name = "chip " + config.name;
+  slice.category = "metadata";
+  const auto number = [](double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+  };
+  slice.args = {{"config", config.name},
+                {"clock_mhz", number(config.clock_mhz)},
+                {"cycle_ps", std::to_string(cycle_ps_)},
+                {"num_cores", std::to_string(config.num_cores)},
+                {"dma_channels", std::to_string(config.core.dma.channels)},
+                {"tensor_macs_per_cycle_per_core", std::to_string(config.core.tensor_core.macs_per_cycle())},
+                {"vector_lanes_per_core", std::to_string(config.core.vector_unit.lanes)},
+                {"dram_bytes_per_cycle", number(double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel)},
+                {"scratchpad_bytes_per_core", std::to_string(config.core.scratchpad.size_bytes)}};
+  trace.add_slice(std::move(slice));
 }
 
 trace::TrackId ChipTrace::engine_track(unsigned core, unsigned engine) const {
   return engine_tracks_.at(static_cast<size_t>(core) * engines_per_core_ + engine);
 }
 
-void ChipTrace::span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word) {
-  named_span(track, begin_cycle, end_cycle, name, {{"pc", std::to_string(pc)}, {"instruction", instruction_text(word)}});
+void ChipTrace::span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word,
+                     std::vector<trace::Arg> more) {
+  std::vector<trace::Arg> args = {{"pc", std::to_string(pc)}, {"instruction", instruction_text(word)}};
+  for (trace::Arg& arg : more) args.push_back(std::move(arg));
+  named_span(track, begin_cycle, end_cycle, name, std::move(args));
 }
 
 void ChipTrace::named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name,

@@ -17,12 +17,16 @@ namespace npu::sim {
 
 class ChipTrace {
  public:
-  ChipTrace(const ChipConfig& config, trace::Trace& trace);
+  // Describes the chip at `start_cycle` (a "chip" span of category "metadata": what an analysis of the
+  // trace needs to know of the config, npusim.trace's roofline among it).
+  ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t start_cycle = 0);
 
   // Track of an engine: index 0 = control, 1..channels = DMA channels, then tensor core, vector unit.
   trace::TrackId engine_track(unsigned core, unsigned engine) const;
 
-  void span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word);
+  // An instruction's span: its pc and text, then `more` (what it did, the stalls inside it).
+  void span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, int64_t pc, uint64_t word,
+            std::vector<trace::Arg> more = {});
   void named_span(trace::TrackId track, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name,
                   std::vector<trace::Arg> args = {});
   // A command packet of queue `queue`, on the command processor's track for

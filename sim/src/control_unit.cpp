@@ -8,8 +8,8 @@ namespace npu::sim {
 using isa::Opcode;
 
 ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
-                         EngineStats& stats, uint64_t trace_track)
-    : sc_module(name), context_(context), timer_(context.new_timer()), core_(core), semaphores_(semaphores), stats_(stats), trace_track_(trace_track) {
+                         EngineStats& stats, unsigned engine_index)
+    : sc_module(name), context_(context), timer_(context.new_timer()), core_(core), semaphores_(semaphores), stats_(stats), engine_index_(engine_index) {
   stats_.name = "control";
   SC_THREAD(run);
 }
@@ -87,7 +87,8 @@ void ControlUnit::execute_program() {
   const auto blocked = [&](StallReason reason, const auto& what, uint64_t since) {
     const uint64_t now = context_.now_cycle();
     stats_.stall_cycles[static_cast<size_t>(reason)] += now - since;
-    if (context_.trace && now > since) context_.trace->named_span(trace_track_, since, now, what());
+    if (context_.trace && now > since)
+      context_.trace->named_span(context_.trace->engine_track(core_, engine_index_), since, now, what(), {{"stall", stall_reason_name(reason)}});
     local_cycle_ = std::max(local_cycle_, now);
     blocked_on_.clear();
     full_queue_ = nullptr;
@@ -214,7 +215,7 @@ void ControlUnit::execute_program() {
         blocked(StallReason::Fence, [] { return std::string("drain"); }, since);
         finished_ = true;
         finish_cycle_ = context_.now_cycle();
-        if (context_.trace) context_.trace->named_span(trace_track_, launch_cycle, finish_cycle_, launch_.name);
+        if (context_.trace) context_.trace->named_span(context_.trace->engine_track(core_, engine_index_), launch_cycle, finish_cycle_, launch_.name);
         finished_event_.notify(sc_core::SC_ZERO_TIME);
         if (halt_listener_) halt_listener_->notify(sc_core::SC_ZERO_TIME);
         return;

@@ -39,7 +39,7 @@ class ControlUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(ControlUnit);
   ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
-              EngineStats& stats, uint64_t trace_track);
+              EngineStats& stats, unsigned engine_index);
 
   // Engines in EngineId order: dma0..dma3 (only the configured channels), tc, vec.
   void attach_engines(std::vector<Engine*> dma_channels, Engine* tensor_core, Engine* vector_unit);
@@ -71,7 +71,7 @@ class ControlUnit : public sc_core::sc_module {
   const unsigned core_;
   Semaphores& semaphores_;
   EngineStats& stats_;
-  uint64_t trace_track_;
+  unsigned engine_index_;  // its position among the core's engines (ChipTrace::engine_track)
   std::vector<Engine*> dma_channels_;
   Engine* tensor_core_ = nullptr;
   Engine* vector_unit_ = nullptr;

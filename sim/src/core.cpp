@@ -1,7 +1,5 @@
 #include "core.h"
 
-#include "chip_trace.h"
-
 namespace npu::sim {
 namespace {
 
@@ -12,10 +10,6 @@ CoreStats make_stats(const ChipConfig& config) {
   return stats;
 }
 
-uint64_t track(ChipContext& context, unsigned core, unsigned engine) {
-  return context.trace ? context.trace->engine_track(core, engine) : 0;
-}
-
 }  // namespace
 
 Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, const CoreDirectory& directory,
@@ -24,15 +18,15 @@ Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, c
       stats(make_stats(context.config)),
       semaphores(context),
       local("local", context, stats),
-      control("control", context, index, semaphores, stats.engines[0], track(context, index, 0)),
+      control("control", context, index, semaphores, stats.engines[0], 0),
       tensor("tensor", context, index, semaphores, stats.engines[1 + context.config.core.dma.channels],
-             track(context, index, 1 + context.config.core.dma.channels), local, stats),
+             1 + context.config.core.dma.channels, local, stats),
       vector("vector", context, index, semaphores, stats.engines[2 + context.config.core.dma.channels],
-             track(context, index, 2 + context.config.core.dma.channels), local, stats) {
+             2 + context.config.core.dma.channels, local, stats) {
   std::vector<Engine*> channels;
   for (unsigned ch = 0; ch < context.config.core.dma.channels; ++ch) {
     dma.push_back(std::make_unique<DmaEngine>(("dma" + std::to_string(ch)).c_str(), context, index, ch, semaphores, stats.engines[1 + ch],
-                                              track(context, index, 1 + ch), local, directory, dram));
+                                              1 + ch, local, directory, dram));
     channels.push_back(dma.back().get());
   }
   control.attach_engines(channels, &tensor, &vector);

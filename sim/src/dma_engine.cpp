@@ -18,8 +18,8 @@ constexpr uint64_t kMaxRows = uint64_t{1} << 24;
 }  // namespace
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigned core, unsigned channel, Semaphores& semaphores,
-                     EngineStats& stats, uint64_t trace_track, LocalMemory& local, const CoreDirectory& directory, Dram& dram)
-    : Engine(name, context, core, "dma ch" + std::to_string(channel), semaphores, stats, trace_track),
+                     EngineStats& stats, unsigned engine_index, LocalMemory& local, const CoreDirectory& directory, Dram& dram)
+    : Engine(name, context, core, "dma ch" + std::to_string(channel), semaphores, stats, engine_index),
       noc("noc"),
       local_(local),
       directory_(directory),
@@ -218,6 +218,9 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
 
   const DmaConfig& config = context_.config.core.dma;
   noc_wait_ = dram_wait_ = sram_wait_ = 0;
+  last_bytes_ = n0 * rows->count();
+  // (A global address inside a core's window is that core's scratchpad, not DRAM.)
+  last_dram_bytes_ = last_bytes_ * ((src_space == Space::Global && !in_core_window(src)) + (dst_space == Space::Global && !in_core_window(dst)));
   const bool dram_and_scratchpad = (src_space == Space::Global && dst_space == Space::Local && op != isa::Opcode::DMA_GATHER) ||
                                    (src_space == Space::Local && dst_space == Space::Global);
   if (config.timing != DmaTiming::PerRequest && safe && dram_and_scratchpad) {

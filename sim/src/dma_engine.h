@@ -29,11 +29,15 @@ class DmaEngine : public Engine {
   tlm_utils::simple_initiator_socket<DmaEngine> noc;  // to the NoC: DRAM and other cores
 
   DmaEngine(sc_core::sc_module_name name, ChipContext& context, unsigned core, unsigned channel, Semaphores& semaphores,
-            EngineStats& stats, uint64_t trace_track, LocalMemory& local, const CoreDirectory& directory, class Dram& dram);
+            EngineStats& stats, unsigned engine_index, LocalMemory& local, const CoreDirectory& directory, class Dram& dram);
   ~DmaEngine() override;
 
  protected:
   Outcome execute(const Command& command, uint64_t start) override;
+  void describe_work(std::vector<trace::Arg>& args) const override {
+    args.push_back({"bytes", std::to_string(last_bytes_)});
+    args.push_back({"dram_bytes", std::to_string(last_dram_bytes_)});
+  }
 
  private:
   struct Row {
@@ -145,6 +149,7 @@ class DmaEngine : public Engine {
   TimingExtension timing_;
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
+  uint64_t last_bytes_ = 0, last_dram_bytes_ = 0;  // what the last transfer moved, and read or wrote in DRAM (its trace span)
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
   std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel

@@ -21,6 +21,7 @@ class DmaRows {
   explicit DmaRows(std::vector<std::pair<uint64_t, uint64_t>> listed) : listed_(std::move(listed)), is_listed_(true) {}
 
   // The next row's offsets; false after the last.
+  uint64_t count() const { return is_listed_ ? listed_.size() : n1_ * n2_; }
   bool next(uint64_t* src_offset, uint64_t* dst_offset) {
     if (is_listed_) {
       if (index_ == listed_.size()) return false;

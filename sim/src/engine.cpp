@@ -8,7 +8,7 @@ namespace npu::sim {
 std::string instruction_text(uint64_t word) { return isa::describe_word(word, 0, nullptr); }
 
 Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core, std::string display_name, Semaphores& semaphores,
-               EngineStats& stats, uint64_t trace_track)
+               EngineStats& stats, unsigned engine_index)
     : sc_module(name),
       context_(context),
       timer_(context.new_timer()),
@@ -16,7 +16,7 @@ Engine::Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core
       semaphores_(semaphores),
       stats_(stats),
       display_name_(std::move(display_name)),
-      trace_track_(trace_track),
+      engine_index_(engine_index),
       capacity_(context.config.core.control.queue_depth),
       deferred_signal_slot_(context.new_slot()) {
   context.reset_notifies(popped_);
@@ -105,7 +105,7 @@ bool Engine::wait_for_results() {
   if (!context_.wait_until(ready, timer_)) return false;
   // The wait is the engine's own work (the tensor core's drain): busy, and a span of its own.
   stats_.busy_cycles += ready - start;
-  if (context_.trace) context_.trace->named_span(trace_track_, start, ready, "drain", {});
+  if (context_.trace) context_.trace->named_span(context_.trace->engine_track(core_, engine_index_), start, ready, "drain", {});
   return true;
 }
 
@@ -121,8 +121,11 @@ bool Engine::serve(const Command& command) {
     --semaphores_.value[semaphore];
     const uint64_t waited = context_.now_cycle() - start;
     if (waited > 0) {
-      add_stall(semaphores_.signalled_by_dma[semaphore] ? StallReason::DmaData : StallReason::Semaphore, waited);
-      if (context_.trace) context_.trace->span(trace_track_, start, start + waited, "wait s" + std::to_string(semaphore), command.pc, command.word);
+      const StallReason reason = semaphores_.signalled_by_dma[semaphore] ? StallReason::DmaData : StallReason::Semaphore;
+      add_stall(reason, waited);
+      if (context_.trace)
+        context_.trace->span(context_.trace->engine_track(core_, engine_index_), start, start + waited, "wait s" + std::to_string(semaphore),
+                             command.pc, command.word, {{"stall", stall_reason_name(reason)}});
     }
     return true;
   }
@@ -137,6 +140,7 @@ bool Engine::serve(const Command& command) {
     }
     return true;
   }
+  const auto stalls_before = stats_.stall_cycles;  // (an instruction's own stalls: a DMA's waits for DRAM, NoC and banks)
   Outcome outcome = execute(command, start);
   if (outcome.fault) {
     context_.raise_fault(std::move(*outcome.fault));
@@ -147,7 +151,13 @@ bool Engine::serve(const Command& command) {
   stats_.busy_cycles += outcome.end_cycle - start;
   if (context_.trace) {
     const std::string name = outcome.span_name.empty() ? isa::find_instruction(command.opcode)->mnemonic : outcome.span_name;
-    context_.trace->span(trace_track_, start, outcome.end_cycle, name, command.pc, command.word);
+    std::vector<trace::Arg> args;
+    describe_work(args);
+    for (size_t r = 0; r < stalls_before.size(); ++r)
+      if (const uint64_t stalled = stats_.stall_cycles[r] - stalls_before[r])
+        args.push_back({std::string("stall.") + stall_reason_name(static_cast<StallReason>(r)), std::to_string(stalled)});
+    context_.trace->span(context_.trace->engine_track(core_, engine_index_), start, outcome.end_cycle, name, command.pc, command.word,
+                         std::move(args));
   }
   return true;
 }

@@ -15,6 +15,7 @@
 #include "npusim/sim/stats.h"
 #include "ring.h"
 #include "semaphores.h"
+#include "npusim/traces/trace.h"
 
 namespace npu::sim {
 
@@ -22,7 +23,7 @@ class Engine : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Engine);
   Engine(sc_core::sc_module_name name, ChipContext& context, unsigned core, std::string display_name, Semaphores& semaphores,
-         EngineStats& stats, uint64_t trace_track);
+         EngineStats& stats, unsigned engine_index);
 
   // Called by the control unit. `full()` must be false.
   void push(const Command& command);
@@ -52,6 +53,9 @@ class Engine : public sc_core::sc_module {
   virtual uint64_t results_ready_cycle() const { return 0; }
   // On a reset: the abandoned instructions' results are nobody's to wait for.
   virtual void forget_pending_results() {}
+  // What the instruction that just ended did, as trace arguments an analysis sums per kernel
+  // ("macs", "elements", "bytes", "dram_bytes"); called only where a trace is recorded.
+  virtual void describe_work(std::vector<trace::Arg>& /*args*/) const {}
 
   // A fault report prefilled with this engine's identity and the command.
   FaultRecord fault_for(const Command& command, FaultKind kind, std::string message) const;
@@ -73,7 +77,7 @@ class Engine : public sc_core::sc_module {
   void raise_due_signals();  // SC_METHOD: the deferred signals whose cycle has come
 
   std::string display_name_;
-  uint64_t trace_track_;
+  unsigned engine_index_;  // its position among the core's engines (ChipTrace::engine_track)
   Ring<Command> queue_;
   size_t capacity_;
   bool busy_ = false;

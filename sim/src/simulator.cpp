@@ -303,6 +303,19 @@ void Simulator::flush_trace_counters() {
   if (impl_->chip_trace) impl_->chip_trace->flush_counters();
 }
 
+void Simulator::start_trace(trace::Trace& trace) {
+  if (impl_->chip_trace) throw std::logic_error("start_trace: the chip is already recording a trace");
+  impl_->chip_trace = std::make_unique<ChipTrace>(impl_->config, trace, impl_->context->now_cycle());
+  impl_->context->trace = impl_->chip_trace.get();
+}
+
+void Simulator::stop_trace() {
+  if (!impl_->chip_trace) throw std::logic_error("stop_trace: the chip is not recording a trace");
+  impl_->chip_trace->flush_counters();
+  impl_->context->trace = nullptr;
+  impl_->chip_trace.reset();
+}
+
 uint64_t Simulator::now_cycle() const { return impl_->context->now_cycle(); }
 
 ChipStats Simulator::stats() const { return impl_->chip->stats(); }

@@ -54,8 +54,8 @@ uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n,
 }
 
 TensorCore::TensorCore(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
-                       uint64_t trace_track, LocalMemory& local, CoreStats& core_stats)
-    : Engine(name, context, core, "tensor core", semaphores, stats, trace_track), local_(local), core_stats_(core_stats) {}
+                       unsigned engine_index, LocalMemory& local, CoreStats& core_stats)
+    : Engine(name, context, core, "tensor core", semaphores, stats, engine_index), local_(local), core_stats_(core_stats) {}
 
 TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) {
   const auto dtype = static_cast<isa::DType>(operand(command, "dt"));
@@ -105,6 +105,7 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   if (flags & isa::kTcAcc) end = std::max(end, local_.stream(dst, c_bytes, false, start, duration));
   end = std::max(end, local_.stream(dst, c_bytes, true, start, duration));
   core_stats_.macs += m * n * k;
+  last_macs_ = m * n * k;
   core_stats_.macs_by_dtype[static_cast<size_t>(dtype)] += m * n * k;
   if (context_.trace) context_.trace->actions(mac_action(dtype), start, end, m * n * k);
   stream_free_cycle_ = end;

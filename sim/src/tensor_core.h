@@ -26,12 +26,13 @@ uint64_t systolic_cycles(const TensorCoreConfig& config, uint64_t m, uint64_t n,
 class TensorCore : public Engine {
  public:
   TensorCore(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
-             uint64_t trace_track, LocalMemory& local, CoreStats& core_stats);
+             unsigned engine_index, LocalMemory& local, CoreStats& core_stats);
 
  protected:
   Outcome execute(const Command& command, uint64_t start) override;
   uint64_t results_ready_cycle() const override { return results_ready_cycle_; }
   void forget_pending_results() override { stream_free_cycle_ = UINT64_MAX, last_fold_rows_ = 0, results_ready_cycle_ = 0; }
+  void describe_work(std::vector<trace::Arg>& args) const override { args.push_back({"macs", std::to_string(last_macs_)}); }
 
  private:
   LocalMemory& local_;
@@ -39,6 +40,7 @@ class TensorCore : public Engine {
   // The previous tc.mm: when its last row entered the array (the engine's end of it), how long its
   // last fold streamed, and when the results of every tc.mm so far are complete.
   uint64_t stream_free_cycle_ = UINT64_MAX, last_fold_rows_ = 0, results_ready_cycle_ = 0;
+  uint64_t last_macs_ = 0;  // of the last tc.mm, for its trace span
 };
 
 }  // namespace npu::sim

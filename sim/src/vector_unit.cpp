@@ -28,8 +28,8 @@ struct Operand {
 }  // namespace
 
 VectorUnit::VectorUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
-                       uint64_t trace_track, LocalMemory& local, CoreStats& core_stats)
-    : Engine(name, context, core, "vector unit", semaphores, stats, trace_track), local_(local), core_stats_(core_stats) {}
+                       unsigned engine_index, LocalMemory& local, CoreStats& core_stats)
+    : Engine(name, context, core, "vector unit", semaphores, stats, engine_index), local_(local), core_stats_(core_stats) {}
 
 VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) {
   const Opcode op = command.opcode;
@@ -96,6 +96,7 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   for (const Operand& operand : operands)
     end = std::max(end, local_.stream(operand.address, operand.bytes, operand.is_write, start, streaming_cycles));
   core_stats_.vector_elements += elements;
+  last_elements_ = elements;
   core_stats_.vector_elements_by_class[static_cast<size_t>(vector_op_class(op))] += elements;
   if (context_.trace) context_.trace->actions(vector_action(vector_op_class(op)), start, end, elements);
 

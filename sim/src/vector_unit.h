@@ -12,14 +12,16 @@ namespace npu::sim {
 class VectorUnit : public Engine {
  public:
   VectorUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores, EngineStats& stats,
-             uint64_t trace_track, LocalMemory& local, CoreStats& core_stats);
+             unsigned engine_index, LocalMemory& local, CoreStats& core_stats);
 
  protected:
   Outcome execute(const Command& command, uint64_t start) override;
+  void describe_work(std::vector<trace::Arg>& args) const override { args.push_back({"elements", std::to_string(last_elements_)}); }
 
  private:
   LocalMemory& local_;
   CoreStats& core_stats_;
+  uint64_t last_elements_ = 0;  // of the last instruction, for its trace span
 };
 
 }  // namespace npu::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -78,6 +79,36 @@ TrackId Trace::next_free_id() const {
   TrackId id = 1;
   while (index_.count(id) != 0) ++id;
   return id;
+}
+
+Trace since(const Trace& trace, uint64_t begin_ps) {
+  Trace kept;
+  for (const Track& track : trace.tracks()) kept.add_track(track);
+  std::unordered_map<uint64_t, int> ends;  // flow id -> its ends kept (out: 1, in: 2)
+  for (const Slice& slice : trace.slices()) {
+    if (slice.begin_ps < begin_ps) continue;
+    for (uint64_t flow : slice.flows_out) ends[flow] |= 1;
+    for (uint64_t flow : slice.flows_in) ends[flow] |= 2;
+  }
+  const auto both_kept = [&](uint64_t flow) { return ends[flow] == 3; };
+  for (const Slice& slice : trace.slices()) {
+    if (slice.category == "metadata" && slice.begin_ps < begin_ps) {
+      Slice moved = slice;
+      moved.begin_ps = moved.end_ps = begin_ps;
+      moved.flows_out.clear(), moved.flows_in.clear();
+      kept.add_slice(std::move(moved));
+      continue;
+    }
+    if (slice.begin_ps < begin_ps) continue;
+    Slice copy = slice;
+    copy.flows_out.clear(), copy.flows_in.clear();
+    std::copy_if(slice.flows_out.begin(), slice.flows_out.end(), std::back_inserter(copy.flows_out), both_kept);
+    std::copy_if(slice.flows_in.begin(), slice.flows_in.end(), std::back_inserter(copy.flows_in), both_kept);
+    kept.add_slice(std::move(copy));
+  }
+  for (const CounterSample& sample : trace.counters())
+    if (sample.time_ps >= begin_ps) kept.add_counter(sample.track, sample.time_ps, sample.value);
+  return kept;
 }
 
 }  // namespace npu::trace

@@ -14,9 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npu {
+
+// Named values shown with a trace span, in order.
+using TraceArgs = std::vector<std::pair<std::string, std::string>>;
 
 class DeviceLink {
  public:
@@ -46,8 +50,10 @@ class DeviceLink {
   // Host activity for the device's trace, on host track `track`, in device
   // time: a span opens when the device has seen every earlier call and
   // closes likewise. Each of flow_ids starts a flow that the device's span
-  // of the same id ends. Links without a trace ignore these.
-  virtual void trace_begin(const std::string& /*track*/, const std::string& /*name*/, const std::vector<uint64_t>& /*flow_ids*/) {}
+  // of the same id ends; `args` are shown with the span (a kernel's op and layer). Links without a
+  // trace ignore these.
+  virtual void trace_begin(const std::string& /*track*/, const std::string& /*name*/, const std::vector<uint64_t>& /*flow_ids*/,
+                           const TraceArgs& /*args*/) {}
   virtual void trace_end(const std::string& /*track*/) {}
 };
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "npusim/driver/device_link.h"
+
 namespace npu {
 
 class Buffer;
@@ -87,8 +89,9 @@ class Queue {
   // lowest, is the program's core id i. Every input and output symbol must
   // be bound; scratch and data symbols use the program's own buffers unless
   // bound. npu::Error for a missing or too small binding.
+  // `annotations` go with the launch's span in the trace (what the kernel computes, for whom).
   Fence launch(const Program& program, const std::vector<Binding>& bindings, uint64_t core_mask = 0,
-               const std::array<uint64_t, 8>& args = {});
+               const std::array<uint64_t, 8>& args = {}, const TraceArgs& annotations = {});
 
   // Later submissions of this queue wait (on the device) until `fence`,
   // usually another queue's, has completed.

@@ -116,6 +116,11 @@ class Simulator {
   // into the trace; run() does it at its end. For callers that drive the
   // chip through its registers, before they write the trace.
   void flush_trace_counters();
+  // Starts recording the chip's activity into `trace` from now on (a chip built without
+  // SimulatorOptions::trace), or stops it (flushing the counters first). Between runs only: an
+  // instruction in flight would have no span. std::logic_error when already recording or not.
+  void start_trace(trace::Trace& trace);
+  void stop_trace();
 
   uint64_t now_cycle() const;
   ChipStats stats() const;

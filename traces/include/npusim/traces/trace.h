@@ -80,4 +80,9 @@ class Trace {
   std::unordered_map<TrackId, size_t> index_;  // id -> position in tracks_
 };
 
+// The part of `trace` from `begin_ps` on: every track, the slices that begin and the counter samples
+// taken at or after it, and the flows whose two ends are both kept. Slices of category "metadata"
+// (what the trace describes) are kept whenever they begin, moved to `begin_ps`.
+Trace since(const Trace& trace, uint64_t begin_ps);
+
 }  // namespace npu::trace
