@@ -211,7 +211,8 @@ PYBIND11_MODULE(_C, m) {
     info["planned_bytes"] = package.planned_bytes();
     return info;
   });
-  m.def("begin_profile", [] { npusim::Runtime::get().begin_profile(); }, pybind11::call_guard<pybind11::gil_scoped_release>());
+  m.def("begin_profile", [](const std::string& trace_path) { npusim::Runtime::get().begin_profile(trace_path); }, pybind11::arg("trace_path") = "",
+        pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("end_profile", [] {
     std::vector<npusim::Runtime::KernelProfile> kernels;
     {
@@ -223,7 +224,8 @@ PYBIND11_MODULE(_C, m) {
       rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles, k.compiled ? k.compiled->plan : "", k.start_cycle, k.end_cycle));
     return rows;
   });
-  m.def("set_profile_scope", &npusim::Runtime::set_profile_scope);
+  m.def("set_profile_scope", &npusim::Runtime::set_profile_scope, pybind11::arg("scope"), pybind11::arg("nodes") = "");
+  m.def("tracing", [] { return npusim::Runtime::started() && npusim::Runtime::get().tracing(); });
   // What utilization is measured against.
   m.def("chip_info", [] {
     const npu::sim::ChipConfig& config = npusim::Runtime::get().device_chip();

@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <c10/util/ApproximateClock.h>
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/Exceptions.h>
@@ -10,6 +11,7 @@
 
 #include "npusim/driver/errors.h"
 #include "npusim/sim/config_loader.h"
+#include "kineto_profiler.h"
 #include "simulator_link.h"
 
 namespace npusim {
@@ -33,6 +35,9 @@ bool interrupted_by_a_signal() {
 
 std::string g_config;
 std::string g_trace;
+
+std::unique_ptr<at::ObserverContext> on_op_enter(const at::RecordFunction& fn);
+void on_op_exit(const at::RecordFunction&, at::ObserverContext*);
 bool g_timing_only = false;
 int64_t g_sram_pool_bytes = Runtime::kDefaultSramPool;
 std::string g_dma_timing;
@@ -142,6 +147,8 @@ Runtime::Runtime() {
     chip.core.scratchpad.size_bytes = device_->info().kernel_scratchpad_bytes();
     compiler_ = std::make_unique<npu::compiler::Compiler>(chip);
     config_name_ = config;
+    // A trace from the start names each launch's op as a profile does (a profile adds its own hook for its block).
+    if (!trace.empty()) at::addGlobalCallback(at::RecordFunctionCallback(on_op_enter, on_op_exit).scopes({at::RecordScope::FUNCTION}));
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "npusim: cannot open the simulated device (config '", config, "'): ", e.what());
   }
@@ -202,10 +209,21 @@ void Runtime::run(const npu::compiler::OpDesc& op, const std::vector<at::Tensor>
   }
   try {
     npu::Queue queue = device_->queue(current_queue());
+    const bool kineto = kineto::recording();  // (torch.profiler: kineto_profiler.h)
+    const int64_t host_begin_ns = kineto ? c10::getTime() : 0;
     npu::Event start;
-    if (profiling_) start = queue.record_event();
-    queue.launch(it->second.program, bindings, kernel->core_mask(), args);
-    if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, queue.record_event(), kernel});
+    if (profiling_ || kineto) start = queue.record_event();
+    npu::TraceArgs annotations;
+    if (tracing())
+      annotations = {{"kernel", npu::compiler::op_name(op.kind)}, {"op", innermost_op()}, {"layer", profile_scope()}, {"nodes", profile_nodes()}};
+    queue.launch(it->second.program, bindings, kernel->core_mask(), args, annotations);
+    npu::Event end;
+    if (profiling_ || kineto) end = queue.record_event();
+    if (profiling_) profiled_.push_back({profile_scope(), innermost_op(), npu::compiler::op_name(op.kind), start, end, kernel});
+    if (kineto)
+      kineto::note_launch({npu::compiler::op_name(op.kind), innermost_op(), profile_scope(), profile_nodes(), current_queue(), start, end, host_begin_ns,
+                           c10::getTime()},
+                          kineto::current_correlation_id());
   } catch (const npu::Error& e) {
     raise_driver_error(e);
   }
@@ -240,6 +258,7 @@ thread_local unsigned t_current_queue = 0;
 namespace {
 thread_local std::vector<std::string> t_op_stack;  // the ATen ops running on this thread, outermost first
 thread_local std::string t_profile_scope;
+thread_local std::string t_profile_nodes;
 
 std::unique_ptr<at::ObserverContext> on_op_enter(const at::RecordFunction& fn) {
   t_op_stack.emplace_back(fn.name());
@@ -261,12 +280,43 @@ void raise_driver_error(const npu::Error& error) {
 
 std::string innermost_op() { return t_op_stack.empty() ? std::string("(no op)") : t_op_stack.back(); }
 std::string profile_scope() { return t_profile_scope; }
-void Runtime::set_profile_scope(const std::string& scope) { t_profile_scope = scope; }
+std::string profile_nodes() { return t_profile_nodes; }
+void Runtime::set_profile_scope(const std::string& scope, const std::string& nodes) {
+  t_profile_scope = scope;
+  t_profile_nodes = nodes;
+}
 
-void Runtime::begin_profile() {
+uint64_t Runtime::device_cycle() {
+  auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
+  TORCH_CHECK(link != nullptr, "npusim: the device is not simulated");
+  try {
+    return link->now_ps() / device_chip_.cycle_ps();
+  } catch (const npu::Error& e) {
+    raise_driver_error(e);
+  }
+}
+
+bool Runtime::tracing() {
+  auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
+  return link != nullptr && link->tracing();
+}
+
+void Runtime::begin_profile(const std::string& trace_path) {
   synchronize();
   const std::lock_guard<std::mutex> lock(mutex_);
   TORCH_CHECK(!profiling_, "npusim: a profile is already in progress");
+  profile_trace_path_ = trace_path;
+  profile_started_trace_ = false;
+  if (!trace_path.empty()) {
+    auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
+    TORCH_CHECK(link != nullptr, "npusim: this device records no traces");
+    try {
+      profile_started_trace_ = link->start_trace();
+      profile_trace_since_ps_ = link->now_ps();
+    } catch (const npu::Error& e) {
+      raise_driver_error(e);
+    }
+  }
   profiling_ = true;
   profiled_.clear();
   t_op_stack.clear();
@@ -285,11 +335,23 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
     profiled_.clear();
   }
   std::vector<KernelProfile> result;
+  auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
+  // The profile's own trace stops whatever happens here: a later profile can start its own.
+  struct StopTrace {
+    npu::SimulatorLink* link;
+    ~StopTrace() {
+      if (link) link->stop_trace();
+    }
+  } stop{profile_started_trace_ ? link : nullptr};
   try {
     // (Each event's cycle read once: every read is a transfer from the device, which moves its time.)
     for (const ProfiledKernel& k : kernels) {
       const uint64_t start = k.start.cycle(), end = k.end.cycle();
       result.push_back({k.scope, k.op, k.kernel, end >= start ? end - start : 0, start, end, k.compiled});
+    }
+    if (!profile_trace_path_.empty() && link != nullptr) {
+      synchronize();
+      link->write_trace(profile_trace_path_, profile_trace_since_ps_);
     }
   } catch (const npu::Error& e) {
     raise_driver_error(e);

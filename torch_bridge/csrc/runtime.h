@@ -50,6 +50,7 @@ class Runtime {
   const npu::sim::ChipConfig& chip() const { return compiler_->config(); }
   // The chip as it runs: its whole scratchpad (what energy and area are priced for).
   const npu::sim::ChipConfig& device_chip() const { return device_chip_; }
+  uint64_t device_cycle();  // the device's current cycle, once every earlier call has reached it
   const std::shared_ptr<npu::Device>& shared_device() { return device_; }
 
   // The device address of a tensor's storage (what kernels bind to).
@@ -105,9 +106,14 @@ class Runtime {
     uint64_t start_cycle, end_cycle;  // device cycles of the events around it on its queue (cycles = their difference)
     std::shared_ptr<const npu::compiler::Kernel> compiled;  // its plan, for people tuning kernels
   };
-  void begin_profile();
+  // `trace_path` (.pftrace or .json): end_profile also writes the block's trace there, recorded for
+  // the block when no trace was being recorded already.
+  void begin_profile(const std::string& trace_path = "");
   std::vector<KernelProfile> end_profile();
-  static void set_profile_scope(const std::string& scope);
+  // The layer (and the FX nodes, comma-separated) that this thread's next launches are for.
+  static void set_profile_scope(const std::string& scope, const std::string& nodes = "");
+  // Whether the device records a trace (launches then carry their op, layer, kernel and nodes into it).
+  bool tracing();
 
   // Writes the trace recorded so far (when a trace file was chosen).
   void write_trace(const std::string& path = "");  // to `path` when given
@@ -136,6 +142,9 @@ class Runtime {
     std::shared_ptr<const npu::compiler::Kernel> compiled;
   };
   bool profiling_ = false;
+  std::string profile_trace_path_;   // where end_profile writes the block's trace ("": nowhere)
+  uint64_t profile_trace_since_ps_ = 0;
+  bool profile_started_trace_ = false;  // the trace is the profile's own: stopped when it ends
   std::vector<ProfiledKernel> profiled_;
   uint64_t op_callback_ = 0;
   uint32_t capture_buffer(const npu::Buffer& buffer, bool read);
@@ -159,6 +168,7 @@ class Runtime {
 // The profile's names for a launch from this thread: the innermost ATen op, and the scope.
 std::string innermost_op();
 std::string profile_scope();
+std::string profile_nodes();
 
 // The compiler's view of a tensor (dtype, sizes, strides, offset); throws
 // UnsupportedOp for a dtype the chip does not have.

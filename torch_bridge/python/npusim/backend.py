@@ -96,11 +96,11 @@ def decompositions() -> dict:
 
 
 class _LayerNamingInterpreter(torch.fx.Interpreter):
-    """Runs a graph telling the profiler which layer each node belongs to."""
+    """Runs a graph telling the profiler (and the trace) which layer and FX nodes each kernel is for."""
 
     def run_node(self, n):
         if n.op == "call_function":
-            _C.set_profile_scope(lowering.layer_of(n))
+            _C.set_profile_scope(lowering.layer_of(n), ",".join(n.meta.get("npusim_nodes", [n.name])))
         return super().run_node(n)
 
 
@@ -117,7 +117,7 @@ def _compiler(kind: str):
         # Node by node, each op launching its kernel on the chip (or falling back, counted);
         # under npusim.profile, through an interpreter that names each node's layer.
         def run(*args):
-            if profile.active():
+            if profile.active() or _C.tracing():
                 try:
                     return _LayerNamingInterpreter(gm).run(*args)
                 finally:

@@ -79,6 +79,7 @@ What a pass does is recorded in a GraphReport, which npusim.explain prints.
 import dataclasses
 import math
 import operator
+import re
 from typing import Dict, List
 
 import torch
@@ -124,10 +125,8 @@ def layer_of(node: torch.fx.Node) -> str:
     if not stack:
         return ""
     path = list(stack.values())[-1][0]
-    for prefix in ("L['self'].", "L['self']", "L__self___"):
-        if path.startswith(prefix):
-            path = path[len(prefix):]
-    return path
+    # Dynamo names the compiled module by the argument it came in ("L['self']", "L['fn']", "L__self___").
+    return re.sub(r"^(L\['[^']*'\]\.?|L__self___)", "", path)
 
 
 def _name_fused_group(fused: torch.fx.Node, main: torch.fx.Node, others) -> None:
@@ -141,6 +140,7 @@ def _name_fused_group(fused: torch.fx.Node, main: torch.fx.Node, others) -> None
         if "+" + path.rsplit(".", 1)[-1] not in name:
             name += "+" + path.rsplit(".", 1)[-1]
     fused.meta["npusim_layer"] = name
+    fused.meta["npusim_nodes"] = [main.name, *(other.name for other in others)]  # the FX nodes it computes
     for key in ("nn_module_stack", "stack_trace"):
         if key in main.meta:
             fused.meta[key] = main.meta[key]

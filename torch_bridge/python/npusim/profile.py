@@ -137,9 +137,9 @@ class Profile:
 @contextlib.contextmanager
 def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]] = None):
     """Profiles the npu work of the block; yields a Profile, filled when the block ends.
-    `path` (.pftrace or .json): also write the trace of the chip and the driver there when the
-    block ends (everything recorded since the device opened; tracing is chosen with
-    npusim.init(trace=...) or NPUSIM_TRACE, before first use).
+    `path` (.pftrace or .json): also write the block's trace of the chip and the driver there when
+    the block ends, whether or not a trace was being recorded before (npusim.init(trace=...)); each
+    launch's span carries its kernel, op, layer and FX nodes (npusim.trace reads it back).
     `modules`: (name, module) pairs whose forward calls name the layer in eager mode."""
     result = Profile(chip=dict(_C.chip_info()))
     hooks = []
@@ -148,7 +148,7 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
         hooks.append(module.register_forward_hook(lambda m, args, out: _C.set_profile_scope("")))
     fallbacks_before = dict(_C.fallback_stats())
     counters_before = dict(_C.device_counters())
-    _C.begin_profile()
+    _C.begin_profile(str(path) if path else "")
     _state.active = True
     try:
         yield result
@@ -165,5 +165,3 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
         result.counters = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
         after = dict(_C.fallback_stats())
         result.fallbacks = {op: n - fallbacks_before.get(op, 0) for op, n in after.items() if n != fallbacks_before.get(op, 0)}
-        if path:
-            _C.write_trace(str(path))
