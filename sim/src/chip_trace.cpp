@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine.h"
+#include "noc_links.h"
 
 namespace npu::sim {
 
@@ -27,7 +28,7 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t sta
       trace.add_track({next++, process, trace::TrackKind::Thread, names[i], trace::CounterUnit::Count, static_cast<int32_t>(i)});
     }
   }
-  const trace::TrackId memory = next++;
+  const trace::TrackId memory = memory_process_ = next++;
   trace.add_track({memory, 0, trace::TrackKind::Process, "memory system", trace::CounterUnit::Count, static_cast<int32_t>(config.num_cores)});
   for (unsigned channel = 0; channel < config.dram.channels; ++channel) {
     dram_counters_.push_back({next, {}});
@@ -128,6 +129,17 @@ void ChipTrace::noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t 
   actions(Action::NocByteHop, begin_cycle, end_cycle, bytes);
 }
 
+void ChipTrace::noc_link_busy(size_t link, unsigned mesh_cols, uint64_t begin_cycle, uint64_t end_cycle) {
+  auto it = noc_link_counters_.find(link);
+  if (it == noc_link_counters_.end()) {
+    const trace::TrackId track = trace_.next_free_id();
+    trace_.add_track({track, memory_process_, trace::TrackKind::Counter, "noc link " + noc_link_name(mesh_cols, link) + " busy %",
+                      trace::CounterUnit::Percent, static_cast<int32_t>(1000 + link)});
+    it = noc_link_counters_.emplace(link, Counter{track, {}}).first;
+  }
+  accumulate(it->second, begin_cycle, end_cycle, end_cycle - begin_cycle);
+}
+
 void ChipTrace::actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count) {
   accumulate(power_counter_, begin_cycle, end_cycle, count * energy_.energy_fj[static_cast<size_t>(action)]);
 }
@@ -146,6 +158,11 @@ void ChipTrace::flush_counters() {
   };
   for (Counter& counter : dram_counters_) flush(counter);
   flush(noc_counter_);
+  // A link's busy cycles per window, as a percentage of the window.
+  for (auto& [link, counter] : noc_link_counters_) {
+    for (auto& [window, busy] : counter.bytes_per_window) busy *= 100;
+    flush(counter);
+  }
   // Power: each window's dynamic energy over its time, plus leakage, which idle windows keep.
   const double window_ps = static_cast<double>(window_cycles_ * cycle_ps_), leakage_w = energy_.leakage_w();
   uint64_t previous = UINT64_MAX;

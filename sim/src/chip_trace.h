@@ -34,6 +34,8 @@ class ChipTrace {
   void packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, uint64_t flow_id);
   void dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
   void noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+  // Link `link` (noc_links.h) held from begin_cycle to end_cycle: its "busy %" counter track.
+  void noc_link_busy(size_t link, unsigned mesh_cols, uint64_t begin_cycle, uint64_t end_cycle);
   // `count` actions spread over [begin_cycle, end_cycle), for the power counter.
   void actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count);
 
@@ -56,6 +58,8 @@ class ChipTrace {
   std::vector<trace::TrackId> queue_tracks_;
   std::vector<Counter> dram_counters_;
   Counter noc_counter_;
+  std::map<size_t, Counter> noc_link_counters_;  // busy cycles per window, by link; a track once a link is used
+  trace::TrackId memory_process_ = 0;
   EnergyModel energy_;
   Counter power_counter_;  // femtojoules of dynamic energy per window
 };

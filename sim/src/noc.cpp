@@ -1,7 +1,5 @@
 #include "noc.h"
 
-#include <cstdio>
-
 #include "npusim/sim/address_map.h"
 #include "chip_trace.h"
 #include "dram.h"
@@ -43,7 +41,10 @@ uint64_t Noc::transfer(MeshPosition from, MeshPosition to, uint64_t bytes, uint6
     hop.busy_cycles += serialization;
     waited += head - arrive;
     hop.bytes += bytes;
-    if (context_.trace) context_.trace->noc_transfer(head, head + serialization, bytes);
+    if (context_.trace) {
+      context_.trace->noc_transfer(head, head + serialization, bytes);
+      context_.trace->noc_link_busy(noc_link_index(config_.mesh_cols, x, y, direction), config_.mesh_cols, head, head + serialization);
+    }
     switch (direction) {
       case East: ++x; break;
       case West: --x; break;
@@ -105,16 +106,8 @@ void Noc::b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core:
 
 std::vector<NocLinkStats> Noc::link_stats() const {
   std::vector<NocLinkStats> stats;
-  const char* arrows[] = {"E", "W", "N", "S"};
-  for (unsigned y = 0; y < config_.mesh_rows; ++y)
-    for (unsigned x = 0; x < config_.mesh_cols; ++x)
-      for (int d = 0; d < 4; ++d) {
-        const Link& l = links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + static_cast<size_t>(d)];
-        if (l.bytes == 0) continue;
-        char name[48];
-        std::snprintf(name, sizeof name, "(%u,%u)%s", x, y, arrows[d]);
-        stats.push_back({name, l.bytes, l.busy_cycles});
-      }
+  for (size_t index = 0; index < links_.size(); ++index)
+    if (links_[index].bytes != 0) stats.push_back({noc_link_name(config_.mesh_cols, index), links_[index].bytes, links_[index].busy_cycles});
   return stats;
 }
 

@@ -16,6 +16,7 @@
 #include "chip_context.h"
 #include "divider.h"
 #include "dram_interleave.h"
+#include "noc_links.h"
 #include "npusim/sim/stats.h"
 #include "bank_timeline.h"
 #include "timeline.h"
@@ -58,7 +59,7 @@ class Noc : public sc_core::sc_module {
   std::vector<NocLinkStats> link_stats() const;
 
  private:
-  enum Direction { East, West, North, South };
+  using Direction = NocDirection;
   // A link's reservations as intervals with usable gaps (as an SRAM bank's): a transfer
   // reserved ahead for a later cycle (data a DRAM channel returns late) does not hold up
   // one that can cross the link earlier.
@@ -66,9 +67,7 @@ class Noc : public sc_core::sc_module {
     BankTimeline timeline;
     uint64_t bytes = 0, busy_cycles = 0;
   };
-  Link& link(unsigned x, unsigned y, Direction direction) {
-    return links_[(static_cast<size_t>(y) * config_.mesh_cols + x) * 4 + direction];
-  }
+  Link& link(unsigned x, unsigned y, Direction direction) { return links_[noc_link_index(config_.mesh_cols, x, y, direction)]; }
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
 
   ChipContext& context_;
