@@ -93,6 +93,23 @@ def test_critical_path_is_a_chain_that_ends_the_kernel(tmp_path):
     assert "ends the kernel" in trace.critical_path()
 
 
+@pytest.mark.parametrize("source", ["gemm.s", "noc_ring.s"])
+def test_noc_link_counters_add_up_to_the_chips_link_statistics(tmp_path, source):
+    trace_path, stats = _npu_sim(tmp_path, source, "large", source[:-2])
+    trace = nt.load(trace_path)
+    busy = trace.noc_link_busy_cycles()
+    expected = {link["link"]: link["busy_cycles"] for link in stats["noc_links"]}
+    assert expected and set(busy) == set(expected)
+    for name, cycles in expected.items():
+        assert busy[name] == pytest.approx(cycles, rel=1e-9), name
+    report = trace.noc_report()
+    busiest = max(expected, key=expected.get)
+    assert report.splitlines()[1].startswith(busiest)
+    png = tmp_path / "links.png"
+    trace.noc_heatmap(str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def _small_model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)).to(torch.bfloat16)

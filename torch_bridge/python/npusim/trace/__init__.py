@@ -56,8 +56,7 @@ class Trace:
         return max(matches, key=lambda k: k.cycles)
 
     def engine_time(self, kernel: Optional[Kernel] = None) -> Dict[str, Dict[str, int]]:
-        window = (kernel.begin, kernel.end) if kernel else None
-        return analysis.engine_time(self.raw, self.kernels, window)
+        return analysis.engine_time(self.raw, self.kernels, kernel)
 
     # ---- reports (text) ----
 
@@ -65,14 +64,15 @@ class Trace:
         lines = [f"{self.path}: chip '{self.chip.config}' ({self.chip.num_cores} cores, {self.chip.clock_mhz:g} MHz), "
                  f"{len(self.kernels)} kernels, {sum(k.cycles for k in self.kernels)} kernel cycles"]
         lines.append("")
-        lines.append(f"{'kernel':<48} {'cycles':>10} {'share':>6} {'% roof':>7} {'bound':>6}  top stall")
+        lines.append(f"{'kernel':<48} {'cycles':>10} {'share':>6} {'% roof':>7} {'bound':>6}  top stall (of DMA, tensor core, vector unit)")
         points = {p.kernel.id: p for p in analysis.roofline(self.raw, self.kernels)}
         total = max(1, sum(k.cycles for k in self.kernels))
         ranked = sorted(self.kernels, key=lambda k: -k.cycles)
         for k in ranked[:top]:
             p = points[k.id]
+            # (The control unit's stalls, a full queue or a fence, mirror its engines': its engines' say why.)
             times = analysis.by_kind(self.engine_time(k))
-            stalls = {c: sum(t[c] for t in times.values()) for c in analysis.STALL_CAUSES}
+            stalls = {c: sum(t[c] for kind, t in times.items() if kind != "control") for c in analysis.STALL_CAUSES}
             worst = max(stalls, key=stalls.get) if any(stalls.values()) else ""
             lines.append(f"{(str(k.id) + ' ' + k.name)[:48]:<48} {k.cycles:>10} {_pct(k.cycles, total)} "
                          f"{100 * p.fraction_of_roofline:6.1f}% {p.binding:>6}  {CAUSE_TITLES.get(worst, '')}")
@@ -97,6 +97,13 @@ class Trace:
         for kind, t in times.items():
             whole = sum(t.values())
             lines.append(f"{kind:<18}" + "".join(f" {_pct(t[c], whole):>10}" for c in shown))
+        # Busy is not the same as efficient: a tc.mm of a shallow or narrow tile keeps the tensor core busy
+        # with part of its array.
+        busy = times.get("tensor core", {}).get("busy", 0)
+        macs = kernel.macs if kernel else sum(k.macs for k in self.kernels)
+        if busy:
+            per_core = self.chip.macs_per_cycle / self.chip.num_cores
+            lines.append(f"tensor core: {macs} MACs in {busy} busy cycles: {_pct(macs, busy * per_core).strip()} of the array's peak while busy")
         return "\n".join(lines)
 
     def roofline(self, top: int = 30) -> str:
@@ -162,6 +169,64 @@ class Trace:
         lines.append("on the path: " + ", ".join(f"{name} {v} ({_pct(v, k.cycles).strip()})" for name, v in shares.items()) +
                      f"; not covered by a span (launch, issue gaps): {max(0, k.cycles - covered)}")
         return "\n".join(lines)
+
+    def noc_links(self) -> Dict[str, List[tuple]]:
+        """Each NoC link's busy percentage over time, from its counter track: {"(x,y)E": [(cycle, percent), ...]}
+        (a link appears once a transfer crossed it)."""
+        links = {}
+        for c in self.raw.counters:
+            if c.name.startswith("noc link ") and c.name.endswith(" busy %"):
+                links.setdefault(c.name[len("noc link "):-len(" busy %")], []).append((c.time, c.value))
+        return {name: sorted(samples) for name, samples in sorted(links.items())}
+
+    def noc_link_busy_cycles(self) -> Dict[str, float]:
+        """Each link's busy cycles over the trace (the integral of its counter)."""
+        result = {}
+        for name, samples in self.noc_links().items():
+            result[name] = sum(v / 100 * (t1 - t0) for (t0, v), (t1, _) in zip(samples, samples[1:]))
+        return result
+
+    def noc_report(self, top: int = 20) -> str:
+        device = [s for s in self.raw.spans if s.category in ("device", "command")]
+        window = max(1, max((s.end for s in device), default=1) - min((s.begin for s in device), default=0))
+        busy = self.noc_link_busy_cycles()
+        if not busy:
+            return f"{self.path}: no NoC link carried a transfer"
+        lines = [f"{'link':<10} {'busy cycles':>12} {'busy %':>7}   ({len(busy)} links used of the mesh; window {window} cycles)"]
+        for name, cycles in sorted(busy.items(), key=lambda kv: -kv[1])[:top]:
+            lines.append(f"{name:<10} {cycles:>12.0f} {100 * cycles / window:>6.1f}%")
+        return "\n".join(lines)
+
+    def noc_heatmap(self, path: str) -> None:
+        """A PNG: each link's busy % (rows) in each counter window (columns)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        links = self.noc_links()
+        if not links:
+            raise TraceError(f"{self.path}: no NoC link carried a transfer: nothing to plot")
+        times = sorted({t for samples in links.values() for t, _ in samples})
+        grid = []
+        for samples in links.values():
+            at, value, row = dict(samples), 0.0, []
+            for t in times:  # a counter holds its value until its next sample
+                value = at.get(t, value)
+                row.append(value)
+            grid.append(row)
+        fig, ax = plt.subplots(figsize=(12, max(3, 0.25 * len(links) + 1.5)))
+        image = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
+                          extent=(times[0], times[-1], len(links) - 0.5, -0.5))
+        ax.set_yticks(range(len(links)), list(links), fontsize=7)
+        ax.set_xlabel("device cycle")
+        ax.set_title(f"NoC link busy % per window (chip '{self.chip.config}')")
+        fig.colorbar(image, ax=ax, label="busy %")
+        fig.tight_layout()
+        tmp = path + ".tmp.png"
+        fig.savefig(tmp, dpi=110)
+        plt.close(fig)
+        os.replace(tmp, path)
 
     # ---- tables ----
 
@@ -250,9 +315,11 @@ def diff(a: Trace, b: Trace, by: str = "layer", top: int = 20) -> str:
     then each engine kind's busy and stall shares in both."""
     rows = analysis.diff(a.kernels, b.kernels, by)
     ta, tb = sum(k.cycles for k in a.kernels), sum(k.cycles for k in b.kernels)
-    lines = [f"A: {a.path} (chip '{a.chip.config}'), {len(a.kernels)} kernels, {ta} kernel cycles",
-             f"B: {b.path} (chip '{b.chip.config}'), {len(b.kernels)} kernels, {tb} kernel cycles",
-             f"B - A: {tb - ta:+d} cycles ({(tb - ta) / max(1, ta):+.1%})",
+    ua, ub = ta / a.chip.clock_mhz, tb / b.chip.clock_mhz
+    lines = [f"A: {a.path} (chip '{a.chip.config}', {a.chip.clock_mhz:g} MHz), {len(a.kernels)} kernels, {ta} kernel cycles ({ua:.1f} us)",
+             f"B: {b.path} (chip '{b.chip.config}', {b.chip.clock_mhz:g} MHz), {len(b.kernels)} kernels, {tb} kernel cycles ({ub:.1f} us)",
+             f"B - A: {tb - ta:+d} cycles ({(tb - ta) / max(1, ta):+.1%}), {ub - ua:+.1f} us ({(ub - ua) / max(1e-9, ua):+.1%})" +
+             ("" if a.chip.clock_mhz == b.chip.clock_mhz else "; the rows are in each chip's own cycles"),
              "",
              f"{by:<44} {'calls A/B':>10} {'cycles A':>10} {'cycles B':>10} {'delta':>10} {'DRAM MB A':>10} {'DRAM MB B':>10}"]
     for r in rows[:top]:

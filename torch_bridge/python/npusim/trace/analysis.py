@@ -13,14 +13,15 @@ from typing import Dict, List, Optional, Tuple
 from .model import RawTrace, Span, core_of
 
 # Why an engine did not work, as the chip names the reasons (sim/src/stats.cpp, stall_reason_name), plus the
-# two kinds of idle time a trace shows: "idle", inside a kernel with nothing issued to the engine (its
-# control unit was busy or blocked elsewhere), and "host", outside every kernel on that core (waiting for
-# the host, a copy, or another queue's kernel).
+# two kinds of idle time a trace shows: "idle", inside its core's program with nothing issued to the engine
+# (its control unit was busy or blocked elsewhere), and "host", outside every program on that core (the
+# launch, the host, a copy, another queue's kernel; within one kernel: its launch, and the other cores'
+# end).
 STALL_CAUSES = ("dma_data", "semaphore", "queue_full", "sram_bank_conflict", "noc", "dram", "fence", "barrier")
 CATEGORIES = ("busy",) + STALL_CAUSES + ("idle", "host")
 CAUSE_TITLES = {"busy": "busy", "dma_data": "wait DMA", "semaphore": "wait semaphore", "queue_full": "queue full",
                 "sram_bank_conflict": "SRAM banks", "noc": "NoC", "dram": "DRAM", "fence": "fence", "barrier": "barrier",
-                "idle": "idle in kernel", "host": "no kernel"}
+                "idle": "idle in kernel", "host": "no program"}
 
 
 @dataclasses.dataclass
@@ -136,22 +137,25 @@ def _overlap(intervals: List[Tuple[int, int]], lo: int, hi: int) -> int:
     return sum(max(0, min(e, hi) - max(b, lo)) for b, e in intervals)
 
 
-def engine_time(raw: RawTrace, ks: Optional[List[Kernel]] = None, window: Optional[Tuple[int, int]] = None) -> Dict[str, Dict[str, int]]:
-    """Each engine's cycles over `window` (default: the whole trace) by category (CATEGORIES): busy, the
-    stall causes, idle inside a kernel, and no kernel. The categories of an engine add up to the window.
-    Keys are "core N / engine"."""
+def engine_time(raw: RawTrace, ks: Optional[List[Kernel]] = None, kernel: Optional[Kernel] = None) -> Dict[str, Dict[str, int]]:
+    """Each engine's cycles by category (CATEGORIES): busy, the stall causes, idle inside a kernel, and no
+    kernel, over the whole trace, or over `kernel`'s cycles (its engines only). The categories of an engine
+    add up to the window. Keys are "core N / engine"."""
     ks = kernels(raw) if ks is None else ks
-    if window is None:
-        device = [s for s in raw.spans if s.category in ("device", "command")]
-        window = (min((s.begin for s in device), default=0), max((s.end for s in device), default=0))
-    lo, hi = window
+    if kernel is not None:
+        lo, hi = kernel.begin, kernel.end
+        ks, spans = [kernel], kernel.spans
+    else:
+        spans = raw.spans
+        device = [s for s in spans if s.category in ("device", "command")]
+        lo, hi = min((s.begin for s in device), default=0), max((s.end for s in device), default=0)
     programs = collections.defaultdict(list)  # core -> its kernels' windows
     for k in ks:
         for core, w in k.core_windows.items():
             programs[core].append(w)
     programs = {core: _merge(ws) for core, ws in programs.items()}
     tracks = collections.defaultdict(list)
-    for s in raw.spans:
+    for s in spans:
         if core_of(s) is not None and s.category == "device":
             tracks[(core_of(s), s.thread)].append(s)
     result = {}

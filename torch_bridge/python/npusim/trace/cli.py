@@ -5,6 +5,7 @@
     npu-trace diff a.pftrace b.pftrace --by op    two runs side by side, biggest changes first
     npu-trace roofline run.pftrace --png roof.png each kernel against the chip's bounds
     npu-trace critical-path run.pftrace [--kernel ID|NAME]
+    npu-trace noc run.pftrace --png links.png     each NoC link's busy time; a heatmap of links over time
     npu-trace export run.pftrace --parquet DIR    spans, counters, flows, kernels, engines as Parquet
     npu-trace sql run.pftrace "SELECT name, cycles FROM kernels ORDER BY cycles DESC LIMIT 5"
 
@@ -34,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("trace")
     p.add_argument("--png", metavar="FILE", help="also plot it")
     p.add_argument("--top", type=int, default=30)
+    p = sub.add_parser("noc", help="each NoC link's busy time, and a heatmap of links over time")
+    p.add_argument("trace")
+    p.add_argument("--png", metavar="FILE", help="also plot the heatmap")
+    p.add_argument("--top", type=int, default=20)
     p = sub.add_parser("critical-path", help="the chain of spans that sets a kernel's end")
     p.add_argument("trace")
     p.add_argument("--kernel", help="its id or part of its name (default: the longest kernel)")
@@ -68,6 +73,11 @@ def run(args) -> None:
         print(trace.roofline(top=args.top))
         if args.png:
             trace.roofline_plot(args.png)
+            print(f"wrote {args.png}")
+    elif args.command == "noc":
+        print(trace.noc_report(top=args.top))
+        if args.png:
+            trace.noc_heatmap(args.png)
             print(f"wrote {args.png}")
     elif args.command == "critical-path":
         print(trace.critical_path(args.kernel))
