@@ -50,6 +50,9 @@ echo "== 1c. A PyTorch model in eager mode (the npu device), with its trace =="
 echo
 echo "== 1d. ResNet-18 (224x224) through torch.compile on the simulated chip =="
 .venv/bin/python examples/torch/resnet.py --config base --trace "$OUT/resnet18.pftrace"
+echo "-- where its time went, from the trace alone (npu-trace; docs/analysts.md):"
+.venv/bin/npu-trace summary "$OUT/resnet18.pftrace" --top 5
+.venv/bin/npu-trace critical-path "$OUT/resnet18.pftrace" | tail -n 4
 
 echo
 echo "== 2. Through the driver: two GEMMs at once from two command queues on disjoint cores =="

@@ -89,12 +89,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--config", default="base", help="chip preset or config file")
-    parser.add_argument("--trace", default=None, help="write a Perfetto (.pftrace) or Chrome JSON (.json) trace of the chip and the driver")
+    parser.add_argument("--trace", default=None, help="write a Perfetto (.pftrace) or Chrome JSON (.json) trace of the chip and the driver "
+                        "for the timed run (npu-trace reads it)")
     args = parser.parse_args()
 
     import npusim
 
-    npusim.init(args.config, args.trace or "")
+    npusim.init(args.config)
     torch.manual_seed(0)
     model = ResNet18(args.classes, args.width).eval()
     randomize_batch_norm(model)
