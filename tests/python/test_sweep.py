@@ -179,3 +179,37 @@ objectives: [latency_s, energy_pj]
     assert 1 <= points <= 4 and " 0 failed" in counts, counts
     manifest = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert manifest["objectives"] == ["latency_s", "energy_pj"]
+
+
+def test_kernel_rooflines_per_point(tmp_path):
+    """kernel_rooflines: true gives each point's kernels' rooflines (from a trace of the call), a table of
+    them and a heatmap in the report."""
+    spec = write(tmp_path, """
+base: base
+axes:
+  dram.bytes_per_cycle_per_channel: [32, 128]
+workloads: ["kernel:conv 3x3 ResNet 1x64x56x56 -> 64"]
+kernel_rooflines: true
+""")
+    out = tmp_path / "out"
+    result = sweep("run", spec, "--out", str(out), "--workers", "2", "--quiet")
+    assert result.returncode == 0, result.stderr
+    import pyarrow.parquet as pq
+    rows = pq.read_table(out / "results.parquet").to_pylist()
+    kernels = pq.read_table(out / "kernels.parquet").to_pylist()
+    assert "kernel_rooflines" not in rows[0] and len(rows) == 2
+    for row in rows:
+        mine = [k for k in kernels if k["point"] == row["point"]]
+        assert len(mine) == row["kernels"] >= 1
+        assert sum(k["macs"] for k in mine) == row["macs"]
+        # Each kernel's bound against its point's peaks: base has 4 cores of 128 x 128 MACs and 256 lanes,
+        # and 4 DRAM channels of the axis' bytes per cycle.
+        dram_bytes_per_cycle = 4 * row["axis.dram.bytes_per_cycle_per_channel"]
+        for k in mine:
+            bounds = {"mac": k["macs"] / 65536, "dram": k["dram_bytes"] / dram_bytes_per_cycle, "vector": k["elements"] / 1024}
+            assert k["bound_cycles"] == pytest.approx(max(bounds.values())) and k["binding"] == max(bounds, key=bounds.get)
+            assert k["fraction_of_roofline"] == pytest.approx(k["bound_cycles"] / k["cycles"])
+            assert k["axis.dram.bytes_per_cycle_per_channel"] == row["axis.dram.bytes_per_cycle_per_channel"]
+    report = sweep("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert any(os.path.basename(line).startswith("kernel_rooflines_kernel_conv_3x3") for line in report.stdout.split()), report.stdout

@@ -54,7 +54,7 @@ def test_stalls_add_up_to_each_engines_cycles_and_match_the_chips_statistics(tmp
 def test_roofline_against_a_hand_calculation(tmp_path):
     """examples/gemm.s: C = A B, 256 x 256 x 256 bf16, cut into 8 tiles of 128 x 64, each loading its
     A rows (128 x 256) and B columns (256 x 64) once and storing its C tile, converted to bf16 on the vector
-    unit. On base: 4 cores of 128 x 128 MACs, 8 DRAM channels of 64 B/cycle, 256 lanes per core."""
+    unit. On base: 4 cores of 128 x 128 MACs, 4 DRAM channels of 128 B/cycle, 256 lanes per core."""
     trace_path, stats = _npu_sim(tmp_path, "gemm.s", "base", "gemm")
     trace = nt.load(trace_path)
     [point] = analysis.roofline(trace.raw, trace.kernels)
@@ -65,7 +65,7 @@ def test_roofline_against_a_hand_calculation(tmp_path):
     assert (point.macs, point.dram_bytes, point.elements) == (macs, dram_bytes, elements)
     assert point.macs == stats["macs"]
     chip = trace.chip
-    assert (chip.macs_per_cycle, chip.dram_bytes_per_cycle, chip.vector_elements_per_cycle) == (4 * 128 * 128, 8 * 64, 4 * 256)
+    assert (chip.macs_per_cycle, chip.dram_bytes_per_cycle, chip.vector_elements_per_cycle) == (4 * 128 * 128, 4 * 128, 4 * 256)
     assert point.bounds == {"mac": macs / 65536, "dram": dram_bytes / 512, "vector": elements / 1024}
     assert point.binding == "dram" and point.bound_cycles == 1792
     assert point.kernel.cycles == stats["cycles"]

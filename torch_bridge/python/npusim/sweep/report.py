@@ -7,6 +7,9 @@ self-contained interactive page (plotly), per workload:
     sensitivity_<workload>.png   latency against each axis (each value's median over the other axes)
     roofline_<workload>.png      each point's MACs per cycle against its MACs per DRAM byte, under the
                                  roofs of the fastest and the slowest design
+    kernel_rooflines_<workload>.png  with `kernel_rooflines: true` in the spec: each kernel's % of its
+                                 roofline (rows, the longest kernels) on each design point (columns, fastest
+                                 first), from kernels.parquet
     index.html                   all of it, interactive (hover a point for its axis values)
 """
 import json
@@ -64,6 +67,29 @@ def _load(out_dir: str):
     return rows, axes, manifest
 
 
+def _load_kernels(out_dir: str) -> List[Dict]:
+    import pyarrow.parquet as pq
+    path = os.path.join(out_dir, "kernels.parquet")
+    return pq.read_table(path).to_pylist() if os.path.exists(path) else []
+
+
+def kernel_fractions(kernels: Sequence[Dict], points: Sequence[str], top: int = 25):
+    """The `top` kernel names by cycles over `points`, and each one's % of roofline on each point (its calls'
+    bounds over their cycles; None where the point has no such kernel)."""
+    totals: Dict[str, int] = {}
+    sums: Dict[tuple, List[float]] = {}
+    for k in kernels:
+        if k["point"] not in points:
+            continue
+        totals[k["name"]] = totals.get(k["name"], 0) + k["cycles"]
+        bound_and_cycles = sums.setdefault((k["name"], k["point"]), [0.0, 0])
+        bound_and_cycles[0] += k["bound_cycles"]
+        bound_and_cycles[1] += k["cycles"]
+    names = sorted(totals, key=lambda n: -totals[n])[:top]
+    grid = [[100 * sums[(n, p)][0] / max(1, sums[(n, p)][1]) if (n, p) in sums else None for p in points] for n in names]
+    return names, grid
+
+
 def _save(fig, path: str, files: List[str]) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -72,6 +98,7 @@ def _save(fig, path: str, files: List[str]) -> None:
 
 def report(out_dir: str) -> List[str]:
     rows, axes, manifest = _load(out_dir)
+    kernels = _load_kernels(out_dir)
     done = [r for r in rows if r.get("status") == "done"]
     if not done:
         raise ReportError(f"{out_dir}: no point finished ({len(rows)} failed); nothing to plot")
@@ -164,6 +191,25 @@ def report(out_dir: str) -> List[str]:
             ax.legend(fontsize=6)
             ax.grid(alpha=0.3, which="both")
             _save(fig, os.path.join(report_dir, f"roofline_{slug}.png"), files)
+            plt.close(fig)
+
+        mine = [k for k in kernels if k["workload"] == workload]
+        if mine:
+            names, grid = kernel_fractions(mine, [p["point"] for p in ordered])
+            fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(ordered) + 4), max(3, 0.28 * len(names) + 1.5)))
+            image = ax.imshow([[math.nan if v is None else v for v in row] for row in grid], aspect="auto", cmap="viridis",
+                              vmin=0, vmax=100, interpolation="nearest")
+            ax.set_yticks(range(len(names)), [n[:48] for n in names], fontsize=6)
+            ax.set_xticks(range(len(ordered)), [str(i) for i in range(len(ordered))], fontsize=6)
+            ax.set_xlabel("design point, fastest first (its axes: results.csv, point column; kernels.csv)")
+            ax.set_title(f"{workload}: each kernel's % of its roofline")
+            if len(names) * len(ordered) <= 400:
+                for y, row in enumerate(grid):
+                    for x, v in enumerate(row):
+                        if v is not None:
+                            ax.text(x, y, f"{v:.0f}", ha="center", va="center", fontsize=5, color="white" if v < 50 else "black")
+            fig.colorbar(image, ax=ax, label="% of roofline")
+            _save(fig, os.path.join(report_dir, f"kernel_rooflines_{slug}.png"), files)
             plt.close(fig)
 
         html_parts.append(_html_section(workload, points, axes, first=not html_parts))

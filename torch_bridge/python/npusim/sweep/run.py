@@ -44,7 +44,7 @@ def build_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def _run_point(config_text: str, workload: str, compiled: bool) -> Dict[str, Any]:
+def _run_point(config_text: str, workload: str, compiled: bool, kernel_rooflines: bool) -> Dict[str, Any]:
     """One point in this (fresh) process: its chip from the config text, timing only."""
     import ray
     started = time.time()
@@ -54,7 +54,7 @@ def _run_point(config_text: str, workload: str, compiled: bool) -> Dict[str, Any
         import npusim
         import npusim.workloads
         npusim.init(config=f.name, timing_only=True)
-        result = npusim.workloads.run(workload, compiled=compiled)
+        result = npusim.workloads.run(workload, compiled=compiled, kernel_rooflines=kernel_rooflines)
     finally:
         os.unlink(f.name)
     result["node_id"] = ray.get_runtime_context().get_node_id()
@@ -116,7 +116,8 @@ class Runner:
             return []
         jobs = []
         for workload in self.spec.workloads:
-            key = hashlib.sha256(json.dumps([text, workload, self.spec.mode, self.fingerprint]).encode()).hexdigest()[:20]
+            what = [text, workload, self.spec.mode, self.fingerprint] + (["kernel_rooflines"] if self.spec.kernel_rooflines else [])
+            key = hashlib.sha256(json.dumps(what).encode()).hexdigest()[:20]
             jobs.append(Job(key, point, workload, text))
         return jobs
 
@@ -167,7 +168,7 @@ class Runner:
         while pending or in_flight:
             while pending and len(in_flight) < self.workers:
                 job = pending.pop(0)
-                in_flight[self._remote.remote(job.config_text, job.workload, compiled)] = job
+                in_flight[self._remote.remote(job.config_text, job.workload, compiled, self.spec.kernel_rooflines)] = job
                 progress.running = len(in_flight)
                 progress.show()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
@@ -203,18 +204,30 @@ def _row(job: Job, result: Dict[str, Any], spec: spec_module.Spec) -> Dict[str, 
 
 
 def write_results(out_dir: str, rows: List[Dict[str, Any]]) -> None:
-    """results.parquet and results.csv, each written whole or not at all."""
+    """results.parquet and results.csv, each written whole or not at all; with kernel rooflines, also
+    kernels.parquet and kernels.csv: a row per kernel of each point (its point, workload and axes first)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
     import pyarrow.parquet as pq
-    columns = []
+
+    kernels = []
     for row in rows:
-        columns += [c for c in row if c not in columns]
-    table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows])
-    for name, write in (("results.parquet", pq.write_table), ("results.csv", pa_csv.write_csv)):
-        sink = pa.BufferOutputStream()
-        write(table, sink)
-        _C.write_file(os.path.join(out_dir, name), sink.getvalue().to_pybytes())
+        for k in row.pop("kernel_rooflines", None) or []:
+            kernels.append({c: row[c] for c in row if c in ("point", "workload") or c.startswith("axis.")} | k)
+
+    def write(stem: str, table_rows: List[Dict[str, Any]]) -> None:
+        columns = []
+        for row in table_rows:
+            columns += [c for c in row if c not in columns]
+        table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in table_rows])
+        for name, writer in ((stem + ".parquet", pq.write_table), (stem + ".csv", pa_csv.write_csv)):
+            sink = pa.BufferOutputStream()
+            writer(table, sink)
+            _C.write_file(os.path.join(out_dir, name), sink.getvalue().to_pybytes())
+
+    write("results", rows)
+    if kernels:
+        write("kernels", kernels)
 
 
 def run(spec_path: str, out_dir: str, workers: Optional[int] = None, address: Optional[str] = None, quiet: bool = False) -> Dict[str, Any]:

@@ -15,6 +15,7 @@
     mode: compiled                      # or eager
     search: grid                        # or {random: N} or {optuna: N}
     objectives: [latency_s, energy_pj, area_mm2]   # minimized by optuna; the report's Pareto axes
+    kernel_rooflines: false             # true: each point's kernels' rooflines too (kernels.parquet; a trace per point)
     seed: 0
 
 Errors name the spec file and the entry at fault.
@@ -55,6 +56,7 @@ class Spec:
     budget: int          # points for random and optuna; 0 for grid
     objectives: List[str]
     seed: int
+    kernel_rooflines: bool = False
 
     def settings(self, point: Dict[str, Any]) -> List[str]:
         """The point's config settings ("path=value"), the fixed ones first."""
@@ -111,7 +113,7 @@ def load(path: str) -> Spec:
         raise SpecError(f"{where}: not YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a sweep spec is a mapping (base, axes, workloads, ...)")
-    known = {"base", "axes", "set", "constraints", "workloads", "mode", "search", "objectives", "seed", "metrics"}
+    known = {"base", "axes", "set", "constraints", "workloads", "mode", "search", "objectives", "seed", "metrics", "kernel_rooflines"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise SpecError(f"{path}: unknown entries {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -152,8 +154,11 @@ def load(path: str) -> Spec:
         raise SpecError(f"{path}: objectives {', '.join(bad)}: not among {', '.join(METRICS)}")
     fixed = [str(s) for s in raw.get("set") or []]
     constraints = [str(c) for c in raw.get("constraints") or []]
+    kernel_rooflines = raw.get("kernel_rooflines", False)
+    if not isinstance(kernel_rooflines, bool):
+        raise SpecError(f"{path}: kernel_rooflines is true or false, not {kernel_rooflines!r}")
     spec = Spec(path, base, axes, fixed, constraints, [str(w) for w in workloads], mode, search, int(budget), objectives,
-                int(raw.get("seed", 0)))
+                int(raw.get("seed", 0)), kernel_rooflines)
     if search == "optuna" and not axes:
         raise SpecError(f"{path}: search optuna needs at least one axis")
     _check_paths(spec)

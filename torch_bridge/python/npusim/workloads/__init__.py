@@ -18,6 +18,8 @@ weights (a config with dram.size_bytes large enough) but little host memory (doc
 """
 import contextlib
 import dataclasses
+import os
+import tempfile
 from typing import Callable, Dict, List, Tuple
 
 import torch
@@ -153,22 +155,37 @@ def _build_kernel(w: Workload):
     return case.fn, tuple(t.to("npu") for t in case.args), {}
 
 
-def run(spec, compiled: bool = True) -> dict:
+def _kernel_rooflines(trace_path: str) -> list:
+    from npusim import trace
+    from npusim.trace import analysis
+    t = trace.load(trace_path)
+    return [{"name": p.kernel.name, "kernel": p.kernel.kernel, "op": p.kernel.op, "layer": p.kernel.layer, "cycles": p.kernel.cycles,
+             "macs": p.macs, "dram_bytes": p.dram_bytes, "elements": p.elements, "bound_cycles": p.bound_cycles, "binding": p.binding,
+             "fraction_of_roofline": p.fraction_of_roofline} for p in analysis.roofline(t.raw, t.kernels)]
+
+
+def run(spec, compiled: bool = True, kernel_rooflines: bool = False) -> dict:
     """Runs one call of the workload on this process's device and returns its figures: device cycles
     and seconds, kernel cycles and count, utilization per engine, DRAM bytes, energy per component,
-    average power, and the config's area and design peak power."""
+    average power, and the config's area and design peak power. `kernel_rooflines`: also each kernel's
+    roofline ("kernel_rooflines": a list of {name, kernel, op, layer, cycles, macs, dram_bytes, elements,
+    bound_cycles, binding, fraction_of_roofline}), from a trace of the call (npusim.trace)."""
     import npusim
     w = parse(spec) if isinstance(spec, str) else spec
     fn, args, kwargs = _build_kernel(w) if w.family == "kernel" else _build_model(w)
-    with torch.no_grad() if w.family != "kernel" else contextlib.nullcontext():
-        call = torch.compile(fn, backend="npu", dynamic=False) if compiled else fn
-        if compiled:
-            call(*args, **kwargs)  # compiles (and runs) once; the profiled call below runs what it made
-            npusim.synchronize()
-        with npusim.profile() as prof:
-            call(*args, **kwargs)
+    with tempfile.TemporaryDirectory() as folder:
+        trace_path = os.path.join(folder, "call.pftrace") if kernel_rooflines else ""
+        with torch.no_grad() if w.family != "kernel" else contextlib.nullcontext():
+            call = torch.compile(fn, backend="npu", dynamic=False) if compiled else fn
+            if compiled:
+                call(*args, **kwargs)  # compiles (and runs) once; the profiled call below runs what it made
+                npusim.synchronize()
+            with npusim.profile(trace_path) as prof:
+                call(*args, **kwargs)
+        rooflines = _kernel_rooflines(trace_path) if kernel_rooflines else None
     energy = prof.energy
-    return {
+    extra = {"kernel_rooflines": rooflines} if kernel_rooflines else {}
+    return {**extra,
         "workload": w.name,
         "device_cycles": prof.device_cycles,
         "latency_s": prof.device_cycles / (prof.chip["clock_mhz"] * 1e6),
