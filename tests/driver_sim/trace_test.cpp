@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "driver_fixture.h"
+#include "simulator_link.h"
 #include "npusim/traces/writers.h"
 
 namespace npu {
@@ -59,6 +60,39 @@ TEST(DriverTrace, ChromeJsonFlowsEachEndWhereOneStarted) {
   for (size_t at = text.find("\"ph\":\"f\""); at != std::string::npos; at = text.find("\"ph\":\"f\"", at + 1)) ++ends;
   EXPECT_EQ(starts, 8u);  // four submissions of two packets each (the work and its fence)
   EXPECT_EQ(starts, ends);
+}
+
+// A link opened without a trace records one on demand (npusim.profile(path)): from then on only,
+// launches carrying their annotations, and nothing once it stops.
+TEST(DriverTrace, ATraceStartedMidRunHoldsWhatCameAfterAndStops) {
+  testing::ScratchDirectory scratch("npusim_driver_trace_started");
+  const std::string path = scratch.path("block.json");
+  const long m = 64, n = 64, k = 64;
+  const auto device = testing::open_device("base", {}, "");
+  auto* link = dynamic_cast<SimulatorLink*>(&device->link());
+  ASSERT_NE(link, nullptr);
+  EXPECT_FALSE(link->tracing());
+  const Program gemm = Program::load(device, testing::gemm_program(m, n, k));
+  Buffer A = device->allocate(m * k * 2), B = device->allocate(k * n * 2), C = device->allocate(m * n * 2);
+  Queue queue = device->queue(0);
+  queue.launch(gemm, {{"A", &A}, {"B", &B}, {"C", &C}}, 0, {}, {{"layer", "before"}}).wait();
+  ASSERT_TRUE(link->start_trace());
+  EXPECT_FALSE(link->start_trace());  // one at a time
+  const uint64_t since = link->now_ps();
+  queue.launch(gemm, {{"A", &A}, {"B", &B}, {"C", &C}}, 0, {}, {{"layer", "traced"}, {"op", "aten::mm"}}).wait();
+  link->write_trace(path, since);
+  link->stop_trace();
+  EXPECT_FALSE(link->tracing());
+  queue.launch(gemm, {{"A", &A}, {"B", &B}, {"C", &C}}).wait();  // runs untraced after the stop
+  const std::string text = testing::read_file(path);
+  EXPECT_EQ(trace::validate_chrome_json(text), std::vector<std::string>{});
+  EXPECT_NE(text.find("\"layer\":\"traced\""), std::string::npos);
+  EXPECT_NE(text.find("\"op\":\"aten::mm\""), std::string::npos);
+  EXPECT_EQ(text.find("\"layer\":\"before\""), std::string::npos);
+  EXPECT_NE(text.find("\"cat\":\"metadata\""), std::string::npos);  // the chip describes itself
+  size_t launches = 0;
+  for (size_t at = text.find("LAUNCH descriptor="); at != std::string::npos; at = text.find("LAUNCH descriptor=", at + 1)) ++launches;
+  EXPECT_EQ(launches, 1u);
 }
 
 }  // namespace

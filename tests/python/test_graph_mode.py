@@ -852,10 +852,16 @@ def test_profile_writes_the_trace_it_was_asked_for(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "2"
     assert b"vector unit" in (tmp_path / "block.pftrace").read_bytes()
-    # This process records no trace: asking for one says how to get it.
-    with pytest.raises(RuntimeError, match=r"npusim.init\(trace=...\)"):
-        with npusim.profile(tmp_path / "none.pftrace"):
-            pass
+    # The profile's file holds its block; the one chosen at init everything from the device's opening.
+    import npusim.trace
+    block, whole = npusim.trace.load(str(tmp_path / "block.pftrace")), npusim.trace.load(str(tmp_path / "whole.json"))
+    assert len(block.kernels) == 2
+    assert min(s.begin for s in whole.raw.spans) < min(s.begin for s in block.raw.spans)
+    # This process chose no trace: the profile records its block's own, and leaves tracing off after.
+    with npusim.profile(tmp_path / "own.pftrace") as prof:
+        torch.relu(torch.randn(8, 8).to("npu")).cpu()
+    assert len(npusim.trace.load(str(tmp_path / "own.pftrace")).kernels) == len(prof.kernels) == 1
+    assert not npusim._C.tracing()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -2,6 +2,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,31 @@ TEST(TraceIds, NextFreeIdFindsAGapWhenTheTopIdIsTaken) {
   EXPECT_EQ(trace.next_free_id(), 2u);
   trace.add_track(process(trace.next_free_id()));
   EXPECT_EQ(trace.next_free_id(), 3u);
+}
+
+TEST_F(TraceApi, SinceKeepsWhatBeginsFromATimeOnAndFlowsWithBothEnds) {
+  trace.add_track(thread(4, 1, "queue 0"));
+  Slice early{2, 100, 200, "before", "device", {}, {7}, {}};     // leaves flow 7, whose end is kept
+  Slice chip{4, 0, 0, "chip base", "metadata", {{"clock_mhz", "1000"}}, {}, {}};
+  Slice late{2, 500, 600, "after", "device", {}, {8}, {7}};      // ends flow 7, leaves flow 8
+  Slice later{4, 700, 800, "later", "command", {}, {}, {8}};     // ends flow 8
+  for (const Slice& s : {early, chip, late, later}) trace.add_slice(s);
+  trace.add_counter(3, 100, 1.0);
+  trace.add_counter(3, 500, 2.0);
+  const Trace kept = since(trace, 500);
+  ASSERT_EQ(kept.tracks().size(), trace.tracks().size());
+  std::vector<std::string> names;
+  for (const Slice& s : kept.slices()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"chip base", "after", "later"}));
+  const Slice& metadata = kept.slices()[0];
+  EXPECT_EQ(metadata.begin_ps, 500u);  // what the trace describes stays, moved to its start
+  EXPECT_EQ(metadata.args.size(), 1u);
+  const Slice& after = kept.slices()[1];
+  EXPECT_TRUE(after.flows_in.empty());  // flow 7 began before: dropped at both ends
+  EXPECT_EQ(after.flows_out, (std::vector<uint64_t>{8}));
+  EXPECT_EQ(kept.slices()[2].flows_in, (std::vector<uint64_t>{8}));
+  ASSERT_EQ(kept.counters().size(), 1u);
+  EXPECT_EQ(kept.counters()[0].time_ps, 500u);
 }
 
 }  // namespace
