@@ -139,6 +139,14 @@ def test_profile_path_records_the_block_without_a_trace_chosen_before(tmp_path):
     assert "0+1 (matmul)" in nt.load(str(paths[0])).summary()
 
 
+def test_profile_refuses_a_trace_name_it_cannot_write_before_the_block_runs(tmp_path):
+    ran = []
+    with pytest.raises(ValueError, match=r"run.txt: a trace file ends in .pftrace"):
+        with npusim.profile(str(tmp_path / "run.txt")):
+            ran.append(True)
+    assert not ran and not (tmp_path / "run.txt").exists()
+
+
 def _run_model_on(config: str, path: str) -> None:
     script = (
         "import torch, npusim\n"

@@ -141,6 +141,9 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
     the block ends, whether or not a trace was being recorded before (npusim.init(trace=...)); each
     launch's span carries its kernel, op, layer and FX nodes (npusim.trace reads it back).
     `modules`: (name, module) pairs whose forward calls name the layer in eager mode."""
+    if path and not str(path).endswith((".pftrace", ".perfetto-trace", ".json")):
+        # (Refused before the block runs, not after it.)
+        raise ValueError(f"npusim.profile: {path}: a trace file ends in .pftrace (Perfetto) or .json (Chrome)")
     result = Profile(chip=dict(_C.chip_info()))
     hooks = []
     for name, module in modules or []:

@@ -80,6 +80,7 @@ def kernels(raw: RawTrace) -> List[Kernel]:
     for s in raw.spans:
         if s.thread == "control" and not _is_stall(s) and core_of(s) is not None:
             controls[core_of(s)].append(s)
+    control_begins = {core: [s.begin for s in spans] for core, spans in controls.items()}
     result = []
     launches = [s for s in raw.spans if s.process == "command processor" and s.name.startswith("LAUNCH")]
     if launches:
@@ -91,8 +92,10 @@ def kernels(raw: RawTrace) -> List[Kernel]:
             windows = {}
             prefix = launch.thread + " launch"  # the firmware names each core's program "queue Q launch N"
             for core, spans in controls.items():
-                for s in spans:
-                    if s.name.startswith(prefix) and launch.begin <= s.begin <= launch.end:
+                for s in spans[bisect.bisect_left(control_begins[core], launch.begin):]:
+                    if s.begin > launch.end:
+                        break
+                    if s.name.startswith(prefix):
                         windows[core] = (s.begin, s.end)
                         break
             result.append(Kernel(len(result), _launch_name(kernel, a.get("layer", ""), a.get("op", "")), kernel, a.get("op", ""),
