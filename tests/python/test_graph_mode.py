@@ -789,6 +789,21 @@ def load_resnet():
     return module
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_the_resnet_example_runs_and_checks_itself(tmp_path, dtype):
+    """examples/torch/resnet.py as a user runs it, small: it exits 1 if the chip's logits leave the CPU's."""
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch" / "resnet.py"
+    trace = tmp_path / "resnet.pftrace"
+    result = subprocess.run([sys.executable, str(script), "--width", "16", "--image", "32", "--classes", "10", "--dtype", dtype,
+                             "--trace", str(trace)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"width 16, {dtype}" in result.stdout and trace.stat().st_size > 0
+
+
 def test_resnet18_compiles_whole_and_matches_the_cpu():
     """ResNet-18's layers at a quarter of the width, on 32x32 images: convolutions, eval-mode batch norm,
     max pooling, residual adds, global average pooling and the classifier, all on the chip."""
