@@ -27,6 +27,9 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t sta
       engine_tracks_.push_back(next);
       trace.add_track({next++, process, trace::TrackKind::Thread, names[i], trace::CounterUnit::Count, static_cast<int32_t>(i)});
     }
+    scratchpad_tracks_.push_back(next);
+    trace.add_track({next++, process, trace::TrackKind::Counter, "scratchpad used (bytes)", trace::CounterUnit::Bytes,
+                     static_cast<int32_t>(names.size())});
   }
   const trace::TrackId memory = memory_process_ = next++;
   trace.add_track({memory, 0, trace::TrackKind::Process, "memory system", trace::CounterUnit::Count, static_cast<int32_t>(config.num_cores)});
@@ -138,6 +141,11 @@ void ChipTrace::noc_link_busy(size_t link, unsigned mesh_cols, uint64_t begin_cy
     it = noc_link_counters_.emplace(link, Counter{track, {}}).first;
   }
   accumulate(it->second, begin_cycle, end_cycle, end_cycle - begin_cycle);
+}
+
+void ChipTrace::scratchpad_footprint(unsigned core, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes) {
+  trace_.add_counter(scratchpad_tracks_.at(core), ps(begin_cycle), static_cast<double>(bytes));
+  trace_.add_counter(scratchpad_tracks_.at(core), ps(std::max(begin_cycle, end_cycle)), 0);
 }
 
 void ChipTrace::actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count) {

@@ -39,6 +39,10 @@ class ChipTrace {
   // `count` actions spread over [begin_cycle, end_cycle), for the power counter.
   void actions(Action action, uint64_t begin_cycle, uint64_t end_cycle, uint64_t count);
 
+  // A program on `core` from begin_cycle to end_cycle touched scratchpad bytes up to `bytes`: the core's
+  // "scratchpad used" counter holds that over the program.
+  void scratchpad_footprint(unsigned core, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
+
   // Writes the bandwidth counters accumulated so far (call once at the end of a run).
   void flush_counters();
 
@@ -56,6 +60,7 @@ class ChipTrace {
   unsigned engines_per_core_;
   std::vector<trace::TrackId> engine_tracks_;
   std::vector<trace::TrackId> queue_tracks_;
+  std::vector<trace::TrackId> scratchpad_tracks_;  // per core
   std::vector<Counter> dram_counters_;
   Counter noc_counter_;
   std::map<size_t, Counter> noc_link_counters_;  // busy cycles per window, by link; a track once a link is used

@@ -8,8 +8,15 @@ namespace npu::sim {
 using isa::Opcode;
 
 ControlUnit::ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
-                         EngineStats& stats, unsigned engine_index)
-    : sc_module(name), context_(context), timer_(context.new_timer()), core_(core), semaphores_(semaphores), stats_(stats), engine_index_(engine_index) {
+                         EngineStats& stats, unsigned engine_index, LocalMemory& local)
+    : sc_module(name),
+      context_(context),
+      timer_(context.new_timer()),
+      core_(core),
+      semaphores_(semaphores),
+      stats_(stats),
+      engine_index_(engine_index),
+      local_(local) {
   stats_.name = "control";
   SC_THREAD(run);
 }
@@ -82,6 +89,7 @@ void ControlUnit::execute_program() {
   const std::vector<uint64_t>& code = *launch_.code;
   local_cycle_ = context_.now_cycle();
   const uint64_t launch_cycle = local_cycle_;
+  local_.take_footprint();  // (what a program before this one, or an abandoned one, touched)
   // Time the control unit spends blocked, by reason, with a trace span named by what(): a string only
   // where a trace is written.
   const auto blocked = [&](StallReason reason, const auto& what, uint64_t since) {
@@ -215,7 +223,11 @@ void ControlUnit::execute_program() {
         blocked(StallReason::Fence, [] { return std::string("drain"); }, since);
         finished_ = true;
         finish_cycle_ = context_.now_cycle();
-        if (context_.trace) context_.trace->named_span(context_.trace->engine_track(core_, engine_index_), launch_cycle, finish_cycle_, launch_.name);
+        const uint64_t footprint = local_.take_footprint();
+        if (context_.trace) {
+          context_.trace->named_span(context_.trace->engine_track(core_, engine_index_), launch_cycle, finish_cycle_, launch_.name);
+          context_.trace->scratchpad_footprint(core_, launch_cycle, finish_cycle_, footprint);
+        }
         finished_event_.notify(sc_core::SC_ZERO_TIME);
         if (halt_listener_) halt_listener_->notify(sc_core::SC_ZERO_TIME);
         return;

@@ -16,6 +16,7 @@
 #include "barrier.h"
 #include "chip_context.h"
 #include "engine.h"
+#include "local_memory.h"
 #include "npusim/sim/stats.h"
 #include "semaphores.h"
 
@@ -39,7 +40,7 @@ class ControlUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(ControlUnit);
   ControlUnit(sc_core::sc_module_name name, ChipContext& context, unsigned core, Semaphores& semaphores,
-              EngineStats& stats, unsigned engine_index);
+              EngineStats& stats, unsigned engine_index, LocalMemory& local);
 
   // Engines in EngineId order: dma0..dma3 (only the configured channels), tc, vec.
   void attach_engines(std::vector<Engine*> dma_channels, Engine* tensor_core, Engine* vector_unit);
@@ -72,6 +73,7 @@ class ControlUnit : public sc_core::sc_module {
   Semaphores& semaphores_;
   EngineStats& stats_;
   unsigned engine_index_;  // its position among the core's engines (ChipTrace::engine_track)
+  LocalMemory& local_;     // for each program's scratchpad footprint
   std::vector<Engine*> dma_channels_;
   Engine* tensor_core_ = nullptr;
   Engine* vector_unit_ = nullptr;

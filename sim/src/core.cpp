@@ -18,7 +18,7 @@ Core::Core(sc_core::sc_module_name name, ChipContext& context, unsigned index, c
       stats(make_stats(context.config)),
       semaphores(context),
       local("local", context, stats),
-      control("control", context, index, semaphores, stats.engines[0], 0),
+      control("control", context, index, semaphores, stats.engines[0], 0, local),
       tensor("tensor", context, index, semaphores, stats.engines[1 + context.config.core.dma.channels],
              1 + context.config.core.dma.channels, local, stats),
       vector("vector", context, index, semaphores, stats.engines[2 + context.config.core.dma.channels],

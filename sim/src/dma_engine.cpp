@@ -189,6 +189,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
     const uint64_t idx = uoperand(command, "idx");
     if (count > kMaxRows) return {0, fault_for(command, FaultKind::ExecutionError, "dma.gather of more than 2^24 rows"), {}};
     if (auto problem = local_.check(idx, count * 4, 4)) return {0, fault_from(command, *problem, "index array: "), {}};
+    local_.note_use(idx, count * 4);
     const uint64_t stride = uoperand(command, "src_s1");
     std::vector<std::pair<uint64_t, uint64_t>> offsets;
     for (uint64_t i = 0; i < count; ++i) {
@@ -214,6 +215,15 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
       if (auto fault = check(command, src_space, src + src_offset, n0, remote_core)) return {0, fault, {}};
       if (auto fault = check(command, dst_space, dst + dst_offset, n0, remote_core)) return {0, fault, {}};
     }
+    walk = *rows;
+    for (uint64_t src_offset, dst_offset; walk.next(&src_offset, &dst_offset);) {
+      if (src_space == Space::Local) local_.note_use(src + src_offset, n0);
+      if (dst_space == Space::Local) local_.note_use(dst + dst_offset, n0);
+    }
+  } else if (n0 != 0) {
+    // (Safe: the last row is the farthest; both ends lie inside their memories.)
+    if (src_space == Space::Local) local_.note_use(src, static_cast<uint64_t>(src_last) + n0);
+    if (dst_space == Space::Local) local_.note_use(dst, static_cast<uint64_t>(dst_last) + n0);
   }
 
   const DmaConfig& config = context_.config.core.dma;

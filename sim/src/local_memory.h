@@ -8,15 +8,18 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "background_uses.h"
 #include "chip_context.h"
 #include "divider.h"
+#include "npusim/isa/isa.h"
 #include "npusim/sim/fault.h"
 #include "npusim/sim/stats.h"
 #include "bank_timeline.h"
@@ -64,6 +67,13 @@ class LocalMemory : public sc_core::sc_module {
   void settle(uint64_t address, uint64_t bytes) { in_background_.settle(context_.background, address, address + bytes); }
   // Bytes from `address` to the end of its memory (0 if outside).
   uint64_t bytes_until_end(uint64_t address) const;
+  // The core's own engines note the local ranges their instructions use; take_footprint() returns the
+  // end of the highest scratchpad byte noted since the last take (a program's scratchpad footprint, for
+  // the trace) and starts over. Accumulator ranges are not counted.
+  void note_use(uint64_t address, uint64_t bytes) {
+    if (address < isa::kAccumulatorBase) scratchpad_footprint_ = std::max(scratchpad_footprint_, address + bytes);
+  }
+  uint64_t take_footprint() { return std::exchange(scratchpad_footprint_, 0); }
 
   // Reserves the banks an access of `bytes` at `address` touches, ready at
   // `ready`; returns the cycle the access completes. `wait_cycles` gets the
@@ -135,6 +145,7 @@ class LocalMemory : public sc_core::sc_module {
   Memory scratchpad_;
   Memory accumulator_;
   BackgroundUses in_background_;
+  uint64_t scratchpad_footprint_ = 0;
 };
 
 }  // namespace npu::sim

@@ -84,6 +84,7 @@ TensorCore::Outcome TensorCore::execute(const Command& command, uint64_t start) 
   for (const auto& op : operands) {
     if (auto problem = local_.check(op.address, op.bytes, op.align)) return {0, fault_from(command, *problem), {}};
   }
+  for (const auto& op : operands) local_.note_use(op.address, op.bytes);
 
   // Operand traffic: in weight-stationary, B is read once and A once per
   // column fold; in output-stationary, A once per column fold and B once per row fold.

@@ -86,6 +86,7 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
     gather_source_rows = cols == 0 ? 0 : local_.bytes_until_end(src) / (cols * size);
     operands.push_back({src, elements * size, size, false});
   }
+  for (const Operand& operand : operands) local_.note_use(operand.address, operand.bytes);
 
   const VectorUnitConfig& config = context_.config.core.vector_unit;
   const VectorOpCost& cost = config.cost(op);

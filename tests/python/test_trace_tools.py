@@ -77,6 +77,21 @@ def test_roofline_against_a_hand_calculation(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_scratchpad_footprint_per_core_against_the_programs_layout(tmp_path):
+    """examples/gemm.s lays out two A tiles (128 x 256 bf16), two B tiles (256 x 64) and two output tiles
+    (128 x 64), each at the next multiple of 64 bytes: the last ends at 229,376 bytes. On base each core
+    runs two of the 8 tiles, so it uses both slots of each ring."""
+    trace_path, _ = _npu_sim(tmp_path, "gemm.s", "base", "gemm")
+    trace = nt.load(trace_path)
+    a, b, o = 128 * 256 * 2, 256 * 64 * 2, 128 * 64 * 2
+    assert trace.kernels[0].scratchpad_bytes == {core: 2 * a + 2 * b + 2 * o for core in range(4)}
+    samples = [c for c in trace.raw.counters if c.name == "scratchpad used (bytes)" and c.process == "core 0"]
+    assert [c.value for c in samples] == [229376, 0]  # over the program, then back to nothing
+    out = subprocess.run([PYTHON, "-m", "npusim.trace.cli", "summary", trace_path, "--kernel", "0"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "scratchpad: up to 229376 of" in out
+
+
 def test_critical_path_is_a_chain_that_ends_the_kernel(tmp_path):
     trace_path, _ = _npu_sim(tmp_path, "gemm.s", "base", "gemm")
     trace = nt.load(trace_path)

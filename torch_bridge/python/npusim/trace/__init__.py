@@ -273,6 +273,7 @@ class Trace:
             "op": [k.op for k in self.kernels], "layer": [k.layer for k in self.kernels], "nodes": [k.nodes for k in self.kernels],
             "queue": [k.queue for k in self.kernels], "begin": [k.begin for k in self.kernels], "end": [k.end for k in self.kernels],
             "cycles": [k.cycles for k in self.kernels], "cores": [len(k.core_windows) for k in self.kernels],
+            "scratchpad_bytes": [max(k.scratchpad_bytes.values(), default=0) for k in self.kernels],
             "macs": [p.macs for p in points], "dram_bytes": [p.dram_bytes for p in points], "elements": [p.elements for p in points],
             "bound_cycles": [p.bound_cycles for p in points], "binding": [p.binding for p in points],
             "fraction_of_roofline": [p.fraction_of_roofline for p in points],

@@ -37,6 +37,7 @@ class Kernel:
     end: int
     core_windows: Dict[int, Tuple[int, int]]  # core -> (begin, end) of its program there
     spans: List[Span] = dataclasses.field(default_factory=list)  # its instructions and stalls, on every core
+    scratchpad_bytes: Dict[int, int] = dataclasses.field(default_factory=dict)  # core -> its program's scratchpad footprint
 
     @property
     def cycles(self) -> int:
@@ -123,6 +124,14 @@ def kernels(raw: RawTrace) -> List[Kernel]:
         i = bisect.bisect_right(begins[core], s.begin) - 1
         if i >= 0 and s.begin <= starts[core][i][1]:
             starts[core][i][2].spans.append(s)
+    # Each program's scratchpad footprint: the core's "scratchpad used" counter from the program's start.
+    for c in raw.counters:
+        if c.name == "scratchpad used (bytes)" and c.process.startswith("core "):
+            core = int(c.process[5:])
+            i = bisect.bisect_left(begins.get(core, []), c.time)
+            if i < len(begins.get(core, [])) and begins[core][i] == c.time and c.value > 0:
+                k = starts[core][i][2]
+                k.scratchpad_bytes[core] = max(k.scratchpad_bytes.get(core, 0), int(c.value))
     return result
 
 

@@ -62,6 +62,9 @@ def run(args) -> None:
         if args.kernel is not None:
             k = trace.find_kernel(args.kernel)
             print(f"kernel {k.id} {k.name}: {k.cycles} cycles, op {k.op or '-'}, layer {k.layer or '-'}, nodes {k.nodes or '-'}")
+            used = max(k.scratchpad_bytes.values(), default=0)
+            print(f"scratchpad: up to {used} of {trace.chip.scratchpad_bytes_per_core} bytes on a core "
+                  f"({100 * used / max(1, trace.chip.scratchpad_bytes_per_core):.1f}%), on {len(k.core_windows)} cores")
             print(trace.engine_table(k))
         else:
             print(trace.summary(top=args.top))
