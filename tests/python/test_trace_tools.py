@@ -152,6 +152,15 @@ def test_profile_path_records_the_block_without_a_trace_chosen_before(tmp_path):
         for k, (start, end) in zip(trace.kernels, prof.spans):
             assert start <= k.begin and k.end <= end
     assert "0+1 (matmul)" in nt.load(str(paths[0])).summary()
+    # The block's chain on the command processor: one queue, so its steps follow each other without a gap
+    # or an overlap, from the trace's start to its last packet, through both kernels.
+    trace = nt.load(str(paths[0]))
+    chain = analysis.block_path(trace.raw)
+    assert all(a[1] == b[0] for a, b in zip(chain, chain[1:]))
+    assert chain[0][0] == min(s.begin for s in trace.raw.spans if s.category != "metadata")
+    assert chain[-1][1] == max(s.end for s in trace.raw.spans if s.process == "command processor")
+    assert [(b, e) for b, e, _, name in chain if name.startswith("LAUNCH")] == [(k.begin, k.end) for k in trace.kernels]
+    assert "kernel 1 2 (matmul)" in trace.block_path()
 
 
 def test_profile_refuses_a_trace_name_it_cannot_write_before_the_block_runs(tmp_path):

@@ -11,6 +11,7 @@ The same from the shell: `npu-trace summary|diff|roofline|critical-path|export|s
 docs/analysts.md walks through an investigation with them.
 """
 
+import collections
 import json
 import os
 from typing import Dict, List, Optional
@@ -154,6 +155,37 @@ class Trace:
         fig.savefig(tmp, dpi=110)
         plt.close(fig)
         os.replace(tmp, path)
+
+    def block_path(self, top: int = 20) -> str:
+        """The chain of packets and gaps on the command processor that sets the trace's end, with the share
+        of its cycles in kernels, other packets, and waiting for the host."""
+        chain = analysis.block_path(self.raw)
+        if not chain:
+            return f"{self.path}: no command-processor packets (a trace of npu-sim running a program: use --kernel)"
+        kernel_at = {(k.queue, k.begin): k for k in self.kernels}
+        shares = collections.Counter()
+        rows = []
+        for begin, end, queue, name in chain:
+            if name == "host":
+                kind, label = "waiting for the host", "(nothing queued: the host's work, its copies and round trips)"
+            elif name.startswith("LAUNCH"):
+                k = kernel_at.get((queue, begin))
+                kind, label = "kernels", f"kernel {k.id} {k.name}" if k else name
+            else:
+                kind, label = "other packets", name
+            shares[kind] += end - begin
+            rows.append((begin, end - begin, queue, label))
+        span = chain[-1][1] - chain[0][0]
+        lines = [f"{self.path}: the chain that ends the trace, cycles {chain[0][0]}..{chain[-1][1]} ({span})",
+                 ", ".join(f"{kind} {v} ({_pct(v, span).strip()})" for kind, v in shares.most_common()),
+                 f"{'begin':>10} {'cycles':>9}  {'queue':<8} what"]
+        longest = sorted(rows, key=lambda r: -r[1])[:top]
+        for begin, cycles, queue, label in rows:
+            if (begin, cycles, queue, label) in longest:
+                lines.append(f"{begin:>10} {cycles:>9}  {queue:<8} {label}")
+        if len(rows) > top:
+            lines.append(f"(the {top} longest of {len(rows)} steps shown)")
+        return "\n".join(lines)
 
     def critical_path(self, which: Optional[str] = None) -> str:
         k = self.find_kernel(which)

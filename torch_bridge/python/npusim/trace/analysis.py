@@ -326,6 +326,43 @@ def critical_path(k: Kernel) -> List[PathStep]:
     return steps
 
 
+def block_path(raw: RawTrace) -> List[Tuple[int, int, str, str]]:
+    """The chain that sets the trace's end on the command processor, earliest first, as (begin, end, where,
+    what): each packet (a LAUNCH is its kernel's whole run) back from the last to end, through the one before
+    it on its queue, and, for a FENCE_WAIT, through the other queue's packet that released it; a gap between
+    two packets of a queue is time it had nothing to run ("host": the host had not submitted the next)."""
+    packets = [s for s in raw.spans if s.process == "command processor"]
+    if not packets:
+        return []
+    by_queue = collections.defaultdict(list)
+    for s in packets:
+        by_queue[s.thread].append(s)
+    current = max(packets, key=lambda s: (s.end, s.begin))
+    chain = [(current.begin, current.end, current.thread, current.name)]
+    seen = {current.index}
+    while True:
+        nxt = None
+        if current.name.startswith("FENCE_WAIT"):
+            others = [s for t, spans in by_queue.items() if t != current.thread for s in spans
+                      if s.name.startswith("FENCE_SIGNAL") and current.begin <= s.end <= current.end]
+            nxt = max(others, key=lambda s: s.end, default=None)
+        if nxt is None:
+            before = [s for s in by_queue[current.thread] if s.end <= current.begin and s.index not in seen]
+            nxt = max(before, key=lambda s: s.end, default=None)
+            if nxt is not None and nxt.end < current.begin:
+                chain.append((nxt.end, current.begin, current.thread, "host"))
+        if nxt is None or nxt.index in seen:
+            break
+        seen.add(nxt.index)
+        chain.append((nxt.begin, nxt.end, nxt.thread, nxt.name))
+        current = nxt
+    start = min(s.begin for s in raw.spans if s.category != "metadata")
+    if start < current.begin:  # before the first packet: copies to the device, the host's own work
+        chain.append((start, current.begin, current.thread, "host"))
+    chain.reverse()
+    return chain
+
+
 def path_shares(steps: List[PathStep]) -> Dict[str, int]:
     """The cycles of the path on each engine kind and stall cause ("tensor core", "dma", "wait DMA", ...)."""
     shares = collections.Counter()

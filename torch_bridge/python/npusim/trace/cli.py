@@ -4,7 +4,7 @@
     npu-trace summary run.pftrace --kernel 3      one kernel's engines
     npu-trace diff a.pftrace b.pftrace --by op    two runs side by side, biggest changes first
     npu-trace roofline run.pftrace --png roof.png each kernel against the chip's bounds
-    npu-trace critical-path run.pftrace [--kernel ID|NAME]
+    npu-trace critical-path run.pftrace [--kernel ID|NAME | --block]
     npu-trace noc run.pftrace --png links.png     each NoC link's busy time; a heatmap of links over time
     npu-trace export run.pftrace --parquet DIR    spans, counters, flows, kernels, engines as Parquet
     npu-trace sql run.pftrace "SELECT name, cycles FROM kernels ORDER BY cycles DESC LIMIT 5"
@@ -39,9 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("trace")
     p.add_argument("--png", metavar="FILE", help="also plot the heatmap")
     p.add_argument("--top", type=int, default=20)
-    p = sub.add_parser("critical-path", help="the chain of spans that sets a kernel's end")
+    p = sub.add_parser("critical-path", help="the chain of spans that sets a kernel's end, or the trace's")
     p.add_argument("trace")
-    p.add_argument("--kernel", help="its id or part of its name (default: the longest kernel)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--kernel", help="its id or part of its name (default: the longest kernel)")
+    which.add_argument("--block", action="store_true", help="the whole trace: kernels, packets and the host's gaps on the command processor")
     p = sub.add_parser("export", help="the trace as Parquet tables")
     p.add_argument("trace")
     p.add_argument("--parquet", metavar="DIR", required=True)
@@ -83,7 +85,7 @@ def run(args) -> None:
             trace.noc_heatmap(args.png)
             print(f"wrote {args.png}")
     elif args.command == "critical-path":
-        print(trace.critical_path(args.kernel))
+        print(trace.block_path() if args.block else trace.critical_path(args.kernel))
     elif args.command == "export":
         for path in trace.export_parquet(args.parquet):
             print(f"wrote {path}")
