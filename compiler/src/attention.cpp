@@ -42,6 +42,7 @@
 #include "f32_split.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::compiler {
 namespace {
@@ -160,7 +161,7 @@ double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::Chi
   const auto tc = [&](int64_t m, int64_t n, int64_t k) { return double(ceil_div(k, rows) * ceil_div(n, cols) * (m + rows + cols)); };
   const int64_t tile = br * bc, items = pr.batch * ceil_div(pr.l, br);
   const int64_t active = std::min<int64_t>(config.num_cores, items);
-  const double dram_share = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel / double(active);
+  const double dram_share = double(sim::peak_dram_bytes_per_cycle(config)) / double(active);
   // Splitting n elements into the parts: a conversion per part, and per part but the last one back and a subtraction.
   const auto split = [&](int64_t elements) {
     return double(pr.parts) * vec(Opcode::V_CVT, elements) + double(pr.parts - 1) * (vec(Opcode::V_CVT, elements) + vec(Opcode::V_SUB, elements));

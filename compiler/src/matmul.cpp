@@ -35,6 +35,7 @@
 #include "matmul_operands.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::compiler {
 namespace {
@@ -216,7 +217,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t e = am.esize, eo = cm.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
-  const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
+  const double dram_bytes_per_cycle = double(sim::peak_dram_bytes_per_cycle(config));
   int64_t tm = 0, tn = 0, tk = 0;
   bool panel = false;
   const bool several_rows_always = batch * ((m + std::min<int64_t>(m, 1024) - 1) / std::max<int64_t>(1, std::min<int64_t>(m, 1024))) >= 2;

@@ -11,6 +11,7 @@
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
 #include "npusim/sim/chip_config.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::compiler {
 
@@ -110,7 +111,7 @@ inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm,
 inline double matmul_dram_bytes_per_cycle(const sim::ChipConfig& config) {
   const sim::DramConfig& dram = config.dram;
   const double refresh = dram.refresh_interval_cycles ? double(dram.refresh_cycles) / dram.refresh_interval_cycles : 0.0;
-  return double(dram.channels) * dram.bytes_per_cycle_per_channel * (1.0 - refresh) * 0.85;
+  return double(sim::peak_dram_bytes_per_cycle(config)) * (1.0 - refresh) * 0.85;
 }
 
 // The share of that bandwidth that a tile's rows reach when each row, row_bytes long, lies in

@@ -51,6 +51,7 @@
 #include "elementwise.h"
 #include "matmul.h"
 #include "npusim/compiler/program_builder.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::compiler {
 namespace {
@@ -131,7 +132,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const int64_t e = mm.a.esize, eo = mm.c.esize;
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes);
   const int64_t accumulator = static_cast<int64_t>(config.core.accumulator.size_bytes);
-  const double dram_bytes_per_cycle = double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
+  const double dram_bytes_per_cycle = double(sim::peak_dram_bytes_per_cycle(config));
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   std::vector<SharedPlan> candidates;
   const int64_t link_sends = busiest_link_sends(config, q_size);

@@ -2,6 +2,7 @@
 
 #include "npusim/isa/isa.h"
 #include "npusim/sim/address_map.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::sim {
 
@@ -102,7 +103,7 @@ ChipStats Chip::stats() const {
   stats.dram_channels = dram.channel_stats();
   stats.noc_links = noc.link_stats();
   stats.host_link_bytes = host_link.bytes();
-  stats.peak_macs_per_cycle = context.config.num_cores * context.config.core.tensor_core.macs_per_cycle();
+  stats.peak_macs_per_cycle = peak_macs_per_cycle(context.config);
   return stats;
 }
 

@@ -5,6 +5,7 @@
 
 #include "engine.h"
 #include "noc_links.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::sim {
 
@@ -71,9 +72,9 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t sta
                 {"cycle_ps", std::to_string(cycle_ps_)},
                 {"num_cores", std::to_string(config.num_cores)},
                 {"dma_channels", std::to_string(config.core.dma.channels)},
-                {"tensor_macs_per_cycle_per_core", std::to_string(config.core.tensor_core.macs_per_cycle())},
-                {"vector_lanes_per_core", std::to_string(config.core.vector_unit.lanes)},
-                {"dram_bytes_per_cycle", number(double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel)},
+                {"macs_per_cycle", std::to_string(peak_macs_per_cycle(config))},
+                {"vector_elements_per_cycle", std::to_string(peak_vector_elements_per_cycle(config))},
+                {"dram_bytes_per_cycle", std::to_string(peak_dram_bytes_per_cycle(config))},
                 {"scratchpad_bytes_per_core", std::to_string(config.core.scratchpad.size_bytes)}};
   trace.add_slice(std::move(slice));
 }

@@ -6,6 +6,7 @@
 
 #include "chip.h"
 #include "chip_trace.h"
+#include "npusim/sim/chip_peaks.h"
 
 namespace npu::sim {
 
@@ -84,7 +85,7 @@ bool CommandProcessor::write_memory(uint64_t address, const void* data, uint64_t
 }
 
 uint64_t CommandProcessor::dram_bytes_per_cycle() const {
-  return uint64_t{context_.config.dram.channels} * context_.config.dram.bytes_per_cycle_per_channel;
+  return peak_dram_bytes_per_cycle(context_.config);
 }
 
 // The copy engine is one resource shared by all queues: a copy starts when it

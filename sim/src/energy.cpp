@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "energy_table.h"
+#include "npusim/sim/chip_peaks.h"
 #include "npusim/sim/process_nodes.h"
 
 namespace npu::sim {
@@ -147,7 +148,7 @@ EnergyModel energy_model(const ChipConfig& config) {
   }
   const NocConfig& noc = config.noc;
   const double links = 2.0 * ((noc.mesh_cols - 1.0) * noc.mesh_rows + (noc.mesh_rows - 1.0) * noc.mesh_cols);
-  const double dram_bytes = static_cast<double>(config.dram.channels) * config.dram.bytes_per_cycle_per_channel;
+  const double dram_bytes = static_cast<double>(peak_dram_bytes_per_cycle(config));
   double pj_per_cycle = cores * (static_cast<double>(core.tensor_core.macs_per_cycle()) * mac_pj +
                                  static_cast<double>(core.accumulator.bytes_per_cycle()) * e(Action::AccumulatorReadByte) +
                                  static_cast<double>(core.scratchpad.bytes_per_cycle()) * e(Action::ScratchpadReadByte) +

@@ -4,6 +4,7 @@
 
 #include "npusim/common/output_files.h"
 #include "npusim/deploy/package.h"
+#include "npusim/sim/chip_peaks.h"
 #include "npusim/sim/config_loader.h"
 #include "npusim/sim/energy.h"
 #include "random.h"
@@ -237,10 +238,10 @@ PYBIND11_MODULE(_C, m) {
                                          {"tensor_rows", config.core.tensor_core.rows},
                                          {"tensor_cols", config.core.tensor_core.cols},
                                          {"tensor_arrays", config.core.tensor_core.arrays},
-                                         {"tensor_macs_per_cycle", double(config.core.tensor_core.macs_per_cycle())},
-                                         {"vector_lanes", config.core.vector_unit.lanes},
                                          {"scratchpad_bytes", double(config.core.scratchpad.size_bytes)},
-                                         {"dram_bytes_per_cycle", double(config.dram.channels) * config.dram.bytes_per_cycle_per_channel}};
+                                         {"macs_per_cycle", double(npu::sim::peak_macs_per_cycle(config))},
+                                         {"vector_elements_per_cycle", double(npu::sim::peak_vector_elements_per_cycle(config))},
+                                         {"dram_bytes_per_cycle", double(npu::sim::peak_dram_bytes_per_cycle(config))}};
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
   // A config (preset or file) with fields set by path, validated, without opening a device (npu-sweep):

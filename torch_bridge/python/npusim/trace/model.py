@@ -76,8 +76,8 @@ def _chip(spans_ps: List[dict], path: str) -> Chip:
             cores = int(a["num_cores"])
             return Chip(config=a.get("config", ""), clock_mhz=float(a["clock_mhz"]), cycle_ps=int(a["cycle_ps"]), num_cores=cores,
                         dma_channels=int(a["dma_channels"]),
-                        macs_per_cycle=cores * float(a["tensor_macs_per_cycle_per_core"]),
-                        vector_elements_per_cycle=cores * float(a["vector_lanes_per_core"]),
+                        macs_per_cycle=float(a["macs_per_cycle"]),
+                        vector_elements_per_cycle=float(a["vector_elements_per_cycle"]),
                         dram_bytes_per_cycle=float(a["dram_bytes_per_cycle"]),
                         scratchpad_bytes_per_core=int(a["scratchpad_bytes_per_core"]))
     raise TraceError(f"{path}: the trace does not describe its chip (no 'chip' metadata span): written by an older npusim?")

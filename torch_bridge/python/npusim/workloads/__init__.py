@@ -194,7 +194,7 @@ def run(spec, compiled: bool = True, kernel_rooflines: bool = False) -> dict:
         "fallbacks": sum(prof.fallbacks.values()),
         "dram_bytes": prof.counters.get("dram_read_bytes", 0) + prof.counters.get("dram_write_bytes", 0),
         "macs": prof.counters.get("macs", 0),
-        "peak_macs_per_cycle": prof.chip["num_cores"] * prof.chip["tensor_macs_per_cycle"],
+        "peak_macs_per_cycle": prof.chip["macs_per_cycle"],
         "dram_bytes_per_cycle": prof.chip["dram_bytes_per_cycle"],
         **{f"utilization_{k}": v for k, v in prof.utilization.items()},
         "energy_pj": energy["total_pj"],

@@ -278,9 +278,7 @@ def _(s):
 
 def chip_peaks(npusim):
     info = npusim._C.chip_info()
-    return {"macs_per_cycle": info["num_cores"] * info["tensor_macs_per_cycle"],
-            "dram_bytes_per_cycle": info["dram_bytes_per_cycle"],
-            "vector_elements_per_cycle": info["num_cores"] * info["vector_lanes"]}
+    return {key: info[key] for key in ("macs_per_cycle", "dram_bytes_per_cycle", "vector_elements_per_cycle")}
 
 
 # bf16 products per f32 MAC at each torch.set_float32_matmul_precision (compiler/src/f32_split.h).
