@@ -5,6 +5,8 @@
 // all of B again. Here the cores of a group (Q of them: up to four, since each
 // member takes two semaphores and the rings eight more, of sixteen) work on Q
 // different rows of output tiles and on the same Q columns at the same time.
+// A group is Q consecutive cores, or a block of the mesh where that unloads
+// the busiest link (GroupLayout).
 // Per K step, each member loads one of the Q tiles of B from DRAM once and
 // sends it to the other members, so B is read once per Q rows, and the Q loads
 // of a step come from Q different columns (different DRAM channels where a
@@ -95,29 +97,68 @@ unsigned group_size(unsigned cores) {
   return 0;
 }
 
+// Which cores form a group, and which member each is. Linear: Q consecutive core ids (a row of the
+// mesh where Q is its width). Blocks: gx x gy blocks of the mesh, for a mesh full of cores whose sides
+// they divide; member (x % gx) + gx (y % gy) of group (x / gx) + (cols / gx) (y / gy). A square block
+// halves the sends that cross the busiest link against a row of four (2 against 4 on a 4 x 4 mesh).
+// Member p of a group is always core `first + offset(p)` with first the group's member 0, so the
+// programs, generated per member, address their peers by a constant offset from their own core id.
+struct GroupLayout {
+  unsigned q = 0, gx = 0, gy = 1, cols = 1;
+  bool linear = true;
+  unsigned groups(const sim::ChipConfig& config) const { return config.num_cores / q; }
+  unsigned member(unsigned core) const { return linear ? core % q : core % cols % gx + gx * (core / cols % gy); }
+  unsigned core(unsigned group, unsigned member_index) const {
+    if (linear) return group * q + member_index;
+    const unsigned x = group % (cols / gx) * gx + member_index % gx, y = group / (cols / gx) * gy + member_index / gx;
+    return y * cols + x;
+  }
+  int64_t offset(unsigned member_index) const { return int64_t(core(0, member_index)) - int64_t(core(0, 0)); }
+};
+
 // The most sends that cross one directed link of the mesh (XY routing, as the NoC routes) when every
 // member of every group sends one to each of its peers: 2 in a 2 x 2 group (each link carries a
 // neighbour's send and half of a diagonal's two hops), 4 in a row of four (the middle link).
-int64_t busiest_link_sends(const sim::ChipConfig& config, unsigned q_size) {
+int64_t busiest_link_sends(const sim::ChipConfig& config, const GroupLayout& layout) {
   const unsigned cols = config.noc.mesh_cols;
   std::vector<int64_t> sends(size_t(config.noc.mesh_cols) * config.noc.mesh_rows * 4, 0);  // (y * cols + x) * 4 + direction
-  for (unsigned from = 0; from < config.num_cores; ++from)
-    for (unsigned to = from / q_size * q_size; to < (from / q_size + 1) * q_size && to < config.num_cores; ++to) {
-      if (to == from) continue;
-      sim::MeshPosition at = config.core_position(from);
-      const sim::MeshPosition target = config.core_position(to);
-      while (at.x != target.x) {  // along the row first
-        const unsigned direction = target.x > at.x ? 0 : 1;
-        ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
-        at.x = target.x > at.x ? at.x + 1 : at.x - 1;
+  for (unsigned g = 0; g < layout.groups(config); ++g)
+    for (unsigned from_member = 0; from_member < layout.q; ++from_member)
+      for (unsigned to_member = 0; to_member < layout.q; ++to_member) {
+        if (to_member == from_member) continue;
+        sim::MeshPosition at = config.core_position(layout.core(g, from_member));
+        const sim::MeshPosition target = config.core_position(layout.core(g, to_member));
+        while (at.x != target.x) {  // along the row first
+          const unsigned direction = target.x > at.x ? 0 : 1;
+          ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+          at.x = target.x > at.x ? at.x + 1 : at.x - 1;
+        }
+        while (at.y != target.y) {
+          const unsigned direction = target.y > at.y ? 2 : 3;
+          ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+          at.y = target.y > at.y ? at.y + 1 : at.y - 1;
+        }
       }
-      while (at.y != target.y) {
-        const unsigned direction = target.y > at.y ? 2 : 3;
-        ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
-        at.y = target.y > at.y ? at.y + 1 : at.y - 1;
-      }
-    }
   return std::max<int64_t>(1, *std::max_element(sends.begin(), sends.end()));
+}
+
+// The layout whose busiest link carries the fewest sends: the linear one, or a block of the mesh
+// where one fits (the linear one on a tie).
+GroupLayout group_layout(const sim::ChipConfig& config) {
+  GroupLayout best;
+  best.q = group_size(config.num_cores);
+  if (best.q == 0) return best;
+  best.gx = best.q, best.cols = config.noc.mesh_cols;
+  const unsigned cols = config.noc.mesh_cols, rows = config.noc.mesh_rows;
+  if (config.num_cores != cols * rows) return best;
+  int64_t fewest = busiest_link_sends(config, best);
+  for (unsigned gx = 1; gx <= best.q; ++gx) {
+    const unsigned gy = best.q / gx;
+    if (gx * gy != best.q || cols % gx != 0 || rows % gy != 0) continue;
+    const GroupLayout block{best.q, gx, gy, cols, false};
+    if (const int64_t sends = busiest_link_sends(config, block); sends < fewest) best = block, fewest = sends;
+  }
+  return best;
 }
 
 // Tile sizes by an estimate of time like the other schedule's: the longest of
@@ -126,7 +167,8 @@ int64_t busiest_link_sends(const sim::ChipConfig& config, unsigned q_size) {
 // first loads followed by the tensor core's work, plus the last stores.
 SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config) {
   SharedPlan best;
-  const unsigned q_size = group_size(config.num_cores);
+  const GroupLayout layout = group_layout(config);
+  const unsigned q_size = layout.q;
   if (q_size == 0) return best;
   const int64_t groups = config.num_cores / q_size, q = q_size;
   const int64_t e = mm.a.esize, eo = mm.c.esize;
@@ -135,7 +177,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const double dram_bytes_per_cycle = double(sim::peak_dram_bytes_per_cycle(config));
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   std::vector<SharedPlan> candidates;
-  const int64_t link_sends = busiest_link_sends(config, q_size);
+  const int64_t link_sends = busiest_link_sends(config, layout);
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
@@ -195,6 +237,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
 
 // The program of member q of every group.
 isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, const SharedPlan& plan, unsigned member) {
+  const GroupLayout layout = group_layout(config);
   const int64_t q_size = plan.group, q = member, groups = config.num_cores / plan.group;
   const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
   const int64_t e = mm.a.esize, eo = mm.c.esize;
@@ -261,12 +304,19 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
   std::vector<int64_t> tile_order;
   for (int64_t i = 0; i < q_size; ++i) tile_order.push_back((q - i + q_size) % q_size);
-  const Reg tmp = pb.reg(), tmp2 = pb.reg(), peers = pb.reg();
+  const Reg tmp = pb.reg(), tmp2 = pb.reg(), group = pb.reg();
   const Reg rr = pb.reg(), rr_stop = pb.reg(), row_end = pb.reg();
-  // Group g = id / Q holds rows [g R / G, (g + 1) R / G); member q takes every Q-th from the first + q.
-  pb.emit(Opcode::CSRR, {tmp.index, 0});
-  pb.li(tmp2, q_size), pb.emit(Opcode::DIVU, {tmp.index, tmp.index, tmp2.index});  // g
-  pb.muli(peers, tmp, q_size);                                                    // the group's first core
+  // Group g (GroupLayout) holds rows [g R / G, (g + 1) R / G); member q takes every Q-th from the first + q.
+  pb.emit(Opcode::CSRR, {group.index, 0});
+  if (layout.linear) {
+    pb.li(tmp2, q_size), pb.emit(Opcode::DIVU, {group.index, group.index, tmp2.index});
+  } else {  // (x / gx) + (cols / gx) (y / gy)
+    pb.li(tmp2, layout.cols), pb.emit(Opcode::REMU, {tmp.index, group.index, tmp2.index}), pb.emit(Opcode::DIVU, {group.index, group.index, tmp2.index});
+    pb.li(tmp2, layout.gx), pb.emit(Opcode::DIVU, {tmp.index, tmp.index, tmp2.index});
+    pb.li(tmp2, layout.gy), pb.emit(Opcode::DIVU, {group.index, group.index, tmp2.index});
+    pb.muli(group, group, layout.cols / layout.gx), pb.add(group, group, tmp);
+  }
+  pb.mov(tmp, group);
   pb.li(tmp2, rows), pb.mul(rr, tmp, tmp2), pb.li(tmp2, groups), pb.emit(Opcode::DIVU, {rr.index, rr.index, tmp2.index});
   pb.addi(row_end, tmp, 1), pb.li(tmp2, rows), pb.mul(row_end, row_end, tmp2), pb.li(tmp2, groups);
   pb.emit(Opcode::DIVU, {row_end.index, row_end.index, tmp2.index});
@@ -276,6 +326,9 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.add(rr_stop, rr_stop, rr), pb.addi(rr_stop, rr_stop, q), pb.addi(rr, rr, q);
   const Reg one = pb.reg();
   pb.li(one, 1);
+  const auto peer_core = [&](int64_t p) {  // tmp2 = the core of member p of our group
+    pb.emit(Opcode::CSRR, {tmp2.index, 0}), pb.addi(tmp2, tmp2, layout.offset(unsigned(p)) - layout.offset(unsigned(q)));
+  };
   if (op.alpha != 1.0) {
     pb.li(tmp2, alpha_at), pb.li(tmp, f32_bits(op.alpha));
     pb.emit(Opcode::V_FILL, {f32, tmp2.index, tmp.index, one.index, one.index});
@@ -331,8 +384,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.bind(column_loop);
   // Group g takes its rounds of columns from round g on, so that the groups load different columns of
   // B at a time (the same column in every group put all their loads on the same DRAM channels).
-  pb.emit(Opcode::CSRR, {tmp2.index, 0}), pb.li(tmp, q_size), pb.emit(Opcode::DIVU, {tmp2.index, tmp2.index, tmp.index});
-  pb.add(tmp2, tmp2, round), pb.li(tmp, column_rounds), pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, tmp.index});
+  pb.add(tmp2, group, round), pb.li(tmp, column_rounds), pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, tmp.index});
   pb.li(tmp, tile_spread), pb.emit(Opcode::DIVU, {col0.index, tmp2.index, tmp.index}), pb.muli(col0, col0, q_size * tile_spread);
   pb.emit(Opcode::REMU, {tmp.index, tmp2.index, tmp.index}), pb.add(col0, col0, tmp);
   // Member p's column of this round: n0 = (col0 + j tile_spread) TN with j = p, or the j whose
@@ -373,7 +425,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.emit(Opcode::WAIT, {engine_of(ch_a), sent});
   for (int64_t p = 0; p < q_size; ++p) {
     if (p == q) continue;
-    pb.addi(tmp2, peers, p);
+    peer_core(p);
     pb.emit(Opcode::DMA_SEND, {int64_t(ch_a), tmp2.index, credit(q), l1.index, l1.index, kZero.index, kZero.index, kZero.index, kZero.index});
   }
   emit_tile_shape(pb, mm.b, kt, nt, shape);
@@ -402,7 +454,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   for (int64_t i = 1; i < q_size; ++i) {
     const int64_t p = (q + i) % q_size;
     pb.emit(Opcode::WAIT, {engine_of(ch_b), credit(p)});
-    pb.addi(tmp2, peers, p);
+    peer_core(p);
     pb.emit(Opcode::DMA_SEND, {int64_t(ch_b), tmp2.index, full(q), l1.index, l1.index, tmp.index, one.index, kZero.index, kZero.index});
   }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_b), sent});
@@ -513,20 +565,18 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
   if (plan.group == 0 || (op.schedule == MatmulSchedule::Auto && plan.cycles > 0.9 * tiled_cycles)) return std::nullopt;
   Kernel kernel;
   kernel.program = member_program(op, mm, config, plan, 0);
-  kernel.program.code.front().core_mask = 0;
   for (unsigned member = 1; member < plan.group; ++member) kernel.program.code.push_back(member_program(op, mm, config, plan, member).code.front());
-  for (unsigned member = 0; member < plan.group; ++member) {
-    uint64_t mask = 0;
-    for (unsigned core = member; core < config.num_cores && core < 64; core += plan.group) mask |= uint64_t{1} << core;
-    kernel.program.code[member].core_mask = mask;
-  }
+  const GroupLayout placement = group_layout(config);
+  for (isa::CodeSection& section : kernel.program.code) section.core_mask = 0;
+  for (unsigned core = 0; core < config.num_cores && core < 64; ++core) kernel.program.code[placement.member(core)].core_mask |= uint64_t{1} << core;
   isa::validate_program(kernel.program);
   kernel.cores = config.num_cores;
   kernel.cores_exchange_data = true;
   std::ostringstream text;
   text << "matmul: " << mm.batch << " x [" << mm.m << " x " << mm.k << "] @ [" << mm.k << " x " << mm.n << "] in " << isa::dtype_name(mm.a.dtype)
-       << (mm.integer ? ", i32 accumulation (wrapping)" : ", f32 accumulation") << "; B shared over the NoC by groups of " << plan.group
-       << " cores (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
+       << (mm.integer ? ", i32 accumulation (wrapping)" : ", f32 accumulation") << "; B shared over the NoC by groups of " << plan.group << " cores"
+       << (placement.linear ? std::string() : " (" + std::to_string(placement.gx) + " x " + std::to_string(placement.gy) + " blocks of the mesh)")
+       << " (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
        << " (M x N x K), " << plan.group << " output tiles accumulated at once per core"
        << (plan.tile_spread > 1 ? "; a round's columns of tiles " + std::to_string(plan.tile_spread) + " apart (one per DRAM interleave block)" : std::string())
        << (plan.panel ? "; A panel resident" : "; A streamed (a tile per K step of each round)") << "; A " << layout(mm.a) << ", B "

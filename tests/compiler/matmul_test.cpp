@@ -512,17 +512,25 @@ TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), testing::preset_name);
 
-// On large (16 cores) B is shared by four groups of four, each over its own rows (in the first shape
-// every group has members without a row): every output tile comes once, with its values.
+// On large (16 cores on a 4 x 4 mesh) B is shared by four groups of four, each over its own rows (in
+// the first shape every group has members without a row): every output tile comes once, with its
+// values. The groups are the mesh's 2 x 2 blocks, whose busiest link carries 2 of the sends against 4
+// in a row of four: member m runs on the cores at (x, y) with (x % 2) + 2 (y % 2) = m.
 class MatmulInGroups : public Matmul {};
 
 TEST_P(MatmulInGroups, FourGroupsShareBEachOverItsOwnRows) {
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1100, 700, 300}, {520, 1000, 128}}) {
     OpDesc op = mm(DType::BF16, m, n, k);
     op.schedule = MatmulSchedule::SharedB;
-    const std::string plan = compiler_.compile(op)->plan;
-    EXPECT_NE(plan.find("B shared over the NoC by groups of 4"), std::string::npos) << plan;
-    EXPECT_EQ(compiler_.compile(op)->cores, 16u);
+    const auto kernel = compiler_.compile(op);
+    EXPECT_NE(kernel->plan.find("B shared over the NoC by groups of 4 cores (2 x 2 blocks of the mesh)"), std::string::npos) << kernel->plan;
+    EXPECT_EQ(kernel->cores, 16u);
+    ASSERT_EQ(kernel->program.code.size(), 4u);
+    // Cores 0, 2, 8, 10; 1, 3, 9, 11; 4, 6, 12, 14; 5, 7, 13, 15.
+    EXPECT_EQ(kernel->program.code[0].core_mask, 0x0505u);
+    EXPECT_EQ(kernel->program.code[1].core_mask, 0x0a0au);
+    EXPECT_EQ(kernel->program.code[2].core_mask, 0x5050u);
+    EXPECT_EQ(kernel->program.code[3].core_mask, 0xa0a0u);
     check(op, 11);
   }
 }
