@@ -139,6 +139,7 @@ DramConfig to_typed(const pb::DramConfig& m) {
   dram.refresh_cycles = m.refresh_cycles();
   for (const pb::MeshPosition& port : m.ports()) dram.ports.push_back(to_typed(port));
   dram.address_map = m.address_map() == pb::HASHED ? DramAddressMap::Hashed : DramAddressMap::Interleaved;
+  dram.bank_map = m.bank_map() == pb::XOR ? DramBankMap::Xor : DramBankMap::RowInterleaved;
   switch (m.type()) {
     case pb::HBM3: dram.type = DramType::Hbm3; break;
     case pb::LPDDR5X: dram.type = DramType::Lpddr5x; break;
@@ -162,6 +163,7 @@ void to_proto(const DramConfig& dram, pb::DramConfig* m) {
   m->set_refresh_cycles(dram.refresh_cycles);
   for (const MeshPosition& port : dram.ports) to_proto(port, m->add_ports());
   m->set_address_map(dram.address_map == DramAddressMap::Hashed ? pb::HASHED : pb::INTERLEAVED);
+  m->set_bank_map(dram.bank_map == DramBankMap::Xor ? pb::XOR : pb::ROW_INTERLEAVED);
   constexpr pb::DramType kTypes[] = {pb::HBM2E, pb::HBM3, pb::LPDDR5X, pb::DDR5};
   m->set_type(kTypes[static_cast<size_t>(dram.type)]);
 }

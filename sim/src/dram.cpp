@@ -68,7 +68,7 @@ uint64_t Dram::bus_slot(Channel& channel, uint64_t ready, uint64_t burst) const 
 
 uint64_t Dram::open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start) {
   const uint64_t row_global = row_bytes_.quotient(interleave_.channel_address(address));
-  Bank& bank = channel.banks[banks_per_channel_.remainder(row_global)];
+  Bank& bank = channel.banks[bank_of(row_global)];
   const uint64_t row = banks_per_channel_.quotient(row_global);
 
   *start = apply_refresh(channel, stats, std::max(*start, bank.ready));
@@ -138,7 +138,7 @@ Dram::BurstTiming Dram::access_burst(const std::vector<BurstRequest>& requests, 
     } else {
       latency = open_row(channel, stats, request.address, &start);
       previous_row = row;
-      previous_bank = &channel.banks[banks_per_channel_.remainder(row)];  // (the bank open_row() used)
+      previous_bank = &channel.banks[bank_of(row)];  // (the bank open_row() used)
     }
     const uint64_t burst = bus_width_.ceil_quotient(request.bytes);
     const uint64_t bus_start = bus_slot(channel, std::max(start + latency, bus_free), burst);

@@ -128,6 +128,13 @@ class Dram : public sc_core::sc_module {
   // The first cycle at or after `ready` from which a burst of `burst` cycles misses every refresh.
   uint64_t bus_slot(Channel& channel, uint64_t ready, uint64_t burst) const;
   uint64_t open_row(Channel& channel, DramChannelStats& stats, uint64_t address, uint64_t* start);
+  // The bank of its channel that holds row `row_global` (the row's index in its channel), by the
+  // config's bank map. Either map is one to one for the rows of a bank (row_global / banks).
+  uint64_t bank_of(uint64_t row_global) const {
+    if (config_.bank_map == DramBankMap::RowInterleaved) return banks_per_channel_.remainder(row_global);
+    const uint64_t next = banks_per_channel_.quotient(row_global);
+    return banks_per_channel_.remainder(row_global ^ next ^ banks_per_channel_.quotient(next));
+  }
   uint64_t apply_refresh(Channel& channel, DramChannelStats& stats, uint64_t start);
 
   ChipContext& context_;
@@ -147,7 +154,7 @@ class Dram : public sc_core::sc_module {
 inline uint64_t Dram::window_row(unsigned channel_index, uint64_t row_span, uint64_t arrival, unsigned stream) {
   Channel& channel = channels_[channel_index];
   DramChannelStats& stats = stats_[channel_index];
-  Bank& bank = channel.banks[banks_per_channel_.remainder(row_span)];
+  Bank& bank = channel.banks[bank_of(row_span)];
   const uint64_t row = banks_per_channel_.quotient(row_span);
   // A bank activating for a row is busy (the per-request model's bank.ready), but another stream's windows
   // are timed up to a window ahead of their requests, so the busy times they leave lie in this one's

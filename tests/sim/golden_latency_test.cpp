@@ -62,6 +62,26 @@ TEST_F(Golden, DmaLoadFromDramOnRowMissThenHitThenConflict) {
   EXPECT_EQ(after.dram_channels[0].row_conflicts, 1u);
 }
 
+TEST_F(Golden, XorBankMapPutsRowsABankCountApartInDifferentBanks) {
+  // The last load above under dram.bank_map XOR: row_global 4 of channel 0 lies in bank
+  // (4 ^ 4 / 4 ^ 4 / 16) % 4 = (4 ^ 1 ^ 0) % 4 = 1, not bank 0 where row 0 is open.
+  ChipConfig config = test_config();
+  config.dram.bank_map = DramBankMap::Xor;
+  Simulator simulator(config);
+  const auto load = [&](uint64_t offset) {
+    return assemble(".buffer x, u8, 16384\n.code 0\n  la r1, x\n  addi r1, r1, " + std::to_string(offset) +
+                    "\n  li r3, 64\n  dma.ld ch0, r0, r1, r3, r0, r0, r0, r0, r0, r0\n  halt\n");
+  };
+  run(simulator, load(0));
+  const ChipStats before = simulator.stats();
+  run(simulator, load(8192));
+  const ChipStats after = simulator.stats();
+  // Bank 1 has no row open: 5 + 20 (closed) + 2 + 1 = 28, against 38 for the conflict in bank 0.
+  EXPECT_EQ(busy(before, after, 0, kDma0), 28u);
+  EXPECT_EQ(after.dram_channels[0].row_closed, 2u);
+  EXPECT_EQ(after.dram_channels[0].row_conflicts, 0u);
+}
+
 TEST_F(Golden, SystolicTileClosedFormsForBothDataflows) {
   TensorCoreConfig array{4, 4, Dataflow::WeightStationary, {}};
   // Weight stationary, one fold: 2*R + C + m - 2 = 8 + 4 + 8 - 2 = 18.

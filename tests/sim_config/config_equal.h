@@ -50,10 +50,10 @@ inline bool operator==(const NocConfig& a, const NocConfig& b) {
 inline bool operator==(const DramConfig& a, const DramConfig& b) {
   return std::tie(a.size_bytes, a.channels, a.bytes_per_cycle_per_channel, a.banks_per_channel, a.row_bytes,
                   a.interleave_bytes, a.row_hit_cycles, a.row_closed_cycles, a.row_conflict_cycles,
-                  a.refresh_interval_cycles, a.refresh_cycles, a.ports, a.address_map) ==
+                  a.refresh_interval_cycles, a.refresh_cycles, a.ports, a.address_map, a.bank_map) ==
          std::tie(b.size_bytes, b.channels, b.bytes_per_cycle_per_channel, b.banks_per_channel, b.row_bytes,
                   b.interleave_bytes, b.row_hit_cycles, b.row_closed_cycles, b.row_conflict_cycles,
-                  b.refresh_interval_cycles, b.refresh_cycles, b.ports, b.address_map);
+                  b.refresh_interval_cycles, b.refresh_cycles, b.ports, b.address_map, b.bank_map);
 }
 
 inline bool operator==(const HostLinkConfig& a, const HostLinkConfig& b) {

@@ -33,9 +33,11 @@ TEST(RoundTrip, EditedConfigKeepsTheEdit) {
   config.core.tensor_core.arrays = 4;
   config.core.tensor_core.fold_timing = FoldTiming::FullArray;
   config.dram.address_map = DramAddressMap::Hashed;
+  config.dram.bank_map = DramBankMap::Xor;
   const std::string text = dump_chip_config(config);
   EXPECT_TRUE(contains(text, "fold_timing: FULL_ARRAY")) << text;
   EXPECT_TRUE(contains(text, "address_map: HASHED")) << text;
+  EXPECT_TRUE(contains(text, "bank_map: XOR")) << text;
   EXPECT_TRUE(contains(text, "timing: PER_STEP")) << text;
   const ChipConfig again = parse_chip_config(text, "dump");
   EXPECT_TRUE(again == config);

@@ -18,6 +18,8 @@ enum class Dataflow : uint8_t { WeightStationary, OutputStationary };
 enum class FoldTiming : uint8_t { UsedExtent, FullArray };
 // Which channel serves an interleave block (chip_config.proto's DramAddressMap).
 enum class DramAddressMap : uint8_t { Interleaved, Hashed };
+// Which bank of its channel holds a row (chip_config.proto's DramBankMap).
+enum class DramBankMap : uint8_t { RowInterleaved, Xor };
 // The DRAM device kind, which names its energy table (chip_config.proto's DramType).
 enum class DramType : uint8_t { Hbm2e, Hbm3, Lpddr5x, Ddr5 };
 // How DMA transfers between DRAM and a scratchpad are timed (chip_config.proto's DmaTiming).
@@ -121,6 +123,7 @@ struct DramConfig {
   uint32_t refresh_cycles = 0;
   std::vector<MeshPosition> ports;
   DramAddressMap address_map = DramAddressMap::Interleaved;
+  DramBankMap bank_map = DramBankMap::RowInterleaved;
   DramType type = DramType::Hbm2e;
 };
 
