@@ -220,6 +220,10 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   const double dram_bytes_per_cycle = double(sim::peak_dram_bytes_per_cycle(config));
   int64_t tm = 0, tn = 0, tk = 0;
   bool panel = false;
+  // A the same for every batch element (a 1 x 1 convolution's weights against each image): a row of
+  // tiles is then one row of A's tiles across the whole batch (batch inside, columns innermost), so
+  // its panel serves every image instead of being loaded again per image.
+  const bool a_over_batch = batch > 1 && am.batch_stride == 0 && (am.batch_inner == 0 || am.outer_batch_stride == 0);
   const bool several_rows_always = batch * ((m + std::min<int64_t>(m, 1024) - 1) / std::max<int64_t>(1, std::min<int64_t>(m, 1024))) >= 2;
   double best = 0, best_dram = 0;
   for (const int64_t cm_ : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
@@ -237,13 +241,14 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         const int64_t others = 2 * (align64(TK * TN * e) + align64(TM * TN * eo)) + bias_bytes + 128 + split_bytes;  // + alpha and beta
         const int64_t k_steps = TK > 0 ? (k + TK - 1) / TK : 1;  // K = 0: no steps (the kernel says so below)
         const int64_t m_tiles_ = (m + TM - 1) / TM, n_tiles_ = (n + TN - 1) / TN, tiles_ = batch * m_tiles_ * n_tiles_;
+        const int64_t row_tiles_ = a_over_batch ? batch * n_tiles_ : n_tiles_;
         for (const bool with_panel : {false, true}) {
-          if (with_panel && (split || n_tiles_ == 1)) continue;  // split f32 rewrites its A tiles; one tile per row has nothing to share
+          if (with_panel && (split || row_tiles_ == 1)) continue;  // split f32 rewrites its A tiles; one tile per row has nothing to share
           const int64_t a_local = with_panel ? k_steps * align64(TM * TK * e) : 2 * align64(TM * TK * e);
           if (a_local + others > scratchpad) continue;
           // DRAM bytes: A once per tile (once per row of tiles with a panel), B once per tile, C once.
           // (A core that takes part of a row of tiles loads its panel too: up to one more per core.)
-          const double a_reads = with_panel ? double(std::min(tiles_, batch * m_tiles_ + config.num_cores - 1)) : double(tiles_);
+          const double a_reads = with_panel ? double(std::min(tiles_, tiles_ / row_tiles_ + config.num_cores - 1)) : double(tiles_);
           const double a_bytes = a_reads * double(std::min(TM, m)) * double(k) * double(e);
           const double b_bytes = double(tiles_) * double(k) * double(std::min(TN, n)) * double(e);
           // B's loads at the channels they reach (only B's: A's tiles are few and shared by the cores of a row
@@ -292,11 +297,12 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     else tn = (tn + 1) / 2;
   }
   const int64_t m_tiles = (m + tm - 1) / tm, n_tiles = (n + tn - 1) / tn, tiles = batch * m_tiles * n_tiles;
+  const int64_t row_tiles = a_over_batch ? batch * n_tiles : n_tiles;  // the tiles that share a row of A's tiles
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned channels = config.core.dma.channels;
   const unsigned ch_a = 0, ch_b = std::min(1u, channels - 1), ch_c = std::min(2u, channels - 1);
 
-  if (n_tiles == 1) panel = false;
+  if (row_tiles == 1) panel = false;
   const int64_t k_steps = tk > 0 ? (k + tk - 1) / tk : 1;
   // Local memory: two slots of each buffer; the A panel holds all K steps of its rows.
   const int64_t a_bytes = align64(tm * tk * e), b_bytes = align64(tk * tn * e), o_bytes = align64(tm * tn * eo);
@@ -330,11 +336,11 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     std::vector<int64_t> b_use(size_t(dram_channels), 0), c_use(size_t(dram_channels), 0);
     for (unsigned core = 0; core < cores; ++core) {
       const int64_t first = int64_t(core) * tiles / cores, end = int64_t(core + 1) * tiles / cores;
-      const int64_t row_first = first / n_tiles * n_tiles, part = std::min(row_first + n_tiles, end) - first;
+      const int64_t row_first = first / row_tiles * row_tiles, part = std::min(row_first + row_tiles, end) - first;
       start_of_core[core] = part > 0 ? int64_t(core) % part : 0;
       if (part <= 1) continue;
       const auto cost = [&](int64_t x) {
-        const int64_t column = first - row_first + x, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
+        const int64_t column = (first - row_first + x) % n_tiles, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
         return (b_key < 0 ? 0 : b_use[size_t(b_key)]) + (c_key < 0 ? 0 : c_use[size_t(c_key)]);
       };
       int64_t best_x = start_of_core[core];
@@ -342,7 +348,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         if (cost(x) < cost(best_x)) best_x = x;
       default_starts = default_starts && best_x == start_of_core[core];
       start_of_core[core] = best_x;
-      const int64_t column = first - row_first + best_x, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
+      const int64_t column = (first - row_first + best_x) % n_tiles, b_key = channel_key(bm, e, column), c_key = channel_key(cm, eo, column);
       if (b_key >= 0) ++b_use[size_t(b_key)];
       if (c_key >= 0) ++c_use[size_t(c_key)];
     }
@@ -401,10 +407,10 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     // rotated by the core id. Cores then work on different columns of B at the same time,
     // which lie in different DRAM channels (a column of tiles of a row-major B sits in one
     // channel when a tile row is one interleave block), and the rows stay whole for the panel.
-    if (n_tiles > 1) {
-      pb.li(tmp, n_tiles), pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index}), pb.mul(bidx, bidx, tmp);  // the row's first tile
-      pb.emit(Opcode::MAX, {m0.index, t_first.index, bidx.index});                                            // s: this core's first in it
-      pb.addi(n0, bidx, n_tiles), pb.min(n0, n0, t_end), pb.sub(n0, n0, m0);                                 // its count there
+    if (row_tiles > 1) {
+      pb.li(tmp, row_tiles), pb.emit(Opcode::DIVU, {bidx.index, t.index, tmp.index}), pb.mul(bidx, bidx, tmp);  // the row's first tile
+      pb.emit(Opcode::MAX, {m0.index, t_first.index, bidx.index});                                              // s: this core's first in it
+      pb.addi(n0, bidx, row_tiles), pb.min(n0, n0, t_end), pb.sub(n0, n0, m0);                                 // its count there
       pb.sub(tmp2, t, m0);
       if (default_starts) {
         pb.emit(Opcode::CSRR, {tmp.index, 0});
@@ -425,13 +431,23 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     } else {
       pb.mov(tmp2, t);
     }
-    // Tile u: batch element bidx, rows m0 .. +mt, columns n0 .. +nt.
-    pb.li(tmp, m_tiles * n_tiles);
-    pb.emit(Opcode::DIVU, {bidx.index, tmp2.index, tmp.index});
-    pb.emit(Opcode::REMU, {m0.index, tmp2.index, tmp.index});
-    pb.li(tmp, n_tiles);
-    pb.emit(Opcode::REMU, {n0.index, m0.index, tmp.index});
-    pb.emit(Opcode::DIVU, {m0.index, m0.index, tmp.index});
+    // Tile u: batch element bidx, rows m0 .. +mt, columns n0 .. +nt (u = (bidx, m, n), or with A the
+    // same over the batch (m, bidx, n), in mixed radix).
+    if (a_over_batch) {
+      pb.li(tmp, row_tiles);
+      pb.emit(Opcode::DIVU, {m0.index, tmp2.index, tmp.index});
+      pb.emit(Opcode::REMU, {bidx.index, tmp2.index, tmp.index});
+      pb.li(tmp, n_tiles);
+      pb.emit(Opcode::REMU, {n0.index, bidx.index, tmp.index});
+      pb.emit(Opcode::DIVU, {bidx.index, bidx.index, tmp.index});
+    } else {
+      pb.li(tmp, m_tiles * n_tiles);
+      pb.emit(Opcode::DIVU, {bidx.index, tmp2.index, tmp.index});
+      pb.emit(Opcode::REMU, {m0.index, tmp2.index, tmp.index});
+      pb.li(tmp, n_tiles);
+      pb.emit(Opcode::REMU, {n0.index, m0.index, tmp.index});
+      pb.emit(Opcode::DIVU, {m0.index, m0.index, tmp.index});
+    }
     pb.muli(m0, m0, tm), pb.muli(n0, n0, tn);
     pb.li(tmp, m), pb.sub(mt, tmp, m0), pb.li(tmp, tm), pb.min(mt, mt, tmp);
     pb.li(tmp, n), pb.sub(nt, tmp, n0), pb.li(tmp, tn), pb.min(nt, nt, tmp);
@@ -572,7 +588,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
       // The next tile starts a new panel when it starts a row of tiles; the tensor core frees
       // the panel after the last tile that uses it (that one, or this core's last tile).
       const Label same_row = pb.label(), release = pb.label(), kept = pb.label();
-      pb.addi(tmp, t, 1), pb.li(tmp2, n_tiles), pb.emit(Opcode::REMU, {tmp2.index, tmp.index, tmp2.index});
+      pb.addi(tmp, t, 1), pb.li(tmp2, row_tiles), pb.emit(Opcode::REMU, {tmp2.index, tmp.index, tmp2.index});
       pb.li(new_panel, 0);
       pb.branch(Opcode::BNE, {tmp2.index, kZero.index}, same_row);
       pb.li(new_panel, 1);
@@ -642,7 +658,9 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
        << (integer ? ", i32 accumulation (wrapping); tiles " : ", f32 accumulation; tiles ") << tm << " x " << tn << " x " << tk << " (M x N x K), " << tiles << " output tiles over " << cores
        << " cores; A " << layout(am) << ", B " << layout(bm) << (has_vectors && vectors[0].role == Role::Bias ? ", with bias" : "")
        << (vectors.size() > 1 && vectors[1].role == Role::Scale ? ", scaled" : "") << (residual ? ", plus a residual" : "");
-  if (panel) plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << n_tiles << " tiles)";
+  if (panel)
+    plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << row_tiles << " tiles"
+         << (a_over_batch ? ": its columns of every batch element" : "") << ")";
   if (!default_starts) plan << "; each core starts its part of a row at the column on the DRAM channels the cores before it use least";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;

@@ -334,6 +334,23 @@ TEST_P(Matmul, AResidentPanelOfAServesItsRowOfTiles) {
   check(tall);
 }
 
+// A the same for every batch element (a 1 x 1 convolution: the weights against each image's channels x
+// pixels): a row of tiles runs over the whole batch, so the panel is loaded once for every image.
+TEST_P(Matmul, APanelTheSameForEveryBatchElementServesTheWholeBatch) {
+  const DType dt = dtype();
+  TensorDesc weights = contiguous(dt, {5, 96, 64});
+  weights.strides = {0, 64, 1};  // broadcast over the 5 images
+  OpDesc op{OpKind::MATMUL, {weights, contiguous(dt, {5, 64, 300})}, contiguous(dt, {5, 96, 300})};
+  const std::string plan = compiler_.compile(op)->plan;
+  EXPECT_NE(plan.find("A panel resident"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("its columns of every batch element"), std::string::npos) << plan;
+  check(op);
+  // Two batch dims, A the same over both (broadcast from [M, K]).
+  weights = contiguous(dt, {2, 3, 40, 48});
+  weights.strides = {0, 0, 48, 1};
+  check(OpDesc{OpKind::MATMUL, {weights, contiguous(dt, {2, 3, 48, 700})}, contiguous(dt, {2, 3, 40, 700})});
+}
+
 // A linear layer's weight W [N, K] read as B = W^T: the rows of a B tile are K-tile-long runs, K elements
 // apart. With K * 4 bytes a multiple of base's four channels x 256-byte interleave, K tiles of 64 put
 // every request of every core on one DRAM channel at a time (GPT-2's LM head ran at 37% of DRAM's peak);
