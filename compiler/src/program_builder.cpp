@@ -157,6 +157,26 @@ void ProgramBuilder::split_over_cores(int64_t total, Reg first, Reg end) {
   release(core), release(ncores), release(count);
 }
 
+void ProgramBuilder::rotation_over_cores(Reg first, Reg end, Reg rotation) {
+  const Reg count = reg();
+  const Label empty = label();
+  li(rotation, 0);
+  sub(count, end, first);
+  branch(isa::Opcode::BGE, {first.index, end.index}, empty);
+  emit(isa::Opcode::CSRR, {rotation.index, 0});
+  emit(isa::Opcode::REMU, {rotation.index, rotation.index, count.index});
+  bind(empty);
+  release(count);
+}
+
+void ProgramBuilder::visited_item(Reg item, Reg i, Reg first, Reg end, Reg rotation) {
+  const Label inside = label();
+  add(item, i, rotation);
+  branch(isa::Opcode::BLT, {item.index, end.index}, inside);
+  sub(item, item, end), add(item, item, first);
+  bind(inside);
+}
+
 isa::Program ProgramBuilder::finish() {
   for (const Fixup& fixup : fixups_) {
     const int64_t target = label_targets_.at(fixup.label);

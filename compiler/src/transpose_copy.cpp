@@ -211,10 +211,16 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
   constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
   const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel, kStore2 = 4;
-  const Reg t = b.reg(), t_end = b.reg();
+  const Reg t = b.reg(), t_end = b.reg(), t_first = b.reg(), rotation = b.reg(), u = b.reg();
   const Label done = b.label();
   b.split_over_cores(tiles, t, t_end);
   b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+  // Tile t is visited as tile u (rotation_over_cores): where the output's runs of one tile all lie on
+  // some of the DRAM channels (runs of 512 bytes a period of 1 KiB apart on base: two of four), cores
+  // then store to all of them at once. transpose(1, 2) of 12 x 512 x 512 bf16 on base: 58.8% of the
+  // roofline -> 82.3%.
+  b.mov(t_first, t);
+  b.rotation_over_cores(t_first, t_end, rotation);
   const Reg in_base = b.reg(), out_base = b.reg();
   b.emit(Opcode::LA, {in_base.index, in_sym});
   if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * dtype_bytes);
@@ -239,7 +245,8 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   b.bind(loop);
   b.emit(Opcode::WAIT, {kDma0, IN_FREE});
   if (split_store) b.emit(Opcode::WAIT, {kDma0, OUT_FREE});
-  b.tile_address(addr, in_base, t, loop_dims, loop_in, {}, e, tmp);
+  b.visited_item(u, t, t_first, t_end, rotation);
+  b.tile_address(addr, in_base, u, loop_dims, loop_in, {}, e, tmp);
   b.mov(local, slot);
   dma(Opcode::DMA_LD, 0, load);
   b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
@@ -259,7 +266,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
   }
   b.emit(Opcode::WAIT, {kStore, STORE_FULL});
-  b.tile_address(addr, out_base, t, loop_dims, loop_out, {}, e, tmp);
+  b.tile_address(addr, out_base, u, loop_dims, loop_out, {}, e, tmp);
   b.addi(local, slot, pieces ? 0 : nb * tile_bytes);
   dma(Opcode::DMA_ST, store_channel, pieces ? pieces_store(first_half) : store);
   b.emit(Opcode::SIGNAL, {kStore, STORE_FREE});

@@ -73,6 +73,13 @@ class ProgramBuilder {
   // This core's share of `total` work items: [first, end) = [c*T/P, (c+1)*T/P)
   // for core id c of P (so shares differ by at most one).
   void split_over_cores(int64_t total, Reg first, Reg end);
+  // Where a core's share is visited from its (core id % count)-th item on, wrapping round: `rotation`
+  // = that offset, for visited_item. Cores whose shares are alike (each its block of a tensor) then work
+  // on items of different kinds at once: a blocked transpose's odd and even column blocks, whose runs
+  // lie on different DRAM channels, on half the cores each rather than on all of them in turn.
+  void rotation_over_cores(Reg first, Reg end, Reg rotation);
+  // item = i + rotation, less the share's count (end - first) where that passes end.
+  void visited_item(Reg item, Reg i, Reg first, Reg end, Reg rotation);
 
   // out = base + (sum of index * stride) * esize_bytes, skipping zero strides; tmp is scratch.
   void scaled_address(Reg out, Reg base, std::initializer_list<std::pair<Reg, int64_t>> terms, int64_t esize_bytes, Reg tmp);
