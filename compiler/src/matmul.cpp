@@ -272,7 +272,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           const double b_rows = bm.col_stride == 1 && TN < n ? dram_row_share(config, TN * e) : bm.transposed() && TK < k ? dram_row_share(config, TK * e) : 1.0;
           const double c_rows = TN < n ? dram_row_share(config, TN * eo) : 1.0;
           const double dram_cycles = (a_bytes / a_share + b_bytes / (b_share * b_rows) + double(batch * m * n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
-          const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k);
+          const double tile_cycles = tensor_core_tile_cycles(config, TM, TN, k, TK);
           const double per_core_tiles = double((tiles_ + config.num_cores - 1) / config.num_cores);
           const double estimate = std::max(dram_cycles, per_core_tiles * tile_cycles * double(parts * (parts + 1) / 2));
           // Ties (compute-bound shapes) go to the shorter DRAM time (fewer bytes, more channels, longer rows).

@@ -96,10 +96,18 @@ inline void emit_element_address(ProgramBuilder& pb, Reg out, uint16_t symbol, c
 // back to back, overlapping theirs, when their operands are there in time); a fill and
 // drain per fold without weight double buffering. Several arrays take the slowest one's share of
 // the folds, as the simulator times them (TensorCoreConfig::array_share).
-inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k) {
+// With the K of the product cut into steps of tk, one tc.mm each: every step folds its own K over the
+// array's rows, so a step shallower than the array leaves rows idle (K steps of 64 on a 128-row array
+// take as many folds as steps of 128: the split f32 1024^3 GEMM's tiles of 256 x 256 x 64 ran the
+// array at half its peak).
+inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm, int64_t tn, int64_t k, int64_t tk) {
   const int64_t array_rows = config.core.tensor_core.rows, array_cols = config.core.tensor_core.cols;
-  const sim::TensorCoreConfig::ArrayShare share = config.core.tensor_core.array_share(uint64_t(tn), uint64_t(k));
-  const double folds = double((int64_t(share.n) + array_cols - 1) / array_cols) * double((int64_t(share.row_extent) + array_rows - 1) / array_rows);
+  const auto folds_of = [&](int64_t depth) {
+    const sim::TensorCoreConfig::ArrayShare share = config.core.tensor_core.array_share(uint64_t(tn), uint64_t(depth));
+    return double((int64_t(share.n) + array_cols - 1) / array_cols) * double((int64_t(share.row_extent) + array_rows - 1) / array_rows);
+  };
+  tk = tk <= 0 ? k : std::min(tk, k);
+  const double folds = tk == 0 ? 0.0 : double(k / tk) * folds_of(tk) + (k % tk ? folds_of(k % tk) : 0.0);
   return config.core.tensor_core.weight_double_buffering ? folds * double(std::max(tm, array_rows)) + double(2 * array_rows + array_cols)
                                                          : folds * double(tm + 2 * array_rows + array_cols);
 }

@@ -207,7 +207,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           const double bytes = a_bytes + b_bytes + double(mm.batch * mm.m * mm.n * eo);
           // Each core sends its loads to its Q - 1 peers: the busiest link carries busiest_link_sends of them.
           const double noc = b_bytes / config.num_cores * double(link_sends) / config.noc.link_bytes_per_cycle;
-          const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k);
+          const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k, tk);
           // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
           const double core_share = dram_bytes_per_cycle / config.num_cores;
           const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
