@@ -133,14 +133,18 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   // Runs shorter than a DMA request on either side: the elementwise kernel's tiles do as well.
   for (int64_t want_q = std::max<int64_t>(period, 2 * request), want_p = want_q;; (want_q >= want_p ? want_q : want_p) /= 2) {
     if (want_q < request && want_p < request) return std::nullopt;
-    // Q: part of z, or all of z and part of z2 (z - 1, unless that is a).
+    // Q: part of z, or all of z and part of z2 (z - 1, unless that is a, or the dim that continues a in
+    // the input while a alone is shorter than a request: P needs that one more. On large, whose period
+    // is 4 KiB, permute(3, 2, 0, 1) of 16 x 32 x 64 x 64 otherwise read runs of 128 bytes).
+    const int64_t a_next = find_in_stride(dims[size_t(a)].size);
+    const bool a_short = dims[size_t(a)].size * e < request;
     z2 = -1, qz2 = 1, qz = block_of(dims[size_t(z)].size, e, want_q);
-    if (qz == dims[size_t(z)].size && qz * e < want_q && z - 1 != a && !pieces) z2 = z - 1, qz2 = block_of(dims[size_t(z2)].size, qz * e, want_q);
+    if (qz == dims[size_t(z)].size && qz * e < want_q && z - 1 != a && !(a_short && z - 1 == a_next) && !pieces)
+      z2 = z - 1, qz2 = block_of(dims[size_t(z2)].size, qz * e, want_q);
     // P: part of a, or all of a and part of a2 (the dim at a's size in the input, if it is not in Q).
     a2 = -1, pa2 = 1, pa = block_of(dims[size_t(a)].size, e, want_p);
     if (pa == dims[size_t(a)].size && pa * e < want_p && !pieces) {
-      const int64_t next = find_in_stride(dims[size_t(a)].size);
-      if (next >= 0 && next != z && next != z2) a2 = next, pa2 = block_of(dims[size_t(a2)].size, pa * e, want_p);
+      if (a_next >= 0 && a_next != z && a_next != z2) a2 = a_next, pa2 = block_of(dims[size_t(a2)].size, pa * e, want_p);
     }
     // Two slots of an input tile and an output tile.
     if (qz > 0 && qz2 > 0 && pa > 0 && pa2 > 0 && 4 * align64(pa * pa2 * qz * qz2 * e) <= scratchpad) break;

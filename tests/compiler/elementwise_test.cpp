@@ -586,5 +586,25 @@ INSTANTIATE_TEST_SUITE_P(Presets, ElementwiseChain, ::testing::Values("tiny", "b
 
 INSTANTIATE_TEST_SUITE_P(Presets, Elementwise, ::testing::Values("tiny", "base"), testing::preset_name);
 
+// On large the DRAM interleave's period is 4 KiB: permute(3, 2, 0, 1) of [16, 32, 64, 64] has an input
+// run of 64 bf16 (128 bytes) that continues into the dim just before the output's unit-stride one. The
+// output's side must leave that dim to the input's, so that both sides move runs of 512 bytes or more
+// (it took it, and the copy fell back to the elementwise kernel's runs of 128 bytes).
+class ElementwiseOnLarge : public Elementwise {};
+
+TEST_P(ElementwiseOnLarge, AShortInputRunKeepsTheDimThatContinuesIt) {
+  TensorDesc input = t(DType::BF16, {16, 32, 64, 64});
+  TensorDesc view = input;
+  const std::vector<size_t> order = {3, 2, 0, 1};
+  for (size_t d = 0; d < order.size(); ++d) view.shape[d] = input.shape[order[d]], view.strides[d] = input.strides[order[d]];
+  const TensorDesc output = t(DType::BF16, view.shape);
+  const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {view}, output})->plan;
+  EXPECT_NE(plan.find("as blocked transposes"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("read in runs of 1024 bytes"), std::string::npos) << plan;
+  check(OpKind::COPY, {view}, output);
+}
+
+INSTANTIATE_TEST_SUITE_P(Large, ElementwiseOnLarge, ::testing::Values("large"), testing::preset_name);
+
 }  // namespace
 }  // namespace npu::compiler
