@@ -299,10 +299,18 @@ TEST_P(Elementwise, LayoutChangesAreBlockedTransposes) {
     output.storage_offset = 96;  // (a copy into a view that starts past its storage's start)
     check(OpKind::COPY, {input}, output);
   }
-  // [4, 16, 16, 8] from [8, 4, 16, 16]: the input's runs (16) and the output's (8) share no dim to grow by.
-  const TensorDesc short_runs = permuted(DType::BF16, {8, 4, 16, 16}, {1, 3, 2, 0});
-  check(OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape));
-  EXPECT_EQ(compiler().compile(OpDesc{OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape)})->plan.find("blocked"), std::string::npos);
+  // [4, 16, 16, 8] from [8, 4, 16, 16]: the input's runs (16) and the output's (8) both continue into H,
+  // which only one side could take: tiles of three dims, [N][H][W] turned over twice into [W][H][N].
+  // With the image's rows 4 apart in the output, 16 rows and 8 columns, and then blocks of H (the second).
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{8, 4, 16, 16}, std::vector<int64_t>{8, 4, 64, 16}}) {
+    const TensorDesc short_runs = permuted(DType::BF16, shape, {1, 3, 2, 0});
+    check(OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape));
+    const std::string plan = compiler().compile(OpDesc{OpKind::COPY, {short_runs}, t(DType::BF16, short_runs.shape)})->plan;
+    EXPECT_NE(plan.find("as three-dim transposes"), std::string::npos) << plan;
+  }
+  // (0, 3, 2, 1) of [N, C, H, W]: [N, W, H, C], the same with C the output's run and N the tiles' loop.
+  const TensorDesc nwhc = permuted(DType::BF16, {3, 8, 32, 16}, {0, 3, 2, 1});
+  check(OpKind::COPY, {nwhc}, t(DType::BF16, nwhc.shape));
 }
 
 // A pixel shuffle (a 2 x 2 / 2 transposed convolution's output, [N, C, H, 2, W, 2] from [N, H, W, C, 2, 2])
