@@ -161,6 +161,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   uint64_t src = uoperand(command, "src"), dst = uoperand(command, "dst");
   uint64_t n0 = uoperand(command, "n0");
   std::optional<DmaRows> rows;
+  last_send_core_ = -1;
 
   switch (op) {
     case isa::Opcode::DMA_LD: src_space = Space::Global, dst_space = Space::Local; break;
@@ -183,6 +184,7 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
                            "dma.send to core " + std::to_string(core) + ", but the chip has " + std::to_string(context_.config.num_cores)),
               {}};
     remote_core = static_cast<unsigned>(core);
+    last_send_core_ = int64_t(core), last_send_sem_ = int64_t(uoperand(command, "sem"));
     rows.emplace(n1, 1, uoperand(command, "src_s1"), uoperand(command, "dst_s1"), 0, 0);
   } else if (op == isa::Opcode::DMA_GATHER) {
     const uint64_t count = uoperand(command, "count");

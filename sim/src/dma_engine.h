@@ -37,6 +37,10 @@ class DmaEngine : public Engine {
   void describe_work(std::vector<trace::Arg>& args) const override {
     args.push_back({"bytes", std::to_string(last_bytes_)});
     args.push_back({"dram_bytes", std::to_string(last_dram_bytes_)});
+    if (last_send_core_ >= 0) {  // (a dma.send: whose semaphore it raises, for a trace's cross-core critical path)
+      args.push_back({"to_core", std::to_string(last_send_core_)});
+      args.push_back({"sem", std::to_string(last_send_sem_)});
+    }
   }
 
  private:
@@ -150,6 +154,7 @@ class DmaEngine : public Engine {
   tlm::tlm_generic_payload payload_;
   uint64_t noc_wait_ = 0, dram_wait_ = 0, sram_wait_ = 0;
   uint64_t last_bytes_ = 0, last_dram_bytes_ = 0;  // what the last transfer moved, and read or wrote in DRAM (its trace span)
+  int64_t last_send_core_ = -1, last_send_sem_ = 0;  // the last dma.send's core and semaphore (-1: not a send)
   std::vector<ChannelBurst> channel_bursts_;  // the step's requests by DRAM channel (offset: cycles after the step's first issue)
   std::vector<unsigned> step_channels_;       // the channels the step (or window) uses, in order of first use
   std::vector<ChannelWindow> channel_windows_;  // the window's requests by DRAM channel

@@ -108,6 +108,25 @@ def test_critical_path_is_a_chain_that_ends_the_kernel(tmp_path):
     assert "ends the kernel" in trace.critical_path()
 
 
+def test_critical_path_crosses_cores_through_the_send_that_released_a_wait(tmp_path):
+    """examples/noc_ring.s: each core sends its tile to the next (dma.send raises RECV_FULL, s2, there), whose
+    vector unit waits for it before the add. The path of the kernel's end runs back from the last store
+    through the add and the wait for RECV_FULL to the predecessor's send, on the predecessor's core."""
+    trace_path, _ = _npu_sim(tmp_path, "noc_ring.s", "base", "noc_ring")
+    trace = nt.load(trace_path)
+    k = trace.kernels[0]
+    send_spans = [s for s in k.spans if s.name == "dma.send"]
+    assert sorted((analysis.core_of(s), int(s.args["to_core"]), int(s.args["sem"])) for s in send_spans) == [
+        (c, (c + 1) % 4, 2) for c in range(4)]
+    steps = analysis.critical_path(k)
+    last_core = analysis.core_of(steps[-1].span)
+    [send] = [step for step in steps if step.span.name == "dma.send"]
+    assert analysis.core_of(send.span) == (last_core - 1) % 4  # the predecessor's send
+    assert f"released vector unit (wait s2) on core {last_core}" in send.reason, send.reason
+    assert analysis.core_of(steps[steps.index(send) + 1].span) == last_core
+    assert "dma.send" in trace.critical_path()
+
+
 @pytest.mark.parametrize("source", ["gemm.s", "noc_ring.s"])
 def test_noc_link_counters_add_up_to_the_chips_link_statistics(tmp_path, source):
     trace_path, stats = _npu_sim(tmp_path, source, "large", source[:-2])

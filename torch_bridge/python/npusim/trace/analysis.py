@@ -8,6 +8,7 @@ Everything here is computed from the trace alone (model.read), so it works on an
 import bisect
 import collections
 import dataclasses
+import re
 from typing import Dict, List, Optional, Tuple
 
 from .model import RawTrace, Span, core_of
@@ -275,29 +276,44 @@ class PathStep:
     reason: str  # why the step before it (later in time) could not start earlier
 
 
+_WAITED_SEMAPHORE = re.compile(r"\bs(\d+)\s*$")
+
+
 def critical_path(k: Kernel) -> List[PathStep]:
     """The chain of spans that sets the kernel's end, earliest first. From the span that ends last, step back:
-    a wait on a semaphore was ended by the span on another engine of its core that ended when the wait did
-    (its releaser); an instruction started when the one before it on its engine ended, or, after a gap, when
-    the span on its core ended that let the control unit issue it."""
+    a wait on a semaphore was ended by the span that ended when the wait did (its releaser): on another engine
+    of its core, or a dma.send from another core that raised that semaphore there (the path then goes on on
+    the sender's core); an instruction started when the one before it on its engine ended, or, after a gap,
+    when the span on its core ended that let the control unit issue it."""
     spans = [s for s in k.spans if s.cycles > 0 or _is_stall(s)]
     if not spans:
         return []
     by_core = collections.defaultdict(list)
     for s in spans:
         by_core[core_of(s)].append(s)
+    # dma.send spans by the (core, semaphore) they raise (the simulator names both in their args).
+    sends = collections.defaultdict(list)
+    for s in spans:
+        if "to_core" in s.args and "sem" in s.args:
+            sends[(int(s.args["to_core"]), int(s.args["sem"]))].append(s)
 
     def releaser(wait: Span) -> Optional[Span]:
-        """The span on another engine of the wait's core whose end released it (the last to end within it)."""
+        """The span whose end released the wait (the last to end within it): on another engine of the wait's
+        core, or a send from another core to the semaphore waited on."""
         if not (_is_stall(wait) and wait.args["stall"] in ("dma_data", "semaphore")):
             return None
         candidates = [s for s in by_core[core_of(wait)] if s.thread != wait.thread and not _is_stall(s) and wait.begin <= s.end <= wait.end]
-        return max(candidates, key=lambda s: s.end, default=None)
+        waited = _WAITED_SEMAPHORE.search(wait.args.get("instruction", ""))
+        if waited:
+            candidates += [s for s in sends[(core_of(wait), int(waited.group(1)))] if core_of(s) != core_of(wait) and wait.begin <= s.end <= wait.end]
+        # (On a tie, the send: it names the semaphore waited on, where a local span only ended within the wait.)
+        return max(candidates, key=lambda s: (s.end, core_of(s) != core_of(wait)), default=None)
 
     def through_waits(span: Span, reason: str) -> Tuple[Span, str]:
         # A wait is an edge, not work: the path goes on through what released it.
         while (released := releaser(span)) is not None:
-            span, reason = released, f"its end released {span.thread} ({span.name})"
+            where = f" on core {core_of(span)}" if core_of(released) != core_of(span) else ""
+            span, reason = released, f"its end released {span.thread} ({span.name}){where}"
         return span, reason
 
     current, reason = through_waits(max(spans, key=lambda s: (s.end, s.begin)), "ends the kernel")
