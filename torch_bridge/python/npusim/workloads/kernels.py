@@ -170,7 +170,7 @@ for perm in itertools.permutations(range(4)):
         permutation((16, 32, 64, 64), (3, 4, 6, 10), perm)
 
 
-@kernel("cat dim 1 of 3 x 8x256x56x56 bf16", "layout")
+@kernel("cat dim 1 of 3 x 8x256x28x28 bf16", "layout")
 def _(s):
     shape = (2, 8, 6, 6) if s else (8, 256, 28, 28)
     return Case(lambda a, b, c: torch.cat([a, b, c], dim=1), (randn(*shape), randn(*shape), randn(*shape)))
