@@ -77,6 +77,39 @@ DmaDims arranged(DmaDims dma) {
   return dma;
 }
 
+// The tiles' loop: every dim, in the output's order, in blocks where `block(d)` cuts one from dim d.
+struct TileLoop {
+  std::vector<int64_t> dims, in_strides, out_strides;  // elements
+  int64_t tiles = 1;
+};
+template <typename BlockOf>
+TileLoop tile_loop(const std::vector<Dim>& dims, BlockOf block) {
+  TileLoop loop;
+  for (int64_t d = 0; d < int64_t(dims.size()); ++d) {
+    const Dim& dim = dims[size_t(d)];
+    const int64_t n = block(d);
+    if (dim.size / n == 1) continue;
+    loop.dims.push_back(dim.size / n), loop.in_strides.push_back(dim.in_stride * n), loop.out_strides.push_back(dim.out_stride * n);
+  }
+  if (loop.dims.empty()) loop.dims = {1}, loop.in_strides = {0}, loop.out_strides = {0};
+  for (const int64_t n : loop.dims) loop.tiles *= n;
+  return loop;
+}
+
+// The registers of a tile's DMA, and its emission: a load into `local` from `addr`, or a store from
+// `local` to `addr`, of `shape` in elements of e bytes.
+struct CopyDma {
+  Reg n0, n1, n2, ds1, ss1, ds2, ss2;
+  void emit(ProgramBuilder& b, Opcode opcode, int64_t channel, Reg local, Reg addr, const DmaDims& shape, int64_t e) const {
+    const bool is_load = opcode == Opcode::DMA_LD;
+    b.li(n0, shape.run * e), b.li(n1, shape.inner.count), b.li(n2, shape.outer.count);
+    b.li(is_load ? ss1 : ds1, shape.inner.dram_stride * e), b.li(is_load ? ds1 : ss1, shape.inner.local_stride * e);
+    b.li(is_load ? ss2 : ds2, shape.outer.dram_stride * e), b.li(is_load ? ds2 : ss2, shape.outer.local_stride * e);
+    const Reg dst = is_load ? local : addr, src = is_load ? addr : local;
+    b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  }
+};
+
 // The copy of [.., z, .., m, .., a] (input runs [m][a], output runs [m][z]) as tiles of all of z, mb of
 // m and all of a; nullopt where no block of m gives runs of a request on both sides in the scratchpad.
 std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc& out, const std::vector<Dim>& dims, int64_t a, int64_t m,
@@ -101,16 +134,8 @@ std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc
   for (const int64_t n : blocks)
     if (elements / (nz * na * n) >= std::min<int64_t>(2 * int64_t{config.num_cores}, most_tiles)) mb = n;
   const int64_t tile_bytes = align64(nz * mb * na * e);
-  std::vector<int64_t> loop_dims, loop_in, loop_out;
-  for (int64_t d = 0; d < int64_t(dims.size()); ++d) {
-    const Dim& dim = dims[size_t(d)];
-    const int64_t block = d == a ? na : d == z ? nz : d == m ? mb : 1;
-    if (dim.size / block == 1) continue;
-    loop_dims.push_back(dim.size / block), loop_in.push_back(dim.in_stride * block), loop_out.push_back(dim.out_stride * block);
-  }
-  if (loop_dims.empty()) loop_dims = {1}, loop_in = {0}, loop_out = {0};
-  int64_t tiles = 1;
-  for (const int64_t n : loop_dims) tiles *= n;
+  const TileLoop loop_of = tile_loop(dims, [&](int64_t d) { return d == a ? na : d == z ? nz : d == m ? mb : 1; });
+  const int64_t tiles = loop_of.tiles;
   const unsigned cores = static_cast<unsigned>(std::min<int64_t>(config.num_cores, tiles));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
   // Local: two input slots [z][mb][a], the planes turned over [z][a][mb] (the vector unit's alone), two
@@ -136,17 +161,16 @@ std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc
   if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * e);
   for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg(), count = b.reg();
-  const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
+  const CopyDma dma{b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg()};
   b.li(slot, 0);
   const Label loop = b.label();
   b.bind(loop);
   b.visited_item(u, t, t_first, t_end, rotation);
   // Load: nz runs of mb x na elements, z's stride apart, into [z][mb][a].
   b.emit(Opcode::WAIT, {kDma0, IN_FREE});
-  b.tile_address(addr, in_base, u, loop_dims, loop_in, {}, e, tmp);
+  b.tile_address(addr, in_base, u, loop_of.dims, loop_of.in_strides, {}, e, tmp);
   b.addi(local, slot, in0);
-  b.li(n0, mb * na * e), b.li(n1, nz), b.li(n2, 1), b.li(ss1, dims[size_t(z)].in_stride * e), b.li(ds1, mb * na * e), b.li(ss2, 0), b.li(ds2, 0);
-  b.emit(Opcode::DMA_LD, {0, local.index, addr.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  dma.emit(b, Opcode::DMA_LD, 0, local, addr, DmaDims{mb * na, {nz, dims[size_t(z)].in_stride, mb * na}, {}}, e);
   b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
   // Each [mb][a] plane into [a][mb], then [z][(a mb)] into [(a mb)][z].
   b.emit(Opcode::WAIT, {kVec, IN_FULL});
@@ -163,10 +187,9 @@ std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc
   b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
   // Store: na runs of mb x nz elements, a's stride apart, from [a][mb][z].
   b.emit(Opcode::WAIT, {kStore, OUT_FULL});
-  b.tile_address(addr, out_base, u, loop_dims, loop_out, {}, e, tmp);
+  b.tile_address(addr, out_base, u, loop_of.dims, loop_of.out_strides, {}, e, tmp);
   b.addi(local, slot, out0);
-  b.li(n0, mb * nz * e), b.li(n1, na), b.li(n2, 1), b.li(ds1, dims[size_t(a)].out_stride * e), b.li(ss1, mb * nz * e), b.li(ss2, 0), b.li(ds2, 0);
-  b.emit(Opcode::DMA_ST, {int64_t(store_channel), addr.index, local.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
+  dma.emit(b, Opcode::DMA_ST, store_channel, local, addr, DmaDims{mb * nz, {na, dims[size_t(a)].out_stride, mb * nz}, {}}, e);
   b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
   b.emit(Opcode::XORI, {slot.index, slot.index, tile_bytes});
   b.addi(t, t, 1);
@@ -310,17 +333,8 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   }
   const int64_t slot_bytes = (pieces ? 1 : 2) * nb * tile_bytes;  // nb input tiles, then nb output tiles (none with pieces)
 
-  // The tiles' loop: every dim, in the output's order, in blocks where a block is cut from it.
-  std::vector<int64_t> loop_dims, loop_in, loop_out;
-  for (int64_t d = 0; d < rank; ++d) {
-    const Dim& dim = dims[size_t(d)];
-    const int64_t block = d == a ? pa : d == a2 ? pa2 : d == z ? qz : d == z2 ? qz2 : d == c ? nb : 1;
-    if (dim.size / block == 1) continue;
-    loop_dims.push_back(dim.size / block), loop_in.push_back(dim.in_stride * block), loop_out.push_back(dim.out_stride * block);
-  }
-  if (loop_dims.empty()) loop_dims = {1}, loop_in = {0}, loop_out = {0};
-  int64_t tiles = 1;
-  for (const int64_t n : loop_dims) tiles *= n;
+  const TileLoop loop_of = tile_loop(dims, [&](int64_t d) { return d == a ? pa : d == a2 ? pa2 : d == z ? qz : d == z2 ? qz2 : d == c ? nb : 1; });
+  const int64_t tiles = loop_of.tiles;
   const unsigned cores = static_cast<unsigned>(std::min<int64_t>(config.num_cores, tiles));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
   // Pieces are stored a request each: half of P's on a fourth DMA channel, where there is one, doubles
@@ -354,22 +368,15 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     if (!pieces || split_store) b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
   }
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg();
-  const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
+  const CopyDma copy_dma{b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg()};
   b.li(slot, 0);
-  const auto dma = [&](Opcode opcode, int64_t channel, const DmaDims& shape) {
-    const bool is_load = opcode == Opcode::DMA_LD;
-    b.li(n0, shape.run * e), b.li(n1, shape.inner.count), b.li(n2, shape.outer.count);
-    b.li(is_load ? ss1 : ds1, shape.inner.dram_stride * e), b.li(is_load ? ds1 : ss1, shape.inner.local_stride * e);
-    b.li(is_load ? ss2 : ds2, shape.outer.dram_stride * e), b.li(is_load ? ds2 : ss2, shape.outer.local_stride * e);
-    const Reg dst = is_load ? local : addr, src = is_load ? addr : local;
-    b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
-  };
+  const auto dma = [&](Opcode opcode, int64_t channel, const DmaDims& shape) { copy_dma.emit(b, opcode, channel, local, addr, shape, e); };
   const Label loop = b.label();
   b.bind(loop);
   b.emit(Opcode::WAIT, {kDma0, IN_FREE});
   if (split_store) b.emit(Opcode::WAIT, {kDma0, OUT_FREE});
   b.visited_item(u, t, t_first, t_end, rotation);
-  b.tile_address(addr, in_base, u, loop_dims, loop_in, {}, e, tmp);
+  b.tile_address(addr, in_base, u, loop_of.dims, loop_of.in_strides, {}, e, tmp);
   b.mov(local, slot);
   dma(Opcode::DMA_LD, 0, load);
   b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
@@ -389,7 +396,7 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
   }
   b.emit(Opcode::WAIT, {kStore, STORE_FULL});
-  b.tile_address(addr, out_base, u, loop_dims, loop_out, {}, e, tmp);
+  b.tile_address(addr, out_base, u, loop_of.dims, loop_of.out_strides, {}, e, tmp);
   b.addi(local, slot, pieces ? 0 : nb * tile_bytes);
   dma(Opcode::DMA_ST, store_channel, pieces ? pieces_store(first_half) : store);
   b.emit(Opcode::SIGNAL, {kStore, STORE_FREE});
