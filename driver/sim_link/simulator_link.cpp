@@ -311,6 +311,16 @@ uint64_t SimulatorLink::now_ps() {
   return ps;
 }
 
+void SimulatorLink::record_host_transfers(bool on) {
+  call([on](sim::Simulator& simulator) { simulator.record_host_transfers(on); });
+}
+
+std::vector<sim::HostTransfer> SimulatorLink::take_host_transfers() {
+  std::vector<sim::HostTransfer> transfers;
+  call([&transfers](sim::Simulator& simulator) { transfers = simulator.take_host_transfers(); });
+  return transfers;
+}
+
 void SimulatorLink::write_trace(const std::string& path, uint64_t since_ps) {
   try {
     call([this, path, since_ps](sim::Simulator&) { write_trace_now(path, since_ps); });

@@ -19,12 +19,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "npusim/driver/device_link.h"
 
 namespace npu::sim {
 class Simulator;
 struct ChipConfig;
+struct HostTransfer;
 }
 namespace npu::trace {
 class Trace;
@@ -73,6 +75,10 @@ class SimulatorLink : public DeviceLink {
   // Stops recording and drops what start_trace() recorded.
   void stop_trace();
   uint64_t now_ps();  // the device's time, once every earlier call has reached it
+  // Records the host link's memory transfers from now on (after every earlier call), or stops;
+  // take_host_transfers() returns those recorded (after every earlier call) and forgets them.
+  void record_host_transfers(bool on);
+  std::vector<sim::HostTransfer> take_host_transfers();
 
   // Runs `task` on the simulation thread after every earlier call and returns
   // when it has run; exceptions thrown by it (or by an earlier posted write)

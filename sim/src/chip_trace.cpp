@@ -39,6 +39,9 @@ ChipTrace::ChipTrace(const ChipConfig& config, trace::Trace& trace, uint64_t sta
     trace.add_track({next++, memory, trace::TrackKind::Counter, "dram ch" + std::to_string(channel) + " bytes/cycle",
                      trace::CounterUnit::BytesPerCycle, static_cast<int32_t>(channel)});
   }
+  host_link_track_ = next;
+  trace.add_track({next++, memory, trace::TrackKind::Thread, "host link", trace::CounterUnit::Count,
+                   static_cast<int32_t>(config.dram.channels + 1)});
   const trace::TrackId command_processor = next++;
   trace.add_track({command_processor, 0, trace::TrackKind::Process, "command processor", trace::CounterUnit::Count,
                    static_cast<int32_t>(config.num_cores + 1)});
@@ -110,6 +113,23 @@ void ChipTrace::packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_c
   slice.name = name;
   slice.category = "command";
   if (flow_id) slice.flows_in.push_back(flow_id);
+  trace_.add_slice(std::move(slice));
+}
+
+void ChipTrace::host_transfer(const HostTransfer& transfer) {
+  // Slices on a track must nest; a transfer may start before the last one arrived (a posted write, the
+  // other direction, the copy engine): its span starts where the last one's ended, so the track shows
+  // the cycles with a transfer on the link, once each.
+  const uint64_t begin = std::max(transfer.start_cycle, host_link_end_cycle_);
+  if (transfer.end_cycle <= begin) return;
+  host_link_end_cycle_ = transfer.end_cycle;
+  trace::Slice slice;
+  slice.track = host_link_track_;
+  slice.begin_ps = ps(begin);
+  slice.end_ps = ps(transfer.end_cycle);
+  slice.name = transfer.to_device ? "to device" : "to host";
+  slice.category = "host link";
+  slice.args = {{"bytes", std::to_string(transfer.bytes)}, {"by", transfer.by_copy_engine ? "copy engine" : "host"}};
   trace_.add_slice(std::move(slice));
 }
 

@@ -11,6 +11,7 @@
 
 #include "npusim/sim/chip_config.h"
 #include "npusim/sim/energy.h"
+#include "npusim/sim/stats.h"
 #include "npusim/traces/trace.h"
 
 namespace npu::sim {
@@ -32,6 +33,9 @@ class ChipTrace {
   // A command packet of queue `queue`, on the command processor's track for
   // it, where the flow `flow_id` (0: none) from the host's submission ends.
   void packet_span(unsigned queue, uint64_t begin_cycle, uint64_t end_cycle, const std::string& name, uint64_t flow_id);
+  // A memory transfer over the host link: a span on the memory system's "host link" track (from the
+  // previous span's end, where they overlap).
+  void host_transfer(const HostTransfer& transfer);
   void dram_transfer(unsigned channel, uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
   void noc_transfer(uint64_t begin_cycle, uint64_t end_cycle, uint64_t bytes);
   // Link `link` (noc_links.h) held from begin_cycle to end_cycle: its "busy %" counter track.
@@ -65,6 +69,8 @@ class ChipTrace {
   Counter noc_counter_;
   std::map<size_t, Counter> noc_link_counters_;  // busy cycles per window, by link; a track once a link is used
   trace::TrackId memory_process_ = 0;
+  trace::TrackId host_link_track_ = 0;
+  uint64_t host_link_end_cycle_ = 0;  // of the last span on it
   EnergyModel energy_;
   Counter power_counter_;  // femtojoules of dynamic energy per window
 };

@@ -115,7 +115,7 @@ bool CommandProcessor::copy(CopyKind kind, uint64_t dst, uint64_t src, uint64_t 
       if (to_device) std::memmove(memory, host, bytes);
       else std::memmove(host, memory, bytes);
       const uint64_t start = copy_engine_.reserve(now, 0);
-      *done_cycle = std::max(chip_.host_link.reserve_transfer(to_device, bytes, start), start + dram.row_closed_cycles);
+      *done_cycle = std::max(chip_.host_link.reserve_transfer(to_device, device, bytes, start), start + dram.row_closed_cycles);
       copy_engine_.reserve(*done_cycle, 0);
       return true;
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "chip_trace.h"
+
 namespace npu::sim {
 namespace {
 // Memory transfers cross the link in chunks of this size: each chunk is
@@ -110,18 +112,27 @@ void HostLink::serve(Request& request) {
         // Keep the rest of the chip in step with long transfers.
         sc_core::wait(context_.until(issue, serve_slot_));
       }
+      if (request.ok) note_transfer({now, done, request.address, request.bytes, is_write, false});
       if (!(request.posted && is_write)) sc_core::wait(context_.until(done, serve_slot_));
       return;
     }
   }
 }
 
-uint64_t HostLink::reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle) {
+uint64_t HostLink::reserve_transfer(bool to_device, uint64_t address, uint64_t bytes, uint64_t ready_cycle) {
   const HostLinkConfig& config = context_.config.host_link;
   const uint64_t serialization = ceil_div(bytes, config.bytes_per_cycle);
   bytes_ += bytes;
   Timeline& direction = to_device ? to_device_ : to_host_;
-  return direction.reserve(ready_cycle, serialization) + serialization + config.latency_cycles;
+  const uint64_t start = direction.reserve(ready_cycle, serialization);
+  const uint64_t arrival = start + serialization + config.latency_cycles;
+  note_transfer({start, arrival, address, bytes, to_device, true});
+  return arrival;
+}
+
+void HostLink::note_transfer(const HostTransfer& transfer) {
+  if (recording_) recorded_.push_back(transfer);
+  if (context_.trace) context_.trace->host_transfer(transfer);
 }
 
 void HostLink::run() {

@@ -11,8 +11,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
+#include <vector>
 
 #include "chip_context.h"
+#include "npusim/sim/stats.h"
 #include "timeline.h"
 
 namespace npu::sim {
@@ -43,18 +46,25 @@ class HostLink : public sc_core::sc_module {
   // done the kernel pauses, so that the host side regains control.
   void submit(Request* request);
 
-  // A transfer of the command processor's copy engine over the link, ready
-  // at `ready_cycle`: it takes its turn on the link direction it crosses,
-  // with the host's own transfers. Returns the cycle it has fully arrived.
-  uint64_t reserve_transfer(bool to_device, uint64_t bytes, uint64_t ready_cycle);
+  // A transfer of the command processor's copy engine over the link (to or
+  // from device `address`), ready at `ready_cycle`: it takes its turn on the
+  // link direction it crosses, with the host's own transfers. Returns the
+  // cycle it has fully arrived.
+  uint64_t reserve_transfer(bool to_device, uint64_t address, uint64_t bytes, uint64_t ready_cycle);
 
   uint64_t bytes() const { return bytes_; }  // crossed so far, both directions (ChipStats::host_link_bytes)
+
+  // Simulator::record_host_transfers and take_host_transfers.
+  void record_transfers(bool on) { recording_ = on; }
+  std::vector<HostTransfer> take_transfers() { return std::exchange(recorded_, {}); }
 
  private:
   void run();
   void serve(Request& request);
   void deliver();               // thread: applies posted register writes as they arrive
   void deliver_arrived();       // applies those that have arrived by now, in order
+  // A memory transfer has been timed: recorded when asked, and a span on the trace's host link track.
+  void note_transfer(const HostTransfer& transfer);
   bool transport(tlm_utils::simple_initiator_socket<HostLink>& socket, tlm::tlm_command command, uint64_t address, uint8_t* data,
                  uint64_t bytes, uint64_t ready, uint64_t* done);
 
@@ -63,6 +73,8 @@ class HostLink : public sc_core::sc_module {
   sc_core::sc_event submitted_;
   Timeline to_device_, to_host_;  // the two directions of the link
   uint64_t bytes_ = 0;
+  bool recording_ = false;
+  std::vector<HostTransfer> recorded_;
   struct PostedWrite {
     uint64_t arrival_cycle;
     uint32_t offset;

@@ -265,6 +265,9 @@ void Simulator::copy_from_device(uint64_t address, void* data, uint64_t bytes) {
   impl_->host_request(request);
 }
 
+void Simulator::record_host_transfers(bool on) { impl_->chip->host_link.record_transfers(on); }
+std::vector<HostTransfer> Simulator::take_host_transfers() { return impl_->chip->host_link.take_transfers(); }
+
 void Simulator::request_stop() { impl_->stop_request->request(); }
 
 bool Simulator::wait_for_interrupt(uint64_t max_cycles, const std::atomic<bool>* stop) {

@@ -686,22 +686,33 @@ def test_a_fused_kernel_is_attributed_to_its_main_module_and_named_after_its_gro
     assert by_op["npusim::conv2d"] == "stem.conv+bn+relu" and by_op["npusim::gemm"] == "head+act", prof.kernels
 
 
-def test_profile_splits_device_time_into_kernels_and_what_lies_between():
-    """The block's device cycles: those with a kernel in flight (launches included) and those between kernels
-    (a host round trip: here a copy to the host and back), which a kernel's own cycles do not show."""
+def test_profile_splits_device_time_into_kernels_transfers_queue_and_round_trips():
+    """The block's device cycles: those with a kernel in flight (launches included), those with a copy on the
+    host link (here the matmul's result to the host and back), the driver's queue traffic and the host's
+    round trips; a kernel's own cycles show none of the last three."""
     a, b = torch.randn(256, 256, device=NPU), torch.randn(256, 256, device=NPU)
     with npusim.profile() as prof:
         c = a @ b
-        c = c.cpu().to(NPU)  # a round trip through the host
+        c = c.cpu().to(NPU)  # a round trip of the data through the host
         torch.relu(c)
     split = prof.time_split
     assert len(prof.spans) == 2 and all(end > start for start, end in prof.spans)
     assert split["kernels"] == sum(row[3] for row in prof.kernels)  # one queue: the spans do not overlap
-    assert split["kernels"] + split["between kernels"] == prof.device_cycles
-    assert split["between kernels"] > 0 and 0 < split["launch"] < split["kernels"]
+    assert split["kernels"] + split["host transfers"] + split["queue"] + split["host round trips"] == prof.device_cycles
+    assert 0 < split["launch"] < split["kernels"]
     chip = prof.chip
     assert split["launch"] == 2 * (chip["packet_cycles"] + chip["launch_cycles"])
-    assert "between kernels" in prof.table()
+    # The two copies of c (256 KiB each way) cross the link once each, outside the kernels.
+    data = [t for t in prof.host_transfers if t[4] == "data" and t[2] == 256 * 256 * 4]
+    assert [t[3] for t in data] == ["to host", "to device"], prof.host_transfers
+    kernel_end = max(end for _, end in prof.spans)
+    assert all(t[0] >= prof.spans[0][1] and t[1] <= prof.spans[1][0] and t[1] <= kernel_end for t in data)
+    link_bytes_per_cycle = chip["host_link_bytes_per_cycle"]
+    assert split["host transfers"] >= 2 * 256 * 256 * 4 / link_bytes_per_cycle
+    assert split["queue"] > 0 and split["host round trips"] > 0  # packets written, fences read; register accesses
+    assert prof.host_transfer_bytes >= 2 * 256 * 256 * 4
+    table = prof.table()
+    assert "host transfers" in table and "host round trips" in table
 
 
 def test_profile_names_eager_layers_given_as_modules():

@@ -180,6 +180,12 @@ def test_profile_path_records_the_block_without_a_trace_chosen_before(tmp_path):
     assert chain[-1][1] == max(s.end for s in trace.raw.spans if s.process == "command processor")
     assert [(b, e) for b, e, _, name in chain if name.startswith("LAUNCH")] == [(k.begin, k.end) for k in trace.kernels]
     assert "kernel 1 2 (matmul)" in trace.block_path()
+    # The host link track: the copies of x and of the result; inside the chain's waits for the host.
+    link = [s for s in trace.raw.spans if s.category == "host link"]
+    assert any(s.name == "to host" and s.args["bytes"] == str(16 * 64 * 2) for s in link), link
+    waits = [(b, e) for b, e, _, name in chain if name == "host"]
+    assert 0 < sum(analysis.covered([(s.begin, s.end) for s in link], b, e) for b, e in waits) <= sum(e - b for b, e in waits)
+    assert "the host link carried memory in" in trace.block_path()
 
 
 def test_profile_refuses_a_trace_name_it_cannot_write_before_the_block_runs(tmp_path):

@@ -67,6 +67,38 @@ TEST(HostLink, MemoryCopiesCrossTheLinkAndTheNoc) {
   EXPECT_THROW(simulator.copy_to_device(uint64_t{1} << 40, data.data(), 16), std::out_of_range);
 }
 
+TEST(HostLink, RecordsEachMemoryTransferFromItsIssueToItsArrival) {
+  Simulator simulator(link_config());
+  std::vector<uint8_t> data(8192, 1);
+  simulator.copy_to_device(0x1000, data.data(), 64);  // before the record: not in it
+  simulator.record_host_transfers(true);
+  const uint64_t write_start = simulator.now_cycle();
+  simulator.copy_to_device(0x2000, data.data(), data.size());
+  const uint64_t write_end = simulator.now_cycle();
+  simulator.read_register(static_cast<uint32_t>(Register::SCRATCH));  // a register access is no memory transfer
+  const uint64_t read_start = simulator.now_cycle();
+  simulator.copy_from_device(0x2000, data.data(), 256);
+  const uint64_t read_end = simulator.now_cycle();
+  simulator.record_host_transfers(false);
+  simulator.copy_to_device(0x1000, data.data(), 64);  // after it: not in it either
+  const std::vector<HostTransfer> transfers = simulator.take_host_transfers();
+  ASSERT_EQ(transfers.size(), 2u);
+  // A blocking copy: the host waited from its issue to its arrival, so the record spans exactly that.
+  EXPECT_EQ(transfers[0].start_cycle, write_start);
+  EXPECT_EQ(transfers[0].end_cycle, write_end);
+  EXPECT_EQ(transfers[0].address, 0x2000u);
+  EXPECT_EQ(transfers[0].bytes, 8192u);
+  EXPECT_TRUE(transfers[0].to_device);
+  EXPECT_FALSE(transfers[0].by_copy_engine);
+  EXPECT_EQ(transfers[1].start_cycle, read_start);
+  EXPECT_EQ(transfers[1].end_cycle, read_end);
+  EXPECT_EQ(transfers[1].bytes, 256u);
+  EXPECT_FALSE(transfers[1].to_device);
+  // 256 bytes back over the link: the request's crossing, DRAM, 16 cycles of data and the crossing back.
+  EXPECT_GE(read_end - read_start, 2 * 100u + 16u);
+  EXPECT_TRUE(simulator.take_host_transfers().empty());  // taken: forgotten
+}
+
 TEST(HostLink, AFaultIsLatchedRaisesItsInterruptAndResetClearsIt) {
   Simulator simulator(link_config());
   simulator.write_register(static_cast<uint32_t>(Register::IRQ_ENABLE), 1u << kIrqFaultBit);

@@ -214,16 +214,26 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("begin_profile", [](const std::string& trace_path) { npusim::Runtime::get().begin_profile(trace_path); }, pybind11::arg("trace_path") = "",
         pybind11::call_guard<pybind11::gil_scoped_release>());
+  // (kernel rows, host transfer rows): (scope, op, kernel, cycles, plan, start cycle, end cycle) and
+  // (start cycle, end cycle, bytes, "to device" | "to host", what): what is "queue" for the driver's
+  // command packets and fence counters (the reserved top of device memory), "copy" for a queue's COPY
+  // packet, "data" for the host's own copies of tensors and programs.
   m.def("end_profile", [] {
-    std::vector<npusim::Runtime::KernelProfile> kernels;
+    npusim::Runtime::ProfileResult result;
+    uint64_t queue_memory = 0;
     {
       pybind11::gil_scoped_release release;  // (it waits for the device)
-      kernels = npusim::Runtime::get().end_profile();
+      result = npusim::Runtime::get().end_profile();
+      const npu::DeviceInfo& info = npusim::Runtime::get().device().info();
+      queue_memory = info.memory_bytes - info.reserved_bytes;
     }
-    pybind11::list rows;
-    for (const auto& k : kernels)
+    pybind11::list rows, transfers;
+    for (const auto& k : result.kernels)
       rows.append(pybind11::make_tuple(k.scope, k.op, k.kernel, k.cycles, k.compiled ? k.compiled->plan : "", k.start_cycle, k.end_cycle));
-    return rows;
+    for (const npu::sim::HostTransfer& t : result.host_transfers)
+      transfers.append(pybind11::make_tuple(t.start_cycle, t.end_cycle, t.bytes, t.to_device ? "to device" : "to host",
+                                            t.by_copy_engine ? "copy" : t.address >= queue_memory ? "queue" : "data"));
+    return pybind11::make_tuple(rows, transfers);
   });
   m.def("set_profile_scope", &npusim::Runtime::set_profile_scope, pybind11::arg("scope"), pybind11::arg("nodes") = "");
   m.def("tracing", [] { return npusim::Runtime::started() && npusim::Runtime::get().tracing(); });
@@ -241,7 +251,8 @@ PYBIND11_MODULE(_C, m) {
                                          {"scratchpad_bytes", double(config.core.scratchpad.size_bytes)},
                                          {"macs_per_cycle", double(npu::sim::peak_macs_per_cycle(config))},
                                          {"vector_elements_per_cycle", double(npu::sim::peak_vector_elements_per_cycle(config))},
-                                         {"dram_bytes_per_cycle", double(npu::sim::peak_dram_bytes_per_cycle(config))}};
+                                         {"dram_bytes_per_cycle", double(npu::sim::peak_dram_bytes_per_cycle(config))},
+                                         {"host_link_bytes_per_cycle", config.host_link.bytes_per_cycle}};
   });
   m.def("num_cores", [] { return npusim::Runtime::get().device().info().num_cores; });
   // A config (preset or file) with fields set by path, validated, without opening a device (npu-sweep):

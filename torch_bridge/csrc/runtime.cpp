@@ -307,8 +307,12 @@ void Runtime::begin_profile(const std::string& trace_path) {
   TORCH_CHECK(!profiling_, "npusim: a profile is already in progress");
   profile_trace_path_ = trace_path;
   profile_started_trace_ = false;
+  auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
+  if (link != nullptr) {
+    link->take_host_transfers();  // (what an earlier profile left, should it have ended by an error)
+    link->record_host_transfers(true);
+  }
   if (!trace_path.empty()) {
-    auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
     TORCH_CHECK(link != nullptr, "npusim: this device records no traces");
     try {
       profile_started_trace_ = link->start_trace();
@@ -324,7 +328,7 @@ void Runtime::begin_profile(const std::string& trace_path) {
   op_callback_ = at::addGlobalCallback(at::RecordFunctionCallback(on_op_enter, on_op_exit).scopes({at::RecordScope::FUNCTION}));
 }
 
-std::vector<Runtime::KernelProfile> Runtime::end_profile() {
+Runtime::ProfileResult Runtime::end_profile() {
   std::vector<ProfiledKernel> kernels;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -334,7 +338,7 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
     kernels = std::move(profiled_);
     profiled_.clear();
   }
-  std::vector<KernelProfile> result;
+  ProfileResult result;
   auto* link = dynamic_cast<npu::SimulatorLink*>(&device_->link());
   // The profile's own trace stops whatever happens here: a later profile can start its own.
   struct StopTrace {
@@ -344,10 +348,15 @@ std::vector<Runtime::KernelProfile> Runtime::end_profile() {
     }
   } stop{profile_started_trace_ ? link : nullptr};
   try {
+    if (link != nullptr) {
+      // Taken before the events' cycles are read below: those reads are the profile's, not the block's.
+      link->record_host_transfers(false);
+      result.host_transfers = link->take_host_transfers();
+    }
     // (Each event's cycle read once: every read is a transfer from the device, which moves its time.)
     for (const ProfiledKernel& k : kernels) {
       const uint64_t start = k.start.cycle(), end = k.end.cycle();
-      result.push_back({k.scope, k.op, k.kernel, end >= start ? end - start : 0, start, end, k.compiled});
+      result.kernels.push_back({k.scope, k.op, k.kernel, end >= start ? end - start : 0, start, end, k.compiled});
     }
     if (!profile_trace_path_.empty() && link != nullptr) {
       synchronize();

@@ -20,6 +20,7 @@
 #include "npusim/driver/device.h"
 #include "npusim/driver/program.h"
 #include "npusim/driver/queue.h"
+#include "npusim/sim/stats.h"
 
 namespace npusim {
 
@@ -106,10 +107,16 @@ class Runtime {
     uint64_t start_cycle, end_cycle;  // device cycles of the events around it on its queue (cycles = their difference)
     std::shared_ptr<const npu::compiler::Kernel> compiled;  // its plan, for people tuning kernels
   };
+  // What end_profile returns: the kernels, and the memory transfers over the host link during the block
+  // (the host's copies, program uploads, the copy engine's COPY packets), for the profile's time split.
+  struct ProfileResult {
+    std::vector<KernelProfile> kernels;
+    std::vector<npu::sim::HostTransfer> host_transfers;
+  };
   // `trace_path` (.pftrace or .json): end_profile also writes the block's trace there, recorded for
   // the block when no trace was being recorded already.
   void begin_profile(const std::string& trace_path = "");
-  std::vector<KernelProfile> end_profile();
+  ProfileResult end_profile();
   // The layer (and the FX nodes, comma-separated) that this thread's next launches are for.
   static void set_profile_scope(const std::string& scope, const std::string& nodes = "");
   // Whether the device records a trace (launches then carry their op, layer, kernel and nodes into it).

@@ -45,6 +45,10 @@ class OpStats:
 class Profile:
     kernels: List[Tuple[str, str, str, int]] = dataclasses.field(default_factory=list)  # (layer, op, kernel, cycles)
     spans: List[Tuple[int, int]] = dataclasses.field(default_factory=list)  # each kernel's (start, end) device cycle
+    # Each memory transfer over the host link: (start, end) device cycles, bytes, "to device" | "to host",
+    # and what it was: "data" (the host's copy of a tensor or a program), "copy" (a command queue's COPY
+    # packet), "queue" (the driver writing command packets, reading fence counters).
+    host_transfers: List[Tuple[int, int, int, str, str]] = dataclasses.field(default_factory=list)
     plans: List[str] = dataclasses.field(default_factory=list)  # each kernel's tiling decisions, as the compiler chose them
     fallbacks: Dict[str, int] = dataclasses.field(default_factory=dict)
     counters: Dict[str, int] = dataclasses.field(default_factory=dict)  # deltas over the block
@@ -72,19 +76,27 @@ class Profile:
 
     @property
     def time_split(self) -> Dict[str, int]:
-        """Where the block's device cycles went: "kernels", the cycles with at least one kernel in flight (from
-        the event before it to the event after it on its queue, so its launch included), of which "launch",
-        the command processor's cost to parse and start each launch (packet_cycles + launch_cycles of the
-        config, per launch); "between kernels", the rest: the host's round trips between launches, copies
-        to and from the host, the profile's own counter reads."""
-        covered, end = 0, None
-        for start, stop in sorted(self.spans):
-            if end is None or start > end:
-                covered, end = covered + stop - start, stop
-            elif stop > end:
-                covered, end = covered + stop - end, stop
+        """Where the block's device cycles went, each cycle counted once, in this order:
+        "kernels", the cycles with at least one kernel in flight (from the event before it to the event after
+        it on its queue, so its launch included), of which "launch", the command processor's cost to parse
+        and start each launch (packet_cycles + launch_cycles of the config, per launch);
+        "host transfers", the other cycles with a copy of data on the host link (tensors to and from the
+        host, program uploads, COPY packets);
+        "queue", the other cycles with the driver's queue traffic on the link (command packets written to
+        the rings, fence counters read back);
+        "host round trips", the rest: the host's register accesses and waits between launches (the
+        profile's own counter reads among them).
+        kernels + host transfers + queue + host round trips = device_cycles."""
+        taken = _union(self.spans)
+        split = {"kernels": _length(taken)}
         launch = len(self.spans) * int(self.chip.get("packet_cycles", 0) + self.chip.get("launch_cycles", 0))
-        return {"kernels": covered, "launch": min(launch, covered), "between kernels": max(0, self.device_cycles - covered)}
+        split["launch"] = min(launch, split["kernels"])
+        for name, kinds in (("host transfers", ("data", "copy")), ("queue", ("queue",))):
+            busy = _union([(t[0], t[1]) for t in self.host_transfers if t[4] in kinds])
+            split[name] = min(_length(busy) - _overlap(busy, taken), max(0, self.device_cycles - _length(taken)))
+            taken = _union(taken + busy)
+        split["host round trips"] = max(0, self.device_cycles - _length(taken))
+        return split
 
     @property
     def utilization(self) -> Dict[str, float]:
@@ -105,6 +117,11 @@ class Profile:
         design's bound), area_mm2, and components: {name: {dynamic_pj, leakage_pj, total_pj, area_mm2}}."""
         return dict(_C.price_energy({k: v for k, v in self.counters.items() if k.startswith("action.")}, self.device_cycles))
 
+    @property
+    def host_transfer_bytes(self) -> int:
+        """Bytes of data copied over the host link in the block (the driver's queue traffic aside)."""
+        return sum(t[2] for t in self.host_transfers if t[4] != "queue")
+
     def microseconds(self, cycles: int) -> float:
         return cycles / self.chip.get("clock_mhz", 1000.0)
 
@@ -112,8 +129,8 @@ class Profile:
         split = self.time_split
         lines = [f"device: {self.device_cycles} cycles ({self.microseconds(self.device_cycles):.1f} us), "
                  f"{len(self.kernels)} kernels, {sum(self.fallbacks.values())} CPU fallbacks",
-                 f"  kernels {split['kernels']} cycles (their launches {split['launch']}), between kernels {split['between kernels']} "
-                 f"(host round trips and transfers)"]
+                 f"  kernels {split['kernels']} cycles (their launches {split['launch']}), host transfers {split['host transfers']} "
+                 f"({self.host_transfer_bytes} bytes), queue {split['queue']}, host round trips {split['host round trips']}"]
         for title, groups in (("op", self.ops), ("layer", self.layers)):
             total = max(1, sum(g.cycles for g in groups.values()))
             lines.append(f"{title:<40} {'calls':>6} {'cycles':>12} {'us':>10} {'share':>7}")
@@ -132,6 +149,33 @@ class Profile:
         if self.fallbacks:
             lines.append("fallbacks: " + ", ".join(f"{op} x{n}" for op, n in sorted(self.fallbacks.items())))
         return "\n".join(lines)
+
+
+def _union(intervals: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The intervals' union, as disjoint intervals in order."""
+    merged: List[Tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        elif end > start:
+            merged.append((start, end))
+    return merged
+
+
+def _length(intervals: List[Tuple[int, int]]) -> int:
+    return sum(end - start for start, end in intervals)
+
+
+def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> int:
+    """Cycles in both of two disjoint, ordered interval lists."""
+    total, i, j = 0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
 
 
 @contextlib.contextmanager
@@ -160,7 +204,8 @@ def profile(path: str = "", modules: Optional[List[Tuple[str, torch.nn.Module]]]
         for hook in hooks:
             hook.remove()
         _C.set_profile_scope("")
-        rows = _C.end_profile()
+        rows, transfers = _C.end_profile()
+        result.host_transfers = [tuple(t) for t in transfers]
         result.kernels = [tuple(row[:4]) for row in rows]
         result.plans = [row[4] for row in rows]
         result.spans = [(row[5], row[6]) for row in rows]

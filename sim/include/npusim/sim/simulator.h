@@ -122,6 +122,11 @@ class Simulator {
   void start_trace(trace::Trace& trace);
   void stop_trace();
 
+  // Records every memory transfer over the host link from now on (profilers place them on the
+  // device's timeline), or stops; take_host_transfers() returns what was recorded and forgets it.
+  void record_host_transfers(bool on);
+  std::vector<HostTransfer> take_host_transfers();
+
   uint64_t now_cycle() const;
   ChipStats stats() const;
 

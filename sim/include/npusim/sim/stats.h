@@ -49,6 +49,16 @@ struct NocLinkStats {
   uint64_t busy_cycles = 0;
 };
 
+// A memory transfer over the host link, from the cycle it started (the host's request, or the copy
+// engine's data ready) to the cycle its last byte arrived.
+struct HostTransfer {
+  uint64_t start_cycle = 0, end_cycle = 0;
+  uint64_t address = 0;  // device side
+  uint64_t bytes = 0;
+  bool to_device = true;
+  bool by_copy_engine = false;  // a COPY packet of a command queue; false: the host's own copy
+};
+
 struct EnergyModel;
 
 struct ChipStats {

@@ -158,16 +158,20 @@ class Trace:
 
     def block_path(self, top: int = 20) -> str:
         """The chain of packets and gaps on the command processor that sets the trace's end, with the share
-        of its cycles in kernels, other packets, and waiting for the host."""
+        of its cycles in kernels, other packets, and waiting for the host (and how much of that wait had a
+        memory transfer on the host link: the host's copies, program uploads, command packets)."""
         chain = analysis.block_path(self.raw)
         if not chain:
             return f"{self.path}: no command-processor packets (a trace of npu-sim running a program: use --kernel)"
         kernel_at = {(k.queue, k.begin): k for k in self.kernels}
-        shares = collections.Counter()
+        link = [(s.begin, s.end) for s in self.raw.spans if s.category == "host link"]
+        shares, host_link = collections.Counter(), 0
         rows = []
         for begin, end, queue, name in chain:
             if name == "host":
-                kind, label = "waiting for the host", "(nothing queued: the host's work, its copies and round trips)"
+                copying = analysis.covered(link, begin, end)
+                host_link += copying
+                kind, label = "waiting for the host", f"(nothing queued: the host's work; {copying} cycles with a transfer on the host link)"
             elif name.startswith("LAUNCH"):
                 k = kernel_at.get((queue, begin))
                 kind, label = "kernels", f"kernel {k.id} {k.name}" if k else name
@@ -177,7 +181,8 @@ class Trace:
             rows.append((begin, end - begin, queue, label))
         span = chain[-1][1] - chain[0][0]
         lines = [f"{self.path}: the chain that ends the trace, cycles {chain[0][0]}..{chain[-1][1]} ({span})",
-                 ", ".join(f"{kind} {v} ({_pct(v, span).strip()})" for kind, v in shares.most_common()),
+                 ", ".join(f"{kind} {v} ({_pct(v, span).strip()})" for kind, v in shares.most_common()) +
+                 (f"; the host link carried memory in {host_link} of the host's cycles" if shares["waiting for the host"] else ""),
                  f"{'begin':>10} {'cycles':>9}  {'queue':<8} what"]
         longest = sorted(rows, key=lambda r: -r[1])[:top]
         for begin, cycles, queue, label in rows:

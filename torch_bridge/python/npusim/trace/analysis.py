@@ -342,6 +342,16 @@ def critical_path(k: Kernel) -> List[PathStep]:
     return steps
 
 
+def covered(intervals: List[Tuple[int, int]], begin: int, end: int) -> int:
+    """The cycles of [begin, end) inside at least one of `intervals`."""
+    total, reached = 0, begin
+    for a, b in sorted(intervals):
+        a, b = max(a, reached), min(b, end)
+        if b > a:
+            total, reached = total + b - a, b
+    return total
+
+
 def block_path(raw: RawTrace) -> List[Tuple[int, int, str, str]]:
     """The chain that sets the trace's end on the command processor, earliest first, as (begin, end, where,
     what): each packet (a LAUNCH is its kernel's whole run) back from the last to end, through the one before
