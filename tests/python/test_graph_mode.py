@@ -702,11 +702,11 @@ def test_profile_splits_device_time_into_kernels_transfers_queue_and_round_trips
     assert 0 < split["launch"] < split["kernels"]
     chip = prof.chip
     assert split["launch"] == 2 * (chip["packet_cycles"] + chip["launch_cycles"])
-    # The two copies of c (256 KiB each way) cross the link once each, outside the kernels.
+    # The two copies of c (256 KiB each way) cross the link once each, between the kernels (a posted write's
+    # last bytes may still be arriving when the next launch's timestamp is taken).
     data = [t for t in prof.host_transfers if t[4] == "data" and t[2] == 256 * 256 * 4]
     assert [t[3] for t in data] == ["to host", "to device"], prof.host_transfers
-    kernel_end = max(end for _, end in prof.spans)
-    assert all(t[0] >= prof.spans[0][1] and t[1] <= prof.spans[1][0] and t[1] <= kernel_end for t in data)
+    assert all(prof.spans[0][1] <= t[0] < prof.spans[1][0] for t in data), (prof.spans, data)
     link_bytes_per_cycle = chip["host_link_bytes_per_cycle"]
     assert split["host transfers"] >= 2 * 256 * 256 * 4 / link_bytes_per_cycle
     assert split["queue"] > 0 and split["host round trips"] > 0  # packets written, fences read; register accesses
