@@ -67,7 +67,6 @@ at::Tensor npu_tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("mul(in1, in1); sub(1, %0); mul(in0, %1)", {grad, y}, grad.scalar_type());
   return on_cpu("aten::tanh_backward", [&] { return at::tanh_backward(grad.cpu(), y.cpu()); });
 }
-at::Tensor& npu_tanh_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) { return into(npu_tanh_backward(grad, y), out); }
 
 at::Tensor npu_sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("sub(1, in1); mul(in0, %0); mul(%1, in1)", {grad, y}, grad.scalar_type());
@@ -83,7 +82,6 @@ at::Tensor npu_hardsigmoid(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); div(%2, 6)", {x}, x.scalar_type());
   return on_cpu("aten::hardsigmoid", [&] { return at::hardsigmoid(x.cpu()); });
 }
-at::Tensor& npu_hardsigmoid_out(const at::Tensor& x, at::Tensor& out) { return into(npu_hardsigmoid(x), out); }
 
 // (x > -3 && x < 3) ? g / 6 : 0, the sixth a float constant as ATen's.
 at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
@@ -102,8 +100,6 @@ at::Tensor npu_hardswish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); mul(in0, %2); div(%3, 6)", {x}, x.scalar_type());
   return on_cpu("aten::hardswish", [&] { return at::hardswish(x.cpu()); });
 }
-at::Tensor& npu_hardswish_(at::Tensor& x) { return into(npu_hardswish(x), x); }
-at::Tensor& npu_hardswish_out(const at::Tensor& x, at::Tensor& out) { return into(npu_hardswish(x), out); }
 
 // x <= -3 ? 0 : x < 3 ? g * (x / 3 + 0.5) : g
 at::Tensor npu_hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
@@ -118,7 +114,6 @@ at::Tensor npu_hardtanh(const at::Tensor& x, const at::Scalar& min, const at::Sc
   if (on_chip({&x})) return at::clamp(x, min, max);
   return on_cpu("aten::hardtanh", [&] { return at::hardtanh(x.cpu(), min, max); });
 }
-at::Tensor& npu_hardtanh_(at::Tensor& x, const at::Scalar& min, const at::Scalar& max) { return into(npu_hardtanh(x, min, max), x); }
 at::Tensor& npu_hardtanh_out(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
   return into(npu_hardtanh(x, min, max), out);
 }
@@ -150,7 +145,6 @@ at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
   }
   return on_cpu("aten::leaky_relu", [&] { return at::leaky_relu(x.cpu(), slope); });
 }
-at::Tensor& npu_leaky_relu_out(const at::Tensor& x, const at::Scalar& slope, at::Tensor& out) { return into(npu_leaky_relu(x, slope), out); }
 
 at::Tensor npu_leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
   if (on_chip({&grad, &x})) {
@@ -256,7 +250,6 @@ at::Tensor npu_mish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("exp(in0); add(%0, 1); log(%1); tanh(%2); mul(in0, %3)", {x}, x.scalar_type());
   return on_cpu("aten::mish", [&] { return at::mish(x.cpu()); });
 }
-at::Tensor& npu_mish_out(const at::Tensor& x, at::Tensor& out) { return into(npu_mish(x), out); }
 
 // The buffer ATen's CPU kernel fills is not needed by the backward below: empty, as CUDA's.
 std::tuple<at::Tensor, at::Tensor> npu_log_sigmoid_forward(const at::Tensor& x) {
@@ -421,7 +414,6 @@ at::Tensor npu_log1p(const at::Tensor& x) {
   const at::Tensor result = at::where(at::eq(u, 1), xf, at::where(at::eq(u, INFINITY), u, kahan));
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
 }
-at::Tensor& npu_log1p_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log1p(x), out); }
 
 at::Tensor npu_expm1(const at::Tensor& x) {
   if (!on_chip({&x})) return on_cpu("aten::expm1", [&] { return at::expm1(x.cpu()); });
@@ -431,7 +423,6 @@ at::Tensor npu_expm1(const at::Tensor& x) {
   result = at::where(at::eq(u, 1), xf, result);
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
 }
-at::Tensor& npu_expm1_out(const at::Tensor& x, at::Tensor& out) { return into(npu_expm1(x), out); }
 
 // sign (and sgn, the same for real dtypes): 1, -1 or 0 (NaN and -0 included), as the CPU gives; integers too
 // (int64 compared and selected on its words: DeBERTa's relative positions).
@@ -442,7 +433,6 @@ at::Tensor npu_sign(const at::Tensor& x) {
   if (t == at::kByte) return at::gt(x, 0).to(t);  // (nothing below 0)
   return at::where(at::gt(x, 0), constant(1, t), at::where(at::lt(x, 0), constant(-1, t), constant(0, t)));
 }
-at::Tensor& npu_sign_out(const at::Tensor& x, at::Tensor& out) { return into(npu_sign(x), out); }
 
 // ---- round, floor, ceil, trunc ------------------------------------------------------------
 
@@ -479,22 +469,14 @@ at::Tensor npu_round(const at::Tensor& x) { return rounded(x, Rounding::Nearest,
 at::Tensor npu_floor(const at::Tensor& x) { return rounded(x, Rounding::Floor, "aten::floor"); }
 at::Tensor npu_ceil(const at::Tensor& x) { return rounded(x, Rounding::Ceil, "aten::ceil"); }
 at::Tensor npu_trunc(const at::Tensor& x) { return rounded(x, Rounding::Trunc, "aten::trunc"); }
-at::Tensor& npu_round_out(const at::Tensor& x, at::Tensor& out) { return into(npu_round(x), out); }
-at::Tensor& npu_floor_out(const at::Tensor& x, at::Tensor& out) { return into(npu_floor(x), out); }
-at::Tensor& npu_ceil_out(const at::Tensor& x, at::Tensor& out) { return into(npu_ceil(x), out); }
-at::Tensor& npu_trunc_out(const at::Tensor& x, at::Tensor& out) { return into(npu_trunc(x), out); }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("round", npu_round);
-  m.impl("round.out", npu_round_out);
   m.impl("floor", npu_floor);
-  m.impl("floor.out", npu_floor_out);
   m.impl("ceil", npu_ceil);
-  m.impl("ceil.out", npu_ceil_out);
   m.impl("trunc", npu_trunc);
-  m.impl("trunc.out", npu_trunc_out);
   m.impl("smooth_l1_loss", npu_smooth_l1_loss);
   m.impl("smooth_l1_loss.out", npu_smooth_l1_loss_out);
   m.impl("smooth_l1_loss_backward", npu_smooth_l1_loss_backward);
@@ -504,32 +486,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("huber_loss_backward", npu_huber_loss_backward);
   m.impl("huber_loss_backward.out", npu_huber_loss_backward_out);
   m.impl("log1p", npu_log1p);
-  m.impl("log1p.out", npu_log1p_out);
   m.impl("expm1", npu_expm1);
-  m.impl("expm1.out", npu_expm1_out);
   m.impl("sign", npu_sign);
-  m.impl("sign.out", npu_sign_out);
   m.impl("sgn", npu_sign);  // (abs's gradient; the same for real tensors)
-  m.impl("sgn.out", npu_sign_out);
   m.impl("tanh_backward", npu_tanh_backward);
-  m.impl("tanh_backward.grad_input", npu_tanh_backward_out);
   m.impl("sigmoid_backward", npu_sigmoid_backward);
   m.impl("sigmoid_backward.grad_input", npu_sigmoid_backward_out);
   m.impl("hardsigmoid", npu_hardsigmoid);
-  m.impl("hardsigmoid.out", npu_hardsigmoid_out);
   m.impl("hardsigmoid_backward", npu_hardsigmoid_backward);
   m.impl("hardsigmoid_backward.grad_input", npu_hardsigmoid_backward_out);
   m.impl("hardswish", npu_hardswish);
-  m.impl("hardswish_", npu_hardswish_);
-  m.impl("hardswish.out", npu_hardswish_out);
   m.impl("hardswish_backward", npu_hardswish_backward);
   m.impl("hardtanh", npu_hardtanh);
-  m.impl("hardtanh_", npu_hardtanh_);
   m.impl("hardtanh.out", npu_hardtanh_out);
   m.impl("hardtanh_backward", npu_hardtanh_backward);
   m.impl("hardtanh_backward.grad_input", npu_hardtanh_backward_out);
   m.impl("leaky_relu", npu_leaky_relu);
-  m.impl("leaky_relu.out", npu_leaky_relu_out);
   m.impl("leaky_relu_backward", npu_leaky_relu_backward);
   m.impl("leaky_relu_backward.grad_input", npu_leaky_relu_backward_out);
   m.impl("elu", npu_elu);
@@ -541,7 +513,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("softplus_backward", npu_softplus_backward);
   m.impl("softplus_backward.grad_input", npu_softplus_backward_out);
   m.impl("mish", npu_mish);
-  m.impl("mish.out", npu_mish_out);
   m.impl("log_sigmoid_forward", npu_log_sigmoid_forward);
   m.impl("log_sigmoid_forward.output", npu_log_sigmoid_forward_out);
   m.impl("log_sigmoid_backward", npu_log_sigmoid_backward);

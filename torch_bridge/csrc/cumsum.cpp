@@ -114,14 +114,12 @@ at::Tensor npu_logcumsumexp(const at::Tensor& self, int64_t dim) {
   const at::Tensor result = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
   return result.to(self.scalar_type()).contiguous();
 }
-at::Tensor& npu_logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) { return into(npu_logcumsumexp(self, dim), out); }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumsum.out", cumsum_out);
   m.impl("_logcumsumexp", npu_logcumsumexp);
-  m.impl("_logcumsumexp.out", npu_logcumsumexp_out);
 }
 
 }  // namespace npusim

@@ -210,7 +210,6 @@ at::Tensor binary(const char* name, const at::Tensor& a, const at::Tensor& b, Co
 at::Tensor npu_atan2(const at::Tensor& y, const at::Tensor& x) {
   return binary("aten::atan2", y, x, atan2_f32, [](const at::Tensor& a, const at::Tensor& b) { return at::atan2(a, b); });
 }
-at::Tensor& npu_atan2_out(const at::Tensor& y, const at::Tensor& x, at::Tensor& out) { return into(npu_atan2(y, x), out); }
 
 at::Tensor npu_logaddexp(const at::Tensor& a, const at::Tensor& b) {
   return binary(
@@ -223,7 +222,6 @@ at::Tensor npu_logaddexp(const at::Tensor& a, const at::Tensor& b) {
       },
       [](const at::Tensor& p, const at::Tensor& q) { return at::logaddexp(p, q); });
 }
-at::Tensor& npu_logaddexp_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_logaddexp(a, b), out); }
 
 at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
@@ -239,7 +237,6 @@ at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
       },
       [](const at::Tensor& p, const at::Tensor& q) { return at::copysign(p, q); });
 }
-at::Tensor& npu_copysign_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_copysign(a, b), out); }
 
 at::Tensor npu_signbit(const at::Tensor& x) {
   if (chip_float(x) && x.numel() > 0) return sign_bit_f32(as_f32(x));
@@ -247,7 +244,6 @@ at::Tensor npu_signbit(const at::Tensor& x) {
   note_cpu_fallback("aten::signbit", kNotChipFloats);
   return to_npu(at::signbit(x.cpu()));
 }
-at::Tensor& npu_signbit_out(const at::Tensor& x, at::Tensor& out) { return into(npu_signbit(x), out); }
 
 at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
   TORCH_CHECK(x.scalar_type() == values.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
@@ -258,7 +254,6 @@ at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
   const at::Tensor step = at::gt(x, 0).to(x.scalar_type());
   return at::where(at::eq(x, 0), to_npu(values), step);
 }
-at::Tensor& npu_heaviside_out(const at::Tensor& x, const at::Tensor& values, at::Tensor& out) { return into(npu_heaviside(x, values), out); }
 
 at::Tensor& npu_logical_xor_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   const auto usable = [](const at::Tensor& t) { return on_npu(t) && chip_dtype(t.scalar_type()); };
@@ -294,15 +289,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl((std::string(name) + "_").c_str(), in_place);
   }
   m.impl("atan2", npu_atan2);
-  m.impl("atan2.out", npu_atan2_out);
   m.impl("logaddexp", npu_logaddexp);
-  m.impl("logaddexp.out", npu_logaddexp_out);
   m.impl("copysign.Tensor", npu_copysign);
-  m.impl("copysign.out", npu_copysign_out);
   m.impl("signbit", npu_signbit);
-  m.impl("signbit.out", npu_signbit_out);
   m.impl("heaviside", npu_heaviside);
-  m.impl("heaviside.out", npu_heaviside_out);
   m.impl("logical_xor.out", npu_logical_xor_out);
 }
 

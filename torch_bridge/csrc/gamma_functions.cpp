@@ -155,13 +155,11 @@ at::Tensor trigamma_f32(const at::Tensor& x) {
 at::Tensor npu_lgamma(const at::Tensor& x) {
   return float_unary("aten::lgamma", x, lgamma_f32, [](const at::Tensor& h) { return at::lgamma(h); });
 }
-at::Tensor& npu_lgamma_out(const at::Tensor& x, at::Tensor& out) { return into(npu_lgamma(x), out); }
 at::Tensor& npu_lgamma_(at::Tensor& x) { return x.copy_(npu_lgamma(x)); }
 
 at::Tensor npu_digamma(const at::Tensor& x) {
   return float_unary("aten::digamma", x, digamma_f32, [](const at::Tensor& h) { return at::digamma(h); });
 }
-at::Tensor& npu_digamma_out(const at::Tensor& x, at::Tensor& out) { return into(npu_digamma(x), out); }
 at::Tensor& npu_digamma_(at::Tensor& x) { return x.copy_(npu_digamma(x)); }
 
 at::Tensor npu_polygamma(int64_t n, const at::Tensor& x) {
@@ -171,20 +169,16 @@ at::Tensor npu_polygamma(int64_t n, const at::Tensor& x) {
   note_cpu_fallback("aten::polygamma", "orders above 1 (the Hurwitz zeta function) have no npu kernel");
   return to_npu(at::polygamma(n, x.cpu()));
 }
-at::Tensor& npu_polygamma_out(int64_t n, const at::Tensor& x, at::Tensor& out) { return into(npu_polygamma(n, x), out); }
 at::Tensor& npu_polygamma_(at::Tensor& x, int64_t n) { return x.copy_(npu_polygamma(n, x)); }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lgamma", npu_lgamma);
-  m.impl("lgamma.out", npu_lgamma_out);
   m.impl("lgamma_", npu_lgamma_);
   m.impl("digamma", npu_digamma);
-  m.impl("digamma.out", npu_digamma_out);
   m.impl("digamma_", npu_digamma_);
   m.impl("polygamma", npu_polygamma);
-  m.impl("polygamma.out", npu_polygamma_out);
   m.impl("polygamma_", npu_polygamma_);
 }
 

@@ -150,17 +150,13 @@ at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_
 at::Tensor npu_floor_divide(const at::Tensor& a, const at::Tensor& b) {
   return divide("aten::floor_divide", a, b, Rounding::Floor, [&] { return at::floor_divide(a.cpu(), b.cpu()); });
 }
-at::Tensor& floor_divide_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_floor_divide(a, b), out); }
 at::Tensor npu_remainder(const at::Tensor& a, const at::Tensor& b) {
   return divide("aten::remainder.Tensor", a, b, Rounding::Remainder, [&] { return at::remainder(a.cpu(), b.cpu()); });
 }
-at::Tensor& remainder_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_remainder(a, b), out); }
 at::Tensor npu_fmod(const at::Tensor& a, const at::Tensor& b) {
   return divide("aten::fmod.Tensor", a, b, Rounding::Fmod, [&] { return at::fmod(a.cpu(), b.cpu()); });
 }
-at::Tensor& fmod_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_fmod(a, b), out); }
 at::Tensor npu_fmod_scalar(const at::Tensor& a, const at::Scalar& b) { return npu_fmod(a, at::scalar_tensor(b)); }
-at::Tensor& fmod_scalar_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) { return into(npu_fmod_scalar(a, b), out); }
 
 // div with a rounding mode: integers above; floats' "trunc" as trunc(a / b) on the chip; "floor" of floats and
 // no mode (true division, dispatched here with one) through the other kernels.
@@ -180,13 +176,9 @@ at::Tensor& div_mode_out(const at::Tensor& a, const at::Tensor& b, std::optional
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide", npu_floor_divide);
-  m.impl("floor_divide.out", floor_divide_out);
   m.impl("remainder.Tensor", npu_remainder);
-  m.impl("remainder.Tensor_out", remainder_out);
   m.impl("fmod.Tensor", npu_fmod);
-  m.impl("fmod.Tensor_out", fmod_out);
   m.impl("fmod.Scalar", npu_fmod_scalar);
-  m.impl("fmod.Scalar_out", fmod_scalar_out);
   m.impl("div.Tensor_mode", div_mode);
   m.impl("div.out_mode", div_mode_out);
 }

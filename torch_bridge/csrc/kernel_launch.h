@@ -95,6 +95,20 @@ inline bool chip_floats(const at::Tensor& x, std::initializer_list<const std::op
 at::Tensor int64_words(const at::Tensor& t);
 // An out= variant's result: `out` resized to it and overwritten (cast to out's dtype where it differs).
 at::Tensor& into(const at::Tensor& result, at::Tensor& out);
+
+// Elementwise ops of compiler/ops.def, with ATen's semantics around the kernel: `reference` computes
+// the op on the CPU (given CPU tensors) where the chip cannot, counted as a fallback of `name`.
+// unary: one input; unary_ in place. binary: two inputs broadcast, after PyTorch's type promotion
+// (a 0-dim CPU tensor, a Python number, joins as a scalar; int64 on its words where the op has a word
+// form); `bool_result` for comparisons.
+at::Tensor unary(npu::compiler::OpKind kind, const char* name, const at::Tensor& self,
+                 const std::function<at::Tensor(const at::Tensor&)>& reference);
+at::Tensor& unary_(npu::compiler::OpKind kind, const char* name, at::Tensor& self,
+                   const std::function<at::Tensor(const at::Tensor&)>& reference);
+at::Tensor binary(npu::compiler::OpKind kind, const char* name, const at::Tensor& a, const at::Tensor& b, bool bool_result,
+                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference);
+// A Python number as PyTorch passes one into a binary op: a wrapped 0-dim CPU tensor.
+at::Tensor cpu_scalar(const at::Scalar& value);
 // An index tensor as i32 on the chip: int64 as its low words.
 at::Tensor index_words(const at::Tensor& index);
 // Raises an IndexError, as the CPU does, when an index lies outside [0, size) (checked on the chip).

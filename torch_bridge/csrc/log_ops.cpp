@@ -39,19 +39,16 @@ at::Tensor npu_exp2(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return on_cpu("aten::exp2", [&] { return at::exp2(x.cpu()); });
   return at::pow(2.0, x);
 }
-at::Tensor& npu_exp2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_exp2(x), out); }
 
 at::Tensor npu_log2(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return on_cpu("aten::log2", [&] { return at::log2(x.cpu()); });
   return scaled_log(x, 1.0 / std::log(2.0));
 }
-at::Tensor& npu_log2_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log2(x), out); }
 
 at::Tensor npu_log10(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return on_cpu("aten::log10", [&] { return at::log10(x.cpu()); });
   return scaled_log(x, 1.0 / std::log(10.0));
 }
-at::Tensor& npu_log10_out(const at::Tensor& x, at::Tensor& out) { return into(npu_log10(x), out); }
 
 at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
   const at::ScalarType dtype = at::result_type(x, y);
@@ -65,7 +62,6 @@ at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
   const at::Tensor result = at::where(at::isnan(yf), nan, at::where(at::eq(xf, 0), zero, product));
   return rounded_to(result, dtype);
 }
-at::Tensor& npu_xlogy_out(const at::Tensor& x, const at::Tensor& y, at::Tensor& out) { return into(npu_xlogy(x, y), out); }
 
 bool bce_on_chip(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w) {
   return non_empty_chip_floats({&p, &y}) && p.sizes() == y.sizes() && (!defined(w) || non_empty_chip_floats({&*w}));
@@ -108,13 +104,9 @@ at::Tensor& npu_binary_cross_entropy_backward_out(const at::Tensor& grad, const 
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("exp2", npu_exp2);
-  m.impl("exp2.out", npu_exp2_out);
   m.impl("log2", npu_log2);
-  m.impl("log2.out", npu_log2_out);
   m.impl("log10", npu_log10);
-  m.impl("log10.out", npu_log10_out);
   m.impl("xlogy.Tensor", npu_xlogy);
-  m.impl("xlogy.OutTensor", npu_xlogy_out);
   m.impl("binary_cross_entropy", npu_binary_cross_entropy);
   m.impl("binary_cross_entropy.out", npu_binary_cross_entropy_out);
   m.impl("binary_cross_entropy_backward", npu_binary_cross_entropy_backward);

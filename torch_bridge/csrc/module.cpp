@@ -8,6 +8,7 @@
 #include "npusim/sim/config_loader.h"
 #include "npusim/sim/energy.h"
 #include "random.h"
+#include "aten_table.h"
 #include "runtime.h"
 
 // libsystemc.so refers to sc_main; Python owns main.
@@ -28,6 +29,13 @@ npu::sim::ChipConfig load_config_or_value_error(const std::string& config, const
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim: the simulated NPU as a PyTorch device";
+  // (Here, after every kernel registered by hand at load: those take precedence.)
+  npusim::register_table_ops();
+  m.def("table_ops", [] {
+    const npusim::TableRegistrations r = npusim::register_table_ops();
+    return std::map<std::string, std::vector<std::string>>{{"table", r.table}, {"derived", r.derived}};
+  }, "The ATen overloads registered without a kernel written for them: {'table': compiler/ops.def's elementwise rows' "
+     "functional overloads, 'derived': in-place and out= forms of ops with a functional npu kernel}.");
   // A Python exception carried through C++ (Ctrl-C during a wait: raise_driver_error) is raised as itself.
   pybind11::register_local_exception_translator([](std::exception_ptr error) {
     try {

@@ -41,7 +41,6 @@ at::Tensor npu_nonzero(const at::Tensor& self) {
   }
   return at::stack(coordinates, 1);
 }
-at::Tensor& npu_nonzero_out(const at::Tensor& self, at::Tensor& out) { return into(npu_nonzero(self), out); }
 
 at::Tensor npu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   const std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
@@ -57,7 +56,6 @@ at::Tensor npu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", npu_nonzero);
-  m.impl("nonzero.out", npu_nonzero_out);
   m.impl("masked_select", npu_masked_select);
 }
 

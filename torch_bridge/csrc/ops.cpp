@@ -242,6 +242,8 @@ at::Tensor on_cpu(const char* op, F compute) {
 }
 at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
+}  // namespace
+
 // An elementwise kernel (inputs broadcast to out). The kernels read at most six dims that do not
 // merge; more run a slice of the first dim at a time (up to 256 kernels). False if the chip cannot.
 bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out) {
@@ -262,7 +264,7 @@ bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const a
   return true;
 }
 
-at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
+at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, const std::function<at::Tensor(const at::Tensor&)>& reference) {
   if ((kind == OpKind::NEG || kind == OpKind::ABS) && self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) {
     // int64 on its words (T5's relative position buckets): 0 - x with the borrow; abs where the high word is negative.
     const at::Tensor negated = int64_add(at::zeros_like(self), self, true);
@@ -275,7 +277,7 @@ at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, at::Tens
 
 // In place (nn.ReLU(inplace=True) and friends): the kernel writes each tile where it read it, when self's
 // elements do not overlap; otherwise the result is computed apart and copied back.
-at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, at::Tensor (*reference)(const at::Tensor&)) {
+at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, const std::function<at::Tensor(const at::Tensor&)>& reference) {
   if (self.is_non_overlapping_and_dense() && run_elementwise(kind, {self}, self)) return self;
   self.copy_(unary(kind, name, self, reference));
   return self;
@@ -345,6 +347,8 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
 }
 
+namespace {
+
 at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
   return binary(OpKind::MUL, "aten::mul.Tensor", a, b, false, [](auto& x, auto& y) { return at::mul(x, y); });
 }
@@ -368,23 +372,13 @@ at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
   if (!at::isFloatingType(common)) return on_cpu("aten::div.Tensor", [&] { return at::div(cpu(a), cpu(b)); });
   return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [](auto& x, auto& y) { return at::div(x, y); });
 }
+at::Tensor div_scalar(const at::Tensor& a, const at::Scalar& b) { return npusim::div(a, cpu_scalar(b)); }
 at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) {
   return binary(OpKind::MAXIMUM, "aten::maximum", a, b, false, [](auto& x, auto& y) { return at::maximum(x, y); });
 }
 at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) {
   return binary(OpKind::MINIMUM, "aten::minimum", a, b, false, [](auto& x, auto& y) { return at::minimum(x, y); });
 }
-// x ** exponent, on the chip for floats (v.pow with a broadcast scalar).
-at::Tensor pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
-  return binary(OpKind::POW, "aten::pow.Tensor_Scalar", self, cpu_scalar(exponent), false,
-                [&](auto& x, auto&) { return at::pow(x, exponent); });
-}
-at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out);
-// x ** y of two tensors, broadcast, after type promotion (BLOOM's ALiBi slopes: an f32 base to int32 powers).
-at::Tensor pow_tensor(const at::Tensor& self, const at::Tensor& exponent) {
-  return binary(OpKind::POW, "aten::pow.Tensor_Tensor", self, exponent, false, [](auto& x, auto& y) { return at::pow(x, y); });
-}
-at::Tensor& pow_tensor_out(const at::Tensor& self, const at::Tensor& exponent, at::Tensor& out) { return into(pow_tensor(self, exponent), out); }
 // base ** x (pow.Scalar, as RoPE's 10000 ** (i / d)): v.pow of the base filled to x's shape, for floats.
 at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
   const at::ScalarType dtype = at::result_type(base, exponent);
@@ -397,30 +391,6 @@ at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& expone
   return into(pow_scalar_base(base, exponent), out);
 }
 
-#define NPUSIM_COMPARISON(NAME, KIND)                                                                                       \
-  at::Tensor NAME(const at::Tensor& a, const at::Tensor& b) {                                                              \
-    return binary(OpKind::KIND, "aten::" #NAME ".Tensor", a, b, true, [](auto& x, auto& y) { return at::NAME(x, y); }); \
-  }
-NPUSIM_COMPARISON(eq, EQ)
-NPUSIM_COMPARISON(ne, NE)
-NPUSIM_COMPARISON(lt, LT)
-NPUSIM_COMPARISON(le, LE)
-NPUSIM_COMPARISON(gt, GT)
-NPUSIM_COMPARISON(ge, GE)
-#undef NPUSIM_COMPARISON
-// The Scalar overloads: the scalar as a broadcast 0-dim tensor of the common dtype.
-#define NPUSIM_COMPARISON_SCALAR(NAME, KIND)                                                                                    \
-  at::Tensor NAME##_scalar(const at::Tensor& a, const at::Scalar& b) {                                                         \
-    return binary(OpKind::KIND, "aten::" #NAME ".Scalar", a, cpu_scalar(b), true,                                               \
-                  [&](auto& x, auto&) { return at::NAME(x, b); });                                                             \
-  }
-NPUSIM_COMPARISON_SCALAR(eq, EQ)
-NPUSIM_COMPARISON_SCALAR(ne, NE)
-NPUSIM_COMPARISON_SCALAR(lt, LT)
-NPUSIM_COMPARISON_SCALAR(le, LE)
-NPUSIM_COMPARISON_SCALAR(gt, GT)
-NPUSIM_COMPARISON_SCALAR(ge, GE)
-#undef NPUSIM_COMPARISON_SCALAR
 
 // logical_not(x) is x == 0, for every dtype the comparison kernel takes.
 at::Tensor logical_not(const at::Tensor& self) {
@@ -463,27 +433,6 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, c
   return result;
 }
 
-#define NPUSIM_UNARY(NAME, KIND)                                                                                                      \
-  at::Tensor NAME(const at::Tensor& self) { return unary(OpKind::KIND, "aten::" #NAME, self, [](const at::Tensor& x) { return at::NAME(x); }); } \
-  at::Tensor& NAME##_(at::Tensor& self) {                                                                                            \
-    return unary_(OpKind::KIND, "aten::" #NAME "_", self, [](const at::Tensor& x) { return at::NAME(x); });                          \
-  } \
-  at::Tensor& NAME##_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::NAME(self), out); }
-NPUSIM_UNARY(neg, NEG)
-NPUSIM_UNARY(abs, ABS)
-NPUSIM_UNARY(exp, EXP)
-NPUSIM_UNARY(log, LOG)
-NPUSIM_UNARY(sqrt, SQRT)
-NPUSIM_UNARY(rsqrt, RSQRT)
-NPUSIM_UNARY(reciprocal, RECIPROCAL)
-NPUSIM_UNARY(tanh, TANH)
-NPUSIM_UNARY(sigmoid, SIGMOID)
-NPUSIM_UNARY(relu, RELU)
-NPUSIM_UNARY(silu, SILU)
-NPUSIM_UNARY(sin, SIN)
-NPUSIM_UNARY(cos, COS)
-NPUSIM_UNARY(erf, ERF)
-#undef NPUSIM_UNARY
 
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const bool tanh = approximate == "tanh";
@@ -576,8 +525,6 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor
   return at::add(product, beta_value == 1 ? self : at::mul(self, beta));
 }
 // The .out forms (torch.mm(a, b, out=...): a mixture of experts writing each expert's rows into its slice).
-at::Tensor& mm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mm(a, b), out); }
-at::Tensor& bmm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::bmm(a, b), out); }
 at::Tensor& addmm_out(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha,
                       at::Tensor& out) {
   return into(npusim::addmm(bias, a, b, beta, alpha), out);
@@ -719,7 +666,7 @@ at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   if (self.dim() == 0 || self.numel() == 0 || self.scalar_type() == at::kLong || self.scalar_type() == at::kDouble)
     return on_cpu("aten::any.dim", [&] { return at::any(cpu(self), dim, keepdim); });
   const at::Tensor magnitude = self.scalar_type() == at::kFloat ? at::abs(self) : at::abs(self.to(at::kFloat));
-  return ne_scalar(at::amax(magnitude, {dim}, keepdim), 0);
+  return at::ne(at::amax(magnitude, {dim}, keepdim), 0);
 }
 
 // any over several dims (none: every element; an empty list: no reduction, x != 0).
@@ -730,7 +677,7 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool k
     if (keepdim) result = result.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
     return result;
   }
-  if (dims->empty()) return ne_scalar(self, 0);
+  if (dims->empty()) return at::ne(self, 0);
   std::vector<int64_t> order;
   for (const int64_t d : *dims) order.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1)));
   std::sort(order.rbegin(), order.rend());
@@ -747,6 +694,9 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
   return npusim::logical_not(any_dims(npusim::logical_not(self), dims, keepdim));
 }
+// any() and all() of a whole tensor.
+at::Tensor any_all(const at::Tensor& self) { return npusim::any_dims(self, std::nullopt, false); }
+at::Tensor all_all(const at::Tensor& self) { return npusim::all_dims(self, std::nullopt, false); }
 // torch.equal: same shape and every element equal (NaN equals nothing, as on the CPU); one value read back.
 bool npu_equal(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || !on_npu(a) || !on_npu(b))
@@ -1046,26 +996,14 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
   return npusim::index_select(self.reshape(table_shape).contiguous(), 0, flat.reshape({-1})).reshape(shape);
 }
 
-// Bitwise ops of integers and bools (v.and, v.or, v.xor; int64 on its words) and shifts (v.shl, v.shr:
-// arithmetic for signed dtypes, logical for uint8; a count outside [0, bits) shifts every bit out, as
-// on the CPU). int64 shifts go to the CPU; floats raise the CPU's error.
-#define NPUSIM_BITWISE(NAME, KIND)                                                                                        \
-  at::Tensor npu_##NAME(const at::Tensor& a, const at::Tensor& b) {                                                     \
-    return binary(OpKind::KIND, "aten::" #NAME, a, b, false, [](auto& x, auto& y) { return at::NAME(x, y); });         \
-  }                                                                                                                      \
-  at::Tensor& npu_##NAME##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_##NAME(a, b), out); }
-NPUSIM_BITWISE(bitwise_and, BITWISE_AND)
-NPUSIM_BITWISE(bitwise_or, BITWISE_OR)
-NPUSIM_BITWISE(bitwise_xor, BITWISE_XOR)
-NPUSIM_BITWISE(bitwise_left_shift, SHIFT_LEFT)
-NPUSIM_BITWISE(bitwise_right_shift, SHIFT_RIGHT)
-#undef NPUSIM_BITWISE
 // x << n and x >> n (Python's operators reach these, not bitwise_*_shift).
+at::Tensor lshift_tensor(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_left_shift(self, count); }
+at::Tensor rshift_tensor(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_right_shift(self, count); }
 at::Tensor lshift_scalar(const at::Tensor& self, const at::Scalar& count) {
-  return npu_bitwise_left_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
+  return at::bitwise_left_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
 at::Tensor rshift_scalar(const at::Tensor& self, const at::Scalar& count) {
-  return npu_bitwise_right_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
+  return at::bitwise_right_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
 
 // gather along any dim: out[i] = x[i with index[i] along dim], the element's flat position in x
@@ -1093,7 +1031,7 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 
 // relu's backward: grad where self > threshold, else 0 (a comparison and a select on the chip).
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
-  return npusim::where(gt_scalar(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
+  return npusim::where(at::gt(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
 }
 at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out);
 
@@ -1107,16 +1045,9 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device (into()).
-at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::add(a, b, alpha), out); }
-at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha, at::Tensor& out) { return into(npusim::sub(a, b, alpha), out); }
-at::Tensor& mul_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::mul(a, b), out); }
-at::Tensor& div_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::div(a, b), out); }
-at::Tensor& pow_scalar_out(const at::Tensor& self, const at::Scalar& exponent, at::Tensor& out) { return into(pow_scalar(self, exponent), out); }
 at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out) {
   return into(npusim::threshold_backward(grad, self, threshold), out);
 }
-at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) { return into(npusim::cat(tensors, dim), out); }
-at::Tensor& all_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) { return into(npusim::all_dim(self, dim, keepdim), out); }
 at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, at::Tensor& out) {
   return into(npusim::all_dims(self, dims, keepdim), out);
 }
@@ -1125,23 +1056,16 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
   return into(npusim::nan_to_num(self, nan, posinf, neginf), out);
 }
 // any() / all() of every element.
-at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::any_dims(self, std::nullopt, false), out); }
-at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::all_dims(self, std::nullopt, false), out); }
-at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::isneginf(self), out); }
 at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max, at::Tensor& out) {
   return into(npusim::clamp(self, min, max), out);
 }
-at::Tensor& logical_and_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_and(a, b), out); }
-at::Tensor& logical_or_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::logical_or(a, b), out); }
-at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) { return into(npusim::logical_not(self), out); }
 // ~x: logical_not of bools (masks), x ^ -1 of integers (int64's words each).
 at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
   if (self.scalar_type() == at::kBool) return into(npusim::logical_not(self), out);
   if (at::isIntegralType(self.scalar_type(), false))
-    return into(npu_bitwise_xor(self, at::scalar_tensor(-1, self.options().device(at::kCPU))), out);
+    return into(at::bitwise_xor(self, at::scalar_tensor(-1, self.options().device(at::kCPU))), out);
   return into(on_cpu("aten::bitwise_not.out", [&] { return at::bitwise_not(cpu(self)); }), out);
 }
-at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npusim::where(cond, a, b), out); }
 // masked_fill_: the select kernel (value where mask holds, else self), copied back into self.
 at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
@@ -1232,60 +1156,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("zero_", zero);
   m.impl("add.Tensor", add);
-  m.impl("add.out", add_out);
-  m.impl("sub.out", sub_out);
-  m.impl("mul.out", mul_out);
-  m.impl("div.out", div_out);
   m.impl("sub.Tensor", sub);
-  m.impl("mul.Tensor", mul);
   m.impl("div.Tensor", div);
-  m.impl("maximum", maximum);
-  m.impl("minimum", minimum);
-  m.impl("eq.Tensor", eq);
-  m.impl("ne.Tensor", ne);
-  m.impl("lt.Tensor", lt);
-  m.impl("le.Tensor", le);
-  m.impl("gt.Tensor", gt);
-  m.impl("ge.Tensor", ge);
-  m.impl("eq.Scalar", eq_scalar);
-  m.impl("ne.Scalar", ne_scalar);
-  m.impl("lt.Scalar", lt_scalar);
-  m.impl("le.Scalar", le_scalar);
-  m.impl("gt.Scalar", gt_scalar);
-  m.impl("ge.Scalar", ge_scalar);
+  m.impl("div.Scalar", div_scalar);
   m.impl("logical_not", logical_not);
-  m.impl("logical_not.out", logical_not_out);
-  m.impl("neg", neg);
-  m.impl("abs", abs);
-  m.impl("exp", exp);
-  m.impl("log", log);
-  m.impl("sqrt", sqrt);
-  m.impl("rsqrt", rsqrt);
-  m.impl("reciprocal", reciprocal);
-  m.impl("tanh", tanh);
-  m.impl("sigmoid", sigmoid);
-  m.impl("relu", relu);
-  for (const auto& [name, kernel] : std::initializer_list<std::pair<const char*, at::Tensor& (*)(at::Tensor&)>>{
-           {"neg_", neg_}, {"abs_", abs_}, {"exp_", exp_}, {"log_", log_}, {"sqrt_", sqrt_}, {"rsqrt_", rsqrt_},
-           {"reciprocal_", reciprocal_}, {"tanh_", tanh_}, {"sigmoid_", sigmoid_}, {"relu_", relu_}, {"silu_", silu_},
-           {"sin_", sin_}, {"cos_", cos_}, {"erf_", erf_}})
-    m.impl(name, kernel);
-  for (const auto& [name, kernel] : std::initializer_list<std::pair<const char*, at::Tensor& (*)(const at::Tensor&, at::Tensor&)>>{
-           {"neg.out", neg_out}, {"abs.out", abs_out}, {"exp.out", exp_out}, {"log.out", log_out}, {"sqrt.out", sqrt_out},
-           {"rsqrt.out", rsqrt_out}, {"reciprocal.out", reciprocal_out}, {"tanh.out", tanh_out}, {"sigmoid.out", sigmoid_out},
-           {"relu.out", relu_out}, {"silu.out", silu_out}, {"sin.out", sin_out}, {"cos.out", cos_out}, {"erf.out", erf_out}})
-    m.impl(name, kernel);
-  m.impl("silu", silu);
-  m.impl("sin", sin);
-  m.impl("cos", cos);
+  m.impl("any", any_all);
+  m.impl("all", all_all);
+  m.impl("logical_and", logical_and);
+  m.impl("logical_or", logical_or);
   m.impl("gelu", gelu);
   m.impl("gelu_backward", gelu_backward);
-  m.impl("erf", erf);
   m.impl("mm", mm);
-  m.impl("mm.out", mm_out);
   m.impl("_int_mm", int_mm);
   m.impl("bmm", bmm);
-  m.impl("bmm.out", bmm_out);
   m.impl("addmm", addmm);
   m.impl("addmm.out", addmm_out);
   m.impl("baddbmm", baddbmm);
@@ -1306,26 +1189,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("eye.out", npu_eye_n_out);
   m.impl("any.dims", any_dims);
   m.impl("all.dim", all_dim);
-  m.impl("all.out", all_dim_out);
   m.impl("all.dims", all_dims);
   m.impl("all.dims_out", all_dims_out);
-  m.impl("any.all_out", any_all_out);
-  m.impl("all.all_out", all_all_out);
   m.impl("isneginf", isneginf);
-  m.impl("isneginf.out", isneginf_out);
   m.impl("isnan", isnan);
   m.impl("nan_to_num", nan_to_num);
   m.impl("nan_to_num.out", nan_to_num_out);
   m.impl("clamp.out", clamp_out);
-  m.impl("logical_and.out", logical_and_out);
-  m.impl("logical_or.out", logical_or_out);
   m.impl("bitwise_not.out", bitwise_not_out);
-  m.impl("where.self_out", where_out);
   m.impl("native_layer_norm", native_layer_norm);
-  m.impl("pow.Tensor_Scalar", pow_scalar);
-  m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
-  m.impl("pow.Tensor_Tensor", pow_tensor);
-  m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
   m.impl("pow.Scalar", pow_scalar_base);
   m.impl("pow.Scalar_out", pow_scalar_base_out);
   m.impl("cat", cat);
@@ -1336,25 +1208,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("index_select", index_select);
   m.impl("index.Tensor", index_tensor);
-  m.impl("bitwise_and.Tensor", npu_bitwise_and);
-  m.impl("bitwise_or.Tensor", npu_bitwise_or);
-  m.impl("bitwise_xor.Tensor", npu_bitwise_xor);
-  m.impl("bitwise_and.Tensor_out", npu_bitwise_and_out);
-  m.impl("bitwise_or.Tensor_out", npu_bitwise_or_out);
-  m.impl("bitwise_xor.Tensor_out", npu_bitwise_xor_out);
-  m.impl("bitwise_left_shift.Tensor", npu_bitwise_left_shift);
-  m.impl("bitwise_right_shift.Tensor", npu_bitwise_right_shift);
-  m.impl("bitwise_left_shift.Tensor_out", npu_bitwise_left_shift_out);
-  m.impl("bitwise_right_shift.Tensor_out", npu_bitwise_right_shift_out);
-  m.impl("__lshift__.Tensor", npu_bitwise_left_shift);
-  m.impl("__rshift__.Tensor", npu_bitwise_right_shift);
+  m.impl("__lshift__.Tensor", lshift_tensor);
+  m.impl("__rshift__.Tensor", rshift_tensor);
   m.impl("__lshift__.Scalar", lshift_scalar);
   m.impl("__rshift__.Scalar", rshift_scalar);
   m.impl("gather", gather);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("threshold_backward", threshold_backward);
   m.impl("threshold_backward.grad_input", threshold_backward_out);
-  m.impl("cat.out", cat_out);
   m.impl("addcmul.out", addcmul_out);
   m.impl("addcdiv.out", addcdiv_out);
   m.impl("lerp.Scalar_out", lerp_scalar_out);

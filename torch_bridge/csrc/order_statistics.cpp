@@ -87,7 +87,6 @@ at::Tensor npu_median(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "median() input tensor cannot be empty");
   return std::get<0>(npu_median_dim(self.reshape({-1}), 0, false));
 }
-at::Tensor& npu_median_out(const at::Tensor& self, at::Tensor& out) { return into(npu_median(self), out); }
 
 Selected npu_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -119,7 +118,6 @@ at::Tensor npu_nanmedian(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "nanmedian() input tensor cannot be empty");
   return std::get<0>(npu_nanmedian_dim(self.reshape({-1}), 0, false));
 }
-at::Tensor& npu_nanmedian_out(const at::Tensor& self, at::Tensor& out) { return into(npu_nanmedian(self), out); }
 
 }  // namespace
 
@@ -127,11 +125,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("kthvalue", npu_kthvalue);
   m.impl("kthvalue.values", npu_kthvalue_out);
   m.impl("median", npu_median);
-  m.impl("median.out", npu_median_out);
   m.impl("median.dim", npu_median_dim);
   m.impl("median.dim_values", npu_median_dim_out);
   m.impl("nanmedian", npu_nanmedian);
-  m.impl("nanmedian.out", npu_nanmedian_out);
   m.impl("nanmedian.dim", npu_nanmedian_dim);
   m.impl("nanmedian.dim_values", npu_nanmedian_dim_out);
 }

@@ -46,7 +46,6 @@ at::Tensor npu_hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
   }
   return at::where(inside(x, lambd.toDouble()), zero_of(x), x);
 }
-at::Tensor& npu_hardshrink_out(const at::Tensor& x, const at::Scalar& lambd, at::Tensor& out) { return into(npu_hardshrink(x, lambd), out); }
 
 // hardshrink's and softshrink's gradient (the same formula).
 at::Tensor shrink_backward(const char* name, const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
@@ -77,7 +76,6 @@ at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
   const double l = lambd.toDouble();
   return at::where(at::gt(x, l), at::sub(x, l), at::where(at::lt(x, -l), at::add(x, l), at::mul(x, 0)));
 }
-at::Tensor& npu_softshrink_out(const at::Tensor& x, const at::Scalar& lambd, at::Tensor& out) { return into(npu_softshrink(x, lambd), out); }
 
 at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
   if (!non_empty_chip_floats({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
@@ -144,11 +142,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold", npu_threshold);
   m.impl("threshold.out", npu_threshold_out);
   m.impl("hardshrink", npu_hardshrink);
-  m.impl("hardshrink.out", npu_hardshrink_out);
   m.impl("hardshrink_backward", npu_hardshrink_backward);
   m.impl("hardshrink_backward.grad_input", npu_hardshrink_backward_out);
   m.impl("softshrink", npu_softshrink);
-  m.impl("softshrink.out", npu_softshrink_out);
   m.impl("softshrink_backward", npu_softshrink_backward);
   m.impl("softshrink_backward.grad_input", npu_softshrink_backward_out);
   m.impl("_prelu_kernel", npu_prelu);

@@ -59,7 +59,6 @@ at::Tensor npu_channel_shuffle(const at::Tensor& x, c10::SymInt groups_sym) {
   grouped.insert(grouped.end(), x.sizes().begin() + 2, x.sizes().end());
   return x.reshape(grouped).transpose(1, 2).contiguous().view(x.sizes());
 }
-at::Tensor& npu_channel_shuffle_out(const at::Tensor& x, c10::SymInt groups, at::Tensor& out) { return into(npu_channel_shuffle(x, groups), out); }
 
 at::Tensor npu_linalg_cross(const at::Tensor& a, const at::Tensor& b, int64_t dim) {
   TORCH_CHECK(a.dim() == b.dim(), "linalg.cross: inputs must have the same number of dimensions.");
@@ -81,7 +80,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("flip", npu_flip);
   m.impl("roll", npu_roll);
   m.impl("channel_shuffle", npu_channel_shuffle);
-  m.impl("channel_shuffle.out", npu_channel_shuffle_out);
   m.impl("linalg_cross", npu_linalg_cross);
   m.impl("linalg_cross.out", npu_linalg_cross_out);
 }

@@ -474,14 +474,8 @@ at::Tensor npu_reflection_pad1d(const at::Tensor& x, c10::IntArrayRef p) { retur
 at::Tensor npu_reflection_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad2d"); }
 at::Tensor npu_replication_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad1d"); }
 at::Tensor npu_replication_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad2d"); }
-at::Tensor& npu_reflection_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad1d(x, p), out); }
-at::Tensor& npu_reflection_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad2d(x, p), out); }
-at::Tensor& npu_replication_pad1d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad1d(x, p), out); }
-at::Tensor& npu_replication_pad2d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad2d(x, p), out); }
 at::Tensor npu_reflection_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad3d"); }
 at::Tensor npu_replication_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad3d"); }
-at::Tensor& npu_reflection_pad3d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_reflection_pad3d(x, p), out); }
-at::Tensor& npu_replication_pad3d_out(const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) { return into(npu_replication_pad3d(x, p), out); }
 at::Tensor npu_reflection_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
   return pad_backward(g, x, p, true, "aten::reflection_pad3d_backward");
 }
@@ -566,21 +560,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bicubic2d_backward", npu_upsample_bicubic2d_backward);
   m.impl("upsample_bicubic2d_backward.grad_input", npu_upsample_bicubic2d_backward_out);
   m.impl("reflection_pad3d", npu_reflection_pad3d);
-  m.impl("reflection_pad3d.out", npu_reflection_pad3d_out);
   m.impl("replication_pad3d", npu_replication_pad3d);
-  m.impl("replication_pad3d.out", npu_replication_pad3d_out);
   m.impl("reflection_pad3d_backward", npu_reflection_pad3d_backward);
   m.impl("reflection_pad3d_backward.grad_input", npu_reflection_pad3d_backward_out);
   m.impl("replication_pad3d_backward", npu_replication_pad3d_backward);
   m.impl("replication_pad3d_backward.grad_input", npu_replication_pad3d_backward_out);
   m.impl("reflection_pad1d", npu_reflection_pad1d);
-  m.impl("reflection_pad1d.out", npu_reflection_pad1d_out);
   m.impl("reflection_pad2d", npu_reflection_pad2d);
-  m.impl("reflection_pad2d.out", npu_reflection_pad2d_out);
   m.impl("replication_pad1d", npu_replication_pad1d);
-  m.impl("replication_pad1d.out", npu_replication_pad1d_out);
   m.impl("replication_pad2d", npu_replication_pad2d);
-  m.impl("replication_pad2d.out", npu_replication_pad2d_out);
   m.impl("reflection_pad1d_backward", npu_reflection_pad1d_backward);
   m.impl("reflection_pad1d_backward.grad_input", npu_reflection_pad1d_backward_out);
   m.impl("reflection_pad2d_backward", npu_reflection_pad2d_backward);

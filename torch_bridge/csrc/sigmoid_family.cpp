@@ -37,7 +37,6 @@ at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
   const int64_t half = self.size(d) / 2;
   return elementwise_chain_in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
 }
-at::Tensor& npu_glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out) { return into(npu_glu(self, dim), out); }
 
 at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
   if (!on_chip({&self, &grad}) || self.dim() == 0) {
@@ -68,7 +67,6 @@ at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
                                         : "sub(1, in0); div(in0, %0); log(%1)";
   return elementwise_chain_in_f32({self}, chain);
 }
-at::Tensor& npu_logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) { return into(npu_logit(self, eps), out); }
 
 at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
   if (!on_chip({&self, &grad})) {
@@ -88,11 +86,9 @@ at::Tensor& npu_logit_backward_out(const at::Tensor& grad, const at::Tensor& sel
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("glu", npu_glu);
-  m.impl("glu.out", npu_glu_out);
   m.impl("glu_backward", npu_glu_backward);
   m.impl("glu_backward.grad_input", npu_glu_backward_out);
   m.impl("logit", npu_logit);
-  m.impl("logit.out", npu_logit_out);
   m.impl("logit_backward", npu_logit_backward);
   m.impl("logit_backward.grad_input", npu_logit_backward_out);
 }

@@ -33,8 +33,6 @@ at::Tensor triangle(const at::Tensor& x, int64_t diagonal, bool lower) {
 
 at::Tensor tril(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }
 at::Tensor triu(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
-at::Tensor& tril_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, true), out); }
-at::Tensor& triu_out(const at::Tensor& x, int64_t diagonal, at::Tensor& out) { return into(triangle(x, diagonal, false), out); }
 
 // The [2, K] (row, column) coordinates of the kept triangle of a rows x cols matrix, row by row.
 at::Tensor triangle_indices(int64_t rows, int64_t cols, int64_t offset, bool lower, std::optional<at::ScalarType> dtype) {
@@ -63,8 +61,6 @@ at::Tensor npu_triu_indices(int64_t rows, int64_t cols, int64_t offset, std::opt
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tril", tril);
   m.impl("triu", triu);
-  m.impl("tril.out", tril_out);
-  m.impl("triu.out", triu_out);
   m.impl("tril_indices", npu_tril_indices);
   m.impl("triu_indices", npu_triu_indices);
 }

@@ -97,7 +97,6 @@ at::Tensor npu_hypot(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor result = at::where(at::logical_or(at::isinf(af), at::isinf(bf)), inf, at::where(at::eq(largest, 0), zero, scaled));
   return result.to(dtype);
 }
-at::Tensor& npu_hypot_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return into(npu_hypot(a, b), out); }
 
 // Every difference x1[..., i, :] - x2[..., j, :]: [..., P, R, M] in f32. The CPU walks them
 // without materializing; here they are one tensor, so problems beyond kMaxDifferences go to the CPU.
@@ -260,7 +259,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("renorm", npu_renorm);
   m.impl("renorm.out", npu_renorm_out);
   m.impl("hypot", npu_hypot);
-  m.impl("hypot.out", npu_hypot_out);
   m.impl("_cdist_forward", npu_cdist_forward);
   m.impl("_cdist_forward.out", npu_cdist_forward_out);
   m.impl("_cdist_backward", npu_cdist_backward);
