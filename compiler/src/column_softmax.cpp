@@ -4,7 +4,8 @@
 // keys along dim -2), viewed as outer x L x inner like the column reductions.
 //
 // A tile is tc contiguous columns of one outer index, its L rows walked in
-// chunks of lc, each loaded as lc runs of tc elements (dma ch0, two slots).
+// chunks of lc, each loaded as lc runs of tc elements (dma ch0; two slots, or
+// one where all of L is one chunk).
 // Pass 1 keeps each column's running maximum m and sum s of exp(x - m), in
 // f32 (online softmax: s is rescaled by exp(m_old - m_new) when m grows); pass
 // 2 gives exp(x - m) / s (softmax) or x - m - log(s) (log_softmax), rounded
@@ -52,26 +53,36 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
   const bool log = op.kind == OpKind::LOG_SOFTMAX;
   const int64_t e = isa::dtype_size_bytes(x.dtype);
   const int64_t scratchpad = static_cast<int64_t>(config.core.scratchpad.size_bytes), request = config.core.dma.request_bytes;
-  // Per element of a chunk: two raw slots, the f32 values and their exps, two output slots.
-  const int64_t per_element = 2 * e + 8 + 2 * e, budget = scratchpad - 8 * 4096;
+  // Per element of a chunk: the raw slots, the f32 values, two output slots, and for log_softmax the exps
+  // apart (its outputs are x - m - log(s), so x - m outlives the sum); softmax takes its exps in place
+  // of x - m, which nothing reads after. Two raw slots let the next chunk load while this one is worked
+  // on; where a tile's L rows are one chunk, one does: it is free once converted, and the next tile's
+  // load overlaps the rest of this one's work.
+  const bool exps_apart = log;
+  const auto per_element = [&](int64_t raw_slots) { return raw_slots * e + (exps_apart ? 8 : 4) + 2 * e; };
+  const int64_t budget = scratchpad - 8 * 4096;
   // The tile's width: the widest (up to runs of 2 KiB) that holds all of L in one chunk with runs of a
   // DMA request or more; where none does, runs of 2 KiB in chunks. Narrower where the cores would
   // otherwise lack tiles.
   const int64_t widest = std::min<int64_t>(inner, std::max<int64_t>(16, 2048 / e)), narrowest = std::min<int64_t>(inner, std::max<int64_t>(1, request / e));
   int64_t tc = widest;
-  while (length * tc * per_element > budget && tc / 2 >= narrowest) tc /= 2;
-  if (length * tc * per_element > budget) tc = widest;
+  while (length * tc * per_element(1) > budget && tc / 2 >= narrowest) tc /= 2;
+  const bool whole = length * tc * per_element(1) <= budget;
+  if (!whole) tc = widest;
   while (tc > 64 && outer * ((inner + tc - 1) / tc) < int64_t(config.num_cores)) tc /= 2;
-  const int64_t lc = std::min<int64_t>(length, budget / (tc * per_element));
-  if (lc < 1) throw UnsupportedOp(name + ": a row of the column tile does not fit the scratchpad");
-  const int64_t chunks = (length + lc - 1) / lc, col_tiles = (inner + tc - 1) / tc, tiles = outer * col_tiles;
+  const int64_t raw_slots = whole ? 1 : 2;
+  const int64_t lc_fits = std::min<int64_t>(length, budget / (tc * per_element(raw_slots)));
+  if (lc_fits < 1) throw UnsupportedOp(name + ": a row of the column tile does not fit the scratchpad");
+  // Chunks of equal rows (no short last one, whose load the vector unit would wait for).
+  const int64_t chunks = (length + lc_fits - 1) / lc_fits, lc = (length + chunks - 1) / chunks;
+  const int64_t col_tiles = (inner + tc - 1) / tc, tiles = outer * col_tiles;
   const bool resident = chunks == 1;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1);
 
-  // Local layout: two raw slots, the f32 chunk, its exps, two output slots, then m, the new m, s, a
-  // partial, a scratch vector and 1/s or log(s), tc each.
-  const int64_t raw_bytes = align64(lc * tc * e), work_at = 2 * raw_bytes, ex_at = work_at + align64(lc * tc * 4);
+  // Local layout: the raw slots, the f32 chunk, its exps (log_softmax; softmax's are the chunk's
+  // place), two output slots, then m, the new m, s, a partial, a scratch vector and 1/s or log(s), tc each.
+  const int64_t raw_bytes = align64(lc * tc * e), work_at = raw_slots * raw_bytes, ex_at = work_at + (exps_apart ? align64(lc * tc * 4) : 0);
   const int64_t out_at = ex_at + align64(lc * tc * 4), out_bytes = align64(lc * tc * e), vec_bytes = align64(tc * 4);
   const int64_t m_at = out_at + 2 * out_bytes, mnew_at = m_at + vec_bytes, s_at = mnew_at + vec_bytes, partial_at = s_at + vec_bytes;
   const int64_t scratch_at = partial_at + vec_bytes, norm_at = scratch_at + vec_bytes, local_bytes = norm_at + vec_bytes;
@@ -95,7 +106,8 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg slot = b.reg(), oslot = b.reg(), o = b.reg(), j0 = b.reg(), nt = b.reg(), rows = b.reg(), left = b.reg(), chunk = b.reg();
   b.li(one, 1), b.li(work, work_at), b.li(ex, ex_at), b.li(m, m_at), b.li(mnew, mnew_at), b.li(s, s_at), b.li(partial, partial_at);
   b.li(scratch, scratch_at), b.li(norm, norm_at);
-  for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kCtl, IN_FREE}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE});
+  for (int64_t i = 0; i < raw_slots; ++i) b.emit(Opcode::SIGNAL, {kCtl, IN_FREE});
+  for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE});
   b.li(slot, 0), b.li(oslot, out_at);
   const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg src) {
     b.emit(opcode, {int64_t(channel), dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
@@ -115,7 +127,7 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
     if (x.dtype == DType::F32) b.emit(Opcode::V_MOV, {f32, work.index, local.index, rows.index, nt.index});
     else b.emit(Opcode::V_CVT, {f32, xdt, work.index, local.index, rows.index, nt.index});
     b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
-    b.emit(Opcode::XORI, {slot.index, slot.index, raw_bytes});
+    if (raw_slots == 2) b.emit(Opcode::XORI, {slot.index, slot.index, raw_bytes});
     b.li(tmp, lc * in_view.length_stride * e), b.add(addr, addr, tmp);
   };
 
