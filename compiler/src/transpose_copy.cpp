@@ -110,6 +110,34 @@ struct CopyDma {
   }
 };
 
+// What both transposing copies begin with: the tensors' symbols, the tiles split over the cores, each
+// core's tiles visited from a rotated start (rotation_over_cores: where the output's runs of one tile all
+// lie on some of the DRAM channels, runs of 512 bytes a period of 1 KiB apart on base, two of four, cores
+// then store to all of them at once; transpose(1, 2) of 12 x 512 x 512 bf16 on base: 58.8% of the
+// roofline -> 82.3%), and the tensors' base addresses. A core without tiles branches to `done`.
+struct TileWalk {
+  Reg t, t_end, t_first, rotation, u;  // tile t of [t_first, t_end) is visited as tile u (visited_item)
+  Label done;
+  Reg in_base, out_base;
+};
+TileWalk begin_tile_walk(ProgramBuilder& b, const TensorDesc& in, const TensorDesc& out, int64_t tiles, int64_t e) {
+  const uint16_t out_sym = b.output("out", out.dtype, {static_cast<uint64_t>(out.storage_extent())});
+  const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
+  TileWalk w;
+  w.t = b.reg(), w.t_end = b.reg(), w.t_first = b.reg(), w.rotation = b.reg(), w.u = b.reg();
+  w.done = b.label();
+  b.split_over_cores(tiles, w.t, w.t_end);
+  b.branch(Opcode::BGE, {w.t.index, w.t_end.index}, w.done);
+  b.mov(w.t_first, w.t);
+  b.rotation_over_cores(w.t_first, w.t_end, w.rotation);
+  w.in_base = b.reg(), w.out_base = b.reg();
+  b.emit(Opcode::LA, {w.in_base.index, in_sym});
+  if (in.storage_offset) b.addi(w.in_base, w.in_base, in.storage_offset * e);
+  b.emit(Opcode::LA, {w.out_base.index, out_sym});
+  if (out.storage_offset) b.addi(w.out_base, w.out_base, out.storage_offset * e);
+  return w;
+}
+
 // The copy of [.., z, .., m, .., a] (input runs [m][a], output runs [m][z]) as tiles of all of z, mb of
 // m and all of a; nullopt where no block of m gives runs of a request on both sides in the scratchpad.
 std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc& out, const std::vector<Dim>& dims, int64_t a, int64_t m,
@@ -144,21 +172,11 @@ std::optional<Kernel> three_dim_transpose(const TensorDesc& in, const TensorDesc
   const int64_t dt = static_cast<int64_t>(out.dtype);
 
   ProgramBuilder b("copy, three-dim transposes (generated)");
-  const uint16_t out_sym = b.output("out", out.dtype, {static_cast<uint64_t>(out.storage_extent())});
-  const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
   constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
   const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
-  const Reg t = b.reg(), t_end = b.reg(), t_first = b.reg(), rotation = b.reg(), u = b.reg();
-  const Label done = b.label();
-  b.split_over_cores(tiles, t, t_end);
-  b.branch(Opcode::BGE, {t.index, t_end.index}, done);
-  b.mov(t_first, t);
-  b.rotation_over_cores(t_first, t_end, rotation);
-  const Reg in_base = b.reg(), out_base = b.reg();
-  b.emit(Opcode::LA, {in_base.index, in_sym});
-  if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * e);
-  b.emit(Opcode::LA, {out_base.index, out_sym});
-  if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * e);
+  const TileWalk w = begin_tile_walk(b, in, out, tiles, e);
+  const Reg t = w.t, t_end = w.t_end, t_first = w.t_first, rotation = w.rotation, u = w.u, in_base = w.in_base, out_base = w.out_base;
+  const Label done = w.done;
   for (int i = 0; i < 2; ++i) b.emit(Opcode::SIGNAL, {kDma0, IN_FREE}), b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
   const Reg slot = b.reg(), addr = b.reg(), local = b.reg(), tmp = b.reg(), rows = b.reg(), cols = b.reg(), count = b.reg();
   const CopyDma dma{b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg(), b.reg()};
@@ -344,25 +362,11 @@ std::optional<Kernel> lower_transpose_copy(const OpDesc& op, const sim::ChipConf
   const auto pieces_store = [&](int64_t count) { return arranged({1, {qz, dz.out_stride, p_elems}, {count, da.out_stride, 1}}); };
 
   ProgramBuilder b("copy, blocked transposes (generated)");
-  const uint16_t out_sym = b.output("out", out.dtype, {static_cast<uint64_t>(out.storage_extent())});
-  const uint16_t in_sym = b.input("in0", in.dtype, {static_cast<uint64_t>(std::max<int64_t>(in.storage_extent(), 1))});
   constexpr int64_t IN_FULL = 0, IN_FREE = 1, OUT_FULL = 2, OUT_FREE = 3;
   const int64_t kDma0 = 1, kVec = 6, kStore = 1 + store_channel, kStore2 = 4;
-  const Reg t = b.reg(), t_end = b.reg(), t_first = b.reg(), rotation = b.reg(), u = b.reg();
-  const Label done = b.label();
-  b.split_over_cores(tiles, t, t_end);
-  b.branch(Opcode::BGE, {t.index, t_end.index}, done);
-  // Tile t is visited as tile u (rotation_over_cores): where the output's runs of one tile all lie on
-  // some of the DRAM channels (runs of 512 bytes a period of 1 KiB apart on base: two of four), cores
-  // then store to all of them at once. transpose(1, 2) of 12 x 512 x 512 bf16 on base: 58.8% of the
-  // roofline -> 82.3%.
-  b.mov(t_first, t);
-  b.rotation_over_cores(t_first, t_end, rotation);
-  const Reg in_base = b.reg(), out_base = b.reg();
-  b.emit(Opcode::LA, {in_base.index, in_sym});
-  if (in.storage_offset) b.addi(in_base, in_base, in.storage_offset * dtype_bytes);
-  b.emit(Opcode::LA, {out_base.index, out_sym});
-  if (out.storage_offset) b.addi(out_base, out_base, out.storage_offset * dtype_bytes);
+  const TileWalk w = begin_tile_walk(b, in, out, tiles, dtype_bytes);
+  const Reg t = w.t, t_end = w.t_end, t_first = w.t_first, rotation = w.rotation, u = w.u, in_base = w.in_base, out_base = w.out_base;
+  const Label done = w.done;
   for (int i = 0; i < 2; ++i) {
     b.emit(Opcode::SIGNAL, {kDma0, IN_FREE});
     if (!pieces || split_store) b.emit(Opcode::SIGNAL, {kVec, OUT_FREE});
