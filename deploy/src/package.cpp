@@ -114,6 +114,7 @@ void validate(const proto::Package& p) {
     check_buffer(c.buffer(), "a constant");
     if (c.data().size() > p.buffers(int(c.buffer())).size_bytes()) throw PackageError("package: a constant is larger than its buffer");
   }
+  for (const uint32_t b : p.state_buffers()) check_buffer(b, "the state");
   for (const proto::Step& s : p.steps()) {
     if (s.has_launch()) {
       if (s.launch().program() >= uint32_t(p.programs_size())) throw PackageError("package: a launch names a program that does not exist");
@@ -251,6 +252,11 @@ std::string Package::summary() const {
   out << "  " << launches() << " kernel launches of " << programs() << " programs, " << (p.steps_size() - int(launches())) << " uploads\n";
   out << "  memory plan: " << p.buffers_size() << " buffers, " << planned_bytes() << " bytes (" << p.logical_buffers() << " buffers, "
       << p.logical_bytes() << " bytes before planning); weights " << p.constants_size() << " buffers, " << constant_bytes << " bytes\n";
+  if (p.state_buffers_size() > 0) {
+    uint64_t state_bytes = 0;
+    for (const uint32_t b : p.state_buffers()) state_bytes += p.buffers(int(b)).size_bytes();
+    out << "  state: " << p.state_buffers_size() << " buffers, " << state_bytes << " bytes, kept from one run to the next\n";
+  }
   return out.str();
 }
 
@@ -298,6 +304,11 @@ void PackageBuilder::output(TensorSpec spec) {
   to_proto(spec, package_->add_outputs());
 }
 
+void PackageBuilder::state(uint32_t buffer) {
+  buffers_.at(buffer).pinned = true;
+  buffers_.at(buffer).state = true;
+}
+
 void PackageBuilder::constant(uint32_t buffer, std::vector<uint8_t> data) {
   buffers_.at(buffer).pinned = true;
   constants_.emplace_back(buffer, std::move(data));
@@ -340,11 +351,12 @@ void PackageBuilder::upload(uint32_t buffer, uint64_t offset_bytes, std::vector<
 
 Package PackageBuilder::finish() {
   // A weight that the run also overwrites (its buffer reused by the recorder's
-  // allocator) is written again at the start of every run, not once at load.
+  // allocator) is written again at the start of every run, not once at load;
+  // state is written once, and what a run writes there is the next run's.
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> loaded_once;
   google::protobuf::RepeatedPtrField<proto::Step> steps;
   for (auto& [buffer, data] : constants_) {
-    if (!buffers_[buffer].written) {
+    if (!buffers_[buffer].written || buffers_[buffer].state) {
       loaded_once.emplace_back(buffer, std::move(data));
       continue;
     }
@@ -403,6 +415,8 @@ Package PackageBuilder::finish() {
     c->set_buffer(home.at(buffer));
     c->set_data(data.data(), data.size());
   }
+  for (uint32_t b = 0; b < buffers_.size(); ++b)
+    if (buffers_[b].state) p.add_state_buffers(home.at(b));
   p.set_logical_buffers(order.size());
   p.set_logical_bytes(logical_bytes);
   validate(p);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "npusim/common/output_files.h"
+#include "npusim/deploy/generate.h"
 #include "npusim/deploy/package.h"
 #include "npusim/driver/device.h"
 #include "npusim/driver/errors.h"
@@ -31,12 +32,71 @@ std::map<std::string, std::string> name_file_pairs(const std::vector<std::string
   return pairs;
 }
 
+// --prompt's token ids: integers separated by commas or spaces.
+std::vector<int64_t> prompt_tokens(const std::string& text) {
+  std::vector<int64_t> tokens;
+  size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ',' || text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    size_t used = 0;
+    int64_t token = 0;
+    try {
+      token = std::stoll(text.substr(at), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || (at + used < text.size() && text[at + used] != ',' && text[at + used] != ' '))
+      throw npu::deploy::PackageError("--prompt " + text + ": expected token ids separated by commas or spaces (column " + std::to_string(at + 1) + ")");
+    tokens.push_back(token);
+    at += used;
+  }
+  return tokens;
+}
+
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw npu::deploy::PackageError(path + ": cannot open");
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+
+std::shared_ptr<npu::Device> open_device(const npu::deploy::Package& package, const po::variables_map& vm) {
+  npu::SimulatorLinkOptions link;
+  link.config = package.config_name();
+  link.config_text = package.config_text();
+  link.functional = !vm.count("timing-only");
+  if (vm.count("trace")) link.trace_path = vm["trace"].as<std::string>();
+  return npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
+}
+
+// --generate: the decode-step loop (npusim/deploy/generate.h), its tokens and cycles printed.
+int generate(const npu::deploy::Package& package, const po::variables_map& vm) {
+  npu::deploy::check_decode_step(package);
+  const std::vector<int64_t> prompt = prompt_tokens(vm["prompt"].as<std::string>());
+  if (vm.count("trace")) npu::check_output_path(vm["trace"].as<std::string>());
+  auto device = open_device(package, vm);
+  npu::deploy::PackageRunner runner(device, package);
+  const npu::deploy::GenerateResult result = npu::deploy::generate(runner, package, prompt, vm["generate"].as<int64_t>());
+  uint64_t prompt_cycles = 0, new_cycles = 0;
+  for (size_t i = 0; i < result.cycles_per_run.size(); ++i) (i + 1 < prompt.size() ? prompt_cycles : new_cycles) += result.cycles_per_run[i];
+  // (The run of the prompt's last token makes the first new token: it counts as a new token's.)
+  std::printf("prompt: %zu tokens, %zu runs before the first new token's, %llu cycles\n", prompt.size(), prompt.size() - 1,
+              static_cast<unsigned long long>(prompt_cycles));
+  std::printf("new tokens: %zu in %llu cycles", result.tokens.size(), static_cast<unsigned long long>(new_cycles));
+  if (!result.tokens.empty())
+    std::printf(" (%.3f us each on the chip)",
+                double(device->cycles_to_time(new_cycles).count()) / 1000.0 / double(result.tokens.size()));
+  std::printf("\ntokens:");
+  if (vm.count("timing-only")) std::printf(" (not computed: --timing-only)");
+  else
+    for (const int32_t token : result.tokens) std::printf(" %d", token);
+  std::printf("\n");
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw std::runtime_error("cannot write the standard output");
+  return npu::cli::kExitOk;
+}
 
 }  // namespace
 
@@ -47,6 +107,10 @@ int sc_main(int argc, char* argv[]) {
       "compiled for, through the driver alone. Inputs and outputs are raw little-endian files of\n"
       "the tensor's dtype, contiguous (numpy: array.tofile / numpy.fromfile); --info lists them.\n"
       "Prints the device cycles of the run (inputs copied in, every kernel, up to the last one's end).\n"
+      "A buffer that a run reads and then writes back (a language model's KV cache) keeps its\n"
+      "contents from one run to the next. With --generate, a language model's decode-step package\n"
+      "(inputs: token ids i32[1,1] and position i32[1]; first output: logits [1,1,V]) generates\n"
+      "tokens greedily from --prompt, one run per token, and prints them.\n"
       "Exit status: 0 success, 1 bad package or inputs or a device error, 2 bad usage.\n\nOptions");
   options.add_options()
       ("help,h", "print this help and exit")
@@ -57,6 +121,8 @@ int sc_main(int argc, char* argv[]) {
       ("runs", po::value<int64_t>()->default_value(1)->value_name("N"), "run N times, 1 to 1000000 (cycles of each run are printed)")
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace of the chip and the driver (.pftrace or .json)")
       ("timing-only", "skip the arithmetic (outputs are not computed; cycles are the same)")
+      ("generate", po::value<int64_t>()->value_name("N"), "generate N new tokens, 0 to 1000000, after --prompt (a decode-step package)")
+      ("prompt", po::value<std::string>()->value_name("TOKENS"), "the prompt's token ids for --generate: \"15,3,7\"")
       ("package", po::value<std::string>(), "the package file");
   po::positional_options_description positional;
   positional.add("package", 1);
@@ -73,12 +139,22 @@ int sc_main(int argc, char* argv[]) {
     std::cerr << "npu-run: error: --runs " << runs << ": expected 1 to 1000000\nTry 'npu-run --help'.\n";
     return npu::cli::kExitBadUsage;
   }
+  const bool generating = vm.count("generate") != 0;
+  if (generating != (vm.count("prompt") != 0) || (generating && (vm.count("input") || vm.count("output") || !vm["runs"].defaulted()))) {
+    std::cerr << "npu-run: error: --generate and --prompt go together, without --input, --output or --runs\nTry 'npu-run --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
+  if (generating && (vm["generate"].as<int64_t>() < 0 || vm["generate"].as<int64_t>() > 1000000)) {
+    std::cerr << "npu-run: error: --generate " << vm["generate"].as<int64_t>() << ": expected 0 to 1000000\nTry 'npu-run --help'.\n";
+    return npu::cli::kExitBadUsage;
+  }
   try {
     const npu::deploy::Package package = npu::deploy::Package::read(vm["package"].as<std::string>());
     if (vm.count("info")) {
       std::cout << package.summary();
       return npu::cli::kExitOk;
     }
+    if (generating) return generate(package, vm);
     const auto input_files = name_file_pairs(vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{}, "input");
     const auto output_files =
         name_file_pairs(vm.count("output") ? vm["output"].as<std::vector<std::string>>() : std::vector<std::string>{}, "output");
@@ -102,12 +178,7 @@ int sc_main(int argc, char* argv[]) {
     }
     if (vm.count("trace")) npu::check_output_path(vm["trace"].as<std::string>());
 
-    npu::SimulatorLinkOptions link;
-    link.config = package.config_name();
-    link.config_text = package.config_text();
-    link.functional = !vm.count("timing-only");
-    if (vm.count("trace")) link.trace_path = vm["trace"].as<std::string>();
-    auto device = npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
+    auto device = open_device(package, vm);
     npu::deploy::PackageRunner runner(device, package);
     npu::deploy::PackageRunner::Result result;
     for (int64_t run = 0; run < runs; ++run) {

@@ -92,6 +92,25 @@ TEST_F(Builder, AWeightTheRunOverwritesIsWrittenAgainAtEveryRun) {
   EXPECT_EQ(package.raw().steps(0).upload().data(), std::string(128, '\1'));
 }
 
+TEST_F(Builder, StateIsLoadedOnceThoughTheRunWritesIt) {
+  // A KV cache: read (its contents before the run: the constant), then written back by the run.
+  const uint32_t in = builder_.buffer(1, 128), cache = builder_.buffer(2, 128), out = builder_.buffer(3, 128);
+  builder_.input(spec("x", in, {4, 8}));
+  builder_.state(cache);
+  EXPECT_TRUE(builder_.has_contents(cache));  // pinned: never taken for another tensor's buffer
+  builder_.constant(cache, std::vector<uint8_t>(128, 0));
+  builder_.launch(relu_program(), {{"in0", in}, {"in1", cache}, {"out", out}}, 1, "add");
+  relu(out, cache);
+  builder_.output(spec("y", out, {4, 8}));
+  const Package package = builder_.finish();
+  ASSERT_EQ(package.raw().constants_size(), 1);  // at load, not an upload of every run
+  for (const auto& step : package.raw().steps()) EXPECT_FALSE(step.has_upload());
+  ASSERT_EQ(package.raw().state_buffers_size(), 1);
+  EXPECT_EQ(package.raw().state_buffers(0), package.raw().constants(0).buffer());
+  EXPECT_EQ(package.raw().state_buffers(0), package.raw().steps(1).launch().bindings(1).buffer());
+  EXPECT_NE(package.summary().find("state: 1 buffers, 128 bytes, kept from one run to the next"), std::string::npos) << package.summary();
+}
+
 TEST_F(Builder, APackageReadsBackAsWritten) {
   const uint32_t in = builder_.buffer(1, 128), out = builder_.buffer(2, 128);
   builder_.input(spec("x", in, {4, 8}));

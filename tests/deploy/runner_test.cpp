@@ -91,6 +91,37 @@ TEST_P(Runner, AFailedRunLeavesNoCopyReadingTheCallersInputs) {
   EXPECT_EQ(PackageRunner(device, make_package(GetParam())).run({floats(x)}).outputs.size(), 2u);
 }
 
+// State: a running sum that each run adds its input to (acc = acc + x, written back), so run k gives
+// (k + 1) x; a second runner of the package starts from the package's state again.
+TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
+  using compiler::OpDesc;
+  using compiler::OpKind;
+  using compiler::TensorDesc;
+  const sim::ChipConfig config = sim::load_chip_config(GetParam());
+  compiler::Compiler compiler(config);
+  const TensorDesc t = TensorDesc::contiguous(isa::DType::F32, {4, 8});
+  const auto add = compiler.compile(OpDesc(OpKind::ADD, {t, t}, t));
+  const auto copy = compiler.compile(OpDesc(OpKind::COPY, {t}, t));
+  PackageBuilder builder("state test", GetParam(), sim::dump_chip_config(config));
+  const uint32_t in = builder.buffer(1, 128), acc = builder.buffer(2, 128), sum = builder.buffer(3, 128);
+  builder.input(TensorSpec{"x", isa::DType::F32, {4, 8}, {8, 1}, 0, in});
+  builder.state(acc);
+  builder.constant(acc, floats(std::vector<float>(32, 0.0f)));
+  builder.launch(builder.program(add.get(), add->program), {{"in0", in}, {"in1", acc}, {"out", sum}}, add->core_mask(), "add");
+  builder.launch(builder.program(copy.get(), copy->program), {{"in0", sum}, {"out", acc}}, copy->core_mask(), "copy");
+  builder.output(TensorSpec{"sum", isa::DType::F32, {4, 8}, {8, 1}, 0, sum});
+  const Package package = builder.finish();
+  auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
+  std::vector<float> x(32);
+  for (size_t i = 0; i < 32; ++i) x[i] = float(i) - 5.0f;
+  PackageRunner runner(device, package);
+  for (int run = 1; run <= 3; ++run) {
+    const std::vector<float> sums = as_floats(runner.run({floats(x)}).outputs[0]);
+    for (size_t i = 0; i < 32; ++i) EXPECT_EQ(sums[i], float(run) * x[i]) << "run " << run << ", element " << i;
+  }
+  EXPECT_EQ(as_floats(PackageRunner(device, package).run({floats(x)}).outputs[0]), x);
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, Runner, ::testing::Values("tiny", "base"), [](const auto& preset) { return preset.param; });
 
 }  // namespace

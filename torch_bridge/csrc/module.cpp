@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "npusim/common/output_files.h"
+#include "npusim/deploy/generate.h"
 #include "npusim/deploy/package.h"
 #include "npusim/sim/chip_peaks.h"
 #include "npusim/sim/config_loader.h"
@@ -147,9 +148,10 @@ PYBIND11_MODULE(_C, m) {
     result["components"] = components;
     return result;
   });
-  m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
-    npusim::Runtime::get().begin_capture(inputs, names, source);
-  }, pybind11::call_guard<pybind11::gil_scoped_release>());
+  m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
+                            const std::vector<at::Tensor>& state) { npusim::Runtime::get().begin_capture(inputs, names, source, state); },
+        pybind11::arg("inputs"), pybind11::arg("names"), pybind11::arg("source"), pybind11::arg("state") = std::vector<at::Tensor>{},
+        pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("end_capture", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
     return npusim::Runtime::get().end_capture(outputs, names, path);
   }, pybind11::call_guard<pybind11::gil_scoped_release>());
@@ -165,6 +167,34 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("abort_capture", [] { npusim::Runtime::get().abort_capture(); });
   // Runs a package on this process's device (what npu-run does in a process of its own).
+  // The package, read and checked against this process's chip config.
+  const auto read_package = [](const std::string& path) {
+    npusim::Runtime& runtime = npusim::Runtime::get();
+    npu::deploy::Package package;
+    try {
+      package = npu::deploy::Package::read(path);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "npusim: ", e.what());
+    }
+    TORCH_CHECK(package.config_text() == npu::sim::dump_chip_config(npu::sim::load_chip_config(runtime.config_name())),
+                "npusim: ", path, " was compiled for chip config '", package.config_name(), "', this process's device is '",
+                runtime.config_name(), "'");
+    return package;
+  };
+  // npu-run --generate's loop (npusim/deploy/generate.h) on this process's device: (new tokens, cycles of each run).
+  m.def("generate_package", [read_package](const std::string& path, const std::vector<int64_t>& prompt, int64_t new_tokens) {
+    pybind11::gil_scoped_release release;  // (it waits for the device)
+    const npu::deploy::Package package = read_package(path);
+    try {
+      npu::deploy::PackageRunner runner(npusim::Runtime::get().shared_device(), package);
+      const npu::deploy::GenerateResult result = npu::deploy::generate(runner, package, prompt, new_tokens);
+      return std::make_pair(result.tokens, result.cycles_per_run);
+    } catch (const npu::Error& e) {
+      npusim::raise_driver_error(e);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "npusim: ", e.what());
+    }
+  });
   m.def("run_package", [](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
     npusim::Runtime& runtime = npusim::Runtime::get();  // the runner waits for earlier work itself
     std::vector<std::vector<uint8_t>> data;

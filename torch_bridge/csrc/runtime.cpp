@@ -473,7 +473,8 @@ npu::deploy::TensorSpec spec_of(const at::Tensor& t, const std::string& name, ui
 }
 }  // namespace
 
-void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source) {
+void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
+                            const std::vector<at::Tensor>& state) {
   TORCH_CHECK(inputs.size() == names.size(), "npusim: one name per input");
   synchronize();  // buffers from before the capture are complete from here on
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -488,6 +489,13 @@ void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::ve
       capture_.reset();
       TORCH_CHECK(false, "npusim: input ", names[i], ": ", e.what());
     }
+  }
+  for (const at::Tensor& t : state) {
+    if (t.device().type() != c10::DeviceType::PrivateUse1) {
+      capture_.reset();
+      TORCH_CHECK(false, "npusim: capture state is npu tensors");
+    }
+    capture_->state(capture_->buffer(buffer_of(t).address(), buffer_of(t).size()));
   }
 }
 

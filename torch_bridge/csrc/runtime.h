@@ -89,10 +89,14 @@ class Runtime {
   // with the contents of every buffer read before the run writes it (the
   // weights). A host read of device memory or a CPU fallback cannot be
   // replayed without Python: end_capture then throws, naming them.
-  void begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source);
+  // `state`: tensors whose contents carry from one run of the package to the next (a KV cache).
+  void begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
+                     const std::vector<at::Tensor>& state = {});
   // Writes the package; returns its summary.
   std::string end_capture(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path);
   void abort_capture();
+  // Whether a capture is recording (a check that would read the device back is made on it instead).
+  bool capturing() const { return capture_ != nullptr; }
   const std::string& config_name() const { return config_name_; }
 
   // Profiling (npusim.profile): while on, every launch is bracketed by device

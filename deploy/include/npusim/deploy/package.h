@@ -102,6 +102,9 @@ class PackageBuilder {
   void input(TensorSpec spec);
   void output(TensorSpec spec);
   void constant(uint32_t buffer, std::vector<uint8_t> data);
+  // The buffer is state: its contents carry from one run to the next (a KV cache the run reads and
+  // writes back). Its constant, if it gets one, is written once at load, not at every run.
+  void state(uint32_t buffer);
   uint32_t program(const void* identity, const isa::Program& program);
   // `bindings`: (symbol, buffer); the symbol "out" is written, the others read.
   void launch(uint32_t program, const std::vector<std::pair<std::string, uint32_t>>& bindings, uint64_t core_mask, const std::string& op);
@@ -115,6 +118,7 @@ class PackageBuilder {
     int64_t first_step = -1, last_step = -1;  // -1: untouched
     bool pinned = false;                      // input, output or constant: lives through the whole run
     bool written = false;
+    bool state = false;                       // kept between runs (state())
   };
   void touch(uint32_t buffer);
 
