@@ -55,6 +55,10 @@ echo "-- where its time went, from the trace alone (npu-trace; docs/analysts.md)
 .venv/bin/npu-trace critical-path "$OUT/resnet18.pftrace" | tail -n 4
 
 echo
+echo "== 1e. A Llama's decode step as a package: npu-run generates its tokens with no Python =="
+.venv/bin/python examples/torch/llama_package.py --out "$OUT/llama"
+
+echo
 echo "== 2. Through the driver: two GEMMs at once from two command queues on disjoint cores =="
 "$BIN/npu-as" examples/gemm.s -o "$OUT/gemm_queues.npubin"
 "$BIN/npu-example-gemm-queues" "$OUT/gemm_queues.npubin" --trace "$OUT/gemm_queues.pftrace"

@@ -207,3 +207,38 @@ def test_token_ids_casts_and_keyword_inputs_are_packaged(tmp_path):
     subprocess.run([str(NPU_RUN), str(package), "--input", f"ids={tmp_path / 'ids.bin'}", "--input", f"bias={tmp_path / 'bias.bin'}",
                     "--output", f"output0={tmp_path / 'logits.bin'}"], capture_output=True, text=True, check=True)
     torch.testing.assert_close(npusim.export.load_raw(tmp_path / "logits.bin", torch.float32, (2, 5, 50)), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_llama_decode_step_package_generates_the_tokens_of_transformers_generate(tmp_path):
+    """transformers' Llama (tiny, random weights, grouped-query attention) as a decode step over a static
+    KV cache (npusim.llm.DecodeStep): its package keeps the cache between runs (state), and generating from
+    it, in Python and in npu-run from C++ alone, gives the tokens of model.generate on the CPU. A position
+    past the cache faults on the chip and is said so."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(config).eval().requires_grad_(False)
+    prompt = torch.randint(0, 256, (1, 6))
+    expected = model.generate(prompt, max_new_tokens=8, do_sample=False)[0, 6:].tolist()
+    step = npusim.llm.DecodeStep(model, max_len=16)
+    program = torch.export.export(step, (), {"input_ids": torch.zeros(1, 1, dtype=torch.long), "cache_position": torch.tensor([0])})
+    package = tmp_path / "decode.npupkg"
+    summary = npusim.export.compile(program, package)
+    assert "state: 4 buffers" in summary  # the keys and values of the 2 layers
+    tokens, cycles = npusim.export.generate(package, prompt[0].tolist(), 8)
+    assert tokens == expected
+    assert len(cycles) == 6 + 8 - 1 and all(c > 0 for c in cycles)
+    run = subprocess.run([str(NPU_RUN), str(package), "--generate", "8", "--prompt", ",".join(map(str, prompt[0].tolist()))],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-1] == "tokens: " + " ".join(map(str, expected))
+    # 6 + 12 - 1 runs: the 17th (position 16) is past the 16 positions the cache holds.
+    past = subprocess.run([str(NPU_RUN), str(package), "--generate", "12", "--prompt", ",".join(map(str, prompt[0].tolist()))],
+                          capture_output=True, text=True)
+    assert past.returncode == 1 and "gather index 16 out of range (0..15)" in past.stderr, past.stderr
+    bad = subprocess.run([str(NPU_RUN), str(package), "--generate", "2", "--prompt", "3,x"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "expected token ids separated by commas or spaces (column 3)" in bad.stderr, bad.stderr
+    not_a_step = tmp_path / "tokens.npupkg"
+    npusim.export.compile(torch.export.export(_TokenModel().eval(), (torch.randint(0, 50, (2, 5)),)), not_a_step)
+    with pytest.raises(RuntimeError, match="not a decode step"):
+        npusim.export.generate(not_a_step, [1, 2], 2)

@@ -246,6 +246,7 @@ if _C is not None:
     _backend.register()
     from .explain import explain  # noqa: E402
     from . import export  # noqa: E402,F401  (npusim.export.compile / run: packages for npu-run)
+    from . import llm  # noqa: E402,F401  (npusim.llm.DecodeStep: a language model's step for a package)
     from .profile import profile  # noqa: E402
     # The device lives until the process ends; its trace is written on the way out (by the process that
     # opened it: a forked child cannot reach it).

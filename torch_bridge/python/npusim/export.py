@@ -25,6 +25,13 @@ its values must fit in 32 bits (run() checks them). Inputs given by keyword
 when the program was exported are inputs of the package too, after the
 positional ones, in the program's order. npu-run reads and writes raw
 contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
+
+A buffer of the model that the program writes back (torch.export's buffer
+mutations: a static KV cache updated with index_copy_) is the package's state:
+loaded once, and what a run writes there is what the next run reads. A language
+model's decode step packaged so generates tokens from C++ alone:
+
+    npu-run decode.npupkg --generate 16 --prompt 15,3,7      # or npusim.export.generate
 """
 
 import copy
@@ -36,7 +43,7 @@ import torch.utils._pytree as pytree
 
 from . import _C, backend, lowering
 
-__all__ = ["compile", "run", "info"]
+__all__ = ["compile", "run", "generate", "info"]
 
 _DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32, "i8": torch.int8,
            "u8": torch.uint8}
@@ -62,7 +69,7 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
     inputs = [a.detach().to(torch.int32 if a.dtype == torch.int64 else a.dtype).to("npu").contiguous() for a in flat]
     source = f"torch.export of {type(exported_program).__name__} ({len(list(program.graph.nodes))} graph nodes)"
     with torch.no_grad():
-        _C.begin_capture(inputs, names, source)
+        _C.begin_capture(inputs, names, source, _mutated_buffers(module))
         try:
             widened = [i.to(torch.int64) if a.dtype == torch.int64 else i for i, a in zip(inputs, flat)]
             call_args, call_kwargs = pytree.tree_unflatten(widened, spec)
@@ -77,6 +84,19 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
     return _C.end_capture(outputs, [f"output{i}" for i in range(len(outputs))], str(path))
 
 
+def _mutated_buffers(module: torch.fx.GraphModule) -> List[torch.Tensor]:
+    """The module's buffers that the program writes back (copy_ into a get_attr: torch.export's buffer
+    mutations, such as a static KV cache's index_copy_): the package's state, kept from one run to the next."""
+    state = []
+    for node in module.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.aten.copy_.default and node.args[0].op == "get_attr":
+            tensor = module
+            for part in node.args[0].target.split("."):
+                tensor = getattr(tensor, part)
+            state.append(tensor)
+    return state
+
+
 def _drop_host_device_checks(module: torch.fx.GraphModule) -> None:
     """The program was exported with its inputs on the CPU: its graph asserts their device
     (aten._assert_tensor_metadata) and may name the CPU where it makes tensors. It runs on the npu."""
@@ -88,6 +108,16 @@ def _drop_host_device_checks(module: torch.fx.GraphModule) -> None:
         elif isinstance(node.kwargs.get("device"), torch.device) and node.kwargs["device"].type == "cpu":
             node.update_kwarg("device", torch.device("npu"))
     module.recompile()
+
+
+def generate(path: str, prompt: Sequence[int], new_tokens: int) -> Tuple[List[int], List[int]]:
+    """Greedy generation with a language model's decode-step package, as `npu-run --generate` does: the
+    prompt's tokens run one at a time at positions 0, 1, ..., then each run's most likely token is fed
+    back. The package takes the token ids i32[1, 1] and the position i32[1], gives the logits [1, 1, V]
+    first, and keeps its KV cache between runs (a buffer the program writes back, e.g. with index_copy_).
+    Returns the new tokens and the device cycles of each run."""
+    tokens, cycles = _C.generate_package(str(path), [int(t) for t in prompt], int(new_tokens))
+    return list(tokens), list(cycles)
 
 
 def info(path: str) -> dict:
