@@ -29,6 +29,11 @@
 //   vector:  v.trans [positions x TN] -> [TN x positions], scale, bias,
 //            residual, epilogue, rounding                    -> dma ch2
 //   dma ch2: TN x R runs of OW
+// Rows of at most half a DRAM bus cycle's bytes would each take a bus cycle (a request): where x's
+// rows are contiguous, ch0 loads each channel's rows of the band as one run (to rows_at, two buffers)
+// and places them with dma.cp (local; the fourth channel places half the channels); where the
+// output's are, ch2 gathers the tile's rows with dma.cp into `compact` [TN][R * OW] and stores a run
+// per channel.
 // The next tile's stage is zeroed and loaded while this one's products run.
 #include "conv.h"
 
@@ -91,6 +96,16 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t slack = (kh - 1) / sy * cols + (kw - 1) / sx;  // elements the last tap reads past a stage
   // Rows of each phase a band of R output rows reads: ceil(((R - 1) * sy + KH) / sy).
   const auto phase_rows = [&](int64_t rows) { return ((rows - 1) * sy + kh + sy - 1) / sy; };
+  // A row is a DMA request of its own, and a request takes a whole cycle of a DRAM channel's bus: rows of
+  // at most half a bus cycle's bytes leave most of it idle. Such image rows, where x's rows are
+  // contiguous, load as one run per channel of the band (to rows_at) and dma.cp places them in the
+  // stage (local, off the DRAM bus); such output rows are gathered by dma.cp into `compact`, [TN][R * OW],
+  // and stored as one run per channel. (Longer rows go straight: the extra local pass would cost more
+  // than the bus cycles it saves.)
+  const int64_t bus_bytes = static_cast<int64_t>(config.dram.bytes_per_cycle_per_channel);
+  const bool band_in_runs = x.strides[2] == wd && 2 * wd * e <= bus_bytes;
+  const bool compact_store = out.strides[2] == ow && 2 * ow * e <= bus_bytes;
+  const auto band_rows = [&](int64_t rows) { return (rows - 1) * sy + kh; };  // input rows a band of output rows reads
   int64_t tn = 0, r = 0;
   for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
     const int64_t width = std::min(cout, candidate);
@@ -100,7 +115,8 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m;
       const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
                             align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
-                            int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e);
+                            int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) + (band_in_runs ? 2 * align64(c * band_rows(rows) * wd * e) : 0) +
+                            (compact_store ? align64(width * rows * ow * e) : 0);
       if (2 * align64(m * width * 4) <= accumulator && local <= scratchpad) r = rows;
     }
     if (r > 0) {
@@ -118,7 +134,9 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t t_at = landing_at + landing_bytes, raw_at = t_at + align64(tn * kept * 4);
   const int64_t out_at = raw_at + (residual ? align64(tn * kept * e) : 0), out_bytes = align64(tn * kept * e);
   const int64_t vec_at = out_at + 2 * out_bytes;  // per vector: its raw values, then in f32
-  const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), local_bytes = zero_at + align64(wp * e);
+  const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), rows_at = zero_at + align64(wp * e);
+  const int64_t span = band_rows(r), band_bytes = band_in_runs ? align64(c * span * wd * e) : 0;
+  const int64_t compact_at = rows_at + 2 * band_bytes, local_bytes = compact_at + (compact_store ? align64(tn * r * ow * e) : 0);
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   const int64_t tiles = cots * n * bands;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
@@ -133,8 +151,9 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // engine's next tile as the other's half of this one.)
   // (With a landing area, LOAD_* pass it between the DMAs and the vector unit and ST_FREE/ST_FULL the stage
   // slots between the vector unit and the tensor core (ST_*2 are free for the first); without, ST_* pass the
-  // slots between the DMAs and the tensor core. 16 semaphores in all.)
-  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2 };
+  // slots between the DMAs and the tensor core. ROWS_FULL: a band's rows loaded in runs, for the fourth
+  // channel to place its half. All 16 semaphores.)
+  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2, ROWS_FULL };
   const bool landing = sx > 1;
   const int64_t LOAD_FREE = landing ? ST_FREE2 : ST_FREE, LOAD_FREE2 = landing ? LD_FREE2 : ST_FREE2;
   const int64_t LOAD_FULL = landing ? ST_FULL2 : ST_FULL, LOAD_FULL2 = landing ? LD_FULL2 : ST_FULL2;
@@ -152,6 +171,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg tmp = b.reg(), tmp2 = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), vr = b.reg(), vc = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
   const Reg sslot = b.reg(), aslot = b.reg(), oslot = b.reg(), cot = b.reg(), img = b.reg(), band = b.reg(), cur_cot = b.reg(), u = b.reg(), nslot = b.reg(), land = b.reg();
+  const Reg band_lo = b.reg(), rows = b.reg();  // the first image row loaded in runs, and where they lie
   const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
     b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
@@ -208,12 +228,41 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // first + py + sy * k (first = band * R * sy - ph) for k < rows_p: those outside the image zero (copied
   // from a zero row), the others from x.
   const int64_t used_py = std::min(sy, kh);  // (phases no tap reads are not loaded)
-  const auto prepare = [&](Reg v, Reg slot) {
-    decode(v);
+  // The loads in runs may go ahead of the wait for the landing area, which they do not write; not of the
+  // wait for a stage slot (below).
+  const bool load_before_wait = band_in_runs && landing;
+  const auto wait_free = [&] {
     b.emit(Opcode::WAIT, {kDma0, LOAD_FREE});
     if (c_first < c) b.emit(Opcode::WAIT, {kDma1, LOAD_FREE2});
+  };
+  const auto prepare = [&](Reg v, Reg slot) {
+    decode(v);
+    if (!load_before_wait) wait_free();
     const Reg base = landing ? land : slot;
     if (landing) b.li(base, landing_at);
+    if (band_in_runs) {
+      // The band's image rows [lo, hi) of every channel, a run per channel, into one of two buffers (tile
+      // v's parity): ch0 places the first half of the channels from there, the fourth channel (after
+      // ROWS_FULL) the second. The buffer is loaded again two tiles on, once the fourth channel has
+      // placed this tile's half, so no semaphore back is needed: without a landing area, ch0 waits
+      // first for that tile's stage slot, freed by the tensor core after both halves of this tile;
+      // with one, ch0 loads after placing the tile between, for which it waited for the landing area,
+      // freed by the vector unit after both halves of this tile.
+      const Label none = b.label();
+      b.li(tmp, 2), b.emit(Opcode::REMU, {rows.index, v.index, tmp.index}), b.muli(rows, rows, band_bytes), b.addi(rows, rows, rows_at);
+      b.muli(band_lo, band, r * sy), b.addi(band_lo, band_lo, -ph);
+      b.addi(n0, band_lo, span), b.li(tmp, h), b.min(n0, n0, tmp);  // hi
+      b.emit(Opcode::MAX, {band_lo.index, band_lo.index, kZero.index});
+      b.sub(n0, n0, band_lo);
+      b.branch(Opcode::BGE, {kZero.index, n0.index}, none);
+      b.muli(n0, n0, wd * e);
+      element_address(0, x, kZero, band_lo);
+      b.li(n1, c), b.li(n2, 1), b.li(ds1, span * wd * e), b.li(ss1, x.strides[1] * e), b.li(ds2, 0), b.li(ss2, 0);
+      dma(Opcode::DMA_LD, 0, rows, addr);
+      b.bind(none);
+      if (c_first < c) b.emit(Opcode::SIGNAL, {kDma0, ROWS_FULL}), b.emit(Opcode::WAIT, {kDma1, ROWS_FULL});
+      if (load_before_wait) wait_free();
+    }
     for (int64_t py = 0; py < used_py; ++py) {
       const Reg first = vr, from = vc, to = tmp2;
       b.muli(first, band, r * sy), b.addi(first, first, py - ph);  // the phase's row 0 (may lie above the image)
@@ -242,12 +291,20 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       b.branch(Opcode::BEQ, {n1.index, kZero.index}, no_rows);
       b.muli(tmp, from, wp * e), b.add(local, base, tmp), b.addi(local, local, phase_at + pw * e);
       b.muli(tmp, from, sy), b.add(tmp2, first, tmp);  // the first image row (to is not needed again)
-      element_address(0, x, kZero, tmp2);
-      b.li(n0, wd * e), b.li(n2, c_first), b.li(ds1, wp * e), b.li(ss1, sy * x.strides[2] * e), b.li(ds2, rows_p * wp * e), b.li(ss2, x.strides[1] * e);
-      dma(Opcode::DMA_LD, 0, local, addr);
+      // (A channel's rows: x's plane stride apart in DRAM, span rows apart where loaded in runs.)
+      const int64_t channel_bytes = band_in_runs ? span * wd * e : x.strides[1] * e;
+      const Opcode move = band_in_runs ? Opcode::DMA_CP : Opcode::DMA_LD;
+      if (band_in_runs) {  // where that row lies: (tmp2 - lo) rows in
+        b.sub(tmp2, tmp2, band_lo), b.muli(tmp2, tmp2, wd * e), b.add(addr, tmp2, rows);
+      } else {
+        element_address(0, x, kZero, tmp2);
+      }
+      b.li(n0, wd * e), b.li(n2, c_first), b.li(ds1, wp * e), b.li(ss1, sy * (band_in_runs ? wd : x.strides[2]) * e), b.li(ds2, rows_p * wp * e);
+      b.li(ss2, channel_bytes);
+      dma(move, 0, local, addr);
       if (c_first < c) {
-        b.li(n2, c - c_first), b.addi(local, local, c_first * rows_p * wp * e), b.li(tmp, c_first * x.strides[1] * e), b.add(addr, addr, tmp);
-        dma(Opcode::DMA_LD, second_channel, local, addr);
+        b.li(n2, c - c_first), b.addi(local, local, c_first * rows_p * wp * e), b.li(tmp, c_first * channel_bytes), b.add(addr, addr, tmp);
+        dma(move, second_channel, local, addr);
       }
       b.bind(no_rows);
     }
@@ -350,12 +407,21 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   b.emit(Opcode::WAIT, {kVec, OUT_FREE});
   b.emit(Opcode::V_CVT, {dt, f32, oslot.index, local.index, vr.index, vc.index});
   b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
-  // Store TN x R runs of OW.
+  // Store TN x R runs of OW; or gather them into compact first (local), then TN runs of R * OW.
   b.emit(Opcode::WAIT, {kStore, OUT_FULL});
   element_address(SIZE_MAX, out, u, tmp2);
-  b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, out.strides[2] * e), b.li(ss1, cols * e), b.li(ds2, out.strides[1] * e), b.li(ss2, kept * e);
-  dma(Opcode::DMA_ST, store_channel, addr, oslot);
-  b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+  if (compact_store) {
+    b.li(local, compact_at);
+    b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, ow * e), b.li(ss1, cols * e), b.li(ds2, r * ow * e), b.li(ss2, kept * e);
+    dma(Opcode::DMA_CP, store_channel, local, oslot);
+    b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+    b.li(n0, r * ow * e), b.li(n1, tn), b.li(n2, 1), b.li(ds1, out.strides[1] * e), b.li(ss1, r * ow * e), b.li(ds2, 0), b.li(ss2, 0);
+    dma(Opcode::DMA_ST, store_channel, addr, local);
+  } else {
+    b.li(n0, ow * e), b.li(n1, r), b.li(n2, tn), b.li(ds1, out.strides[2] * e), b.li(ss1, cols * e), b.li(ds2, out.strides[1] * e), b.li(ss2, kept * e);
+    dma(Opcode::DMA_ST, store_channel, addr, oslot);
+    b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
+  }
 
   b.li(tmp, 2 * stage_at + stage_bytes), b.sub(sslot, tmp, sslot);
   b.li(tmp, 2 * acc0 + acc_bytes), b.sub(aslot, tmp, aslot);
@@ -373,10 +439,11 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
        << (sy * sx > 1 ? ", stride " + std::to_string(sy) + " x " + std::to_string(sx) : "") << " -> " << oh << " x " << ow
        << "; implicit im2col: tiles of " << tn << " output channels x a band of " << r << " rows of one image, " << tiles << " tiles over " << cores
        << " cores; each band's " << (r - 1) * sy + kh << " x " << wp << " input rows of " << c << " channels in a zero-padded stage"
-       << (sy * sx > 1 ? " of " + std::to_string(sy * sx) + " phases (" + (landing ? "columns split by v.trans" : "rows by the DMA") + ")" : "") << ", " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
+       << (sy * sx > 1 ? " of " + std::to_string(sy * sx) + " phases (" + (landing ? "columns split by v.trans" : "rows by the DMA") + ")" : "")
+       << (band_in_runs ? " (each channel's rows loaded as one run, placed by dma.cp)" : "") << ", " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
        << " by " << c << " x " << tn << "), " << r * ow << " of " << m << " positions kept; weights resident per " << tn
        << " output channels" << (vectors == 2 ? ", scaled" : "") << (vectors >= 1 ? ", plus a bias" : "") << (residual ? ", plus a residual" : "")
-       << "; " << local_bytes << " bytes of scratchpad\n";
+       << (compact_store ? "; output rows gathered by dma.cp and stored as a run per channel" : "") << "; " << local_bytes << " bytes of scratchpad\n";
   kernel.plan = plan.str();
   return kernel;
 }

@@ -109,6 +109,35 @@ TEST_P(Conv, StrideInOneDimOnly) {
 }
 TEST_P(Conv, StridePastTheKernel) { check({1, 8, 14, 14, 16, 2, 2, 0, 1, false, false, {}, 0, 3, 3}); }
 
+// Rows of at most half a DRAM bus cycle's bytes move as runs: a band's rows of each channel loaded as
+// one run and placed in the stage by dma.cp, the output's rows gathered by dma.cp and stored as a run
+// per channel; longer rows, or strided ones, move a row a request as before.
+TEST_P(Conv, ShortRowsMoveAsARunPerChannel) {
+  const int64_t short_w = int64_t(sim::load_chip_config(GetParam()).dram.bytes_per_cycle_per_channel) / 4;  // bf16: half a bus cycle
+  const auto plan = [&](int64_t w, int64_t pitch) {
+    OpDesc op{OpKind::CONV2D, {t(DType::BF16, {2, 8, 12, w}), t(DType::BF16, {8, 3, 3, 16})}, t(DType::BF16, {2, 16, 6, (w + 1) / 2})};
+    op.window.padding = {1, 1};
+    op.window.stride = {2, 2};
+    if (pitch) op.inputs[0].strides = {8 * 12 * pitch, 12 * pitch, pitch, 1};
+    return compiler_.compile(op)->plan;
+  };
+  const std::string short_rows = plan(short_w, 0), long_rows = plan(300, 0), strided_rows = plan(short_w, short_w + 12);
+  EXPECT_NE(short_rows.find("each channel's rows loaded as one run"), std::string::npos) << short_rows;
+  EXPECT_NE(short_rows.find("stored as a run per channel"), std::string::npos) << short_rows;
+  EXPECT_EQ(long_rows.find("as one run"), std::string::npos) << long_rows;
+  EXPECT_EQ(long_rows.find("a run per channel"), std::string::npos) << long_rows;
+  EXPECT_EQ(strided_rows.find("as one run"), std::string::npos) << strided_rows;
+  EXPECT_NE(strided_rows.find("a run per channel"), std::string::npos) << strided_rows;
+  check({2, 8, 12, short_w, 16, 3, 3, 1, 1, true, true, {OpKind::RELU}, 0, 2, 2});
+  check({2, 8, 12, short_w, 16, 3, 3, 1, 1, false, false, {}, short_w + 12, 2, 2});
+  check({3, 4, 300, short_w, 32, 3, 3, 1, 1, false, true, {}, 0, 1, 1});  // stride 1, bands of rows clipped by the padding
+  OpDesc tall{OpKind::CONV2D, {t(DType::BF16, {3, 4, 300, short_w}), t(DType::BF16, {4, 3, 3, 32})}, t(DType::BF16, {3, 32, 300, short_w})};
+  tall.window.padding = {1, 1};
+  const std::string tall_plan = compiler_.compile(tall)->plan;
+  EXPECT_EQ(tall_plan.find("a band of 300 rows"), std::string::npos) << tall_plan;
+  EXPECT_NE(tall_plan.find("loaded as one run"), std::string::npos) << tall_plan;
+}
+
 TEST_P(Conv, WhatItCannotDoIsSaidSo) {
   OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 19, 19}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
   strided.window.stride = {5, 5};
