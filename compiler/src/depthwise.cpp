@@ -8,7 +8,8 @@
 // a second slot pipelines the next plane). With the output computed over
 // the stage's full width, tap (i, j) of every output position is the stage
 // read at the flat offset i * Wp + j: the vector unit multiplies that span by
-// the tap's weight and adds it into an f32 accumulator, KH * KW times, then
+// the tap's weight and adds it into an f32 accumulator (v.fma, one instruction
+// and one rounding a tap), KH * KW times, then
 // applies the per-channel scale and bias and the epilogue, and rounds once.
 // Stride 2 computes the stride-1 rows and columns it needs and keeps every
 // second column with v.trans (the tile seen as [rows * Wp / 2, 2]) and every
@@ -84,7 +85,7 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   enum : int64_t { IN_FULL, IN_FREE, OUT_FULL, OUT_FREE, PARAMS_FULL };
   const int64_t kCtl = 0, kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
   const int64_t f32 = int64_t(isa::DType::F32), xdt = int64_t(x.dtype);
-  constexpr int64_t kFull = 0, kScalar = 3;
+  constexpr int64_t kScalar = 3;
 
   const Label done = b.label();
   const Reg t = b.reg(), t_end = b.reg();
@@ -154,8 +155,8 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
     for (int64_t j = 0; j < kw; ++j) {
       const int64_t tap = i * kw + j;
       b.addi(src, stage, (i * wp + j) * 4);
-      b.emit(Opcode::V_MUL, {f32, kScalar, (tap == 0 ? acc : prod).index, src.index, wreg.index, vr.index, vc.index});
-      if (tap > 0) b.emit(Opcode::V_ADD, {f32, kFull, acc.index, acc.index, prod.index, vr.index, vc.index});
+      if (tap == 0) b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, src.index, wreg.index, vr.index, vc.index});
+      else b.emit(Opcode::V_FMA, {f32, kScalar, acc.index, src.index, wreg.index, acc.index, vr.index, vc.index});
       b.addi(wreg, wreg, 4);
     }
   }
@@ -200,7 +201,7 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   std::ostringstream plan;
   plan << name << ": " << x.to_string() << " with " << kh << " x " << kw << " kernels, stride " << s << ", padding " << ph << " x " << pw << " -> "
        << oh << " x " << ow << "; one plane per tile, " << planes << " planes over " << cores << " cores; the plane in a zero-padded stage of "
-       << hp << " x " << wp << ", " << taps << " taps as spans of " << span << " elements (multiply and add, in f32)"
+       << hp << " x " << wp << ", " << taps << " taps as spans of " << span << " elements (fused multiply-add, in f32)"
        << (s == 2 ? ", every second column kept by v.trans and every second row by the store" : "") << (has_scale ? ", scaled" : "")
        << (has_bias ? ", plus a bias" : "") << "; " << local_bytes << " bytes of scratchpad; loads on dma ch0, stores on dma ch" << store_channel << "\n";
   kernel.plan = plan.str();

@@ -1,4 +1,4 @@
-// v.add .. v.pow, the comparisons v.eq .. v.ge and the bitwise v.and .. v.shr, with b broadcast.
+// v.add .. v.pow, the comparisons v.eq .. v.ge and the bitwise v.and .. v.shr, with b broadcast; v.fma.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -210,6 +210,38 @@ KernelError vector_binary(Opcode op, DType dtype, Bcast bcast, uint8_t* dst, con
   if (KernelError error = check_int_divisors(op, operands)) return error;
   int_arithmetic(op, operands);
   return std::nullopt;
+}
+
+}  // namespace npu::sim::functional
+
+namespace npu::sim::functional {
+
+void vector_fma(DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, const uint8_t* c, uint64_t rows, uint64_t cols) {
+  const size_t n = rows * cols;
+  if (n == 0) return;
+  const auto b_index = [&](size_t i) -> size_t {
+    switch (bcast) {
+      case Bcast::Full: return i;
+      case Bcast::Row: return i % cols;
+      case Bcast::Col: return i / cols;
+      case Bcast::Scalar: return 0;
+    }
+    return 0;
+  };
+  const size_t b_count = bcast_operand_elements(bcast, rows, cols);
+  // Every operand read before dst is written: dst may be a or c.
+  if (isa::dtype_is_float(dtype)) {
+    std::vector<float> av(n), bv(b_count), cv(n);
+    load_values(dtype, a, n, av.data()), load_values(dtype, b, b_count, bv.data()), load_values(dtype, c, n, cv.data());
+    for (size_t i = 0; i < n; ++i) av[i] = std::fma(av[i], bv[b_index(i)], cv[i]);
+    store_values(dtype, dst, n, av.data());
+  } else {
+    std::vector<int64_t> av(n), bv(b_count), cv(n);
+    load_values(dtype, a, n, av.data()), load_values(dtype, b, b_count, bv.data()), load_values(dtype, c, n, cv.data());
+    // (Operands of at most 32 bits: the int64 product and sum do not overflow; storing wraps.)
+    for (size_t i = 0; i < n; ++i) av[i] = av[i] * bv[b_index(i)] + cv[i];
+    store_values(dtype, dst, n, av.data());
+  }
 }
 
 }  // namespace npu::sim::functional

@@ -48,6 +48,11 @@ bool is_vector_bitwise(isa::Opcode op);  // integer dtypes only
 KernelError vector_binary(isa::Opcode op, isa::DType dtype, isa::Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b,
                           uint64_t rows, uint64_t cols);
 
+// v.fma: dst = a * b + c, b broadcast as for the binary ops, c rows x cols; floats as one fused
+// multiply-add in f32 rounded to dtype, integers wrapping. dst may be a or c.
+void vector_fma(isa::DType dtype, isa::Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, const uint8_t* c, uint64_t rows,
+                uint64_t cols);
+
 // v.sel: cond is u8.
 void vector_select(isa::DType dtype, uint8_t* dst, const uint8_t* cond, const uint8_t* a, const uint8_t* b, uint64_t rows, uint64_t cols);
 

@@ -54,6 +54,12 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
     operands = std::vector<Operand>{{uoperand(command, "a"), elements * size, size, false},
                 {uoperand(command, "b"), functional::bcast_operand_elements(bcast, rows, cols) * size, size, false},
                 {dst, elements * out_size, out_size, true}};
+  } else if (op == Opcode::V_FMA) {
+    const auto bcast = static_cast<isa::Bcast>(operand(command, "bc"));
+    operands = std::vector<Operand>{{uoperand(command, "a"), elements * size, size, false},
+                {uoperand(command, "b"), functional::bcast_operand_elements(bcast, rows, cols) * size, size, false},
+                {uoperand(command, "c"), elements * size, size, false},
+                {dst, elements * size, size, true}};
   } else if (op == Opcode::V_SEL) {
     operands = std::vector<Operand>{{uoperand(command, "cond"), elements, 1, false},
                 {uoperand(command, "a"), elements * size, size, false},
@@ -126,6 +132,8 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
       error = functional::vector_unary(op, dtype, out, in("src"), rows, cols);
     } else if (is_binary(op)) {
       error = functional::vector_binary(op, dtype, static_cast<isa::Bcast>(operand(command, "bc")), out, in("a"), in("b"), rows, cols);
+    } else if (op == Opcode::V_FMA) {
+      functional::vector_fma(dtype, static_cast<isa::Bcast>(operand(command, "bc")), out, in("a"), in("b"), in("c"), rows, cols);
     } else if (op == Opcode::V_SEL) {
       functional::vector_select(dtype, out, in("cond"), in("a"), in("b"), rows, cols);
     } else if (op == Opcode::V_FILL) {

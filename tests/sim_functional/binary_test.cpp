@@ -368,3 +368,60 @@ TEST(VectorBinary, RejectsNonBinaryOpcode) {
 
 }  // namespace
 }  // namespace npu::sim::functional::test
+
+namespace npu::sim::functional::test {
+namespace {
+
+// v.fma: one rounding in f32 (the reference: the exact product and sum in double, which holds a
+// product of two f32 and its sum with a third exactly enough for the f32 rounding to be the fused
+// one's: std::fma), then to dt; integers wrap; dst may be a or c.
+TEST(VectorFma, FusedInF32EveryBroadcastAndIntegersWrap) {
+  for (const DType dtype : kAllTypes) {
+    for (const Bcast bcast : kBcasts) {
+      SCOPED_TRACE(name(dtype) + " " + bcast_name(bcast));
+      Random random(11 + static_cast<uint32_t>(bcast));
+      const bool is_float = isa::dtype_is_float(dtype);
+      const size_t n = kRows * kCols, b_count = bcast_operand_elements(bcast, kRows, kCols);
+      if (is_float) {
+        const std::vector<float> a = random.floats(dtype, n, -30, 30), b = random.floats(dtype, b_count, -30, 30), c = random.floats(dtype, n, -30, 30);
+        const Bytes a_bytes = encode_floats(dtype, a), b_bytes = encode_floats(dtype, b), c_bytes = encode_floats(dtype, c);
+        Bytes dst(a_bytes.size());
+        vector_fma(dtype, bcast, dst.data(), a_bytes.data(), b_bytes.data(), c_bytes.data(), kRows, kCols);
+        const std::vector<float> got = decode_floats(dtype, dst);
+        for (size_t i = 0; i < kRows; ++i)
+          for (size_t j = 0; j < kCols; ++j) {
+            const size_t k = i * kCols + j;
+            const float expected = round_to(dtype, std::fma(a[k], b[b_index(bcast, i, j, kCols)], c[k]));
+            ASSERT_TRUE(same_bits(got[k], expected)) << a[k] << " * " << b[b_index(bcast, i, j, kCols)] << " + " << c[k];
+          }
+        Bytes on_c = c_bytes;  // in place on the addend: an accumulator
+        vector_fma(dtype, bcast, on_c.data(), a_bytes.data(), b_bytes.data(), on_c.data(), kRows, kCols);
+        EXPECT_EQ(on_c, dst);
+      } else {
+        const std::vector<int64_t> a = random.ints(n, min_of(dtype), max_of(dtype)), b = random.ints(b_count, min_of(dtype), max_of(dtype)),
+                                   c = random.ints(n, min_of(dtype), max_of(dtype));
+        const Bytes a_bytes = encode_ints(dtype, a), b_bytes = encode_ints(dtype, b), c_bytes = encode_ints(dtype, c);
+        Bytes dst(a_bytes.size());
+        vector_fma(dtype, bcast, dst.data(), a_bytes.data(), b_bytes.data(), c_bytes.data(), kRows, kCols);
+        const std::vector<int64_t> got = decode_ints(dtype, dst);
+        for (size_t i = 0; i < kRows; ++i)
+          for (size_t j = 0; j < kCols; ++j) {
+            const size_t k = i * kCols + j;
+            ASSERT_EQ(got[k], wrap(dtype, a[k] * b[b_index(bcast, i, j, kCols)] + c[k]));
+          }
+      }
+    }
+  }
+}
+
+TEST(VectorFma, RoundsOnceWhereAMultiplyThenAnAddRoundsTwice) {
+  // (1 + 2^-12)^2 - 1 in f32: the product's 2^-24 term survives the fused form and not the other.
+  const float x = 1.0f + std::ldexp(1.0f, -12);
+  const Bytes a = encode_floats(DType::F32, {x}), c = encode_floats(DType::F32, {-1.0f});
+  Bytes dst(4);
+  vector_fma(DType::F32, Bcast::Scalar, dst.data(), a.data(), a.data(), c.data(), 1, 1);
+  EXPECT_EQ(decode_floats(DType::F32, dst)[0], std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+}
+
+}  // namespace
+}  // namespace npu::sim::functional::test
