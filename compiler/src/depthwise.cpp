@@ -3,9 +3,10 @@
 // scratchpad (no im2col in DRAM, and not on the tensor core, where a
 // depthwise convolution is a product with one row per fold).
 //
-// A tile is one (image, channel) plane. dma ch0 loads its H rows into a
-// stage of Hp x Wp elements whose padding stays zero (filled once per core;
-// a second slot pipelines the next plane). With the output computed over
+// A tile is one (image, channel) plane. dma ch0 (ch3 for odd planes) loads
+// its H rows into a stage of Hp x Wp elements whose padding stays zero
+// (filled once per core; the other slot, channel and semaphores take the next
+// plane, whose load is issued before this plane's vector work). With the output computed over
 // the stage's full width, tap (i, j) of every output position is the stage
 // read at the flat offset i * Wp + j: the vector unit multiplies that span by
 // the tap's weight and adds it into an f32 accumulator (v.fma, one instruction
@@ -13,10 +14,11 @@
 // applies the per-channel scale and bias and the epilogue, and rounds once.
 // Stride 2 computes the stride-1 rows and columns it needs and keeps every
 // second column with v.trans (the tile seen as [rows * Wp / 2, 2]) and every
-// second row in the store's source stride. dma ch2 stores OH runs of OW.
+// second row in the store's source stride. dma ch2 (ch1) stores OH runs of OW.
 #include "depthwise.h"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include "elementwise.h"
@@ -82,8 +84,14 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   std::vector<uint16_t> in_syms;
   for (size_t i = 0; i < op.inputs.size(); ++i)
     in_syms.push_back(b.input("in" + std::to_string(i), op.inputs[i].dtype, {uint64_t(std::max<int64_t>(op.inputs[i].storage_extent(), 1))}));
-  enum : int64_t { IN_FULL, IN_FREE, OUT_FULL, OUT_FREE, PARAMS_FULL };
-  const int64_t kCtl = 0, kDma0 = 1, kVec = 6, kStore = 1 + store_channel;
+  // Per parity k of the plane: IN_FULL + 4k, .., OUT_FREE + 4k; loads on load_channel[k], stores on store_channels[k].
+  enum : int64_t { IN_FULL, IN_FREE, OUT_FULL, OUT_FREE, PARAMS_FULL = 8 };
+  const unsigned channels = config.core.dma.channels;
+  const std::array<unsigned, 2> load_channel = {0, channels >= 4 ? 3u : 0u};
+  const std::array<unsigned, 2> store_channels = {store_channel, channels >= 4 ? 1u : store_channel};
+  const int64_t kCtl = 0, kDma0 = 1, kVec = 6;
+  const std::array<int64_t, 2> kLoad = {1 + int64_t(load_channel[0]), 1 + int64_t(load_channel[1])};
+  const std::array<int64_t, 2> kStores = {1 + int64_t(store_channels[0]), 1 + int64_t(store_channels[1])};
   const int64_t f32 = int64_t(isa::DType::F32), xdt = int64_t(x.dtype);
   constexpr int64_t kScalar = 3;
 
@@ -93,7 +101,7 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   b.branch(Opcode::BGE, {t.index, t_end.index}, done);
   const Reg tmp = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), src = b.reg(), wreg = b.reg(), acc = b.reg(), prod = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
-  const Reg slot = b.reg(), oslot = b.reg(), img = b.reg(), ch = b.reg(), vr = b.reg(), vc = b.reg();
+  const Reg slot = b.reg(), oslot = b.reg(), img = b.reg(), ch = b.reg(), vr = b.reg(), vc = b.reg(), next = b.reg();
   const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg from) {
     b.emit(opcode, {int64_t(channel), dst.index, from.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
@@ -122,74 +130,96 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   b.li(tmp, 0), b.li(vc, stage_elements);
   for (int k = 0; k < 2; ++k) b.li(local, k * raw_bytes), b.emit(Opcode::V_FILL, {xdt, local.index, tmp.index, one.index, vc.index});
   if (convert) b.li(local, work_at), b.emit(Opcode::V_FILL, {f32, local.index, tmp.index, one.index, vc.index});
-  for (int k = 0; k < 2; ++k) b.emit(Opcode::SIGNAL, {kVec, IN_FREE}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE});
-  b.li(slot, 0), b.li(oslot, 0);
+  for (int k = 0; k < 2; ++k) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE + 4 * k});
 
+  // Planes alternate between two sets of slots, DMA channels and semaphores (the loop unrolled by two), so
+  // that two loads and two stores are in flight: a plane is a short transfer, whose requests' latency
+  // would otherwise leave each channel waiting between planes.
+  // Plane number v into stage slot k (the slot's padding stays zero; the rows go to its interior).
+  const auto load = [&](int k, Reg v) {
+    b.li(tmp, c);
+    b.emit(Opcode::DIVU, {img.index, v.index, tmp.index});
+    b.emit(Opcode::REMU, {ch.index, v.index, tmp.index});
+    b.emit(Opcode::WAIT, {kLoad[k], IN_FREE + 4 * k});
+    b.emit(Opcode::LA, {addr.index, in_syms[0]});
+    if (x.storage_offset) b.addi(addr, addr, x.storage_offset * e);
+    b.li(tmp, x.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
+    b.li(tmp, x.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
+    b.li(local, k * raw_bytes + (ph * wp + pw) * e);
+    b.li(n0, wd * e), b.li(n1, h), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+    dma(Opcode::DMA_LD, load_channel[k], local, addr);
+    b.emit(Opcode::SIGNAL, {kLoad[k], IN_FULL + 4 * k});
+  };
+  // Plane t, in slot k: the next plane's load first, so that it is issued before this plane's vector
+  // work can fill the vector unit's queue (and hold the control unit back).
+  const auto plane = [&](int k) {
+    {
+      const Label last = b.label();
+      b.addi(next, t, 1);
+      b.branch(Opcode::BGE, {next.index, t_end.index}, last);
+      load(1 - k, next);
+      b.bind(last);
+    }
+    b.li(slot, k * raw_bytes), b.li(oslot, k * out_bytes);
+    b.li(tmp, c);
+    b.emit(Opcode::DIVU, {img.index, t.index, tmp.index});
+    b.emit(Opcode::REMU, {ch.index, t.index, tmp.index});
+
+    // The taps, on the vector unit.
+    b.emit(Opcode::WAIT, {kVec, IN_FULL + 4 * k});
+    if (convert) {
+      b.li(local, work_at), b.li(vc, stage_elements);
+      b.emit(Opcode::V_CVT, {f32, xdt, local.index, slot.index, one.index, vc.index});
+      b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k});
+    }
+    const Reg stage = convert ? local : slot;  // the f32 stage
+    b.li(vr, rows), b.li(vc, wp);
+    b.li(tmp, taps * 4), b.mul(wreg, ch, tmp), b.addi(wreg, wreg, w_f32_at);
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        const int64_t tap = i * kw + j;
+        b.addi(src, stage, (i * wp + j) * 4);
+        if (tap == 0) b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, src.index, wreg.index, vr.index, vc.index});
+        else b.emit(Opcode::V_FMA, {f32, kScalar, acc.index, src.index, wreg.index, acc.index, vr.index, vc.index});
+        b.addi(wreg, wreg, 4);
+      }
+    }
+    if (!convert) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k});
+    // Scale, bias and epilogue, per channel; then every second column at stride 2, and the rounding.
+    if (has_scale) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, scale_f32_at), b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
+    if (has_bias) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, bias_f32_at), b.emit(Opcode::V_ADD, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
+    for (const OpKind step : op.epilogue) b.emit(unary_opcode(step), {f32, acc.index, acc.index, vr.index, vc.index});
+    Reg result = acc;
+    int64_t result_cols = wp;
+    if (s == 2) {
+      b.li(tmp, rows * wp / 2), b.li(src, 2);
+      b.emit(Opcode::V_TRANS, {f32, prod.index, acc.index, tmp.index, src.index});
+      result = prod, result_cols = wp / 2;
+    }
+    b.emit(Opcode::WAIT, {kVec, OUT_FREE + 4 * k});
+    b.addi(local, oslot, out_at), b.li(vc, result_cols);
+    if (out.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, result.index, vr.index, vc.index});
+    else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, local.index, result.index, vr.index, vc.index});
+    b.emit(Opcode::SIGNAL, {kVec, OUT_FULL + 4 * k});
+
+    // Store OH rows of OW (every s-th computed row).
+    b.emit(Opcode::WAIT, {kStores[k], OUT_FULL + 4 * k});
+    b.emit(Opcode::LA, {addr.index, out_sym});
+    if (out.storage_offset) b.addi(addr, addr, out.storage_offset * e);
+    b.li(tmp, out.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
+    b.li(tmp, out.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
+    b.li(n0, ow * e), b.li(n1, oh), b.li(ds1, out.strides[2] * e), b.li(ss1, s * result_cols * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+    dma(Opcode::DMA_ST, store_channels[k], addr, local);
+    b.emit(Opcode::SIGNAL, {kStores[k], OUT_FREE + 4 * k});
+
+  };
+  load(0, t);
   const Label loop = b.label();
   b.bind(loop);
-  b.li(tmp, c);
-  b.emit(Opcode::DIVU, {img.index, t.index, tmp.index});
-  b.emit(Opcode::REMU, {ch.index, t.index, tmp.index});
-  // Load the plane into the stage's interior.
-  b.emit(Opcode::WAIT, {kDma0, IN_FREE});
-  b.emit(Opcode::LA, {addr.index, in_syms[0]});
-  if (x.storage_offset) b.addi(addr, addr, x.storage_offset * e);
-  b.li(tmp, x.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
-  b.li(tmp, x.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
-  b.addi(local, slot, (ph * wp + pw) * e);
-  b.li(n0, wd * e), b.li(n1, h), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
-  dma(Opcode::DMA_LD, 0, local, addr);
-  b.emit(Opcode::SIGNAL, {kDma0, IN_FULL});
-
-  // The taps, on the vector unit.
-  b.emit(Opcode::WAIT, {kVec, IN_FULL});
-  if (convert) {
-    b.li(local, work_at), b.li(vc, stage_elements);
-    b.emit(Opcode::V_CVT, {f32, xdt, local.index, slot.index, one.index, vc.index});
-    b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
-  }
-  const Reg stage = convert ? local : slot;  // the f32 stage
-  b.li(vr, rows), b.li(vc, wp);
-  b.li(tmp, taps * 4), b.mul(wreg, ch, tmp), b.addi(wreg, wreg, w_f32_at);
-  for (int64_t i = 0; i < kh; ++i) {
-    for (int64_t j = 0; j < kw; ++j) {
-      const int64_t tap = i * kw + j;
-      b.addi(src, stage, (i * wp + j) * 4);
-      if (tap == 0) b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, src.index, wreg.index, vr.index, vc.index});
-      else b.emit(Opcode::V_FMA, {f32, kScalar, acc.index, src.index, wreg.index, acc.index, vr.index, vc.index});
-      b.addi(wreg, wreg, 4);
-    }
-  }
-  if (!convert) b.emit(Opcode::SIGNAL, {kVec, IN_FREE});
-  // Scale, bias and epilogue, per channel; then every second column at stride 2, and the rounding.
-  if (has_scale) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, scale_f32_at), b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
-  if (has_bias) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, bias_f32_at), b.emit(Opcode::V_ADD, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
-  for (const OpKind step : op.epilogue) b.emit(unary_opcode(step), {f32, acc.index, acc.index, vr.index, vc.index});
-  Reg result = acc;
-  int64_t result_cols = wp;
-  if (s == 2) {
-    b.li(tmp, rows * wp / 2), b.li(src, 2);
-    b.emit(Opcode::V_TRANS, {f32, prod.index, acc.index, tmp.index, src.index});
-    result = prod, result_cols = wp / 2;
-  }
-  b.emit(Opcode::WAIT, {kVec, OUT_FREE});
-  b.addi(local, oslot, out_at), b.li(vc, result_cols);
-  if (out.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, result.index, vr.index, vc.index});
-  else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, local.index, result.index, vr.index, vc.index});
-  b.emit(Opcode::SIGNAL, {kVec, OUT_FULL});
-
-  // Store OH rows of OW (every s-th computed row).
-  b.emit(Opcode::WAIT, {kStore, OUT_FULL});
-  b.emit(Opcode::LA, {addr.index, out_sym});
-  if (out.storage_offset) b.addi(addr, addr, out.storage_offset * e);
-  b.li(tmp, out.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
-  b.li(tmp, out.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
-  b.li(n0, ow * e), b.li(n1, oh), b.li(ds1, out.strides[2] * e), b.li(ss1, s * result_cols * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
-  dma(Opcode::DMA_ST, store_channel, addr, local);
-  b.emit(Opcode::SIGNAL, {kStore, OUT_FREE});
-
-  b.emit(Opcode::XORI, {slot.index, slot.index, raw_bytes});
-  b.emit(Opcode::XORI, {oslot.index, oslot.index, out_bytes});
+  plane(0);
+  b.addi(t, t, 1);
+  b.branch(Opcode::BGE, {t.index, t_end.index}, done);
+  plane(1);
   b.addi(t, t, 1);
   b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
   b.bind(done);

@@ -106,6 +106,10 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   last_elements_ = elements;
   core_stats_.vector_elements_by_class[static_cast<size_t>(vector_op_class(op))] += elements;
   if (context_.trace) context_.trace->actions(vector_action(vector_op_class(op)), start, end, elements);
+  if (op == Opcode::V_FMA) {  // its add, priced as one
+    core_stats_.vector_elements_by_class[static_cast<size_t>(VectorOpClass::Simple)] += elements;
+    if (context_.trace) context_.trace->actions(vector_action(VectorOpClass::Simple), start, end, elements);
+  }
 
   if (context_.functional && op == Opcode::V_CVT && local_.in_background(operands[0].address, operands[0].bytes)) {
     // Converting results still being computed in the background (the tensor core's): the conversion
