@@ -12,9 +12,9 @@
 // the tap's weight and adds it into an f32 accumulator (v.fma, one instruction
 // and one rounding a tap), KH * KW times, then
 // applies the per-channel scale and bias and the epilogue, and rounds once.
-// Stride 2 computes the stride-1 rows and columns it needs and keeps every
-// second column with v.trans (the tile seen as [rows * Wp / 2, 2]) and every
-// second row in the store's source stride. dma ch2 (ch1) stores OH runs of OW.
+// Stride 2 loads the even and the odd rows into two row phases and splits
+// their columns into two with one v.trans, so that each tap reads its phase
+// at unit stride and only the output's rows and columns are computed. dma ch2 (ch1) stores OH runs of OW.
 #include "depthwise.h"
 
 #include <algorithm>
@@ -57,18 +57,28 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
 
   // The stage: rows Hp = the rows the windows reach, Wp the columns (even, for stride 2's halving), and KW
   // elements of tail that the last taps' spans read past it.
-  const int64_t taps = kh * kw, rows = (oh - 1) * s + 1;  // rows computed (every row at stride 1)
+  // Stride 2 splits the stage into phases, as the implicit-im2col convolution does: the DMA puts the even
+  // and the odd rows (of the padded plane) in two row phases of Hp2 rows, and one v.trans [.. x 2] ->
+  // [2 x ..] splits their columns, so that phase (py, px) holds rows py, py + 2, .. and of those the
+  // columns px, px + 2, .. (Wp / 2 of them): tap (i, j) reads phase (i % 2, j % 2) from row i / 2 and
+  // column j / 2 at unit stride, and only the output's rows and columns are computed.
+  const int64_t taps = kh * kw;
   const int64_t hp = std::max(h + ph, (oh - 1) * s + kh);
   int64_t wp = std::max(wd + pw, (ow - 1) * s + kw);
   wp += wp % 2;
-  const int64_t stage_elements = hp * wp + kw, span = rows * wp;  // a tap's span: the computed rows over the full width
+  const int64_t hp2 = (hp + 1) / 2, cols = s == 2 ? wp / 2 : wp, phase_elements = hp2 * cols;
+  // A tap's span: the output's rows over the (phase's) full width; the stage and the f32 stage hold KW
+  // elements of tail that the last taps' spans read past them (into columns that are not kept).
+  const int64_t span = oh * cols, stage_elements = (s == 2 ? 2 * hp2 * wp : hp * wp) + kw;
   const int64_t e = isa::dtype_size_bytes(x.dtype);
   const bool convert = x.dtype != isa::DType::F32;
-  const int64_t raw_bytes = align64(stage_elements * e), work_bytes = convert ? align64(stage_elements * 4) : 0;
+  const int64_t raw_bytes = align64(stage_elements * e), work_bytes = convert || s == 2 ? align64(stage_elements * 4) : 0;
+  const int64_t phased_bytes = convert && s == 2 ? align64(stage_elements * e) : 0;  // the phases before conversion
   const int64_t acc_bytes = align64(span * 4), out_bytes = align64(span * e);
   const int64_t params = align64(c * taps * 4) + align64(c * taps * e) + (has_bias ? 2 * align64(c * 4) : 0) + (has_scale ? 2 * align64(c * 4) : 0);
-  // Layout: two stage slots, the f32 stage, the accumulator and a temporary, two output slots, then the parameters.
-  const int64_t work_at = 2 * raw_bytes, acc_at = work_at + work_bytes, tmp_at = acc_at + acc_bytes, out_at = tmp_at + acc_bytes;
+  // Layout: two stage slots, the f32 stage (and at stride 2 the phases in x's dtype), the accumulator, two
+  // output slots, then the parameters.
+  const int64_t work_at = 2 * raw_bytes, phased_at = work_at + work_bytes, acc_at = phased_at + phased_bytes, out_at = acc_at + acc_bytes;
   const int64_t w_f32_at = out_at + 2 * out_bytes, w_raw_at = w_f32_at + align64(c * taps * 4);
   const int64_t bias_f32_at = w_raw_at + align64(c * taps * e), bias_raw_at = bias_f32_at + align64(c * 4);
   const int64_t scale_f32_at = bias_raw_at + align64(c * 4), scale_raw_at = scale_f32_at + align64(c * 4);
@@ -99,14 +109,14 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg t = b.reg(), t_end = b.reg();
   b.split_over_cores(planes, t, t_end);
   b.branch(Opcode::BGE, {t.index, t_end.index}, done);
-  const Reg tmp = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), src = b.reg(), wreg = b.reg(), acc = b.reg(), prod = b.reg();
+  const Reg tmp = b.reg(), one = b.reg(), addr = b.reg(), local = b.reg(), src = b.reg(), wreg = b.reg(), acc = b.reg();
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
   const Reg slot = b.reg(), oslot = b.reg(), img = b.reg(), ch = b.reg(), vr = b.reg(), vc = b.reg(), next = b.reg();
   const auto dma = [&](Opcode opcode, unsigned channel, Reg dst, Reg from) {
     b.emit(opcode, {int64_t(channel), dst.index, from.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
   const auto flat = [&](int64_t bytes) { b.li(n0, bytes), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0); };
-  b.li(one, 1), b.li(acc, acc_at), b.li(prod, tmp_at);
+  b.li(one, 1), b.li(acc, acc_at);
 
   // The weights (and the scale and bias), once per core, converted to f32.
   const std::vector<std::pair<int64_t, int64_t>> param_at = {{w_raw_at, w_f32_at}, {bias_raw_at, bias_f32_at}, {scale_raw_at, scale_f32_at}};
@@ -129,7 +139,7 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   // Both stage slots (and the f32 stage) zero once: the padding is never written again.
   b.li(tmp, 0), b.li(vc, stage_elements);
   for (int k = 0; k < 2; ++k) b.li(local, k * raw_bytes), b.emit(Opcode::V_FILL, {xdt, local.index, tmp.index, one.index, vc.index});
-  if (convert) b.li(local, work_at), b.emit(Opcode::V_FILL, {f32, local.index, tmp.index, one.index, vc.index});
+  if (work_bytes) b.li(local, work_at), b.emit(Opcode::V_FILL, {f32, local.index, tmp.index, one.index, vc.index});
   for (int k = 0; k < 2; ++k) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k}), b.emit(Opcode::SIGNAL, {kCtl, OUT_FREE + 4 * k});
 
   // Planes alternate between two sets of slots, DMA channels and semaphores (the loop unrolled by two), so
@@ -145,9 +155,20 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
     if (x.storage_offset) b.addi(addr, addr, x.storage_offset * e);
     b.li(tmp, x.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
     b.li(tmp, x.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
-    b.li(local, k * raw_bytes + (ph * wp + pw) * e);
-    b.li(n0, wd * e), b.li(n1, h), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
-    dma(Opcode::DMA_LD, load_channel[k], local, addr);
+    if (s == 1) {
+      b.li(local, k * raw_bytes + (ph * wp + pw) * e);
+      b.li(n0, wd * e), b.li(n1, h), b.li(ds1, wp * e), b.li(ss1, x.strides[2] * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+      dma(Opcode::DMA_LD, load_channel[k], local, addr);
+    } else {  // row phase py: the image rows y with (y + ph) % 2 == py, at phase row (y + ph) / 2
+      for (int64_t py = 0; py < 2; ++py) {
+        const int64_t y0 = ((py - ph) % 2 + 2) % 2, count = y0 < h ? (h - y0 + 1) / 2 : 0;
+        if (count == 0) continue;
+        b.addi(tmp, addr, y0 * x.strides[2] * e);
+        b.li(local, k * raw_bytes + (py * hp2 * wp + (y0 + ph) / 2 * wp + pw) * e);
+        b.li(n0, wd * e), b.li(n1, count), b.li(ds1, wp * e), b.li(ss1, 2 * x.strides[2] * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+        dma(Opcode::DMA_LD, load_channel[k], local, tmp);
+      }
+    }
     b.emit(Opcode::SIGNAL, {kLoad[k], IN_FULL + 4 * k});
   };
   // Plane t, in slot k: the next plane's load first, so that it is issued before this plane's vector
@@ -167,48 +188,48 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
 
     // The taps, on the vector unit.
     b.emit(Opcode::WAIT, {kVec, IN_FULL + 4 * k});
+    const bool staged = convert || s == 2;  // the taps read the f32 stage at work_at, not the slot
+    if (s == 2) {  // the columns into phases: [py][Hp2][Wp / 2][2] -> [px][py][Hp2][Wp / 2]
+      b.li(local, convert ? phased_at : work_at), b.li(vr, hp2 * wp), b.li(vc, 2);
+      b.emit(Opcode::V_TRANS, {xdt, local.index, slot.index, vr.index, vc.index});
+    }
     if (convert) {
       b.li(local, work_at), b.li(vc, stage_elements);
-      b.emit(Opcode::V_CVT, {f32, xdt, local.index, slot.index, one.index, vc.index});
-      b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k});
+      if (s == 2) b.li(src, phased_at), b.li(vc, 2 * hp2 * wp);
+      b.emit(Opcode::V_CVT, {f32, xdt, local.index, (s == 2 ? src : slot).index, one.index, vc.index});
     }
-    const Reg stage = convert ? local : slot;  // the f32 stage
-    b.li(vr, rows), b.li(vc, wp);
+    if (staged) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k}), b.li(local, work_at);
+    const Reg stage = staged ? local : slot;  // the f32 stage
+    b.li(vr, oh), b.li(vc, cols);
     b.li(tmp, taps * 4), b.mul(wreg, ch, tmp), b.addi(wreg, wreg, w_f32_at);
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
         const int64_t tap = i * kw + j;
-        b.addi(src, stage, (i * wp + j) * 4);
+        const int64_t at = s == 2 ? ((j % 2) * 2 + i % 2) * phase_elements + i / 2 * cols + j / 2 : i * wp + j;
+        b.addi(src, stage, at * 4);
         if (tap == 0) b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, src.index, wreg.index, vr.index, vc.index});
         else b.emit(Opcode::V_FMA, {f32, kScalar, acc.index, src.index, wreg.index, acc.index, vr.index, vc.index});
         b.addi(wreg, wreg, 4);
       }
     }
-    if (!convert) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k});
-    // Scale, bias and epilogue, per channel; then every second column at stride 2, and the rounding.
+    if (!staged) b.emit(Opcode::SIGNAL, {kVec, IN_FREE + 4 * k});
+    // Scale, bias and epilogue, per channel, and the rounding.
     if (has_scale) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, scale_f32_at), b.emit(Opcode::V_MUL, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
     if (has_bias) b.li(tmp, 4), b.mul(tmp, tmp, ch), b.addi(tmp, tmp, bias_f32_at), b.emit(Opcode::V_ADD, {f32, kScalar, acc.index, acc.index, tmp.index, vr.index, vc.index});
     for (const OpKind step : op.epilogue) b.emit(unary_opcode(step), {f32, acc.index, acc.index, vr.index, vc.index});
-    Reg result = acc;
-    int64_t result_cols = wp;
-    if (s == 2) {
-      b.li(tmp, rows * wp / 2), b.li(src, 2);
-      b.emit(Opcode::V_TRANS, {f32, prod.index, acc.index, tmp.index, src.index});
-      result = prod, result_cols = wp / 2;
-    }
     b.emit(Opcode::WAIT, {kVec, OUT_FREE + 4 * k});
-    b.addi(local, oslot, out_at), b.li(vc, result_cols);
-    if (out.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, result.index, vr.index, vc.index});
-    else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, local.index, result.index, vr.index, vc.index});
+    b.addi(local, oslot, out_at);
+    if (out.dtype == isa::DType::F32) b.emit(Opcode::V_MOV, {f32, local.index, acc.index, vr.index, vc.index});
+    else b.emit(Opcode::V_CVT, {int64_t(out.dtype), f32, local.index, acc.index, vr.index, vc.index});
     b.emit(Opcode::SIGNAL, {kVec, OUT_FULL + 4 * k});
 
-    // Store OH rows of OW (every s-th computed row).
+    // Store OH rows of OW (the first OW of each computed row's columns).
     b.emit(Opcode::WAIT, {kStores[k], OUT_FULL + 4 * k});
     b.emit(Opcode::LA, {addr.index, out_sym});
     if (out.storage_offset) b.addi(addr, addr, out.storage_offset * e);
     b.li(tmp, out.strides[0] * e), b.mul(tmp, tmp, img), b.add(addr, addr, tmp);
     b.li(tmp, out.strides[1] * e), b.mul(tmp, tmp, ch), b.add(addr, addr, tmp);
-    b.li(n0, ow * e), b.li(n1, oh), b.li(ds1, out.strides[2] * e), b.li(ss1, s * result_cols * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
+    b.li(n0, ow * e), b.li(n1, oh), b.li(ds1, out.strides[2] * e), b.li(ss1, cols * e), b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
     dma(Opcode::DMA_ST, store_channels[k], addr, local);
     b.emit(Opcode::SIGNAL, {kStores[k], OUT_FREE + 4 * k});
 
@@ -231,9 +252,10 @@ Kernel lower_depthwise(const OpDesc& op, const sim::ChipConfig& config) {
   std::ostringstream plan;
   plan << name << ": " << x.to_string() << " with " << kh << " x " << kw << " kernels, stride " << s << ", padding " << ph << " x " << pw << " -> "
        << oh << " x " << ow << "; one plane per tile, " << planes << " planes over " << cores << " cores; the plane in a zero-padded stage of "
-       << hp << " x " << wp << ", " << taps << " taps as spans of " << span << " elements (fused multiply-add, in f32)"
-       << (s == 2 ? ", every second column kept by v.trans and every second row by the store" : "") << (has_scale ? ", scaled" : "")
-       << (has_bias ? ", plus a bias" : "") << "; " << local_bytes << " bytes of scratchpad; loads on dma ch0, stores on dma ch" << store_channel << "\n";
+       << hp << " x " << wp << (s == 2 ? " in 4 phases (rows by the DMA, columns split by v.trans)" : "") << ", " << taps << " taps as spans of "
+       << span << " elements (fused multiply-add, in f32)" << (has_scale ? ", scaled" : "") << (has_bias ? ", plus a bias" : "") << "; "
+       << local_bytes << " bytes of scratchpad; planes alternate between loads on dma ch" << load_channel[0] << " and ch" << load_channel[1]
+       << ", stores on dma ch" << store_channels[0] << " and ch" << store_channels[1] << "\n";
   kernel.plan = plan.str();
   return kernel;
 }

@@ -51,8 +51,9 @@ class Depthwise : public testing::KernelTest {
             if (bias_and_scale) scale = in(3, ch), sum = sum * scale + in(2, ch), magnitude = magnitude * std::fabs(scale) + std::fabs(in(2, ch));
             for (const OpKind k : epilogue) sum = k == OpKind::RELU ? std::max(sum, 0.0) : sum;
             const double got = testing::load(dtype, &run.output[size_t(((b * c + ch) * oh + y) * ow + xx) * e]);
-            // f32 products and sums: a rounding per tap; the output's own rounding (bf16: 2^-8 relative).
-            const double bound = double(kh * kw + 2) * std::ldexp(magnitude, -23) + (dtype == DType::BF16 ? std::ldexp(std::fabs(sum), -8) : 0);
+            // f32 products and sums: a rounding per tap; the output's own rounding (bf16: 2^-8 relative, f16 2^-11).
+            const int output_bits = dtype == DType::BF16 ? 8 : dtype == DType::F16 ? 11 : 0;
+            const double bound = double(kh * kw + 2) * std::ldexp(magnitude, -23) + (output_bits ? std::ldexp(std::fabs(sum), -output_bits) : 0);
             if (!(std::fabs(got - sum) <= bound) && ++mismatches <= 5)
               ADD_FAILURE() << "out[" << b << "," << ch << "," << y << "," << xx << "] = " << got << ", want " << sum << " +- " << bound;
           }
@@ -64,6 +65,13 @@ class Depthwise : public testing::KernelTest {
 TEST_P(Depthwise, ThreeByThreeSamePadding) { check(DType::F32, 2, 5, 9, 11, 3, 3, 1, 1); }
 TEST_P(Depthwise, FiveByFiveStride2InBf16) { check(DType::BF16, 1, 6, 13, 10, 5, 5, 2, 2); }
 TEST_P(Depthwise, Stride2OddSizesNoPadding) { check(DType::F32, 2, 3, 9, 7, 3, 3, 2, 0); }
+// Stride 2 reads the stage in phases (rows by the DMA, columns split by v.trans): odd and even sizes and
+// kernels, padding, strided rows, a fused scale, bias and activation.
+TEST_P(Depthwise, Stride2PhasesWithPaddingStridedRowsAndAnEpilogue) {
+  check(DType::BF16, 2, 4, 14, 12, 3, 3, 2, 1, true, {OpKind::RELU}, 15);
+  check(DType::F32, 1, 3, 10, 9, 4, 4, 2, 1);
+  check(DType::F16, 1, 2, 7, 8, 3, 3, 2, 2);
+}
 TEST_P(Depthwise, ScaleBiasAndReluOnStridedRows) { check(DType::F32, 2, 4, 8, 6, 3, 3, 1, 1, true, {OpKind::RELU}, 9); }
 TEST_P(Depthwise, MobileNetsFirstBlock) { check(DType::BF16, 1, 16, 56, 56, 3, 3, 1, 1, true); }
 
