@@ -213,7 +213,10 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     // rows x L of a view with element strides (row, col) into a dense local tile (or back).
     const auto shape_rows = [&](Reg count, int64_t row_stride, int64_t col_stride, int64_t esize) {
       b.li(n2, 0), b.li(ds2, 0), b.li(ss2, 0);
-      if (col_stride == 1 || length == 1) {
+      if ((col_stride == 1 || length == 1) && row_stride == length) {
+        // Rows one after another in DRAM as on the core: one run (short rows would each be a DMA request).
+        b.muli(n0, count, length * esize), b.li(n1, 1), b.li(ds1, 0), b.li(ss1, 0);
+      } else if (col_stride == 1 || length == 1) {
         b.li(n0, length * esize), b.mov(n1, count), b.li(ds1, length * esize), b.li(ss1, row_stride * esize);
       } else {
         b.li(n0, esize), b.li(n1, length), b.li(ds1, esize), b.li(ss1, col_stride * esize);
