@@ -216,32 +216,30 @@ KernelError vector_binary(Opcode op, DType dtype, Bcast bcast, uint8_t* dst, con
 
 namespace npu::sim::functional {
 
-void vector_fma(DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, const uint8_t* c, uint64_t rows, uint64_t cols) {
-  const size_t n = rows * cols;
-  if (n == 0) return;
-  const auto b_index = [&](size_t i) -> size_t {
-    switch (bcast) {
-      case Bcast::Full: return i;
-      case Bcast::Row: return i % cols;
-      case Bcast::Col: return i / cols;
-      case Bcast::Scalar: return 0;
-    }
-    return 0;
-  };
-  const size_t b_count = bcast_operand_elements(bcast, rows, cols);
-  // Every operand read before dst is written: dst may be a or c.
-  if (isa::dtype_is_float(dtype)) {
-    std::vector<float> av(n), bv(b_count), cv(n);
-    load_values(dtype, a, n, av.data()), load_values(dtype, b, b_count, bv.data()), load_values(dtype, c, n, cv.data());
-    for (size_t i = 0; i < n; ++i) av[i] = std::fma(av[i], bv[b_index(i)], cv[i]);
-    store_values(dtype, dst, n, av.data());
-  } else {
-    std::vector<int64_t> av(n), bv(b_count), cv(n);
-    load_values(dtype, a, n, av.data()), load_values(dtype, b, b_count, bv.data()), load_values(dtype, c, n, cv.data());
-    // (Operands of at most 32 bits: the int64 product and sum do not overflow; storing wraps.)
-    for (size_t i = 0; i < n; ++i) av[i] = av[i] * bv[b_index(i)] + cv[i];
-    store_values(dtype, dst, n, av.data());
+namespace {
+
+// dst = f(a, b broadcast, c) over Value (float or int64), every operand read before dst is written.
+template <typename Value, typename F>
+void map_ternary(DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, const uint8_t* c, uint64_t rows, uint64_t cols,
+                 F f) {
+  const size_t n = rows * cols, b_count = bcast_operand_elements(bcast, rows, cols);
+  std::vector<Value> av(n), bv(b_count), cv(n);
+  load_values(dtype, a, n, av.data()), load_values(dtype, b, b_count, bv.data()), load_values(dtype, c, n, cv.data());
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = bcast == Bcast::Full ? i : bcast == Bcast::Row ? i % cols : bcast == Bcast::Col ? i / cols : 0;
+    av[i] = f(av[i], bv[k], cv[i]);
   }
+  store_values(dtype, dst, n, av.data());
+}
+
+}  // namespace
+
+void vector_fma(DType dtype, Bcast bcast, uint8_t* dst, const uint8_t* a, const uint8_t* b, const uint8_t* c, uint64_t rows, uint64_t cols) {
+  if (rows == 0 || cols == 0) return;
+  if (isa::dtype_is_float(dtype))
+    map_ternary<float>(dtype, bcast, dst, a, b, c, rows, cols, [](float x, float y, float z) { return std::fma(x, y, z); });
+  else  // (operands of at most 32 bits: the int64 product and sum do not overflow; storing wraps)
+    map_ternary<int64_t>(dtype, bcast, dst, a, b, c, rows, cols, [](int64_t x, int64_t y, int64_t z) { return x * y + z; });
 }
 
 }  // namespace npu::sim::functional

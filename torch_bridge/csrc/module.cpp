@@ -166,7 +166,6 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("abort_capture", [] { npusim::Runtime::get().abort_capture(); });
-  // Runs a package on this process's device (what npu-run does in a process of its own).
   // The package, read and checked against this process's chip config.
   const auto read_package = [](const std::string& path) {
     npusim::Runtime& runtime = npusim::Runtime::get();
@@ -195,7 +194,8 @@ PYBIND11_MODULE(_C, m) {
       TORCH_CHECK(false, "npusim: ", e.what());
     }
   });
-  m.def("run_package", [](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
+  // Runs a package on this process's device (what npu-run does in a process of its own).
+  m.def("run_package", [read_package](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
     npusim::Runtime& runtime = npusim::Runtime::get();  // the runner waits for earlier work itself
     std::vector<std::vector<uint8_t>> data;
     for (const pybind11::bytes& b : inputs) {
@@ -205,15 +205,7 @@ PYBIND11_MODULE(_C, m) {
     npu::deploy::PackageRunner::Result result;
     {
       pybind11::gil_scoped_release release;  // (it waits for the device)
-      npu::deploy::Package package;
-      try {
-        package = npu::deploy::Package::read(path);
-      } catch (const std::exception& e) {
-        TORCH_CHECK(false, "npusim: ", e.what());
-      }
-      TORCH_CHECK(package.config_text() == npu::sim::dump_chip_config(npu::sim::load_chip_config(runtime.config_name())),
-                  "npusim: ", path, " was compiled for chip config '", package.config_name(), "', this process's device is '",
-                  runtime.config_name(), "'");
+      const npu::deploy::Package package = read_package(path);
       try {
         result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(data);
       } catch (const npu::Error& e) {

@@ -35,6 +35,7 @@ model's decode step packaged so generates tokens from C++ alone:
 """
 
 import copy
+import operator
 import os
 from typing import List, Sequence, Tuple
 
@@ -87,14 +88,8 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
 def _mutated_buffers(module: torch.fx.GraphModule) -> List[torch.Tensor]:
     """The module's buffers that the program writes back (copy_ into a get_attr: torch.export's buffer
     mutations, such as a static KV cache's index_copy_): the package's state, kept from one run to the next."""
-    state = []
-    for node in module.graph.nodes:
-        if node.op == "call_function" and node.target is torch.ops.aten.copy_.default and node.args[0].op == "get_attr":
-            tensor = module
-            for part in node.args[0].target.split("."):
-                tensor = getattr(tensor, part)
-            state.append(tensor)
-    return state
+    return [operator.attrgetter(node.args[0].target)(module) for node in module.graph.nodes
+            if node.op == "call_function" and node.target is torch.ops.aten.copy_.default and node.args[0].op == "get_attr"]
 
 
 def _drop_host_device_checks(module: torch.fx.GraphModule) -> None:
