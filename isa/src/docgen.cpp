@@ -81,7 +81,7 @@ std::string generate_isa_markdown() {
     for (size_t i = 0; i < names.size(); ++i)
       values += (values.empty() ? "" : ", ") + std::string("`") + names[i] + "`=" + std::to_string(kind == OperandKind::TcFlags ? (1u << i) : i);
     if (kind == OperandKind::Reg) values = "`r0`..`r31`; `r0` (alias `zero`) always reads 0";
-    if (kind == OperandKind::Sem) values = "`s0`..`s15`, counting semaphores, 0 at launch";
+    if (kind == OperandKind::Sem) values = "`s0`..`s" + std::to_string(kNumSemaphores - 1) + "`, counting semaphores, 0 at launch";
     if (kind == OperandKind::Sym) values = "index into the program's symbol table; must name a global buffer";
     if (kind == OperandKind::TcFlags) values = "`none` or flags joined by `|`: " + values;
     out << "| `" << operand_kind_name(kind) << "` | " << bits << " | " << cell(describe_operand(sample)) << " | " << cell(values) << " |\n";

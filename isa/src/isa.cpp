@@ -23,7 +23,7 @@ struct KindInfo {
 };
 
 constexpr KindInfo kKinds[] = {
-    {OperandKind::Reg, "reg", 5},         {OperandKind::Sem, "sem", 4},
+    {OperandKind::Reg, "reg", kRegisterFieldBits}, {OperandKind::Sem, "sem", kSemaphoreFieldBits},
     {OperandKind::Eng, "eng", 3},         {OperandKind::DType, "dtype", 3},
     {OperandKind::Bcast, "bcast", 2},     {OperandKind::Axis, "axis", 1},
     {OperandKind::TcFlags, "tcflags", 3}, {OperandKind::Csr, "csr", 4},
@@ -173,8 +173,8 @@ std::string describe_operand(const OperandSpec& operand) {
     return out;
   };
   switch (operand.kind) {
-    case OperandKind::Reg: return "a register (r0..r31)";
-    case OperandKind::Sem: return "a semaphore (s0..s15)";
+    case OperandKind::Reg: return "a register (r0..r" + std::to_string(kNumRegisters - 1) + ")";
+    case OperandKind::Sem: return "a semaphore (s0..s" + std::to_string(kNumSemaphores - 1) + ")";
     case OperandKind::Sym: return "a buffer symbol";
     case OperandKind::Target: return "a label";
     case OperandKind::SImm:

@@ -195,7 +195,7 @@ TEST(AssemblerErrors, WrongOperandKind) {
   expect_error(".code 0\n    add r1, 5, r3\n", 2, 13, "operand 'rs1' of 'add' must be a register (r0..r31), got '5'");
   expect_error(".code 0\n    add r1, r32, r3\n", 2, 13, "operand 'rs1' of 'add' must be a register (r0..r31), got 'r32'");
   expect_error(".code 0\n    sync.wait dma9, s1\n", 2, 15, "operand 'eng' of 'sync.wait' must be one of ctl, dma0, dma1, dma2, dma3, tc, vec, got 'dma9'");
-  expect_error(".code 0\n    sync.wait tc, s16\n", 2, 19, "operand 'sem' of 'sync.wait' must be a semaphore (s0..s15), got 's16'");
+  expect_error(".code 0\n    sync.wait tc, s32\n", 2, 19, "operand 'sem' of 'sync.wait' must be a semaphore (s0..s31), got 's32'");
   expect_error(".code 0\n    tc.mm bf16, acc|tx, r1, r2, r3, r4, r5, r6\n", 2, 21,
                "operand 'fl' of 'tc.mm' must be tensor-core flags ('none' or acc|ta|tb), got 'tx'");
 }

@@ -54,7 +54,7 @@ TEST(ProgramFormat, RejectsVersionMismatches) {
   pb::Program message = payload_of(valid_file());
   EXPECT_EQ(rejection(wrap(message.SerializeAsString(), 2)), "unsupported npubin format version 2 (this build reads version 1)");
   message.set_isa_version(kIsaVersion + 1);
-  EXPECT_EQ(rejection(wrap(message.SerializeAsString())), "program uses ISA version 2; this build supports ISA version 1");
+  EXPECT_EQ(rejection(wrap(message.SerializeAsString())), "program uses ISA version 3; this build supports ISA version 2");
 }
 
 TEST(ProgramFormat, RejectsChecksumMismatchAndPadding) {

@@ -65,7 +65,7 @@ start: la r1, x
   std::ostringstream listing;
   write_listing(*result.program, listing);
   const std::string text = listing.str();
-  EXPECT_NE(text.find("npubin format 1, ISA version 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("npubin format 1, ISA version 2"), std::string::npos) << text;
   EXPECT_NE(text.find("input  x"), std::string::npos) << text;
   EXPECT_NE(text.find("data section 0 (i32, 8 bytes)"), std::string::npos) << text;
   EXPECT_NE(text.find("01 00 00 00 02 00 00 00"), std::string::npos) << text;

@@ -623,7 +623,7 @@ class Assembler {
                               ? register_number(target.text, is_reg ? 'r' : 's', is_reg ? kNumRegisters : kNumSemaphores)
                               : std::nullopt;
       if (!number || target.text == "zero") {
-        error(line, target.column, std::string("expected a ") + (is_reg ? "register (r0..r31)" : "semaphore (s0..s15)") + ", got '" + target.text + "'");
+        error(line, target.column, std::string("expected a ") + (is_reg ? "register (r0..r" + std::to_string(kNumRegisters - 1) + ")" : "semaphore (s0..s" + std::to_string(kNumSemaphores - 1) + ")") + ", got '" + target.text + "'");
         return;
       }
       if (id) define_name(line, *id, {is_reg ? NameKind::RegAlias : NameKind::SemAlias, static_cast<int64_t>(*number)}, "alias");

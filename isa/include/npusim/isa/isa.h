@@ -13,13 +13,17 @@ namespace npu::isa {
 
 // Version of the instruction encoding. Bump on any change to isa.def that
 // changes the meaning of an existing word.
-inline constexpr uint32_t kIsaVersion = 1;
+inline constexpr uint32_t kIsaVersion = 2;  // 2: 32 semaphores (the sem field 5 bits wide)
 
 inline constexpr unsigned kWordBits = 64;
 inline constexpr unsigned kOpcodeBits = 8;
 inline constexpr unsigned kMaxOperands = 11;
 inline constexpr unsigned kNumRegisters = 32;
-inline constexpr unsigned kNumSemaphores = 16;
+// 32: a matmul that shares both operands over the NoC takes a data and a credit semaphore per peer
+// in each of its two groups, besides its local rings (compiler/src/matmul_shared.cpp).
+inline constexpr unsigned kNumSemaphores = 32;
+inline constexpr unsigned kRegisterFieldBits = 5, kSemaphoreFieldBits = 5;  // their operand fields
+static_assert(1u << kRegisterFieldBits == kNumRegisters && 1u << kSemaphoreFieldBits == kNumSemaphores);
 // Local addresses at or above this are in the accumulator SRAM.
 inline constexpr uint64_t kAccumulatorBase = 0x40000000;
 // Local addresses are below this (scratchpad below kAccumulatorBase, accumulator above).
