@@ -2,9 +2,9 @@
 //
 // On a chip whose DRAM is narrow for its tensor cores, a matmul is bound by
 // the bytes it reads, and B is most of them: every row of output tiles reads
-// all of B again. Here the cores of a group (Q of them: up to four, since each
-// member takes two semaphores and the rings eight more, of sixteen) work on Q
-// different rows of output tiles and on the same Q columns at the same time.
+// all of B again. Here the cores of a group (Q of them: up to four; each member
+// takes two semaphores and the rings eight more) work on Q different rows of
+// output tiles and on the same Q columns at the same time.
 // A group is Q consecutive cores, or a block of the mesh where that unloads
 // the busiest link (GroupLayout).
 // Per K step, each member loads one of the Q tiles of B from DRAM once and
@@ -39,6 +39,15 @@
 //            (ACC_FREE) as it goes, in the tensor core's order          -> dma ch2
 //   dma ch2  store the Q tiles, each member starting at a different column
 //   dma ch3  the row's A panel, a K step at a time (ch0 where there is no fourth channel)
+// With several groups, A can be shared too (SharedPlan::a_shared, a 2-D schedule):
+// the groups then split the columns (group g takes rounds g, g + G, ...) and
+// every group takes all rows, so the G cores of one member index (its A set)
+// work on the same row at a time. Per K step each of them loads 1/G of the
+// step's A tile (rows [g TM/G, (g + 1) TM/G)) on dma ch3 and sends it to the
+// others on the same channel, with a data and a credit semaphore per member of
+// the A set as for B. A is then read once per round of the G groups' columns
+// instead of once per round of one group's, and B once per round of Q rows.
+// Each core's program is its own (its group's semaphores are immediates).
 // One semaphore per sender for data and for credits: a count shared by
 // several senders could be raised by a fast one for a later step. The cores
 // meet at a barrier before the first send: a launch starts each core with its
@@ -70,8 +79,13 @@ struct SharedPlan {
   bool panel = true;
   double cycles = 0, dram_bytes = 0;
   int64_t steps = 0;  // K steps per core (rounds of rows x rounds of columns x K steps)
-  // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row.
+  // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row
+  // (each core's).
   int64_t tile_spread = 1, column_rounds = 0;
+  // A shared too (a 2-D schedule): the groups split the columns instead of the rows, and the cores of
+  // one member index in every group (its A set) work on the same rows, each loading 1/G of a step's
+  // A tile and sending it to the others (G: the number of groups).
+  bool a_shared = false;
 };
 
 // Where a tile row of B is a part of a DRAM interleave block (so a column of tiles lies in one
@@ -108,6 +122,7 @@ struct GroupLayout {
   bool linear = true;
   unsigned groups(const sim::ChipConfig& config) const { return config.num_cores / q; }
   unsigned member(unsigned core) const { return linear ? core % q : core % cols % gx + gx * (core / cols % gy); }
+  unsigned group(unsigned core) const { return linear ? core / q : core % cols / gx + cols / gx * (core / cols / gy); }
   unsigned core(unsigned group, unsigned member_index) const {
     if (linear) return group * q + member_index;
     const unsigned x = group % (cols / gx) * gx + member_index % gx, y = group / (cols / gx) * gy + member_index / gx;
@@ -116,30 +131,53 @@ struct GroupLayout {
   int64_t offset(unsigned member_index) const { return int64_t(core(0, member_index)) - int64_t(core(0, 0)); }
 };
 
-// The most sends that cross one directed link of the mesh (XY routing, as the NoC routes) when every
-// member of every group sends one to each of its peers: 2 in a 2 x 2 group (each link carries a
-// neighbour's send and half of a diagonal's two hops), 4 in a row of four (the middle link).
-int64_t busiest_link_sends(const sim::ChipConfig& config, const GroupLayout& layout) {
+// The cores of each group (B's sets), and the cores of each member index over the groups (A's sets,
+// where A is shared too).
+std::vector<std::vector<unsigned>> b_sets(const sim::ChipConfig& config, const GroupLayout& layout) {
+  std::vector<std::vector<unsigned>> sets(layout.groups(config));
+  for (unsigned g = 0; g < sets.size(); ++g)
+    for (unsigned m = 0; m < layout.q; ++m) sets[g].push_back(layout.core(g, m));
+  return sets;
+}
+std::vector<std::vector<unsigned>> a_sets(const sim::ChipConfig& config, const GroupLayout& layout) {
+  std::vector<std::vector<unsigned>> sets(layout.q);
+  for (unsigned m = 0; m < layout.q; ++m)
+    for (unsigned g = 0; g < layout.groups(config); ++g) sets[m].push_back(layout.core(g, m));
+  return sets;
+}
+
+// Adds `weight` to each directed link of the mesh (XY routing, as the NoC routes) that a send
+// crosses, for every core of every set sending one to each other core of its set. Links are
+// (y * cols + x) * 4 + direction.
+void add_link_loads(const sim::ChipConfig& config, const std::vector<std::vector<unsigned>>& sets, double weight, std::vector<double>& load) {
   const unsigned cols = config.noc.mesh_cols;
-  std::vector<int64_t> sends(size_t(config.noc.mesh_cols) * config.noc.mesh_rows * 4, 0);  // (y * cols + x) * 4 + direction
-  for (unsigned g = 0; g < layout.groups(config); ++g)
-    for (unsigned from_member = 0; from_member < layout.q; ++from_member)
-      for (unsigned to_member = 0; to_member < layout.q; ++to_member) {
-        if (to_member == from_member) continue;
-        sim::MeshPosition at = config.core_position(layout.core(g, from_member));
-        const sim::MeshPosition target = config.core_position(layout.core(g, to_member));
+  load.resize(size_t(config.noc.mesh_cols) * config.noc.mesh_rows * 4, 0.0);
+  for (const std::vector<unsigned>& set : sets)
+    for (const unsigned from : set)
+      for (const unsigned to : set) {
+        if (to == from) continue;
+        sim::MeshPosition at = config.core_position(from);
+        const sim::MeshPosition target = config.core_position(to);
         while (at.x != target.x) {  // along the row first
           const unsigned direction = target.x > at.x ? 0 : 1;
-          ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+          load[(size_t(at.y) * cols + at.x) * 4 + direction] += weight;
           at.x = target.x > at.x ? at.x + 1 : at.x - 1;
         }
         while (at.y != target.y) {
           const unsigned direction = target.y > at.y ? 2 : 3;
-          ++sends[(size_t(at.y) * cols + at.x) * 4 + direction];
+          load[(size_t(at.y) * cols + at.x) * 4 + direction] += weight;
           at.y = target.y > at.y ? at.y + 1 : at.y - 1;
         }
       }
-  return std::max<int64_t>(1, *std::max_element(sends.begin(), sends.end()));
+}
+
+// The most sends that cross one directed link when every member of every group sends one to each of
+// its peers: 2 in a 2 x 2 group (each link carries a neighbour's send and half of a diagonal's two
+// hops), 4 in a row of four (the middle link).
+int64_t busiest_link_sends(const sim::ChipConfig& config, const GroupLayout& layout) {
+  std::vector<double> load;
+  add_link_loads(config, b_sets(config, layout), 1.0, load);
+  return std::max<int64_t>(1, int64_t(*std::max_element(load.begin(), load.end())));
 }
 
 // The layout whose busiest link carries the fewest sends: the linear one, or a block of the mesh
@@ -178,6 +216,19 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   std::vector<SharedPlan> candidates;
   const int64_t link_sends = busiest_link_sends(config, layout);
+  // A shared too: with more than one group, a fourth DMA channel (A's loads and sends), and the
+  // semaphores (a data and a credit one per member of each of the two sets, and eight for the rings).
+  const bool a_can_be_shared = groups >= 2 && config.core.dma.channels >= 4 && 2 * (q + groups) + 8 <= int64_t(isa::kNumSemaphores) &&
+                               mm.a.col_stride == 1 && op.schedule != MatmulSchedule::SharedB && op.schedule != MatmulSchedule::SharedBStreamedA;
+  // The busiest link's load when every core sends r bytes of A for each byte of B, in B's bytes.
+  std::vector<double> b_load, a_load;
+  add_link_loads(config, b_sets(config, layout), 1.0, b_load);
+  add_link_loads(config, a_sets(config, layout), 1.0, a_load);
+  const auto busiest_both = [&](double r) {
+    double most = 1.0;
+    for (size_t link = 0; link < b_load.size(); ++link) most = std::max(most, b_load[link] + r * a_load[link]);
+    return most;
+  };
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
@@ -186,8 +237,15 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
         if (q * align64(tm * tn * 4) > accumulator) continue;
         const int64_t k_steps = ceil_div(mm.k, tk);
-        for (const bool panel : {true, false}) {
-          if (!panel && k_steps < 2 && op.schedule != MatmulSchedule::SharedBStreamedA) continue;  // (one K step: the panel is one tile)
+        for (const auto& [panel, a_shared] : {std::pair{true, false}, std::pair{false, false}, std::pair{false, true}}) {
+          // Shared A: rows of tiles at least the array's height (or all of M). Every K step then waits for
+          // all G x Q cores, and shorter tiles both halve the array's use and leave the exchange's latencies
+          // less work to hide: on large, 256 x 16384 x 1024 in tiles of 64 rows ran 88 k cycles, estimated
+          // 52 k, against 66 k with tiles of its own per core.
+          if (a_shared ? !a_can_be_shared || tm < std::min<int64_t>(mm.m, config.core.tensor_core.rows)
+                       : op.schedule == MatmulSchedule::SharedAB)
+            continue;
+          if (!panel && !a_shared && k_steps < 2 && op.schedule != MatmulSchedule::SharedBStreamedA) continue;  // (one K step: the panel is one tile)
           if (panel && op.schedule == MatmulSchedule::SharedBStreamedA) continue;
           // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
           const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
@@ -198,25 +256,37 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
           if (local(b_slots) > scratchpad) continue;
           const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
-          const int64_t rounds = ceil_div(ceil_div(rows, groups), q);  // per core, the busiest group's
-          const int64_t tile_spread = column_spread(mm, config, q, tn), column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
-          // A once per row (streamed: once per round of columns), B once per round of each group that has
-          // rows, C once.
+          const int64_t tile_spread = column_spread(mm, config, q, tn), all_column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
+          // Per core: rounds of rows (the busiest group's; shared A: every group takes all rows), and
+          // rounds of columns (shared A: each group its G-th of them).
+          const int64_t rounds = a_shared ? ceil_div(rows, q) : ceil_div(ceil_div(rows, groups), q);
+          const int64_t column_rounds = a_shared ? ceil_div(all_column_rounds, groups) : all_column_rounds;
+          // A once per row (streamed: once per round of columns; shared: once per round of the G groups'
+          // columns), B once per round of each group that has rows (shared A: once per round of rows), C once.
           const double a_bytes = double(mm.batch * mm.m * mm.k * e) * double(panel ? 1 : column_rounds);
-          const double b_bytes = double(std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
+          const double b_bytes = double(a_shared ? 1 : std::min<int64_t>(groups, rows)) * double(rounds) * double(mm.k) * double(mm.n) * double(e);
           const double bytes = a_bytes + b_bytes + double(mm.batch * mm.m * mm.n * eo);
-          // Each core sends its loads to its Q - 1 peers: the busiest link carries busiest_link_sends of them.
-          const double noc = b_bytes / config.num_cores * double(link_sends) / config.noc.link_bytes_per_cycle;
+          // Each core sends its loads of B to its Q - 1 peers (shared A: and of A to its G - 1): the
+          // busiest link's share of those sends.
+          const double link = config.noc.link_bytes_per_cycle;
+          const double noc = b_bytes / config.num_cores * (a_shared ? busiest_both(a_bytes / b_bytes) : double(link_sends)) / link;
           const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k, tk);
           // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
           const double core_share = dram_bytes_per_cycle / config.num_cores;
-          const double fill = double(tm * tk * e + tk * tn * e) / core_share + double((q - 1) * tk * tn * e) / config.noc.link_bytes_per_cycle;
+          const double a_first = double(tm * tk * e) / (a_shared ? double(groups) : 1.0);
+          const double fill = (a_first + double(tk * tn * e)) / core_share +
+                              (double((q - 1) * tk * tn * e) + (a_shared ? double(groups - 1) * a_first : 0.0)) / link;
           const double drain = double(q * tm * tn * eo) / core_share;
           // DRAM: narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
           const double b_rows = tn < mm.n ? dram_row_share(config, tn * e) : 1.0, c_rows = tn < mm.n ? dram_row_share(config, tn * eo) : 1.0;
           const double dram = (a_bytes + b_bytes / b_rows + double(mm.batch * mm.m * mm.n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
-          const double cycles = std::max({dram, noc, fill + compute}) + drain;
-          candidates.push_back({q_size, tm, tn, tk, b_slots, panel, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds});
+          // A core's sends go out one after another on one channel: its B part to Q - 1 peers (shared A:
+          // and its A part to G - 1 more, on another channel).
+          const double sends = std::max(b_bytes / config.num_cores * double(q - 1) / link,
+                                        a_shared ? a_bytes / config.num_cores * double(groups - 1) / link : 0.0);
+          const double cycles = std::max({dram, noc, sends, fill + compute}) + drain;
+          candidates.push_back(
+              {q_size, tm, tn, tk, b_slots, panel, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds, a_shared});
         }
       }
   // Every K step synchronizes the group (a member's products wait for every member's part, and its
@@ -235,8 +305,9 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   return best;
 }
 
-// The program of member q of every group.
-isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, const SharedPlan& plan, unsigned member) {
+// The program of member q of every group; where A is shared, of member q of group `group_index` only.
+isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::ChipConfig& config, const SharedPlan& plan, unsigned member,
+                            unsigned group_index = 0) {
   const GroupLayout layout = group_layout(config);
   const int64_t q_size = plan.group, q = member, groups = config.num_cores / plan.group;
   const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
@@ -252,10 +323,16 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const bool panel = plan.panel;
   const int64_t a0 = 0, b0 = a0 + (panel ? k_steps : 2) * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
-  // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE), then the local rings.
+  // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE); where A is shared,
+  // A_FULL[h] = 2Q + h and A_CREDIT[h] = 2Q + G + h for the cores of our A set (in group h; ours,
+  // A_CREDIT[g], is A_MINE_FREE); then the local rings (A's two unused where A is shared).
+  const bool a_shared = plan.a_shared;
+  const int64_t g = group_index;
   const auto full = [&](int64_t p) { return p; };
   const auto credit = [&](int64_t p) { return q_size + p; };
-  const int64_t mine_free = credit(q), a_full = 2 * q_size, a_free = a_full + 1, acc_full = a_full + 2, acc_free = a_full + 3,
+  const auto a_part_full = [&](int64_t h) { return 2 * q_size + h; };
+  const auto a_credit = [&](int64_t h) { return 2 * q_size + groups + h; };
+  const int64_t mine_free = credit(q), a_full = 2 * q_size + (a_shared ? 2 * groups : 0), a_free = a_full + 1, acc_full = a_full + 2, acc_free = a_full + 3,
                 out_full = a_full + 4, out_free = a_full + 5, loaded = a_full + 6, sent = a_full + 7;
   const int64_t kCtl = 0, kTc = 5, kVec = 6;
   const unsigned channels = config.core.dma.channels;
@@ -298,8 +375,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const uint16_t bias_sym = bias ? pb.input("in2", mm.bias.dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
-  for (const int64_t s : {a_free, out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
-  if (!panel) pb.emit(Opcode::SIGNAL, {kCtl, a_free});  // (a ring of two A tiles)
+  for (const int64_t s : {out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
+  for (int64_t slot = 0; slot < (panel ? 1 : 2); ++slot) pb.emit(Opcode::SIGNAL, {kCtl, a_shared ? a_credit(g) : a_free});  // (streamed: a ring of two A tiles)
   for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::SIGNAL, {kCtl, acc_free});  // (one per accumulator tile)
   // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
   std::vector<int64_t> tile_order;
@@ -308,7 +385,9 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Reg rr = pb.reg(), rr_stop = pb.reg(), row_end = pb.reg();
   // Group g (GroupLayout) holds rows [g R / G, (g + 1) R / G); member q takes every Q-th from the first + q.
   pb.emit(Opcode::CSRR, {group.index, 0});
-  if (layout.linear) {
+  if (a_shared) {
+    pb.li(group, g);
+  } else if (layout.linear) {
     pb.li(tmp2, q_size), pb.emit(Opcode::DIVU, {group.index, group.index, tmp2.index});
   } else {  // (x / gx) + (cols / gx) (y / gy)
     pb.li(tmp2, layout.cols), pb.emit(Opcode::REMU, {tmp.index, group.index, tmp2.index}), pb.emit(Opcode::DIVU, {group.index, group.index, tmp2.index});
@@ -324,6 +403,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.sub(rr_stop, row_end, rr), pb.addi(rr_stop, rr_stop, q_size - 1), pb.li(tmp2, q_size);
   pb.emit(Opcode::DIVU, {rr_stop.index, rr_stop.index, tmp2.index}), pb.muli(rr_stop, rr_stop, q_size);
   pb.add(rr_stop, rr_stop, rr), pb.addi(rr_stop, rr_stop, q), pb.addi(rr, rr, q);
+  if (a_shared) pb.li(rr, q), pb.li(row_end, rows), pb.li(rr_stop, q + ceil_div(rows, q_size) * q_size);  // every group: all rows
   const Reg one = pb.reg();
   pb.li(one, 1);
   const auto peer_core = [&](int64_t p) {  // tmp2 = the core of member p of our group
@@ -383,8 +463,10 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Label column_loop = pb.label();
   pb.bind(column_loop);
   // Group g takes its rounds of columns from round g on, so that the groups load different columns of
-  // B at a time (the same column in every group put all their loads on the same DRAM channels).
-  pb.add(tmp2, group, round), pb.li(tmp, column_rounds), pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, tmp.index});
+  // B at a time (the same column in every group put all their loads on the same DRAM channels); where
+  // A is shared, rounds g, g + G, g + 2G, ... only (past the last: empty columns).
+  if (a_shared) pb.muli(tmp2, round, groups), pb.addi(tmp2, tmp2, g);
+  else pb.add(tmp2, group, round), pb.li(tmp, column_rounds), pb.emit(Opcode::REMU, {tmp2.index, tmp2.index, tmp.index});
   pb.li(tmp, tile_spread), pb.emit(Opcode::DIVU, {col0.index, tmp2.index, tmp.index}), pb.muli(col0, col0, q_size * tile_spread);
   pb.emit(Opcode::REMU, {tmp.index, tmp2.index, tmp.index}), pb.add(col0, col0, tmp);
   // Member p's column of this round: n0 = (col0 + j tile_spread) TN with j = p, or the j whose
@@ -409,7 +491,34 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Label k_loop = pb.label();
   pb.bind(k_loop);
   pb.li(tmp, tk), pb.min(kt, k_left, tmp);
-  if (!panel) {  // A streamed: this K step's tile into the ring slot at apanel
+  if (a_shared) {
+    // A shared: our part of this step's tile, its rows [g P, (g + 1) P) with P = ceil(TM / G) (the tile is dense, kt
+    // long rows), into the ring slot at apanel once our tensor core is done with the slot (and the
+    // other cores of our A set are told so by a send of no bytes); then to each of them once its slot
+    // is free. Loads and sends on one channel, in order: the next load waits for these sends.
+    const int64_t part_rows = ceil_div(tm, groups);  // (the last part may be shorter)
+    pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_credit(g)});
+    for (int64_t h = 0; h < groups; ++h) {
+      if (h == g) continue;
+      pb.li(tmp2, layout.core(unsigned(h), unsigned(q)));
+      pb.emit(Opcode::DMA_SEND, {int64_t(ch_panel), tmp2.index, a_credit(g), apanel.index, apanel.index, kZero.index, kZero.index, kZero.index, kZero.index});
+    }
+    pb.li(l1, g * part_rows), pb.sub(l1, mt, l1), pb.emit(Opcode::MAX, {l1.index, l1.index, kZero.index}), pb.li(tmp, part_rows), pb.min(l1, l1, tmp);
+    pb.li(tmp, g * part_rows * e), pb.mul(l0, kt, tmp), pb.add(l0, l0, apanel);
+    pb.li(tmp2, g * part_rows * mm.a.row_stride * e), pb.add(tmp2, tmp2, a_src);
+    emit_tile_shape(pb, mm.a, l1, kt, shape);
+    pb.min(tmp, l1, one), pb.mul(shape.n0, shape.n0, tmp);  // (no rows: no bytes, where n1 = 0 would count as one row past M)
+    emit_dma(pb, Opcode::DMA_LD, ch_panel, l0, tmp2, shape);
+    pb.emit(Opcode::SIGNAL, {engine_of(ch_panel), a_part_full(g)});
+    pb.mul(l1, l1, kt), pb.muli(l1, l1, e);  // the part's bytes
+    for (int64_t i = 1; i < groups; ++i) {
+      const int64_t h = (g + i) % groups;
+      pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_credit(h)});
+      pb.li(tmp2, layout.core(unsigned(h), unsigned(q)));
+      pb.emit(Opcode::DMA_SEND, {int64_t(ch_panel), tmp2.index, a_part_full(g), l0.index, l0.index, l1.index, one.index, kZero.index, kZero.index});
+    }
+    pb.li(tmp, tk * e), pb.add(a_src, a_src, tmp);
+  } else if (!panel) {  // A streamed: this K step's tile into the ring slot at apanel
     pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
     emit_tile_shape(pb, mm.a, mt, kt, shape);
     emit_dma(pb, Opcode::DMA_LD, ch_panel, apanel, a_src, shape);
@@ -464,7 +573,10 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   {
     const Label resident = pb.label();
     if (panel) pb.branch(Opcode::BNE, {round.index, kZero.index}, resident);
-    pb.emit(Opcode::WAIT, {kTc, a_full});
+    if (a_shared)
+      for (int64_t h = 0; h < groups; ++h) pb.emit(Opcode::WAIT, {kTc, a_part_full(h)});
+    else
+      pb.emit(Opcode::WAIT, {kTc, a_full});
     pb.bind(resident);
   }
   for (const int64_t p : tile_order) {
@@ -495,7 +607,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     pb.bind(no_bias);
   }
   pb.emit(Opcode::SIGNAL, {kTc, mine_free});
-  if (!panel) pb.emit(Opcode::SIGNAL, {kTc, a_free});
+  if (!panel) pb.emit(Opcode::SIGNAL, {kTc, a_shared ? a_credit(g) : a_free});
   pb.addi(bslot, bslot, 1), pb.li(tmp, b_slots), pb.emit(Opcode::REMU, {bslot.index, bslot.index, tmp.index});
   pb.li(tmp, tk * mm.b.row_stride * e), pb.add(b_src, b_src, tmp);
   if (panel) pb.addi(apanel, apanel, a_bytes);
@@ -564,11 +676,20 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
   // base that the estimate puts 10% lower, all but one (512 x 256 x 512: 6% more) take fewer: docs/compiler.md.)
   if (plan.group == 0 || (op.schedule == MatmulSchedule::Auto && plan.cycles > 0.9 * tiled_cycles)) return std::nullopt;
   Kernel kernel;
-  kernel.program = member_program(op, mm, config, plan, 0);
-  for (unsigned member = 1; member < plan.group; ++member) kernel.program.code.push_back(member_program(op, mm, config, plan, member).code.front());
   const GroupLayout placement = group_layout(config);
-  for (isa::CodeSection& section : kernel.program.code) section.core_mask = 0;
-  for (unsigned core = 0; core < config.num_cores && core < 64; ++core) kernel.program.code[placement.member(core)].core_mask |= uint64_t{1} << core;
+  if (plan.a_shared) {  // a program per core: its group's A semaphores are immediates
+    for (unsigned core = 0; core < config.num_cores && core < 64; ++core) {
+      isa::Program program = member_program(op, mm, config, plan, placement.member(core), placement.group(core));
+      program.code.front().core_mask = uint64_t{1} << core;
+      if (core == 0) kernel.program = std::move(program);
+      else kernel.program.code.push_back(program.code.front());
+    }
+  } else {
+    kernel.program = member_program(op, mm, config, plan, 0);
+    for (unsigned member = 1; member < plan.group; ++member) kernel.program.code.push_back(member_program(op, mm, config, plan, member).code.front());
+    for (isa::CodeSection& section : kernel.program.code) section.core_mask = 0;
+    for (unsigned core = 0; core < config.num_cores && core < 64; ++core) kernel.program.code[placement.member(core)].core_mask |= uint64_t{1} << core;
+  }
   isa::validate_program(kernel.program);
   kernel.cores = config.num_cores;
   kernel.cores_exchange_data = true;
@@ -579,7 +700,10 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
        << " (each loads a tile of B per K step and sends it to the others); tiles " << plan.tm << " x " << plan.tn << " x " << plan.tk
        << " (M x N x K), " << plan.group << " output tiles accumulated at once per core"
        << (plan.tile_spread > 1 ? "; a round's columns of tiles " + std::to_string(plan.tile_spread) + " apart (one per DRAM interleave block)" : std::string())
-       << (plan.panel ? "; A panel resident" : "; A streamed (a tile per K step of each round)") << "; A " << layout(mm.a) << ", B "
+       << (plan.a_shared ? "; A shared over the NoC too, by the " + std::to_string(config.num_cores / plan.group) +
+                               " cores of each member index (each loads its part of a tile of A per K step and sends it to the others); the groups split the columns"
+           : plan.panel ? "; A panel resident" : "; A streamed (a tile per K step of each round)")
+       << "; A " << layout(mm.a) << ", B "
        << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
   for (const OpKind step : op.epilogue) text << ", then " << op_name(step);

@@ -116,7 +116,10 @@ std::string OpDesc::key() const {
     key += " f32-precision " + std::to_string(static_cast<int>(f32_precision));
     if (residual) key += " residual";
     if (schedule != MatmulSchedule::Auto)
-      key += schedule == MatmulSchedule::OwnTiles ? " own-tiles" : schedule == MatmulSchedule::SharedB ? " shared-b" : " shared-b-streamed-a";
+      key += schedule == MatmulSchedule::OwnTiles           ? " own-tiles"
+             : schedule == MatmulSchedule::SharedB          ? " shared-b"
+             : schedule == MatmulSchedule::SharedBStreamedA ? " shared-b-streamed-a"
+                                                            : " shared-ab";
   }
   if (kind == OpKind::ATTENTION) {
     char attributes[64];

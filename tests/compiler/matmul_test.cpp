@@ -552,6 +552,30 @@ TEST_P(MatmulInGroups, FourGroupsShareBEachOverItsOwnRows) {
   }
 }
 
+// Both operands shared (a 2-D schedule): the four groups split the columns, and the four cores of
+// each member index (one per group) share A, each loading a quarter of a step's A tile. Shapes: rows
+// that do not fill the last round (members without a row) and a last row tile shorter than a
+// quarter's start (parts with no rows), columns that leave some groups a round of empty tiles, K a
+// single short step, a bias row with B transposed and an epilogue; one program per core.
+TEST_P(MatmulInGroups, BothOperandsSharedInTwoDimensions) {
+  const auto both = [&](OpDesc op) {
+    op.schedule = MatmulSchedule::SharedAB;
+    const auto kernel = compiler_.compile(op);
+    EXPECT_NE(kernel->plan.find("A shared over the NoC too, by the 4 cores of each member index"), std::string::npos) << kernel->plan;
+    EXPECT_EQ(kernel->program.code.size(), 16u);
+    for (unsigned core = 0; core < 16; ++core) EXPECT_EQ(kernel->program.code[core].core_mask, uint64_t{1} << core);
+    return op;
+  };
+  check(both(mm(DType::BF16, 1100, 700, 300)), 21);
+  check(both(mm(DType::BF16, 300, 1000, 128)), 22);
+  check(both(mm(DType::BF16, 70, 2100, 600)), 23);
+  OpDesc with_bias{OpKind::MATMUL, {contiguous(DType::BF16, {90, 600}), transposed(DType::BF16, 600, 520), contiguous(DType::BF16, {520})},
+                   contiguous(DType::BF16, {90, 520})};
+  with_bias.epilogue = {OpKind::GELU};
+  check(both(with_bias), 24);
+  check(both(OpDesc{OpKind::MATMUL, {contiguous(DType::BF16, {3, 130, 96}), contiguous(DType::BF16, {96, 260})}, contiguous(DType::BF16, {3, 130, 260})}), 25);
+}
+
 INSTANTIATE_TEST_SUITE_P(Large, MatmulInGroups, ::testing::Values("large"), testing::preset_name);
 
 // base with the LPDDR5X DRAM it had until 2026-12 (configs/base_lpddr5x.pbtxt, 128 GB/s): there DRAM

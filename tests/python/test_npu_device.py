@@ -111,7 +111,7 @@ def test_the_matmul_schedule_is_chosen_by_an_environment_variable(monkeypatch):
         torch.testing.assert_close(product.cpu().float(), expected, rtol=2.0**-8, atol=0.05)
     assert device_ms["shared-b"] < 0.95 * device_ms["own-tiles"]
     monkeypatch.setenv("NPUSIM_MATMUL_SCHEDULE", "fastest")
-    with pytest.raises(RuntimeError, match="NPUSIM_MATMUL_SCHEDULE is auto, own-tiles, shared-b or shared-b-streamed-a"):
+    with pytest.raises(RuntimeError, match="NPUSIM_MATMUL_SCHEDULE is auto, own-tiles, shared-b, shared-b-streamed-a or shared-ab"):
         an @ bn
 
 

@@ -57,7 +57,8 @@ npu::compiler::MatmulSchedule matmul_schedule_from_env() {
   if (value == "own-tiles") return npu::compiler::MatmulSchedule::OwnTiles;
   if (value == "shared-b") return npu::compiler::MatmulSchedule::SharedB;
   if (value == "shared-b-streamed-a") return npu::compiler::MatmulSchedule::SharedBStreamedA;
-  TORCH_CHECK(false, "npusim: NPUSIM_MATMUL_SCHEDULE is auto, own-tiles, shared-b or shared-b-streamed-a, not '", value, "'");
+  if (value == "shared-ab") return npu::compiler::MatmulSchedule::SharedAB;
+  TORCH_CHECK(false, "npusim: NPUSIM_MATMUL_SCHEDULE is auto, own-tiles, shared-b, shared-b-streamed-a or shared-ab, not '", value, "'");
 }
 
 }  // namespace

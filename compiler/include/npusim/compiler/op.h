@@ -69,6 +69,7 @@ enum class MatmulSchedule : uint8_t {
   OwnTiles,  // every core loads the A and B tiles of its own output tiles
   SharedB,   // the cores of a group share B's tiles over the NoC (where it applies)
   SharedBStreamedA,  // SharedB with A streamed a tile per K step, not resident as a panel
+  SharedAB,          // SharedB with A shared too: the cores of one member index in every group share A's tiles
 };
 
 // The sliding window of im2col (compiler/ops.def), per spatial dim (rows, cols).
