@@ -262,11 +262,15 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
           // the share does not tilt the choice between tall tiles (one row) and short ones: counted for the
           // short ones alone it took ResNet-18's forward from 4.27 M to 4.52 M cycles, and counted for one
           // row too (its cores load the same A tiles) GPT-2's from 12.08 M to 12.48 M.
+          // The cores' rows of tiles lie TM rows apart, or, where a row of tiles is a whole batch element,
+          // a batch element apart (a split K's parts: 2 KiB on large, where TM rows put every core's A on
+          // the same channels and chose tiles 16 columns wide for 256 x 256 x 16384).
           const int64_t row_cores = std::min<int64_t>(int64_t{config.num_cores}, batch * m_tiles_);
+          const bool rows_are_batch = m_tiles_ == 1 && batch > 1 && am.batch_inner == 0 && am.batch_stride != 0;
           const double a_share =
               n_tiles_ >= int64_t{config.num_cores} || !several_rows_always ? 1.0
-              : am.col_stride == 1 ? channel_share(TM, TK * e, am.row_stride * e, TM * am.row_stride * e, row_cores)
-              : am.transposed()    ? channel_share(TK, TM * e, am.col_stride * e, TM * e, row_cores)
+              : am.col_stride == 1 ? channel_share(TM, TK * e, am.row_stride * e, (rows_are_batch ? am.batch_stride : TM * am.row_stride) * e, row_cores)
+              : am.transposed()    ? channel_share(TK, TM * e, am.col_stride * e, (rows_are_batch ? am.batch_stride : TM) * e, row_cores)
                                    : 1.0;
           // Narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
           const double b_rows = bm.col_stride == 1 && TN < n ? dram_row_share(config, TN * e) : bm.transposed() && TK < k ? dram_row_share(config, TK * e) : 1.0;

@@ -1055,7 +1055,8 @@ def test_a_convolution_sees_its_weights_changed_in_place():
 
 def test_a_matmul_with_a_small_output_and_a_long_k_splits_k_over_the_cores():
     """256 x 256 from K = 8192 (a weight gradient's shape): K cut over the cores, partial products in f32,
-    summed and rounded once; eagerly, compiled, with a transposed operand, in bf16 and f32."""
+    summed and rounded once by one elementwise chain; eagerly, compiled, with a transposed operand, in bf16
+    and f32."""
     torch.manual_seed(0)
     for dtype, tol in ((torch.bfloat16, dict(rtol=1.6e-2, atol=0.5)), (torch.float32, dict(rtol=1e-4, atol=1e-3))):
         a, b = torch.randn(8192, 256, dtype=dtype).t(), torch.randn(8192, 256, dtype=dtype)
@@ -1066,6 +1067,8 @@ def test_a_matmul_with_a_small_output_and_a_long_k_splits_k_over_the_cores():
             torch.testing.assert_close(got.cpu(), expected, **tol)
             matmuls = [plan for plan in prof.plans if plan.startswith("matmul")]
             assert len(matmuls) == 1 and "4 x [256 x 2048] @ [2048 x 256]" in matmuls[0], prof.plans
+            sums = [plan for plan in prof.plans if plan.startswith(("add", "elementwise_chain", "to"))]
+            assert len(sums) == 1 and sums[0].startswith("elementwise_chain"), prof.plans
 
 
 def test_elementwise_results_are_laid_out_as_atens():

@@ -140,18 +140,39 @@ bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
   const at::Tensor b3 = b.as_strided({parts, depth, n}, {depth * b.stride(0), b.stride(0), b.stride(1)}, b.storage_offset());
   const at::Tensor partial = new_npu({parts, m, n}, at::kFloat);
   if (!gemm_into(a3, b3, nullptr, partial)) return false;
-  // The parts summed pairwise (elementwise adds read each part once: the column reduction of a
-  // dim of S took longer), then rounded into the output.
+  // The parts summed by elementwise chains of as many inputs as a chain takes (8), in f32, each part
+  // read once; the last chain writes the output, rounded once. (Pairwise adds, then a copy into the
+  // output, took S kernels; the column reduction of a dim of S took longer.)
+  const int64_t most = npu::compiler::op_arity(npu::compiler::OpKind::ELEMENTWISE_CHAIN);
   std::vector<at::Tensor> level;
   for (int64_t s = 0; s < parts; ++s) level.push_back(partial[s]);
-  while (level.size() > 1) {
+  while (true) {
+    const bool last = int64_t(level.size()) <= most;
     std::vector<at::Tensor> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(at::add(level[i], level[i + 1]));
-    if (level.size() % 2) next.push_back(level.back());
+    for (size_t first = 0; first < level.size(); first += size_t(most)) {
+      const std::vector<at::Tensor> group(level.begin() + first, level.begin() + std::min(level.size(), first + size_t(most)));
+      const at::Tensor sum = last ? out : new_npu(group[0].sizes(), at::kFloat);
+      std::string chain = "add(in0, in1)";
+      for (size_t i = 2; i < group.size(); ++i) chain += "; add(%" + std::to_string(i - 2) + ", in" + std::to_string(i) + ")";
+      const auto make_op = [&] {
+        std::vector<npu::compiler::TensorDesc> described;
+        for (const at::Tensor& t : group) described.push_back(describe(t));
+        npu::compiler::OpDesc op(npu::compiler::OpKind::ELEMENTWISE_CHAIN, described, describe(sum));
+        op.chain = npu::compiler::parse_chain(chain, group.size());
+        op.chain_in_f32 = true;
+        return op;
+      };
+      if (group.size() == 1) sum.copy_(group[0]);
+      else if (!try_run(make_op, group, sum)) {
+        at::Tensor total = group[0];
+        for (size_t i = 1; i < group.size(); ++i) total = at::add(total, group[i]);  // (each add on the chip or noted as a fallback)
+        sum.copy_(total);
+      }
+      next.push_back(sum);
+    }
+    if (last) return true;
     level = std::move(next);
   }
-  out.copy_(level[0]);
-  return true;
 }
 
 bool gemm_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, const at::Tensor& out,
