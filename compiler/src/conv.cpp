@@ -152,7 +152,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // (With a landing area, LOAD_* pass it between the DMAs and the vector unit and ST_FREE/ST_FULL the stage
   // slots between the vector unit and the tensor core (ST_*2 are free for the first); without, ST_* pass the
   // slots between the DMAs and the tensor core. ROWS_FULL: a band's rows loaded in runs, for the fourth
-  // channel to place its half. All 16 semaphores.)
+  // channel to place its half. 16 of the 32 semaphores.)
   enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2, ROWS_FULL };
   const bool landing = sx > 1;
   const int64_t LOAD_FREE = landing ? ST_FREE2 : ST_FREE, LOAD_FREE2 = landing ? LD_FREE2 : ST_FREE2;
