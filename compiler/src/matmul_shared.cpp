@@ -42,8 +42,8 @@
 // With several groups, A can be shared too (SharedPlan::a_shared, a 2-D schedule):
 // the groups then split the columns (group g takes rounds g, g + G, ...) and
 // every group takes all rows, so the G cores of one member index (its A set)
-// work on the same row at a time. Per K step each of them loads 1/G of the
-// step's A tile (rows [g TM/G, (g + 1) TM/G)) on dma ch3 and sends it to the
+// work on the same row at a time. Per K step each of them loads a G-th of the
+// step's A tile (rows [g P, (g + 1) P), P = ceil(TM / G)) on dma ch3 and sends it to the
 // others on the same channel, with a data and a credit semaphore per member of
 // the A set as for B. A is then read once per round of the G groups' columns
 // instead of once per round of one group's, and B once per round of Q rows.
