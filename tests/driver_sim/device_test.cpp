@@ -24,7 +24,7 @@ std::shared_ptr<Device> open_tiny() { return Device::open(std::make_unique<Simul
 TEST(Device, OpenReadsTheChipThroughItsRegisters) {
   const auto device = open_tiny();
   EXPECT_EQ(device->info().num_cores, 1u);  // tiny: configs/tiny.pbtxt
-  EXPECT_EQ(device->info().isa_version, 1u);
+  EXPECT_EQ(device->info().isa_version, 2u);
   EXPECT_EQ(device->info().register_map_version, 1u);
   EXPECT_GE(device->info().num_queues, 1u);
   EXPECT_EQ(device->info().memory_bytes, uint64_t{256} << 20);

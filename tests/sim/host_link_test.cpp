@@ -32,7 +32,7 @@ TEST(HostLink, RegisterReadsTakeTwoCrossingsAndWritesOne) {
   EXPECT_EQ(simulator.now_cycle() - before, 200u);  // request over, value back: 2 x 100
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::NUM_CORES)), 2u);
   EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::NUM_QUEUES)), 2u);
-  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::VERSION)), (1u << 16) | kRegisterMapVersion);
+  EXPECT_EQ(simulator.read_register(static_cast<uint32_t>(Register::VERSION)), (2u << 16) | kRegisterMapVersion);  // ISA version 2
   before = simulator.now_cycle();
   simulator.write_register(static_cast<uint32_t>(Register::SCRATCH), 0xdeadbeef);
   EXPECT_EQ(simulator.now_cycle() - before, 100u);

@@ -151,6 +151,10 @@ bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
     std::vector<at::Tensor> next;
     for (size_t first = 0; first < level.size(); first += size_t(most)) {
       const std::vector<at::Tensor> group(level.begin() + first, level.begin() + std::min(level.size(), first + size_t(most)));
+      if (group.size() == 1 && !last) {  // (a part left over goes on to the next level as it is)
+        next.push_back(group[0]);
+        continue;
+      }
       const at::Tensor sum = last ? out : new_npu(group[0].sizes(), at::kFloat);
       std::string chain = "add(in0, in1)";
       for (size_t i = 2; i < group.size(); ++i) chain += "; add(%" + std::to_string(i - 2) + ", in" + std::to_string(i) + ")";
