@@ -237,7 +237,8 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
         if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
         if (q * align64(tm * tn * 4) > accumulator) continue;
         const int64_t k_steps = ceil_div(mm.k, tk);
-        for (const auto& [panel, a_shared] : {std::pair{true, false}, std::pair{false, false}, std::pair{false, true}}) {
+        for (const std::pair<bool, bool>& kind : {std::pair{true, false}, std::pair{false, false}, std::pair{false, true}}) {
+          const bool panel = kind.first, a_shared = kind.second;  // (a lambda below reads them: no structured binding in C++17)
           // Shared A: rows of tiles at least the array's height (or all of M). Every K step then waits for
           // all G x Q cores, and shorter tiles both halve the array's use and leave the exchange's latencies
           // less work to hide: on large, 256 x 16384 x 1024 in tiles of 64 rows ran 88 k cycles, estimated
