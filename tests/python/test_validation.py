@@ -20,10 +20,10 @@ SLICE = "^v4-0(00|32|52|67|77)$"
 
 # Row: (what it is, |error| against the measurement in %, |window - reference| in %).
 RECORDED = {
-    "v4-000": ("matmul 1024 x 1024 x 1024", 57.0, 5.8),
+    "v4-000": ("matmul 1024 x 1024 x 1024", 63.0, 5.8),  # 57.0 until the compiler's 2026-12-07 estimates: 18.9 -> 16.3 us, further below XLA's 43.8
     "v4-032": ("matmul 512 x 512 x 512", 3.6, 0.3),
     "v4-052": ("layer_norm 2 x 512 x 4096", 54.7, 2.5),  # one pass since the f16 -> f32 cast folds into it: XLA's takes 2.2x
-    "v4-067": ("add 1024 x 1024", 43.8, 5.4),
+    "v4-067": ("add 1024 x 1024", 44.5, 6.7),  # (the DRAM state the GEMM before it leaves moved it: 43.8, 5.4)
     "v4-077": ("relu 1024 x 1024", 29.8, 5.9),
 }
 STEP_TOLERANCE_PERCENT = 1.0  # the per-step model against the reference on the slice (the add: 0.6%)
