@@ -215,12 +215,12 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   const double dram_bytes_per_cycle = double(sim::peak_dram_bytes_per_cycle(config));
   const bool alpha_const = op.alpha != 1.0, bias = has_bias(op, mm);
   std::vector<SharedPlan> candidates;
-  const int64_t link_sends = busiest_link_sends(config, layout);
   // A shared too: with more than one group, a fourth DMA channel (A's loads and sends), and the
   // semaphores (a data and a credit one per member of each of the two sets, and eight for the rings).
   const bool a_can_be_shared = groups >= 2 && config.core.dma.channels >= 4 && 2 * (q + groups) + 8 <= int64_t(isa::kNumSemaphores) &&
                                mm.a.col_stride == 1 && op.schedule != MatmulSchedule::SharedB && op.schedule != MatmulSchedule::SharedBStreamedA;
-  // The busiest link's load when every core sends r bytes of A for each byte of B, in B's bytes.
+  // The busiest link's load when every core sends each of its B loads to its group and r bytes of A for
+  // each byte of B to its A set, in B's bytes (r = 0: the one-operand schedule's busiest link).
   std::vector<double> b_load, a_load;
   add_link_loads(config, b_sets(config, layout), 1.0, b_load);
   add_link_loads(config, a_sets(config, layout), 1.0, a_load);
@@ -270,7 +270,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           // Each core sends its loads of B to its Q - 1 peers (shared A: and of A to its G - 1): the
           // busiest link's share of those sends.
           const double link = config.noc.link_bytes_per_cycle;
-          const double noc = b_bytes / config.num_cores * (a_shared ? busiest_both(a_bytes / b_bytes) : double(link_sends)) / link;
+          const double noc = b_bytes / config.num_cores * busiest_both(a_shared ? a_bytes / b_bytes : 0.0) / link;
           const double compute = double(rounds * column_rounds * q) * tensor_core_tile_cycles(config, tm, tn, mm.k, tk);
           // Not overlapped: the first step's loads and sends, the last round's Q stores (at a core's share of DRAM).
           const double core_share = dram_bytes_per_cycle / config.num_cores;

@@ -123,6 +123,21 @@ std::string chain_constant(double value) {
   return text;
 }
 
+bool try_chain_in_f32_into(const std::vector<at::Tensor>& inputs, const std::string& chain, const at::Tensor& out) {
+  const std::vector<ChainStep> steps = parsed(inputs, chain, /*one_dtype=*/false);
+  std::vector<at::Tensor> on_device;
+  for (const at::Tensor& t : inputs) on_device.push_back(to_npu(t));
+  const auto make_op = [&] {
+    std::vector<npu::compiler::TensorDesc> described;
+    for (const at::Tensor& t : on_device) described.push_back(describe(t));
+    npu::compiler::OpDesc op(OpKind::ELEMENTWISE_CHAIN, described, describe(out));
+    op.chain = steps;
+    op.chain_in_f32 = true;
+    return op;
+  };
+  return try_run(make_op, on_device, out);
+}
+
 at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain, std::optional<at::ScalarType> dtype) {
   const at::ScalarType result = dtype.value_or(inputs[0].scalar_type());
   const auto half = [](at::ScalarType d) { return d == at::kBFloat16 || d == at::kHalf; };
@@ -133,19 +148,8 @@ at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const
   }
   TORCH_CHECK(result == at::kFloat || half(result), "npusim: a chain in f32 writes a float dtype, got ", result);
   if (any_half) {
-    const std::vector<ChainStep> steps = parsed(inputs, chain, /*one_dtype=*/false);
-    std::vector<at::Tensor> on_device;
-    for (const at::Tensor& t : inputs) on_device.push_back(to_npu(t));
     at::Tensor out = new_npu(broadcast_shape(inputs), result);
-    const auto make_op = [&] {
-      std::vector<npu::compiler::TensorDesc> described;
-      for (const at::Tensor& t : on_device) described.push_back(describe(t));
-      npu::compiler::OpDesc op(OpKind::ELEMENTWISE_CHAIN, described, describe(out));
-      op.chain = steps;
-      op.chain_in_f32 = true;
-      return op;
-    };
-    if (try_run(make_op, on_device, out)) return out;
+    if (try_chain_in_f32_into(inputs, chain, out)) return out;
   }
   std::vector<at::Tensor> f32;
   for (const at::Tensor& t : inputs) f32.push_back(as_f32(t));

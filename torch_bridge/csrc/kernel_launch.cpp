@@ -158,16 +158,7 @@ bool split_k_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
       const at::Tensor sum = last ? out : new_npu(group[0].sizes(), at::kFloat);
       std::string chain = "add(in0, in1)";
       for (size_t i = 2; i < group.size(); ++i) chain += "; add(%" + std::to_string(i - 2) + ", in" + std::to_string(i) + ")";
-      const auto make_op = [&] {
-        std::vector<npu::compiler::TensorDesc> described;
-        for (const at::Tensor& t : group) described.push_back(describe(t));
-        npu::compiler::OpDesc op(npu::compiler::OpKind::ELEMENTWISE_CHAIN, described, describe(sum));
-        op.chain = npu::compiler::parse_chain(chain, group.size());
-        op.chain_in_f32 = true;
-        return op;
-      };
-      if (group.size() == 1) sum.copy_(group[0]);
-      else if (!try_run(make_op, group, sum)) {
+      if (!try_chain_in_f32_into(group, chain, sum)) {
         at::Tensor total = group[0];
         for (size_t i = 1; i < group.size(); ++i) total = at::add(total, group[i]);  // (each add on the chip or noted as a fallback)
         sum.copy_(total);

@@ -121,6 +121,9 @@ at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::s
 // the half-precision inputs on the chip; where the compiler declines, the inputs converted first.
 at::Tensor elementwise_chain_in_f32(const std::vector<at::Tensor>& inputs, const std::string& chain,
                                    std::optional<at::ScalarType> dtype = std::nullopt);
+// The chain in f32 as one kernel into `out` (float inputs of any dtypes, its result rounded once to
+// out's dtype); false, with the reason remembered, where the compiler declines.
+bool try_chain_in_f32_into(const std::vector<at::Tensor>& inputs, const std::string& chain, const at::Tensor& out);
 // A constant in a chain's text, with every digit a double has.
 std::string chain_constant(double value);
 inline at::Tensor as_f32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
