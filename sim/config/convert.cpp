@@ -74,9 +74,17 @@ VectorUnitConfig to_typed(const pb::VectorUnitConfig& m) {
   vector_unit.lanes = m.lanes();
   vector_unit.default_cost = to_typed(m.default_cost());
   vector_unit.op_costs.assign(256, vector_unit.default_cost);
+  bool expsum_listed = false;
   for (const pb::VectorOpCost& cost : m.op_costs()) {
     const isa::InstructionSpec* spec = isa::find_instruction(cost.op());
     vector_unit.op_costs[static_cast<uint8_t>(spec->opcode)] = to_typed(cost);
+    expsum_listed |= spec->opcode == isa::Opcode::V_EXPSUM;
+  }
+  // v.expsum is v.exp's pass with the subtraction folded in and the sum from the reduction tree: unless
+  // listed, v.exp's cycles per vector and the two latencies (chip_config.proto, VectorOpCost).
+  if (!expsum_listed) {
+    const VectorOpCost exp = vector_unit.cost(isa::Opcode::V_EXP), rsum = vector_unit.cost(isa::Opcode::V_RSUM);
+    vector_unit.op_costs[static_cast<uint8_t>(isa::Opcode::V_EXPSUM)] = {exp.latency_cycles + rsum.latency_cycles, exp.cycles_per_vector};
   }
   return vector_unit;
 }

@@ -36,6 +36,11 @@ void store_int(isa::DType dtype, uint8_t* element, int64_t value);
 // v.sigmoid, v.relu, v.gelu, v.gelut, v.silu, v.sin, v.cos.
 KernelError vector_unary(isa::Opcode op, isa::DType dtype, uint8_t* dst, const uint8_t* src, uint64_t rows, uint64_t cols);
 
+// v.expsum: dst (dtype) = exp(src - m[i]) per row, sum[i] = the row's sum of the f32 values; src, m
+// and sum f32 (an error for an integer dtype).
+KernelError vector_expsum(isa::DType dtype, uint8_t* dst, const uint8_t* src, const uint8_t* m, uint8_t* sum, uint64_t rows,
+                          uint64_t cols);
+
 // Whether op is a binary vector instruction (the signature of v.add): v.add ..
 // v.pow, the comparisons v.eq .. v.ge, and the bitwise v.and .. v.shr.
 bool is_vector_binary(isa::Opcode op);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "functional/elements.h"
 #include "functional/kernels.h"
@@ -92,6 +93,26 @@ KernelError vector_unary(Opcode op, DType dtype, uint8_t* dst, const uint8_t* sr
   }
   if (!int_unary(op, dtype, dst, src, count))
     return mnemonic(op) + " needs a float dtype, got " + std::string(isa::dtype_name(dtype));
+  return std::nullopt;
+}
+
+KernelError vector_expsum(DType dtype, uint8_t* dst, const uint8_t* src, const uint8_t* m, uint8_t* sum, uint64_t rows, uint64_t cols) {
+  if (!isa::dtype_is_float(dtype)) return "v.expsum needs a float dtype, got " + std::string(isa::dtype_name(dtype));
+  // The exponent and the sum as v.sub (col), v.exp and v.rsum (axis1) compute them in f32, so that the
+  // fused instruction gives the same bits as the three. Row by row, each read before it is written:
+  // dst may be src, sum may be m.
+  std::vector<float> row(cols);
+  for (uint64_t i = 0; i < rows; ++i) {
+    const float max = load_f32(DType::F32, m + i * 4);
+    load_values(DType::F32, src + i * cols * 4, cols, row.data());
+    float total = 0.0f;
+    for (uint64_t j = 0; j < cols; ++j) {
+      row[j] = std::exp(row[j] - max);
+      total = j == 0 ? 0.0f + row[j] : total + row[j];
+    }
+    store_values(dtype, dst + i * cols * isa::dtype_size_bytes(dtype), cols, row.data());
+    store_f32(DType::F32, sum + i * 4, total);
+  }
   return std::nullopt;
 }
 

@@ -178,7 +178,7 @@ VectorOpClass vector_op_class(isa::Opcode op) {
   using isa::Opcode;
   switch (op) {
     case Opcode::V_MUL: case Opcode::V_FMA: return VectorOpClass::Multiply;  // (v.fma's add: a simple op besides, VectorUnit)
-    case Opcode::V_EXP: case Opcode::V_LOG: case Opcode::V_SQRT: case Opcode::V_RSQRT: case Opcode::V_RECIP:
+    case Opcode::V_EXP: case Opcode::V_EXPSUM: case Opcode::V_LOG: case Opcode::V_SQRT: case Opcode::V_RSQRT: case Opcode::V_RECIP:
     case Opcode::V_TANH: case Opcode::V_SIGMOID: case Opcode::V_GELU: case Opcode::V_GELUT: case Opcode::V_SILU:
     case Opcode::V_SIN: case Opcode::V_COS: case Opcode::V_ERF: case Opcode::V_DIV: case Opcode::V_POW:
     case Opcode::V_RAND:

@@ -44,6 +44,8 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
   // (Checked here, not only by the kernel, so that a timing-only run faults as the functional one does.)
   if (functional::is_vector_bitwise(op) && isa::dtype_is_float(dtype))
     return {0, fault_for(command, FaultKind::InvalidInstruction, "needs an integer dtype, got " + std::string(isa::dtype_name(dtype))), {}};
+  if (op == Opcode::V_EXPSUM && !isa::dtype_is_float(dtype))
+    return {0, fault_for(command, FaultKind::InvalidInstruction, "needs a float dtype, got " + std::string(isa::dtype_name(dtype))), {}};
 
   std::vector<Operand> operands;
   if (is_unary(op) || op == Opcode::V_TRANS) {
@@ -60,6 +62,9 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
                 {uoperand(command, "b"), functional::bcast_operand_elements(bcast, rows, cols) * size, size, false},
                 {uoperand(command, "c"), elements * size, size, false},
                 {dst, elements * size, size, true}};
+  } else if (op == Opcode::V_EXPSUM) {
+    operands = std::vector<Operand>{{uoperand(command, "src"), elements * 4, 4, false}, {uoperand(command, "m"), rows * 4, 4, false},
+                {uoperand(command, "sum"), rows * 4, 4, true}, {dst, elements * size, size, true}};
   } else if (op == Opcode::V_SEL) {
     operands = std::vector<Operand>{{uoperand(command, "cond"), elements, 1, false},
                 {uoperand(command, "a"), elements * size, size, false},
@@ -138,6 +143,8 @@ VectorUnit::Outcome VectorUnit::execute(const Command& command, uint64_t start) 
       error = functional::vector_binary(op, dtype, static_cast<isa::Bcast>(operand(command, "bc")), out, in("a"), in("b"), rows, cols);
     } else if (op == Opcode::V_FMA) {
       functional::vector_fma(dtype, static_cast<isa::Bcast>(operand(command, "bc")), out, in("a"), in("b"), in("c"), rows, cols);
+    } else if (op == Opcode::V_EXPSUM) {
+      error = functional::vector_expsum(dtype, out, in("src"), in("m"), local_.data(uoperand(command, "sum")), rows, cols);
     } else if (op == Opcode::V_SEL) {
       functional::vector_select(dtype, out, in("cond"), in("a"), in("b"), rows, cols);
     } else if (op == Opcode::V_FILL) {

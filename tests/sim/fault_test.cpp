@@ -211,6 +211,14 @@ TEST_F(Faults, BitwiseOnFloatsIsInvalid) {
   EXPECT_NE(fault.message.find("needs an integer dtype, got f32"), std::string::npos) << fault.to_string();
 }
 
+TEST_F(Faults, ExpSumOnIntegersIsInvalid) {
+  const FaultRecord fault = expect_fault(".code 0\n    li r1, 1\n    li r2, 4\n    v.expsum i32, r0, r0, r0, r0, r1, r2\n    halt\n",
+                                         FaultKind::InvalidInstruction);
+  EXPECT_EQ(fault.engine, "vector unit");
+  EXPECT_EQ(fault.pc, 2);
+  EXPECT_NE(fault.message.find("needs a float dtype, got i32"), std::string::npos) << fault.to_string();
+}
+
 TEST(TimingOnlyFaults, BitwiseOnFloatsIsInvalid) {  // (one Simulator per process: not a Faults test)
   Simulator simulator(test_config(2, 2, 1), SimulatorOptions{false, nullptr, nullptr});
   const isa::Program program = assemble(kBitwiseOnFloats);

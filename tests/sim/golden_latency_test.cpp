@@ -312,6 +312,28 @@ TEST_F(Golden, VectorOpUsesItsOwnCost) {
   EXPECT_EQ(busy(before, after, 0, kVector), 30u + 9u);
 }
 
+// v.expsum streams its rows x cols scores at its own cost; its m and sum (a value per row) add no cycles.
+TEST_F(Golden, ExpSumCostsOneSpecialFunctionPass) {
+  ChipConfig config = test_config();
+  config.core.vector_unit.op_costs[static_cast<size_t>(isa::Opcode::V_EXPSUM)] = {30, 4};
+  Simulator simulator(config);
+  const isa::Program program = assemble(R"(
+.code 0
+    li r1, 0
+    li r2, 1024
+    li r3, 4
+    li r4, 10
+    li r5, 2048
+    v.expsum bf16, r2, r1, r5, r5, r3, r4
+    halt
+)");
+  const ChipStats before = simulator.stats();
+  run(simulator, program);
+  const ChipStats after = simulator.stats();
+  // 40 elements, 8 lanes: 30 + ceil(40 / 8) * 4 = 50.
+  EXPECT_EQ(busy(before, after, 0, kVector), 50u);
+}
+
 TEST_F(Golden, NocTransferOverTwoHops) {
   Simulator simulator(test_config(3, 3, 1));
   const isa::Program program = assemble(R"(

@@ -106,6 +106,24 @@ TEST(VectorCost, UnlistedOpsUseTheDefault) {
   EXPECT_EQ(v.cost(Opcode::V_ADD).cycles_per_vector, v.default_cost.cycles_per_vector);
 }
 
+// v.expsum is v.exp's special-function pass: unlisted, it takes v.exp's cycles per vector and v.exp's and
+// v.rsum's latencies, so that a config that prices its transcendentals prices it too.
+TEST(VectorCost, ExpSumFollowsExpUnlessListed) {
+  for (const char* preset : {"tiny", "base", "large"}) {
+    SCOPED_TRACE(preset);
+    const VectorUnitConfig& v = load_chip_config(preset).core.vector_unit;
+    EXPECT_EQ(v.cost(Opcode::V_EXPSUM).cycles_per_vector, v.cost(Opcode::V_EXP).cycles_per_vector);
+    EXPECT_EQ(v.cost(Opcode::V_EXPSUM).latency_cycles, v.cost(Opcode::V_EXP).latency_cycles + v.cost(Opcode::V_RSUM).latency_cycles);
+  }
+  std::string text = dump_chip_config(load_chip_config("base"));  // lists every vector op's cost
+  const std::string row = "op: \"v.expsum\" latency_cycles: 26 cycles_per_vector: 4";
+  ASSERT_NE(text.find(row), std::string::npos) << text;
+  text.replace(text.find(row), row.size(), "op: \"v.expsum\" latency_cycles: 3 cycles_per_vector: 2");
+  const VectorUnitConfig listed = parse_chip_config(text, "listed").core.vector_unit;
+  EXPECT_EQ(listed.cost(Opcode::V_EXPSUM).latency_cycles, 3u);
+  EXPECT_EQ(listed.cost(Opcode::V_EXPSUM).cycles_per_vector, 2u);
+}
+
 TEST(VectorCost, EmptyTableMeansDefaultForEveryOp) {
   VectorUnitConfig v;
   v.default_cost = {7, 3};

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -185,6 +186,46 @@ TEST(VectorUnary, EmptyTileWritesNothing) {
   EXPECT_FALSE(vector_unary(Opcode::V_EXP, DType::F32, dst.data(), src.data(), 0, 1));
   EXPECT_FALSE(vector_unary(Opcode::V_NEG, DType::I32, dst.data(), src.data(), 1, 0));
   EXPECT_EQ(dst, Bytes(4, 0xab));
+}
+
+// v.expsum is v.sub (col), v.exp and v.rsum (axis1) in one pass, and v.cvt to dt: the same bits.
+TEST(VectorExpSum, SameBitsAsSubtractExpSumAndConvert) {
+  constexpr uint64_t kRows = 7, kCols = 300;
+  Random random(7);
+  std::vector<float> scores = random.floats(DType::F32, kRows * kCols, -30, 30);
+  scores[5] = -kInf;  // a masked score gives 0
+  for (uint64_t j = 0; j < kCols; ++j) scores[3 * kCols + j] = -kInf;  // a row masked wholly: m is f32's lowest
+  const Bytes src = encode_floats(DType::F32, scores);
+  Bytes m(kRows * 4);
+  ASSERT_FALSE(vector_reduce(Opcode::V_RMAX, DType::F32, isa::Axis::Axis1, m.data(), src.data(), kRows, kCols));
+  const Bytes lowest = encode_floats(DType::F32, {std::numeric_limits<float>::lowest()});
+  std::copy(lowest.begin(), lowest.end(), m.begin() + 3 * 4);
+  Bytes exps(src.size()), sums(m.size());
+  ASSERT_FALSE(vector_binary(Opcode::V_SUB, DType::F32, isa::Bcast::Col, exps.data(), src.data(), m.data(), kRows, kCols));
+  ASSERT_FALSE(vector_unary(Opcode::V_EXP, DType::F32, exps.data(), exps.data(), kRows, kCols));
+  ASSERT_FALSE(vector_reduce(Opcode::V_RSUM, DType::F32, isa::Axis::Axis1, sums.data(), exps.data(), kRows, kCols));
+  EXPECT_EQ(decode_floats(DType::F32, sums)[3], 0.0f);
+  for (const DType dtype : kFloatTypes) {
+    SCOPED_TRACE(name(dtype));
+    Bytes expected(kRows * kCols * size_of(dtype));
+    vector_convert(dtype, DType::F32, expected.data(), exps.data(), kRows, kCols);
+    Bytes dst(expected.size()), sum(m.size());
+    ASSERT_FALSE(vector_expsum(dtype, dst.data(), src.data(), m.data(), sum.data(), kRows, kCols));
+    EXPECT_EQ(dst, expected);
+    EXPECT_EQ(sum, sums);
+    // In place, the sums over m.
+    Bytes in_place = src, sum_over_m = m;
+    ASSERT_FALSE(vector_expsum(dtype, in_place.data(), in_place.data(), sum_over_m.data(), sum_over_m.data(), kRows, kCols));
+    EXPECT_EQ(Bytes(in_place.begin(), in_place.begin() + std::ptrdiff_t(expected.size())), expected);
+    EXPECT_EQ(sum_over_m, sums);
+  }
+}
+
+TEST(VectorExpSum, IntegerDtypeIsAnError) {
+  uint8_t element[4] = {};
+  const KernelError error = vector_expsum(DType::I32, element, element, element, element, 1, 1);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(*error, "v.expsum needs a float dtype, got i32");
 }
 
 TEST(VectorUnary, RejectsNonUnaryOpcode) {
