@@ -16,6 +16,8 @@
 //     (a power-of-two scale, 1/sqrt(D) for D = 16, 64, 256, scales the Q tile
 //     instead, once per item: exact in bf16 and f32, so the scores are the same bits)
 //   m' = max(m, rowmax S); P = exp(S - m'); l = l * exp(m - m') + rowsum P
+//     (P and its row sums one v.expsum: the special-function unit's pass, with no
+//     v.sub, v.rsum or v.cvt over the tile beside it)
 //   O  = O * exp(m - m') + P V      the vector unit rescales O in the accumulator, tc.mm adds P V
 // P is rounded to the tensor core's input dtype before P V (as FlashAttention
 // does; l sums it unrounded), and at the end out = O / l rounds once. Key
@@ -166,11 +168,10 @@ double estimate_cycles(const Problem& pr, int64_t br, int64_t bc, const sim::Chi
   const auto split = [&](int64_t elements) {
     return double(pr.parts) * vec(Opcode::V_CVT, elements) + double(pr.parts - 1) * (vec(Opcode::V_CVT, elements) + vec(Opcode::V_SUB, elements));
   };
-  double vector = vec(Opcode::V_RMAX, tile) + vec(Opcode::V_SUB, tile) + vec(Opcode::V_EXP, tile) + vec(Opcode::V_RSUM, tile) +
-                  vec(Opcode::V_CVT, tile) + vec(Opcode::V_MAX, br) + vec(Opcode::V_SUB, br) + vec(Opcode::V_EXP, br) +
-                  vec(Opcode::V_MUL, br) + vec(Opcode::V_ADD, br) + vec(Opcode::V_MUL, br * pr.dv);
-  // Split f32: P's parts in place of its conversion, and K's and V's parts.
-  if (pr.parts) vector += split(tile) - vec(Opcode::V_CVT, tile) + split(bc * pr.d) + split(bc * pr.dv);
+  double vector = vec(Opcode::V_RMAX, tile) + vec(Opcode::V_EXPSUM, tile) + vec(Opcode::V_MAX, br) + vec(Opcode::V_SUB, br) +
+                  vec(Opcode::V_EXP, br) + vec(Opcode::V_MUL, br) + vec(Opcode::V_ADD, br) + vec(Opcode::V_MUL, br * pr.dv);
+  // Split f32: P's parts, and K's and V's parts.
+  if (pr.parts) vector += split(tile) + split(bc * pr.d) + split(bc * pr.dv);
   if (pr.scale_scores) vector += vec(Opcode::V_MUL, tile);
   const int64_t mask_tile = pr.mask_row ? bc : tile;
   if (pr.mask_esize) vector += vec(Opcode::V_ADD, tile) + (pr.mask_esize != 4 ? vec(Opcode::V_CVT, mask_tile) : 0.0);
@@ -475,7 +476,7 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   const auto v2 = [&](Opcode opcode, int64_t bc_mode, Reg dst, Reg a, Reg b, Reg rows, Reg cols) {
     pb.emit(opcode, {f32, bc_mode, dst.index, a.index, b.index, rows.index, cols.index});
   };
-  // f32 to q's dtype: the output's, and (unless f32 is split into parts) the tensor core's input dtype.
+  // f32 to q's dtype, the output's.
   const auto to_q_dtype = [&](Reg dst, Reg src, Reg rows, Reg cols) {
     if (dtype == DType::F32) v1(Opcode::V_MOV, dst, src, rows, cols);
     else pb.emit(Opcode::V_CVT, {dt, f32, dst.index, src.index, rows.index, cols.index});
@@ -565,10 +566,19 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
   }
   const Label later_step = pb.label(), softmax_done = pb.label();
   const Reg p_at = l1;
-  // P from the scores: in the tensor core's dtype, or split into its parts (l0 free here).
-  const auto make_p = [&] {
+  // P = exp(S - m) and its row sums into `sums`, one v.expsum: P in the tensor core's dtype, or (split
+  // f32) in f32 in place, to be split into its parts by split_p once the sums are used (l0 free then).
+  const auto exp_scores = [&](Reg m, Reg sums) {
+    if (split) {
+      pb.emit(Opcode::V_EXPSUM, {f32, s_at.index, s_at.index, m.index, sums.index, mt.index, nt.index});
+      return;
+    }
     slot_address(p_at, lay.p, lay.p_bytes, slot);
-    if (!split) return to_q_dtype(p_at, s_at, mt, nt);
+    pb.emit(Opcode::V_EXPSUM, {dt, p_at.index, s_at.index, m.index, sums.index, mt.index, nt.index});
+  };
+  const auto split_p = [&] {
+    if (!split) return;
+    slot_address(p_at, lay.p, lay.p_bytes, slot);
     pb.li(l0, lay.temp);
     emit_f32_split(pb, parts, s_at, p_at, lay.p_part_bytes, l0, mt, nt);
   };
@@ -577,11 +587,9 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     pb.emit(Opcode::V_RMAX, {f32, kAxis1, m_cur.index, s_at.index, mt.index, nt.index});
     // A row the mask hides wholly so far has max -inf: f32's lowest instead keeps exp(S - m) at 0, not NaN.
     if (has_mask) pb.li(tmp, lay.lowest), v2(Opcode::V_MAX, kScalar, m_cur, m_cur, tmp, mt, one);
-    v2(Opcode::V_SUB, kCol, s_at, s_at, m_cur, mt, nt);
-    v1(Opcode::V_EXP, s_at, s_at, mt, nt);
     pb.li(tmp, lay.sum);
-    pb.emit(Opcode::V_RSUM, {f32, kAxis1, tmp.index, s_at.index, mt.index, nt.index});
-    make_p();
+    exp_scores(m_cur, tmp);
+    split_p();
     pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
     pb.emit(Opcode::SIGNAL, {kVec, P_FULL});
     pb.branch(Opcode::JMP, {}, softmax_done);
@@ -592,14 +600,12 @@ Kernel lower_attention(const OpDesc& op, const sim::ChipConfig& config) {
     v2(Opcode::V_MAX, kFull, m_new, m_new, m_cur, mt, one);
     v2(Opcode::V_SUB, kFull, m_cur, m_cur, m_new, mt, one);
     v1(Opcode::V_EXP, m_cur, m_cur, mt, one);
-    v2(Opcode::V_SUB, kCol, s_at, s_at, m_new, mt, nt);
-    v1(Opcode::V_EXP, s_at, s_at, mt, nt);
     pb.li(l0, lay.step_sum);
-    pb.emit(Opcode::V_RSUM, {f32, kAxis1, l0.index, s_at.index, mt.index, nt.index});
+    exp_scores(m_new, l0);
     pb.li(tmp, lay.sum);
     v2(Opcode::V_MUL, kFull, tmp, tmp, m_cur, mt, one);
     v2(Opcode::V_ADD, kFull, tmp, tmp, l0, mt, one);
-    make_p();
+    split_p();
     pb.emit(Opcode::SIGNAL, {kVec, S_FREE});
     // O *= alpha once the previous P V is in it; then this P V may add to it.
     pb.emit(Opcode::WAIT, {kVec, PV_DONE});

@@ -332,9 +332,7 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
     switch (op.kind) {
       case OpKind::SOFTMAX:
         reduce(Opcode::V_RMAX, c0, w);
-        v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
-        v1(Opcode::V_EXP, w, w, mt, len);
-        reduce(Opcode::V_RSUM, c0, w);
+        b.emit(Opcode::V_EXPSUM, {f32, w.index, w.index, c0.index, c0.index, mt.index, len.index});  // exp(x - max), its sum over the max
         // One reciprocal per row, then a multiply (1 cycle per vector, a divide 4): as PyTorch's CPU
         // softmax does, x * (1 / sum).
         v1(Opcode::V_RECIP, c0, c0, mt, one);
@@ -342,10 +340,9 @@ Kernel lower_row_op(const OpDesc& op, const sim::ChipConfig& config) {
         break;
       case OpKind::LOG_SOFTMAX:
         reduce(Opcode::V_RMAX, c0, w);
+        b.emit(Opcode::V_EXPSUM, {f32, s.index, w.index, c0.index, c1.index, mt.index, len.index});  // the sum of exp(x - max)
         v2(Opcode::V_SUB, kCol, w, w, c0, mt, len);
-        v1(Opcode::V_EXP, s, w, mt, len);
-        reduce(Opcode::V_RSUM, c0, s);
-        v1(Opcode::V_LOG, c0, c0, mt, one);
+        v1(Opcode::V_LOG, c0, c1, mt, one);
         v2(Opcode::V_SUB, kCol, out_tile(), w, c0, mt, len);
         break;
       case OpKind::LAYER_NORM:
