@@ -41,6 +41,7 @@
 #include <sstream>
 
 #include "elementwise.h"
+#include "matmul_operands.h"
 #include "npusim/compiler/program_builder.h"
 #include "npusim/isa/isa.h"
 
@@ -106,25 +107,45 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const bool band_in_runs = x.strides[2] == wd && 2 * wd * e <= bus_bytes;
   const bool compact_store = out.strides[2] == ow && 2 * ow * e <= bus_bytes;
   const auto band_rows = [&](int64_t rows) { return (rows - 1) * sy + kh; };  // input rows a band of output rows reads
-  int64_t tn = 0, r = 0;
+  // The widest tiles, then the tallest band, whose buffers fit; where those leave cores idle, the fastest
+  // (TN, R) by an estimate: a core's tiles overlap the next stage's load and this tile's epilogue with
+  // the products, so a tile costs the slowest of the three; the first tile's stage and weights and the
+  // last tile's epilogue and store overlap nothing. (1 x 64 x 56 x 56 took 4 bands of 14 rows on large's
+  // 16 cores, 12,967 cycles; 14 bands of 4 rows take 7,272. Where every core has a tile the estimate,
+  // which counts no per-tile overheads, chose shorter bands that ran slower: 3 x 3 / 2 on large.)
+  // Ties go to the widest tiles, then the tallest bands (fewer halo rows).
+  const double lanes = double(config.core.vector_unit.lanes);
+  const double dram_share_total = matmul_dram_bytes_per_cycle(config);
+  int64_t tn = 0, r = 0, first_tn = 0, first_r = 0, first_tiles = 0;
+  double best = 0;
   for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
     const int64_t width = std::min(cout, candidate);
-    if (cout % width != 0) continue;
-    for (int64_t rows = oh; rows >= 1 && r == 0; --rows) {
+    if (cout % width != 0 || (width < candidate && candidate != 128)) continue;  // (fewer channels than 128: once)
+    for (int64_t rows = oh; rows >= 1; --rows) {
       if (oh % rows != 0) continue;
       const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m;
       const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
                             align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
                             int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) + (band_in_runs ? 2 * align64(c * band_rows(rows) * wd * e) : 0) +
                             (compact_store ? align64(width * rows * ow * e) : 0);
-      if (2 * align64(m * width * 4) <= accumulator && local <= scratchpad) r = rows;
-    }
-    if (r > 0) {
-      tn = width;
-      break;
+      if (2 * align64(m * width * 4) > accumulator || local > scratchpad) continue;
+      const int64_t tiles_ = cout / width * n * (oh / rows), per_core = ceil_div(tiles_, int64_t{config.num_cores});
+      if (first_r == 0) first_tn = width, first_r = rows, first_tiles = tiles_;
+      const double share = dram_share_total / double(std::min<int64_t>(tiles_, config.num_cores));
+      const double products = tensor_core_tile_cycles(config, m, width, taps * c, c);  // the taps' tc.mm back to back
+      const double stage = double(c * std::min(band_rows(rows), h) * wd * e) / share;
+      const double store = double(width * rows * ow * e * (residual ? 2 : 1)) / share;
+      const double epilogue = double(ceil_div(width * kept, int64_t(lanes))) * (2.0 + 1.0 + double(vectors) + double(op.epilogue.size())) +
+                              (sx > 1 ? 2.0 * double(ceil_div(phases, int64_t(lanes))) : 0.0);  // (v.trans, half a vector a cycle)
+      // A core's tiles are a run of the cot-major order: the weights load once per output-channel block it meets.
+      const double weight_loads = double(std::min<int64_t>(per_core, ceil_div(per_core - 1, n * (oh / rows)) + 1));
+      const double weights = weight_loads * double(taps * c * width * e) / share;
+      const double estimate = stage + weights + double(per_core) * std::max({products, stage + store, epilogue}) + epilogue + store;
+      if (r == 0 || estimate < best * 0.98) best = estimate, tn = width, r = rows;
     }
   }
   if (r == 0) throw UnsupportedOp(name + ": the weights of 32 output channels and a band of one row do not fit the scratchpad");
+  if (first_tiles >= int64_t{config.num_cores}) tn = first_tn, r = first_r;
   const int64_t rows_p = phase_rows(r), m = rows_p * cols, kept = r * cols, bands = oh / r, cots = cout / tn;
   const int64_t phase_elems = c * m, phases_elems = sy * sx * phase_elems;  // a phase's planes (one per channel); all of them
   const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((phases_elems + slack) * e), acc_bytes = align64(m * tn * 4);

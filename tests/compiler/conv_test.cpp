@@ -138,6 +138,18 @@ TEST_P(Conv, ShortRowsMoveAsARunPerChannel) {
   EXPECT_NE(tall_plan.find("loaded as one run"), std::string::npos) << tall_plan;
 }
 
+// Where the tallest band leaves cores idle, shorter bands spread one image over the cores.
+TEST_P(Conv, OneImageSpreadsOverTheCores) {
+  OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, 16, 24, 24}), t(DType::BF16, {16, 3, 3, 16})}, t(DType::BF16, {1, 16, 24, 24})};
+  op.window.padding = {1, 1};
+  const std::string plan = compiler_.compile(op)->plan;
+  if (sim::load_chip_config(GetParam()).num_cores > 1) {
+    EXPECT_EQ(plan.find("a band of 24 rows"), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("over 1 cores"), std::string::npos) << plan;
+  }
+  check({1, 16, 24, 24, 16, 3, 3, 1, 1, true, true, {OpKind::RELU}});
+}
+
 TEST_P(Conv, WhatItCannotDoIsSaidSo) {
   OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 19, 19}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
   strided.window.stride = {5, 5};
