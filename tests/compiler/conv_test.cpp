@@ -109,9 +109,9 @@ TEST_P(Conv, StrideInOneDimOnly) {
 }
 TEST_P(Conv, StridePastTheKernel) { check({1, 8, 14, 14, 16, 2, 2, 0, 1, false, false, {}, 0, 3, 3}); }
 
-// Rows of at most half a DRAM bus cycle's bytes move as runs: a band's rows of each channel loaded as
-// one run and placed in the stage by dma.cp, the output's rows gathered by dma.cp and stored as a run
-// per channel; longer rows, or strided ones, move a row a request as before.
+// Short rows move as runs: a band's image rows of up to a DRAM bus cycle's bytes, each channel's loaded as
+// one run and placed in the stage by dma.cp; output rows of up to half one gathered by dma.cp and stored
+// as a run per channel; longer rows, or strided ones, move a row a request as before.
 TEST_P(Conv, ShortRowsMoveAsARunPerChannel) {
   const int64_t short_w = int64_t(sim::load_chip_config(GetParam()).dram.bytes_per_cycle_per_channel) / 4;  // bf16: half a bus cycle
   const auto plan = [&](int64_t w, int64_t pitch) {
@@ -128,6 +128,9 @@ TEST_P(Conv, ShortRowsMoveAsARunPerChannel) {
   EXPECT_EQ(long_rows.find("a run per channel"), std::string::npos) << long_rows;
   EXPECT_EQ(strided_rows.find("as one run"), std::string::npos) << strided_rows;
   EXPECT_NE(strided_rows.find("a run per channel"), std::string::npos) << strided_rows;
+  const std::string bus_rows = plan(2 * short_w, 0), past_bus_rows = plan(2 * short_w + 1, 0);
+  EXPECT_NE(bus_rows.find("each channel's rows loaded as one run"), std::string::npos) << bus_rows;
+  EXPECT_EQ(past_bus_rows.find("as one run"), std::string::npos) << past_bus_rows;
   check({2, 8, 12, short_w, 16, 3, 3, 1, 1, true, true, {OpKind::RELU}, 0, 2, 2});
   check({2, 8, 12, short_w, 16, 3, 3, 1, 1, false, false, {}, short_w + 12, 2, 2});
   check({3, 4, 300, short_w, 32, 3, 3, 1, 1, false, true, {}, 0, 1, 1});  // stride 1, bands of rows clipped by the padding
