@@ -32,8 +32,8 @@
 // Short rows would each take a bus cycle (a request): where x's rows are contiguous and at most a bus
 // cycle's bytes, ch0 loads each channel's rows of the band as one run (to rows_at, two buffers) and
 // places them with dma.cp (local; the fourth channel places half the channels); where the output's are
-// contiguous and at most half a bus cycle's bytes, ch2 gathers the tile's rows with dma.cp into `compact` [TN][R * OW] and stores a run
-// per channel.
+// contiguous and at most half a bus cycle's bytes, ch2 gathers the tile's rows with dma.cp into
+// `compact` [TN][R * OW] and stores a run per channel.
 // The next tile's stage is zeroed and loaded while this one's products run.
 #include "conv.h"
 
@@ -117,7 +117,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // last tile's epilogue and store overlap nothing. (1 x 64 x 56 x 56 took 4 bands of 14 rows on large's
   // 16 cores, 12,967 cycles; 14 bands of 4 rows take 7,272. Where every core has a tile the estimate,
   // which counts no per-tile overheads, chose shorter bands that ran slower: 3 x 3 / 2 on large.)
-  // Ties go to the widest tiles, then the tallest bands (fewer halo rows).
+  // Within 2% the widest tiles win, then the tallest bands (fewer halo rows).
   const double lanes = double(config.core.vector_unit.lanes);
   const double dram_share_total = matmul_dram_bytes_per_cycle(config);
   int64_t tn = 0, r = 0, first_tn = 0, first_r = 0, first_tiles = 0;
