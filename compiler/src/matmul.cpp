@@ -229,7 +229,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
   for (const int64_t cm_ : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
     for (const int64_t cn : {1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32, 16, 8}) {
-        const int64_t TM = std::min(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
+        const int64_t TM = balanced_tile(m, cm_), TN = std::min(n, cn), TK = std::min(k, ck);
         if (2 * align64(TM * TN * 4) > accumulator) continue;
         int64_t bias_bytes = 0;
         for (const TileVector& v : vectors)

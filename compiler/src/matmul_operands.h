@@ -112,6 +112,12 @@ inline double tensor_core_tile_cycles(const sim::ChipConfig& config, int64_t tm,
                                                          : folds * double(tm + 2 * array_rows + array_cols);
 }
 
+// Tiles of at most `most` rows over `m`: as few as that allows, all of one height (but the last,
+// one row less at most). 777 rows in tiles of up to 512 are two tiles of 389 rather than 512 and
+// 265: a core with a tall one took twice as long as one with a short one, and the estimates,
+// which price every tile at the full height, could not tell the two apart.
+inline int64_t balanced_tile(int64_t m, int64_t most) { return m <= most ? m : ceil_div(m, ceil_div(m, most)); }
+
 // The DRAM bandwidth a matmul's estimate counts on: the channels' peak less refresh, and less
 // what in-order service loses with a matmul's strided tile rows (a request waits for its bank
 // and the bus idles behind it: on the former base, 128 GB/s, the row kernels reached the refresh

@@ -77,6 +77,9 @@ struct SharedPlan {
   // A resident as the row's panel (all K steps, loaded once per row), or streamed: a ring of two A
   // tiles, loaded per K step of every round of columns (for a K whose panel does not fit).
   bool panel = true;
+  // Panels held at once: two where they fit, so that the next row's panel loads while this row's
+  // products run (with one, each row's first K step waits for its panel's load).
+  int64_t panel_slots = 1;
   double cycles = 0, dram_bytes = 0;
   int64_t steps = 0;  // K steps per core (rounds of rows x rounds of columns x K steps)
   // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row
@@ -232,7 +235,7 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
   for (const int64_t cm : {512, 256, 128, 64, 32, 16})
     for (const int64_t cn : {512, 256, 128, 64, 32, 16})
       for (const int64_t ck : {1024, 512, 256, 128, 64, 32}) {
-        const int64_t tm = std::min(mm.m, cm), tn = std::min(mm.n, cn), tk = std::min(mm.k, ck);
+        const int64_t tm = balanced_tile(mm.m, cm), tn = std::min(mm.n, cn), tk = std::min(mm.k, ck);
         // K steps of at least two array heights: every step synchronizes the group (below).
         if (tk < std::min<int64_t>(mm.k, 2 * config.core.tensor_core.rows)) continue;
         if (q * align64(tm * tn * 4) > accumulator) continue;
@@ -248,14 +251,16 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
             continue;
           if (!panel && !a_shared && k_steps < 2 && op.schedule != MatmulSchedule::SharedBStreamedA) continue;  // (one K step: the panel is one tile)
           if (panel && op.schedule == MatmulSchedule::SharedBStreamedA) continue;
-          // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two.
           const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
-          const auto local = [&](int64_t slots) {
-            return (panel ? k_steps : 2) * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) +
+          const auto local = [&](int64_t slots, int64_t panels) {
+            return (panel ? panels * k_steps : 2) * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) +
                    ones;
           };
-          const int64_t b_slots = local(3) <= scratchpad ? 3 : 2;
-          if (local(b_slots) > scratchpad) continue;
+          // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two;
+          // then two panels where they fit.
+          const int64_t b_slots = local(3, 1) <= scratchpad ? 3 : 2;
+          if (local(b_slots, 1) > scratchpad) continue;
+          const int64_t panel_slots = panel && local(b_slots, 2) <= scratchpad ? 2 : 1;
           const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
           const int64_t tile_spread = column_spread(mm, config, q, tn), all_column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
           // Per core: rounds of rows (the busiest group's; shared A: every group takes all rows), and
@@ -278,6 +283,8 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           const double fill = (a_first + double(tk * tn * e)) / core_share +
                               (double((q - 1) * tk * tn * e) + (a_shared ? double(groups - 1) * a_first : 0.0)) / link;
           const double drain = double(q * tm * tn * eo) / core_share;
+          // With one panel, each later row's first K step waits for its tile of the panel.
+          const double panel_waits = panel_slots == 1 && panel ? double(rounds - 1) * double(tm * tk * e) / core_share : 0.0;
           // DRAM: narrow tiles' rows (of B and C, a matrix row apart) at the bandwidth such rows reach.
           const double b_rows = tn < mm.n ? dram_row_share(config, tn * e) : 1.0, c_rows = tn < mm.n ? dram_row_share(config, tn * eo) : 1.0;
           const double dram = (a_bytes + b_bytes / b_rows + double(mm.batch * mm.m * mm.n * eo) / c_rows) / matmul_dram_bytes_per_cycle(config);
@@ -285,9 +292,9 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           // and its A part to G - 1 more, on another channel).
           const double sends = std::max(b_bytes / config.num_cores * double(q - 1) / link,
                                         a_shared ? a_bytes / config.num_cores * double(groups - 1) / link : 0.0);
-          const double cycles = std::max({dram, noc, sends, fill + compute}) + drain;
+          const double cycles = std::max({dram, noc, sends, fill + compute + panel_waits}) + drain;
           candidates.push_back(
-              {q_size, tm, tn, tk, b_slots, panel, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds, a_shared});
+              {q_size, tm, tn, tk, b_slots, panel, panel_slots, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds, a_shared});
         }
       }
   // Every K step synchronizes the group (a member's products wait for every member's part, and its
@@ -314,7 +321,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
   const int64_t e = mm.a.esize, eo = mm.c.esize;
   const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), rows = mm.batch * m_tiles;
-  // Local memory: the A panel (k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
+  // Local memory: the A panels (panel_slots of k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
   // A B part: the tile, then (with a bias, on the last K step) the bias row of its column at bias_off.
   const bool bias = has_bias(op, mm);
   const int64_t bias_off = align64(tk * tn * e);
@@ -322,7 +329,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
                 acc_bytes = align64(tm * tn * 4);
   const int64_t b_slots = plan.b_slots;
   const bool panel = plan.panel;
-  const int64_t a0 = 0, b0 = a0 + (panel ? k_steps : 2) * a_bytes, o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
+  const int64_t panel_bytes = k_steps * a_bytes;
+  const int64_t a0 = 0, b0 = a0 + (panel ? plan.panel_slots * panel_bytes : 2 * a_bytes), o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE); where A is shared,
   // A_FULL[h] = 2Q + h and A_CREDIT[h] = 2Q + G + h for the cores of our A set (in group h; ours,
@@ -377,7 +385,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
   for (const int64_t s : {out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
-  for (int64_t slot = 0; slot < (panel ? 1 : 2); ++slot) pb.emit(Opcode::SIGNAL, {kCtl, a_shared ? a_credit(g) : a_free});  // (streamed: a ring of two A tiles)
+  for (int64_t slot = 0; slot < (panel ? plan.panel_slots : 2); ++slot) pb.emit(Opcode::SIGNAL, {kCtl, a_shared ? a_credit(g) : a_free});  // (streamed: a ring of two A tiles)
   for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::SIGNAL, {kCtl, acc_free});  // (one per accumulator tile)
   // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
   std::vector<int64_t> tile_order;
@@ -428,6 +436,13 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const Reg l0 = pb.reg(), l1 = pb.reg();
   const DmaShape shape{pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg(), pb.reg()};
   pb.li(bslot, 0), pb.li(oslot, 0), pb.li(apanel, a0);
+  // apanel = this row's panel: with two, they alternate by row (rr / Q steps by one a row).
+  const auto panel_start = [&] {
+    pb.li(apanel, a0);
+    if (plan.panel_slots < 2) return;
+    pb.li(tmp2, q_size), pb.emit(Opcode::DIVU, {tmp.index, rr.index, tmp2.index}), pb.emit(Opcode::ANDI, {tmp.index, tmp.index, 1});
+    pb.muli(tmp, tmp, panel_bytes), pb.add(apanel, apanel, tmp);
+  };
   if (bias) {  // the ones column (1.0 rounded to A's dtype: exact)
     pb.li(l0, ones_at), pb.li(l1, 0x3f800000), pb.li(mt, tm);
     pb.emit(Opcode::V_FILL, {tc_dt, l0.index, l1.index, mt.index, one.index});
@@ -448,7 +463,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   if (panel) {
     pb.emit(Opcode::WAIT, {engine_of(ch_panel), a_free});
     emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);
-    pb.li(k_left, k), pb.li(apanel, a0);
+    pb.li(k_left, k), panel_start();
     const Label a_loop = pb.label();
     pb.bind(a_loop);
     pb.li(tmp, tk), pb.min(kt, k_left, tmp);
@@ -487,7 +502,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   column(q);
   emit_element_address(pb, b_src, b_sym, mm.b, kZero, kZero, n0, tmp);
   pb.li(k_left, k);
-  if (panel) pb.li(apanel, a0);
+  if (panel) panel_start();
   else emit_element_address(pb, a_src, a_sym, mm.a, bidx, m0, kZero, tmp);  // (apanel goes on round the ring)
   const Label k_loop = pb.label();
   pb.bind(k_loop);
@@ -651,7 +666,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.addi(round, round, 1);
   pb.li(tmp, column_rounds);
   pb.branch(Opcode::BLT, {round.index, tmp.index}, column_loop);
-  // The row is done: the panel is free.
+  // The row is done: its panel is free.
   if (panel) pb.emit(Opcode::SIGNAL, {kTc, a_free});
   pb.addi(rr, rr, q_size);
   pb.branch(Opcode::BLT, {rr.index, rr_stop.index}, row_loop);
@@ -703,7 +718,7 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
        << (plan.tile_spread > 1 ? "; a round's columns of tiles " + std::to_string(plan.tile_spread) + " apart (one per DRAM interleave block)" : std::string())
        << (plan.a_shared ? "; A shared over the NoC too, by the " + std::to_string(config.num_cores / plan.group) +
                                " cores of each member index (each loads its part of a tile of A per K step and sends it to the others); the groups split the columns"
-           : plan.panel ? "; A panel resident" : "; A streamed (a tile per K step of each round)")
+           : plan.panel ? (plan.panel_slots == 2 ? "; A panel resident (two: the next row's loads during this one's products)" : "; A panel resident") : "; A streamed (a tile per K step of each round)")
        << "; A " << layout(mm.a) << ", B "
        << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
