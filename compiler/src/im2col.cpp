@@ -93,6 +93,19 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
       break;
     }
   if (block == 0) return false;
+  // Blocks of one height, and (within twice as many blocks) a count of units that the cores share
+  // evenly: the RGB stem's 112 output rows in blocks of 47 were 3 units a channel (47, 47 and 18
+  // rows), 9 over 4 cores, one core taking three tall ones; in blocks of 28, 12 units, 3 a core.
+  if (block < oh) {
+    const int64_t fewest = ceil_div(oh, block), per_block = n_images * channels, cores = int64_t{config.num_cores};
+    int64_t count = fewest;
+    for (int64_t b = fewest; b <= std::min(oh, 2 * fewest); ++b)
+      if (per_block * b % cores == 0) {
+        count = b;
+        break;
+      }
+    block = ceil_div(oh, count);
+  }
   const int64_t sh = stage_h(block), plane = sh * stage_w, tile_plane = kh * kw * block * ow;
   // Whole small planes: a unit takes a group of cg channels, so that its DMA instructions, fill and
   // semaphores are paid once for them all (each copy takes the channels as its third dimension), while
@@ -111,9 +124,15 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
   const bool needs_fill = py > 0 || px > 0 || (oh - 1) * sy + (kh - 1) * dy - py + 1 > height || needed_w - px > width;
   const unsigned channels_dma = config.core.dma.channels;
   const unsigned ch_load = 0, ch_pick = std::min(1u, channels_dma - 1), ch_store = std::min(2u, channels_dma - 1);
+  // Where there is a fourth DMA channel, it picks every other window position: the picks are local
+  // copies of a few rows each, a DMA channel's work in series (the RGB stem's 49 positions a unit took
+  // three quarters of its im2col on one channel). The second picker has its own semaphores for the
+  // source and the tile, and tells the first when its picks are done (PICKS2_DONE).
+  const bool two_pickers = channels_dma >= 4;
+  const unsigned ch_pick2 = 3;
   const int64_t kCtl = 0, kVec = 6;
   const auto engine_of = [](unsigned ch) { return int64_t{1} + ch; };
-  enum : int64_t { STAGE_FREE, STAGE_FILLED, STAGE_FULL, TILE_FREE, TILE_FULL, PHASES_FREE, PHASES_FULL };
+  enum : int64_t { STAGE_FREE, STAGE_FILLED, STAGE_FULL, TILE_FREE, TILE_FULL, PHASES_FREE, PHASES_FULL, SOURCE_FULL2, TILE_FREE2, PICKS2_DONE };
 
   const Reg u = pb.reg(), u_end = pb.reg(), tmp = pb.reg(), image = pb.reg(), channel = pb.reg(), y0 = pb.reg(), rows = pb.reg();
   const Reg row0 = pb.reg(), r_lo = pb.reg(), r_hi = pb.reg(), slot = pb.reg(), stage = pb.reg(), tile = pb.reg(), src = pb.reg(), dst = pb.reg();
@@ -125,6 +144,7 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
   for (int i = 0; i < 2; ++i) {
     pb.emit(Opcode::SIGNAL, {kCtl, STAGE_FREE}), pb.emit(Opcode::SIGNAL, {kCtl, TILE_FREE});
     if (deinterleave) pb.emit(Opcode::SIGNAL, {kCtl, PHASES_FREE});
+    if (two_pickers) pb.emit(Opcode::SIGNAL, {kCtl, TILE_FREE2});
   }
   pb.li(slot, 0);
   const auto dma = [&](Opcode opcode, unsigned ch, Reg to, Reg from) {
@@ -179,6 +199,7 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
   }
   pb.bind(no_rows);
   pb.emit(Opcode::SIGNAL, {engine_of(ch_load), STAGE_FULL});
+  if (two_pickers && !deinterleave) pb.emit(Opcode::SIGNAL, {engine_of(ch_load), SOURCE_FULL2});
 
   if (deinterleave) {
     // Stage element (channel k, y, c) goes to phase c % sx, at (k, y, c / sx) of that phase's [cg x SH x SW/sx].
@@ -188,11 +209,13 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
     pb.emit(Opcode::V_TRANS, {int64_t(x.dtype), phases.index, stage.index, r_n0.index, r_n1.index});
     pb.emit(Opcode::SIGNAL, {kVec, STAGE_FREE});
     pb.emit(Opcode::SIGNAL, {kVec, PHASES_FULL});
+    if (two_pickers) pb.emit(Opcode::SIGNAL, {kVec, SOURCE_FULL2});
   }
 
   // Pick each window position's elements into the tile [KH, KW, R, OW].
   pb.emit(Opcode::WAIT, {engine_of(ch_pick), deinterleave ? PHASES_FULL : STAGE_FULL});
   pb.emit(Opcode::WAIT, {engine_of(ch_pick), TILE_FREE});
+  if (two_pickers) pb.emit(Opcode::WAIT, {engine_of(ch_pick2), SOURCE_FULL2}), pb.emit(Opcode::WAIT, {engine_of(ch_pick2), TILE_FREE2});
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) {
       const int64_t si = w.flip ? kh - 1 - i : i, sj = w.flip ? kw - 1 - j : j;  // the rotated kernel reads (KH-1-i, KW-1-j)
@@ -204,8 +227,9 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
       pb.li(tmp, first * e), pb.add(src, deinterleave ? phases : stage, tmp);
       pb.li(r_n0, ow * e), pb.mov(r_n1, rows), pb.mov(r_n2, group_channels);
       pb.li(ds1, ow * e), pb.li(ss1, sy * row_pitch * e), pb.li(ds2, tile_plane * e), pb.li(ss2, sh * row_pitch * e);
-      dma(Opcode::DMA_CP, ch_pick, dst, src);
+      dma(Opcode::DMA_CP, two_pickers && (i * kw + j) % 2 ? ch_pick2 : ch_pick, dst, src);
     }
+  if (two_pickers) pb.emit(Opcode::SIGNAL, {engine_of(ch_pick2), PICKS2_DONE}), pb.emit(Opcode::WAIT, {engine_of(ch_pick), PICKS2_DONE});
   pb.emit(Opcode::SIGNAL, {engine_of(ch_pick), deinterleave ? PHASES_FREE : STAGE_FREE});
   pb.emit(Opcode::SIGNAL, {engine_of(ch_pick), TILE_FULL});
 
@@ -232,6 +256,7 @@ bool emit_staged(ProgramBuilder& pb, const OpDesc& op, const sim::ChipConfig& co
       dma(Opcode::DMA_ST, ch_store, dst, src);
     }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_store), TILE_FREE});
+  if (two_pickers) pb.emit(Opcode::SIGNAL, {engine_of(ch_store), TILE_FREE2});
 
   pb.emit(Opcode::XORI, {slot.index, slot.index, 1});
   pb.addi(u, u, 1);

@@ -124,6 +124,19 @@ TEST_P(Im2col, SmallPlanesGoInGroupsOfChannels) {
   EXPECT_NE(gradient.kernel->plan.find(" channels, "), std::string::npos) << gradient.kernel->plan;
 }
 
+// Output rows in blocks of one height, as many as share the cores evenly: the RGB stem at 224 x 224 on
+// base is 3 channels of 112 rows, 12 units of 28 rows over 4 cores (the tallest block that fits, 47, left
+// 9 units, one core with three, and blocks of 47, 47 and 18). The window positions are picked by two
+// DMA channels where there are four.
+TEST_P(Im2col, RowBlocksOfOneHeightShareTheCoresEvenly) {
+  const auto run = check(t(DType::BF16, {1, 3, 224, 224}), t(DType::BF16, {1, 3, 7, 7, 112, 112}), make_window(2, 3));
+  if (GetParam() == "base") {
+    EXPECT_NE(run.kernel->plan.find("12 units of (image, channel, 28 output rows) over 4 cores"), std::string::npos) << run.kernel->plan;
+    const std::string listing = Compiler::listing(*run.kernel);
+    EXPECT_NE(listing.find("dma.cp ch3,"), std::string::npos) << listing;
+  }
+}
+
 TEST_P(Im2col, IntegersPadWithTheirValue) { conv(DType::I32, 1, 2, 4, 5, 2, 2, make_window(1, 1), 7); }
 
 // A convolution's input gradient: the rotated kernel over the output
