@@ -49,10 +49,15 @@ std::optional<ColumnView> column_view(const TensorDesc& x) {
   return v;
 }
 
-void emit_column_tile(ProgramBuilder& b, const ColumnView& view, int64_t tc, Reg t, Reg o, Reg j0, Reg nt, Reg tmp) {
-  b.li(tmp, (view.inner + tc - 1) / tc);
+void emit_column_tile(ProgramBuilder& b, const ColumnView& view, int64_t tc, int64_t cores, Reg t, Reg o, Reg j0, Reg nt, Reg tmp) {
+  const int64_t col_tiles = (view.inner + tc - 1) / tc;
+  b.li(tmp, col_tiles);
   b.emit(Opcode::DIVU, {o.index, t.index, tmp.index});
   b.emit(Opcode::REMU, {j0.index, t.index, tmp.index});
+  if (col_tiles > 1 && cores > 1 && view.outer > 1) {  // + the outer's core, o * cores / outer (nt: scratch until below)
+    b.li(tmp, cores), b.mul(nt, o, tmp), b.li(tmp, view.outer), b.emit(Opcode::DIVU, {nt.index, nt.index, tmp.index});
+    b.add(j0, j0, nt), b.li(tmp, col_tiles), b.emit(Opcode::REMU, {j0.index, j0.index, tmp.index});
+  }
   b.muli(j0, j0, tc);
   b.li(nt, view.inner), b.sub(nt, nt, j0), b.li(tmp, tc), b.min(nt, nt, tmp);
 }
@@ -139,7 +144,7 @@ Kernel lower_column_reduction(const OpDesc& op, const sim::ChipConfig& config) {
 
   const Label tile_loop = b.label();
   b.bind(tile_loop);
-  emit_column_tile(b, view, tc, t, o, j0, nt, tmp);
+  emit_column_tile(b, view, tc, cores, t, o, j0, nt, tmp);
   b.li(tmp, identity);
   b.emit(Opcode::V_FILL, {wdt, acc.index, tmp.index, one.index, nt.index});
   emit_column_tile_address(b, in_sym, x, view, e, o, j0, addr, tmp);

@@ -133,7 +133,7 @@ Kernel lower_column_softmax(const OpDesc& op, const sim::ChipConfig& config) {
 
   const Label tile_loop = b.label();
   b.bind(tile_loop);
-  emit_column_tile(b, in_view, tc, t, o, j0, nt, tmp);
+  emit_column_tile(b, in_view, tc, cores, t, o, j0, nt, tmp);
   b.li(tmp, f32_bits(std::numeric_limits<float>::lowest())), b.emit(Opcode::V_FILL, {f32, m.index, tmp.index, one.index, nt.index});
   b.li(tmp, 0), b.emit(Opcode::V_FILL, {f32, s.index, tmp.index, one.index, nt.index});
 

@@ -138,8 +138,11 @@ TEST_P(RowOps, SoftmaxAlongADimThatIsNotInnermostReadsRuns) {
     return x;
   };
   for (const OpKind kind : {OpKind::SOFTMAX, OpKind::LOG_SOFTMAX}) {
+    // (The last two: several column tiles per outer index, each outer's taken from another block on
+    // per core, one partial.)
     for (const TensorDesc& x : {view(DType::F32, {40, 24}, {1, 40}), view(DType::F32, {3, 70, 40}, {2800, 1, 70}),
-                                view(DType::BF16, {300, 2600}, {1, 300})})
+                                view(DType::BF16, {300, 2600}, {1, 300}), view(DType::F32, {6, 600, 20}, {12000, 1, 600}),
+                                view(DType::BF16, {5, 1300, 30}, {39000, 1, 1300})})
       check(OpDesc(kind, {x}, x));
   }
   const TensorDesc small = view(DType::F32, {3, 70, 40}, {2800, 1, 70}), long_dim = view(DType::BF16, {300, 2600}, {1, 300});
@@ -194,6 +197,7 @@ TEST_P(RowOps, ReductionsAlongADimThatIsNotInnermostReadRuns) {
     check(OpDesc(kind, {view(DType::F32, {53, 37}, {1, 53})}, t(DType::F32, {53})));                 // dim 0 of [37, 53]
     check(OpDesc(kind, {view(DType::F32, {3, 70, 40}, {2800, 1, 70})}, t(DType::F32, {3, 70})));     // dim 1 of [3, 40, 70]
     check(OpDesc(kind, {view(DType::BF16, {700, 1100}, {1, 700})}, t(DType::BF16, {700})));         // dim 0 of [1100, 700]
+    check(OpDesc(kind, {view(DType::F32, {6, 600, 20}, {12000, 1, 600})}, t(DType::F32, {6, 600})));  // column tiles per outer
   }
   check(OpDesc(OpKind::SUM, {view(DType::BF16, {2, 300, 90}, {27000, 1, 300})}, t(DType::F32, {2, 300})));  // kept in f32
   check(OpDesc(OpKind::AMAX, {view(DType::I32, {130, 77}, {1, 130})}, t(DType::I32, {130})));
