@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "elementwise.h"
 #include "matmul_operands.h"
@@ -120,39 +121,75 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // Within 2% the widest tiles win, then the tallest bands (fewer halo rows).
   const double lanes = double(config.core.vector_unit.lanes);
   const double dram_share_total = matmul_dram_bytes_per_cycle(config);
-  int64_t tn = 0, r = 0, first_tn = 0, first_r = 0, first_tiles = 0;
-  double best = 0;
-  for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
-    const int64_t width = std::min(cout, candidate);
-    if (cout % width != 0 || (width < candidate && candidate != 128)) continue;  // (fewer channels than 128: once)
-    for (int64_t rows = oh; rows >= 1; --rows) {
-      if (oh % rows != 0) continue;
-      const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m;
-      const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
-                            align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
-                            int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) + (band_in_runs ? 2 * align64(c * band_rows(rows) * wd * e) : 0) +
-                            (compact_store ? align64(width * rows * ow * e) : 0);
-      if (2 * align64(m * width * 4) > accumulator || local > scratchpad) continue;
-      const int64_t tiles_ = cout / width * n * (oh / rows), per_core = ceil_div(tiles_, int64_t{config.num_cores});
-      if (first_r == 0) first_tn = width, first_r = rows, first_tiles = tiles_;
-      const double share = dram_share_total / double(std::min<int64_t>(tiles_, config.num_cores));
-      const double products = tensor_core_tile_cycles(config, m, width, taps * c, c);  // the taps' tc.mm back to back
-      const double stage = double(c * std::min(band_rows(rows), h) * wd * e) / share;
-      const double store = double(width * rows * ow * e * (residual ? 2 : 1)) / share;
-      const double epilogue = double(ceil_div(width * kept, int64_t(lanes))) * (2.0 + 1.0 + double(vectors) + double(op.epilogue.size())) +
-                              (sx > 1 ? 2.0 * double(ceil_div(phases, int64_t(lanes))) : 0.0);  // (v.trans, half a vector a cycle)
-      // A core's tiles are a run of the cot-major order: the weights load once per output-channel block it meets.
-      const double weight_loads = double(std::min<int64_t>(per_core, ceil_div(per_core - 1, n * (oh / rows)) + 1));
-      const double weights = weight_loads * double(taps * c * width * e) / share;
-      const double estimate = stage + weights + double(per_core) * std::max({products, stage + store, epilogue}) + epilogue + store;
-      if (r == 0 || estimate < best * 0.98) best = estimate, tn = width, r = rows;
+  // Packed taps: where a tap's product fills few of the array's rows (C channels of K), dma.cp gathers
+  // every tap's C planes of the kept positions into one [C * taps x positions] operand (rows in the
+  // weights' own [C, KH, KW] order), a tile's one tc.mm of C * taps deep: an RGB stem's 49 products of
+  // depth 3 become 2 folds of 128. The copies (one per kernel row and column phase) run on their own
+  // DMA channels (ch3 and ch1, which loads only the weights and the residual) at a request a cycle each,
+  // beside the products. Under 16 channels only packed, as the bridge routed such convolutions to
+  // im2col before there was packing.
+  const int64_t array_rows = config.core.tensor_core.rows, request_bytes = config.core.dma.request_bytes;
+  const std::vector<unsigned> pack_channels = config.core.dma.channels >= 4 ? std::vector<unsigned>{3, 1} : std::vector<unsigned>{0};
+  const unsigned pack_channel = pack_channels[0];
+  const int64_t pack_copies = kh * std::min(sx, kw);
+  struct Choice {
+    int64_t tn = 0, r = 0;
+    double estimate = 0;
+  };
+  const auto choose = [&](bool pack) {
+    Choice best, first;
+    int64_t first_tiles = 0;
+    for (const int64_t candidate : {int64_t{128}, int64_t{64}, int64_t{32}}) {
+      const int64_t width = std::min(cout, candidate);
+      if (cout % width != 0 || (width < candidate && candidate != 128)) continue;  // (fewer channels than 128: once)
+      for (int64_t rows = oh; rows >= 1; --rows) {
+        if (oh % rows != 0) continue;
+        const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m, positions = pack ? kept : m;
+        const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
+                              align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
+                              int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) + (band_in_runs ? 2 * align64(c * band_rows(rows) * wd * e) : 0) +
+                              (compact_store ? align64(width * rows * ow * e) : 0) + (pack ? 2 * align64(c * taps * kept * e) : 0);
+        if (2 * align64(positions * width * 4) > accumulator || local > scratchpad) continue;
+        const int64_t tiles_ = cout / width * n * (oh / rows), per_core = ceil_div(tiles_, int64_t{config.num_cores});
+        const double share = dram_share_total / double(std::min<int64_t>(tiles_, config.num_cores));
+        // The taps' tc.mm back to back, or the one packed product.
+        const double products = pack ? tensor_core_tile_cycles(config, kept, width, taps * c, taps * c) : tensor_core_tile_cycles(config, m, width, taps * c, c);
+        const double copies = pack ? double(ceil_div(c * taps * kept * e, request_bytes) + pack_copies * int64_t(config.core.dma.descriptor_cycles)) /
+                                         double(std::min<int64_t>(pack_copies, int64_t(pack_channels.size())))
+                                   : 0.0;
+        const double stage = double(c * std::min(band_rows(rows), h) * wd * e) / share + (pack_channel == 0 ? copies : 0.0);
+        const double store = double(width * rows * ow * e * (residual ? 2 : 1)) / share;
+        const double epilogue = double(ceil_div(width * kept, int64_t(lanes))) * (2.0 + 1.0 + double(vectors) + double(op.epilogue.size())) +
+                                (sx > 1 ? 2.0 * double(ceil_div(phases, int64_t(lanes))) : 0.0);  // (v.trans, half a vector a cycle)
+        // A core's tiles are a run of the cot-major order: the weights load once per output-channel block it meets.
+        const double weight_loads = double(std::min<int64_t>(per_core, ceil_div(per_core - 1, n * (oh / rows)) + 1));
+        const double weights = weight_loads * double(taps * c * width * e) / share;
+        // (Packed, a tile's handoffs, copies to product to epilogue, which the slowest of the three does not
+        // overlap, are priced as one more fill and drain of the array: without, on base with the cores
+        // doubled, the stem took bands of 2 rows, 20% slower than 7. It misses both ways: on large the
+        // stem's bands of 2 rows run 18% faster than the 4 it picks.)
+        const double handoffs = pack ? double(2 * array_rows + config.core.tensor_core.cols) : 0.0;
+        const double estimate = stage + weights + copies + double(per_core) * (std::max({products, stage + store, epilogue, copies}) + handoffs) + epilogue + store;
+        if (first.r == 0) first = {width, rows, estimate}, first_tiles = tiles_;
+        if (best.r == 0 || estimate < best.estimate * 0.98) best = {width, rows, estimate};
+      }
     }
-  }
-  if (r == 0) throw UnsupportedOp(name + ": the weights of 32 output channels and a band of one row do not fit the scratchpad");
-  if (first_tiles >= int64_t{config.num_cores}) tn = first_tn, r = first_r;
+    // (Packed, the estimate also decides where every core has a tile: it counts the copies, a tile's
+    // largest overhead, and the stem's 14 bands of 8 rows over 4 cores ran 5% slower than 16 of 7.)
+    return first_tiles >= int64_t{config.num_cores} && !pack ? first : best;
+  };
+  // Packed where the taps' products would fill at most half the array's rows and packing is the faster
+  // by the estimates by 10% or more.
+  const Choice plain = c * 8 >= array_rows ? choose(false) : Choice{}, packed_choice = taps > 1 && 2 * c <= array_rows ? choose(true) : Choice{};
+  const bool packed = packed_choice.r != 0 && (plain.r == 0 || packed_choice.estimate < plain.estimate * 0.9);
+  if (!packed && plain.r == 0)
+    throw UnsupportedOp(name + (c * 8 < array_rows ? ": under 16 channels only with packed taps, whose operand does not fit"
+                                                   : ": the weights of 32 output channels and a band of one row do not fit the scratchpad"));
+  const int64_t tn = packed ? packed_choice.tn : plain.tn, r = packed ? packed_choice.r : plain.r;
   const int64_t rows_p = phase_rows(r), m = rows_p * cols, kept = r * cols, bands = oh / r, cots = cout / tn;
   const int64_t phase_elems = c * m, phases_elems = sy * sx * phase_elems;  // a phase's planes (one per channel); all of them
-  const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((phases_elems + slack) * e), acc_bytes = align64(m * tn * 4);
+  const int64_t positions = packed ? kept : m;  // the accumulator's rows: the products' positions
+  const int64_t w_bytes = align64(taps * c * tn * e), stage_bytes = align64((phases_elems + slack) * e), acc_bytes = align64(positions * tn * 4);
   // Columns in phases: the rows land in `landing` ([py][C][rows][Wp]) and v.trans [.. x sx] -> [sx x ..]
   // makes them [px][py][C][rows][cols] in a stage slot. Without, they land in the stage slot itself.
   const int64_t stage_at = w_bytes, landing_at = stage_at + 2 * stage_bytes, landing_bytes = sx > 1 ? align64(phases_elems * e) : 0;
@@ -161,7 +198,8 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t vec_at = out_at + 2 * out_bytes;  // per vector: its raw values, then in f32
   const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), rows_at = zero_at + align64(wp * e);
   const int64_t span = band_rows(r), band_bytes = band_in_runs ? align64(c * span * wd * e) : 0;
-  const int64_t compact_at = rows_at + 2 * band_bytes, local_bytes = compact_at + (compact_store ? align64(tn * r * ow * e) : 0);
+  const int64_t compact_at = rows_at + 2 * band_bytes, pack_at = compact_at + (compact_store ? align64(tn * r * ow * e) : 0);
+  const int64_t pack_bytes = packed ? align64(c * taps * kept * e) : 0, local_bytes = pack_at + 2 * pack_bytes;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   const int64_t tiles = cots * n * bands;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
@@ -178,13 +216,18 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // slots between the vector unit and the tensor core (ST_*2 are free for the first); without, ST_* pass the
   // slots between the DMAs and the tensor core. ROWS_FULL: a band's rows loaded in runs, for the fourth
   // channel to place its half. 16 of the 32 semaphores.)
-  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2, ROWS_FULL };
+  // (PK_FREE, PK_FULL: the packed operand's two slots, between the packing channels and the tensor core;
+  // PK_GO, PK_DONE: the first packing channel starts the second and waits for it.)
+  enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2, ROWS_FULL,
+                   PK_FREE, PK_FULL, PK_GO, PK_DONE };
   const bool landing = sx > 1;
   const int64_t LOAD_FREE = landing ? ST_FREE2 : ST_FREE, LOAD_FREE2 = landing ? LD_FREE2 : ST_FREE2;
   const int64_t LOAD_FULL = landing ? ST_FULL2 : ST_FULL, LOAD_FULL2 = landing ? LD_FULL2 : ST_FULL2;
   const int64_t kCtl = 0, kDma0 = 1, kDmaW = 1 + w_channel, kTc = 5, kVec = 6, kStore = 1 + store_channel;
-  // The stage's second half of channels on a fourth DMA channel, where there is one.
-  const unsigned second_channel = config.core.dma.channels >= 4 ? 3 : 0;
+  // The stage's second half of channels on a fourth DMA channel, where there is one and it does not pack.
+  const unsigned second_channel = config.core.dma.channels >= 4 && !packed ? 3 : 0;
+  const int64_t kPack = 1 + pack_channel, kPack2 = 1 + pack_channels.back();
+  const bool two_packers = packed && pack_channels.size() > 1 && pack_copies > 1;
   const int64_t c_first = second_channel == 0 ? c : (c + 1) / 2, kDma1 = 1 + second_channel;
   const int64_t f32 = int64_t(isa::DType::F32), dt = int64_t(dtype);
   constexpr int64_t kFull = 0, kCol = 2;
@@ -197,6 +240,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const Reg n0 = b.reg(), n1 = b.reg(), n2 = b.reg(), ds1 = b.reg(), ss1 = b.reg(), ds2 = b.reg(), ss2 = b.reg();
   const Reg sslot = b.reg(), aslot = b.reg(), oslot = b.reg(), cot = b.reg(), img = b.reg(), band = b.reg(), cur_cot = b.reg(), u = b.reg(), nslot = b.reg(), land = b.reg();
   const Reg band_lo = b.reg(), rows = b.reg();  // the first image row loaded in runs, and where they lie
+  const Reg pslot = packed ? b.reg() : kZero;     // the packed operand's slot
   const auto dma = [&](Opcode opcode, int64_t channel, Reg dst, Reg src) {
     b.emit(opcode, {channel, dst.index, src.index, n0.index, n1.index, n2.index, ds1.index, ss1.index, ds2.index, ss2.index});
   };
@@ -245,9 +289,11 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     }
     if (landing) b.emit(Opcode::SIGNAL, {kCtl, ST_FREE});
     for (const int64_t s : {ACC_FREE, OUT_FREE}) b.emit(Opcode::SIGNAL, {kCtl, s});
+    if (packed) b.emit(Opcode::SIGNAL, {kCtl, PK_FREE});
   }
   b.emit(Opcode::SIGNAL, {kCtl, W_FREE}), b.emit(Opcode::SIGNAL, {kCtl, RES_FREE});
   b.li(sslot, stage_at), b.li(aslot, acc0), b.li(oslot, out_at), b.li(cur_cot, -1);
+  if (packed) b.li(pslot, pack_at);
 
   // Tile v's input rows, into the slot at `slot` (or the landing area): for each row phase py, the rows
   // first + py + sy * k (first = band * R * sy - ph) for k < rows_p: those outside the image zero (copied
@@ -348,8 +394,66 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   };
   prepare(t, sslot);
 
+  // The weights of output channels cot, where they are new to the core.
+  const auto load_weights = [&] {
+    b.emit(Opcode::WAIT, {kDmaW, W_FREE});
+    b.emit(Opcode::LA, {addr.index, in_syms[1]});
+    if (w.storage_offset) b.addi(addr, addr, w.storage_offset * e);
+    b.muli(tmp, cot, tn * e), b.add(addr, addr, tmp);
+    if (packed) {  // [channel][tap][TN], as x's are packed: one load
+      b.li(n0, tn * e), b.li(n1, c * taps), b.li(n2, 1), b.li(ds1, tn * e), b.li(ss1, cout * e), b.li(ds2, 0), b.li(ss2, 0);
+      dma(Opcode::DMA_LD, w_channel, kZero, addr);
+      b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
+      return;
+    }
+    // [tap][channel][TN] here, from [channel][tap][Cout]: a tap's [C][TN] a load.
+    b.li(n0, tn * e), b.li(n1, c), b.li(n2, 1), b.li(ds1, tn * e), b.li(ss1, taps * cout * e), b.li(ds2, 0), b.li(ss2, 0);
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      b.li(local, tap * c * tn * e), b.addi(tmp2, addr, tap * cout * e);
+      dma(Opcode::DMA_LD, w_channel, local, tmp2);
+      b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
+    }
+  };
+
   const Label loop = b.label();
   b.bind(loop);
+  if (packed) {
+    // New weights load first: ch1 packs too, and its copies would hold them back.
+    const Label same = b.label();
+    decode(t);
+    b.branch(Opcode::BEQ, {cot.index, cur_cot.index}, same);
+    load_weights();
+    b.bind(same);
+    // This tile's operand: for kernel row i and column phase px, the taps j = px, px + sx, ... read the
+    // phase's planes from consecutive offsets (i / sy) * cols + j / sx, so one 3-D dma.cp gathers them for
+    // every channel: rows of the kept positions, into rows (channel, i, j) of the operand. (Before the
+    // next tile's stage: where the packing channel is ch0, that load would otherwise delay the products.)
+    b.emit(Opcode::WAIT, {kPack, ST_FULL});
+    b.emit(Opcode::WAIT, {kPack, PK_FREE});
+    if (two_packers) b.emit(Opcode::SIGNAL, {kPack, PK_GO}), b.emit(Opcode::WAIT, {kPack2, PK_GO});
+    b.li(n0, kept * e), b.li(n2, c), b.li(ds1, sx * kept * e), b.li(ss1, e), b.li(ds2, taps * kept * e), b.li(ss2, m * e);
+    // Two channels take alternate copies, or, for an odd number of them, a half of the channels of each.
+    const bool halves = two_packers && pack_copies % 2 == 1 && c > 1;
+    int64_t copy = 0;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t px = 0; px < std::min(sx, kw); ++px, ++copy) {
+        const int64_t phase = px * sy + i % sy;
+        b.li(n1, (kw - px + sx - 1) / sx);
+        b.addi(addr, sslot, (phase * phase_elems + i / sy * cols) * e), b.addi(local, pslot, (i * kw + px) * kept * e);
+        if (!halves) {
+          dma(Opcode::DMA_CP, two_packers && copy % 2 ? pack_channels.back() : pack_channel, local, addr);
+          continue;
+        }
+        b.li(n2, c / 2);
+        dma(Opcode::DMA_CP, pack_channel, local, addr);
+        b.li(n2, c - c / 2), b.addi(addr, addr, c / 2 * m * e), b.addi(local, local, c / 2 * taps * kept * e);
+        dma(Opcode::DMA_CP, pack_channels.back(), local, addr);
+        b.li(n2, c);
+      }
+    if (two_packers) b.emit(Opcode::SIGNAL, {kPack2, PK_DONE}), b.emit(Opcode::WAIT, {kPack, PK_DONE});
+    b.emit(Opcode::SIGNAL, {kPack, ST_FREE});
+    b.emit(Opcode::SIGNAL, {kPack, PK_FULL});
+  }
   {  // The next tile's stage, into the other slot.
     const Label last = b.label();
     b.addi(u, t, 1);
@@ -365,6 +469,14 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // weights instead of all of them (large's 3 x 3 on 8 x 128 x 28 x 28: 295 KB of weights a core, one
   // tile each).
   const auto products = [&](bool streamed) {
+    if (packed) {  // one product: [C * taps x positions] transposed, times the [C * taps x TN] weights
+      b.emit(Opcode::WAIT, {kTc, PK_FULL});
+      b.emit(Opcode::WAIT, {kTc, ACC_FREE});
+      if (streamed) b.emit(Opcode::WAIT, {kTc, W_FULL});
+      b.li(vr, kept), b.li(vc, tn), b.li(n0, c * taps);
+      b.emit(Opcode::TC_MM, {dt, 2, aslot.index, pslot.index, kZero.index, vr.index, vc.index, n0.index});
+      return;
+    }
     b.emit(Opcode::WAIT, {kTc, ST_FULL});
     if (c_first < c && !landing) b.emit(Opcode::WAIT, {kTc, ST_FULL2});
     b.emit(Opcode::WAIT, {kTc, ACC_FREE});
@@ -380,17 +492,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   {
     const Label same = b.label(), issued = b.label();
     b.branch(Opcode::BEQ, {cot.index, cur_cot.index}, same);
-    b.emit(Opcode::WAIT, {kDmaW, W_FREE});
-    b.emit(Opcode::LA, {addr.index, in_syms[1]});
-    if (w.storage_offset) b.addi(addr, addr, w.storage_offset * e);
-    b.muli(tmp, cot, tn * e), b.add(addr, addr, tmp);
-    // [tap][channel][TN] here, from [channel][tap][Cout]: a tap's [C][TN] a load.
-    b.li(n0, tn * e), b.li(n1, c), b.li(n2, 1), b.li(ds1, tn * e), b.li(ss1, taps * cout * e), b.li(ds2, 0), b.li(ss2, 0);
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      b.li(local, tap * c * tn * e), b.addi(tmp2, addr, tap * cout * e);
-      dma(Opcode::DMA_LD, w_channel, local, tmp2);
-      b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
-    }
+    if (!packed) load_weights();
     b.mov(cur_cot, cot);
     products(true);
     b.branch(Opcode::JMP, {}, issued);
@@ -398,8 +500,12 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     products(false);
     b.bind(issued);
   }
-  b.emit(Opcode::SIGNAL, {kTc, ST_FREE});
-  if (c_first < c && !landing) b.emit(Opcode::SIGNAL, {kTc, ST_FREE2});
+  if (packed) {
+    b.emit(Opcode::SIGNAL, {kTc, PK_FREE});
+  } else {
+    b.emit(Opcode::SIGNAL, {kTc, ST_FREE});
+    if (c_first < c && !landing) b.emit(Opcode::SIGNAL, {kTc, ST_FREE2});
+  }
   b.emit(Opcode::SIGNAL, {kTc, ACC_FULL});
   {  // The weights are free after the core's last tile of these output channels.
     const Label keep = b.label();
@@ -463,6 +569,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   b.li(tmp, 2 * stage_at + stage_bytes), b.sub(sslot, tmp, sslot);
   b.li(tmp, 2 * acc0 + acc_bytes), b.sub(aslot, tmp, aslot);
   b.li(tmp, 2 * out_at + out_bytes), b.sub(oslot, tmp, oslot);
+  if (packed) b.li(tmp, 2 * pack_at + pack_bytes), b.sub(pslot, tmp, pslot);
   b.addi(t, t, 1);
   b.branch(Opcode::BLT, {t.index, t_end.index}, loop);
   b.bind(done);
@@ -477,8 +584,15 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
        << "; implicit im2col: tiles of " << tn << " output channels x a band of " << r << " rows of one image, " << tiles << " tiles over " << cores
        << " cores; each band's " << (r - 1) * sy + kh << " x " << wp << " input rows of " << c << " channels in a zero-padded stage"
        << (sy * sx > 1 ? " of " + std::to_string(sy * sx) + " phases (" + (landing ? "columns split by v.trans" : "rows by the DMA") + ")" : "")
-       << (band_in_runs ? " (each channel's rows loaded as one run, placed by dma.cp)" : "") << ", " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c
-       << " by " << c << " x " << tn << "), " << r * ow << " of " << m << " positions kept; weights resident per " << tn
+       << (band_in_runs ? " (each channel's rows loaded as one run, placed by dma.cp)" : "");
+  if (packed)
+    plan << ", the taps packed by dma.cp (" << pack_copies << " copies on ch" << pack_channel << (two_packers ? " and ch" + std::to_string(pack_channels.back()) : "")
+         << ") into one tc.mm per tile (" << kept << " x " << c * taps << " by "
+         << c * taps << " x " << tn << "), " << r * ow << " of " << kept << " positions kept";
+  else
+    plan << ", " << taps << " tc.mm per tile (the stage from each tap's offset, transposed: " << m << " x " << c << " by " << c << " x " << tn << "), " << r * ow
+         << " of " << m << " positions kept";
+  plan << "; weights resident per " << tn
        << " output channels" << (vectors == 2 ? ", scaled" : "") << (vectors >= 1 ? ", plus a bias" : "") << (residual ? ", plus a residual" : "")
        << (compact_store ? "; output rows gathered by dma.cp and stored as a run per channel" : "") << "; " << local_bytes << " bytes of scratchpad\n";
   kernel.plan = plan.str();

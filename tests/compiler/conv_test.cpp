@@ -153,6 +153,52 @@ TEST_P(Conv, OneImageSpreadsOverTheCores) {
   check({1, 16, 24, 24, 16, 3, 3, 1, 1, true, true, {OpKind::RELU}});
 }
 
+// Few channels pack the taps: dma.cp gathers every tap's planes into one operand of C * KH * KW rows,
+// one tc.mm a tile (an RGB stem's 49 products of depth 3 are 2 folds of the array). The copies go to
+// two DMA channels, whole (an even number: 7 kernel rows x 2 column phases) or each in two halves of the
+// channels (an odd number: 3 kernel rows); one channel, or one input channel, takes them whole.
+TEST_P(Conv, FewChannelsPackTheTapsIntoOneProduct) {
+  const auto plan = [&](int64_t c, int64_t k, int64_t stride) {
+    const int64_t size = 28, out = (size + 2 * (k / 2) - k) / stride + 1;
+    OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, c, size, size}), t(DType::BF16, {c, k, k, 32})}, t(DType::BF16, {1, 32, out, out})};
+    op.window.padding = {k / 2, k / 2};
+    op.window.stride = {stride, stride};
+    return compiler_.compile(op)->plan;
+  };
+  const int64_t rows = sim::load_chip_config(GetParam()).core.tensor_core.rows;
+  const std::string stem = plan(3, 7, 2), wide = plan(rows, 3, 1);
+  EXPECT_NE(stem.find("the taps packed by dma.cp (14 copies on ch3 and ch1) into one tc.mm per tile"), std::string::npos) << stem;
+  EXPECT_NE(stem.find(" x 147 by 147 x 32)"), std::string::npos) << stem;
+  EXPECT_EQ(wide.find("packed"), std::string::npos) << wide;  // (a tap's product fills the array's rows)
+  check({1, 3, 30, 28, 8, 7, 7, 3, 3, true, true, {OpKind::RELU}, 0, 2, 2});
+  check({2, 5, 13, 11, 16, 3, 3, 1, 1, false, true, {}, 17});
+  check({1, 1, 9, 10, 8, 3, 3, 1, 1});
+  check({2, 3, 12, 12, 8, 3, 3, 1, 1, false, false, {}, 0, 1, 2});
+}
+
+// The same with every copy on one DMA channel: a kernel compiled for a chip of one channel (it runs on
+// the preset, whose other channels it leaves idle).
+class ConvOnOneDmaChannel : public Conv {
+ protected:
+  ConvOnOneDmaChannel() : one_channel_([] {
+    sim::ChipConfig config = sim::load_chip_config(GetParam());
+    config.core.dma.channels = 1;
+    return config;
+  }()) {}
+  Compiler& compiler() override { return one_channel_; }
+  Compiler one_channel_;
+};
+
+TEST_P(ConvOnOneDmaChannel, PacksTheTapsOnChannelZero) {
+  OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, 3, 20, 20}), t(DType::BF16, {3, 7, 7, 8})}, t(DType::BF16, {1, 8, 10, 10})};
+  op.window.padding = {3, 3};
+  op.window.stride = {2, 2};
+  const std::string plan = compiler().compile(op)->plan;
+  EXPECT_NE(plan.find("(14 copies on ch0)"), std::string::npos) << plan;
+  check({1, 3, 20, 20, 8, 7, 7, 3, 3, true, true, {OpKind::RELU}, 0, 2, 2});
+  check({2, 5, 13, 11, 16, 3, 3, 1, 1, false, true, {}, 17});
+}
+
 TEST_P(Conv, WhatItCannotDoIsSaidSo) {
   OpDesc strided{OpKind::CONV2D, {t(DType::BF16, {1, 2, 19, 19}), t(DType::BF16, {2, 3, 3, 4})}, t(DType::BF16, {1, 4, 4, 4})};
   strided.window.stride = {5, 5};
@@ -164,6 +210,7 @@ TEST_P(Conv, WhatItCannotDoIsSaidSo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, Conv, ::testing::Values("tiny", "base"), testing::preset_name);
+INSTANTIATE_TEST_SUITE_P(Presets, ConvOnOneDmaChannel, ::testing::Values("tiny", "base"), testing::preset_name);
 
 }  // namespace
 }  // namespace npu::compiler

@@ -152,13 +152,12 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   int64_t per_block = 1;
   for (int64_t k = 1; k <= groups; ++k)
     if (groups % k == 0 && k * std::max(c_g, cout_g) <= std::max<int64_t>(array_rows, std::max(c_g, cout_g))) per_block = k;
-  if (conv_lowering == "auto" && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && per_block * c_g >= 16 && (groups == 1 || c_g >= 4) &&
+  if (conv_lowering == "auto" && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && (groups == 1 || c_g >= 4) &&
       (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
-    // cannot do (padding past K - 1, a stride past 4, a band of one row that does not fit). Under 16
-    // channels (an RGB stem) a tap's product would use as few rows of the array: im2col's depth is
-    // C * KH * KW. A 1 x 1 kernel is a matmul of the input itself (stride 1) or of its gathered pixels
+    // cannot do (padding past K - 1, a stride past 4, a band of one row that does not fit; under 16
+    // channels, an RGB stem, a packed operand that does not fit). A 1 x 1 kernel is a matmul of the input itself (stride 1) or of its gathered pixels
     // (im2col): a 1 x 1 / 2 band's rows of 56 bytes bound the implicit kernel at half that speed.
     const at::Tensor rows = x.stride(3) == 1 ? x : x.contiguous(), blocks = weights_in_blocks(w, groups, per_block);
     const int64_t block_c = per_block * c_g, block_cout = per_block * cout_g;
