@@ -174,6 +174,18 @@ TEST_P(Conv, FewChannelsPackTheTapsIntoOneProduct) {
   check({2, 5, 13, 11, 16, 3, 3, 1, 1, false, true, {}, 17});
   check({1, 1, 9, 10, 8, 3, 3, 1, 1});
   check({2, 3, 12, 12, 8, 3, 3, 1, 1, false, false, {}, 0, 1, 2});
+  // On a tensor core of several arrays a packed product keeps to one, so under 16 channels the kernel
+  // declines (the bridge's im2col and matmul spread over them); 16 channels (on base) still run implicit.
+  sim::ChipConfig arrays = sim::load_chip_config(GetParam());
+  arrays.core.tensor_core.arrays = 4;
+  Compiler several(arrays);
+  const auto conv = [](int64_t c) {
+    OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, c, 28, 28}), t(DType::BF16, {c, 3, 3, 32})}, t(DType::BF16, {1, 32, 28, 28})};
+    op.window.padding = {1, 1};
+    return op;
+  };
+  EXPECT_THROW(several.compile(conv(rows / 8 - 1)), UnsupportedOp);
+  EXPECT_NE(several.compile(conv(rows / 8))->plan.find("implicit im2col"), std::string::npos);
 }
 
 // The same with every copy on one DMA channel: a kernel compiled for a chip of one channel (it runs on

@@ -153,12 +153,15 @@ at::Tensor conv_forward(const at::Tensor& x, const at::Tensor& w, const at::Tens
   for (int64_t k = 1; k <= groups; ++k)
     if (groups % k == 0 && k * std::max(c_g, cout_g) <= std::max<int64_t>(array_rows, std::max(c_g, cout_g))) per_block = k;
   if (conv_lowering == "auto" && !pointwise_kernel && g.dilation == std::array<int64_t, 2>{1, 1} && (groups == 1 || c_g >= 4) &&
-      (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)) {
+      (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) &&
+      npu::compiler::conv2d_takes_channels(per_block * c_g, Runtime::get().chip())) {
     // Implicit im2col: the tensor core's kernel forms the windows in the scratchpad (no im2col matrix
     // in DRAM), its weights as [C, KH, KW, Cout] (a transpose on the chip). It declines what it
     // cannot do (padding past K - 1, a stride past 4, a band of one row that does not fit; under 16
-    // channels, an RGB stem, a packed operand that does not fit). A 1 x 1 kernel is a matmul of the input itself (stride 1) or of its gathered pixels
-    // (im2col): a 1 x 1 / 2 band's rows of 56 bytes bound the implicit kernel at half that speed.
+    // channels, an RGB stem, a packed operand that does not fit; conv2d_takes_channels says which
+    // channel counts it may take before the weights are laid out for it). A 1 x 1 kernel is a matmul
+    // of the input itself (stride 1) or of its gathered pixels (im2col): a 1 x 1 / 2 band's rows of 56
+    // bytes bound the implicit kernel at half that speed.
     const at::Tensor rows = x.stride(3) == 1 ? x : x.contiguous(), blocks = weights_in_blocks(w, groups, per_block);
     const int64_t block_c = per_block * c_g, block_cout = per_block * cout_g;
     bool ran = true;  // (every block has the shapes of the first: all run, or the first declines)

@@ -47,6 +47,12 @@ struct CacheStats {
 // time: its caller need not make the rows dense first.
 bool reads_columns(const OpDesc& op);
 
+// Whether a 2-D convolution of `channels` input channels may run as the implicit-im2col kernel on this
+// chip (conv.cpp): under 16 channels (an eighth of the array's rows) only with its taps packed into one
+// product, and that only on a tensor core of one array. Its caller need not lay out the kernel's
+// weights where it may not.
+bool conv2d_takes_channels(int64_t channels, const sim::ChipConfig& config);
+
 class Compiler {
  public:
   explicit Compiler(sim::ChipConfig config);
