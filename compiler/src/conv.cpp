@@ -143,6 +143,11 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     int64_t tn = 0, r = 0;
     double estimate = 0;
   };
+  // Where a core has one tile, the band's runs need one buffer, not two (a tile's parity): ResNet-18's last
+  // 3 x 3 (512 channels at 7 x 7, a residual) then fits the scratchpad less the bridge's SRAM pool in
+  // bands of 7 rows, one tile a core; with two it missed by 3 KB and took bands of 1 row, 28 tiles for
+  // 4 cores, 1.5 times as long.
+  const auto run_buffers = [&](int64_t tile_count) { return tile_count > int64_t{config.num_cores} ? 2 : 1; };
   const auto choose = [&](bool pack) {
     Choice best, first;
     int64_t first_tiles = 0;
@@ -152,12 +157,13 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       for (int64_t rows = oh; rows >= 1; --rows) {
         if (oh % rows != 0) continue;
         const int64_t m = phase_rows(rows) * cols, kept = rows * cols, phases = sy * sx * c * m, positions = pack ? kept : m;
+        const int64_t tiles_ = cout / width * n * (oh / rows), per_core = ceil_div(tiles_, int64_t{config.num_cores});
         const int64_t local = align64(taps * c * width * e) + 2 * align64((phases + slack) * e) + (sx > 1 ? align64(phases * e) : 0) +
                               align64(width * kept * 4) + (residual ? align64(width * kept * e) : 0) + 2 * align64(width * kept * e) +
-                              int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) + (band_in_runs ? 2 * align64(c * band_rows(rows) * wd * e) : 0) +
+                              int64_t(vectors) * 2 * align64(cout * 4) + align64(wp * e) +
+                              (band_in_runs ? run_buffers(tiles_) * align64(c * band_rows(rows) * wd * e) : 0) +
                               (compact_store ? align64(width * rows * ow * e) : 0) + (pack ? 2 * align64(c * taps * kept * e) : 0);
         if (2 * align64(positions * width * 4) > accumulator || local > scratchpad) continue;
-        const int64_t tiles_ = cout / width * n * (oh / rows), per_core = ceil_div(tiles_, int64_t{config.num_cores});
         const double share = dram_share_total / double(std::min<int64_t>(tiles_, config.num_cores));
         // The taps' tc.mm back to back, or the one packed product.
         const double products = pack ? tensor_core_tile_cycles(config, kept, width, taps * c, taps * c) : tensor_core_tile_cycles(config, m, width, taps * c, c);
@@ -207,11 +213,11 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   const int64_t out_at = raw_at + (residual ? align64(tn * kept * e) : 0), out_bytes = align64(tn * kept * e);
   const int64_t vec_at = out_at + 2 * out_bytes;  // per vector: its raw values, then in f32
   const int64_t zero_at = vec_at + int64_t(vectors) * 2 * align64(cout * 4), rows_at = zero_at + align64(wp * e);
+  const int64_t tiles = cots * n * bands;
   const int64_t span = band_rows(r), band_bytes = band_in_runs ? align64(c * span * wd * e) : 0;
-  const int64_t compact_at = rows_at + 2 * band_bytes, pack_at = compact_at + (compact_store ? align64(tn * r * ow * e) : 0);
+  const int64_t compact_at = rows_at + run_buffers(tiles) * band_bytes, pack_at = compact_at + (compact_store ? align64(tn * r * ow * e) : 0);
   const int64_t pack_bytes = packed ? align64(c * taps * kept * e) : 0, local_bytes = pack_at + 2 * pack_bytes;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
-  const int64_t tiles = cots * n * bands;
   const unsigned cores = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(config.num_cores, tiles)));
   const unsigned store_channel = std::min<unsigned>(2, config.core.dma.channels - 1), w_channel = std::min<unsigned>(1, config.core.dma.channels - 1);
 
@@ -237,6 +243,8 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // The stage's second half of channels on a fourth DMA channel, where there is one and it does not pack.
   const unsigned second_channel = config.core.dma.channels >= 4 && !packed ? 3 : 0;
   const int64_t kPack = 1 + pack_channel, kPack2 = 1 + pack_channels.back();
+  // Weights deeper than the array's rows load and multiply in blocks of its rows of channels.
+  const int64_t channel_block = array_rows, channel_blocks = packed || c <= channel_block ? 1 : ceil_div(c, channel_block);
   const bool two_packers = packed && pack_channels.size() > 1 && pack_copies > 1;
   const int64_t c_first = second_channel == 0 ? c : (c + 1) / 2, kDma1 = 1 + second_channel;
   const int64_t f32 = int64_t(isa::DType::F32), dt = int64_t(dtype);
@@ -330,7 +338,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       // with one, ch0 loads after placing the tile between, for which it waited for the landing area,
       // freed by the vector unit after both halves of this tile.
       const Label none = b.label();
-      b.li(tmp, 2), b.emit(Opcode::REMU, {rows.index, v.index, tmp.index}), b.muli(rows, rows, band_bytes), b.addi(rows, rows, rows_at);
+      b.li(tmp, run_buffers(tiles)), b.emit(Opcode::REMU, {rows.index, v.index, tmp.index}), b.muli(rows, rows, band_bytes), b.addi(rows, rows, rows_at);
       b.muli(band_lo, band, r * sy), b.addi(band_lo, band_lo, -ph);
       b.addi(n0, band_lo, span), b.li(tmp, h), b.min(n0, n0, tmp);  // hi
       b.emit(Opcode::MAX, {band_lo.index, band_lo.index, kZero.index});
@@ -416,7 +424,19 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
       b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
       return;
     }
-    // [tap][channel][TN] here, from [channel][tap][Cout]: a tap's [C][TN] a load.
+    // [tap][channel][TN] here, from [channel][tap][Cout]. Up to the array's rows of channels, a tap's
+    // [C][TN] a load; deeper, a block of the array's rows of channels for every tap a load, which reads
+    // DRAM in its own order (a tap's rows lie taps * Cout elements apart, each a DRAM row of its own).
+    if (channel_blocks > 1) {
+      b.li(n0, tn * e), b.li(n1, taps), b.li(ds1, c * tn * e), b.li(ss1, cout * e), b.li(ds2, tn * e), b.li(ss2, taps * cout * e);
+      for (int64_t k = 0; k < channel_blocks; ++k) {
+        const int64_t c0 = k * channel_block;
+        b.li(n2, std::min(channel_block, c - c0)), b.li(local, c0 * tn * e), b.addi(tmp2, addr, c0 * taps * cout * e);
+        dma(Opcode::DMA_LD, w_channel, local, tmp2);
+        b.emit(Opcode::SIGNAL, {kDmaW, W_FULL});
+      }
+      return;
+    }
     b.li(n0, tn * e), b.li(n1, c), b.li(n2, 1), b.li(ds1, tn * e), b.li(ss1, taps * cout * e), b.li(ds2, 0), b.li(ss2, 0);
     for (int64_t tap = 0; tap < taps; ++tap) {
       b.li(local, tap * c * tn * e), b.addi(tmp2, addr, tap * cout * e);
@@ -490,14 +510,21 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
     b.emit(Opcode::WAIT, {kTc, ST_FULL});
     if (c_first < c && !landing) b.emit(Opcode::WAIT, {kTc, ST_FULL2});
     b.emit(Opcode::WAIT, {kTc, ACC_FREE});
-    b.li(vr, m), b.li(vc, tn), b.li(n0, c);
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j) {
-        const int64_t tap = i * kw + j, phase = (j % sx) * sy + i % sy;
-        if (streamed) b.emit(Opcode::WAIT, {kTc, W_FULL});
-        b.addi(addr, sslot, (phase * phase_elems + i / sy * cols + j / sx) * e), b.li(local, tap * c * tn * e);
-        b.emit(Opcode::TC_MM, {dt, 2 | (tap > 0 ? 1 : 0), aslot.index, addr.index, local.index, vr.index, vc.index, n0.index});
-      }
+    b.li(vr, m), b.li(vc, tn);
+    // Each block of channels (all of them up to the array's rows) a product per tap; the first block's
+    // products start when its weights are in.
+    for (int64_t k = 0; k < channel_blocks; ++k) {
+      const int64_t c0 = k * channel_block, depth = channel_blocks > 1 ? std::min(channel_block, c - c0) : c;
+      if (streamed && channel_blocks > 1) b.emit(Opcode::WAIT, {kTc, W_FULL});
+      b.li(n0, depth);
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t tap = i * kw + j, phase = (j % sx) * sy + i % sy;
+          if (streamed && channel_blocks == 1) b.emit(Opcode::WAIT, {kTc, W_FULL});
+          b.addi(addr, sslot, (phase * phase_elems + c0 * m + i / sy * cols + j / sx) * e), b.li(local, (tap * c + c0) * tn * e);
+          b.emit(Opcode::TC_MM, {dt, 2 | (tap > 0 || k > 0 ? 1 : 0), aslot.index, addr.index, local.index, vr.index, vc.index, n0.index});
+        }
+    }
   };
   {
     const Label same = b.label(), issued = b.label();

@@ -141,6 +141,26 @@ TEST_P(Conv, ShortRowsMoveAsARunPerChannel) {
   EXPECT_NE(tall_plan.find("loaded as one run"), std::string::npos) << tall_plan;
 }
 
+// A core of one tile loads its band's runs into one buffer, not two: ResNet-18's last 3 x 3 (512
+// channels at 7 x 7, with a residual) in base's scratchpad less the bridge's SRAM pool (a quarter) then
+// fits bands of 7 rows, a tile a core. Deeper than the array's rows, the weights load and multiply a
+// block of its rows of channels at a time.
+TEST_P(Conv, OneTileACoreLoadsItsRunsIntoOneBuffer) {
+  check({1, 300, 7, 7, 32, 3, 3, 1, 1, true, true, {OpKind::RELU}});  // 3 blocks of channels on base, 19 on tiny
+  sim::ChipConfig pooled = sim::load_chip_config(GetParam());
+  if (pooled.core.tensor_core.rows != 128) return;  // (the plan below is sized for base's 2 MiB and 128 rows)
+  pooled.core.scratchpad.size_bytes -= pooled.core.scratchpad.size_bytes / 4;
+  Compiler compiler(pooled);
+  OpDesc op{OpKind::CONV2D,
+            {t(DType::BF16, {1, 512, 7, 7}), t(DType::BF16, {512, 3, 3, 512}), t(DType::F32, {512}), t(DType::F32, {512}), t(DType::BF16, {1, 512, 7, 7})},
+            t(DType::BF16, {1, 512, 7, 7})};
+  op.residual = true;
+  op.window.padding = {1, 1};
+  const std::string plan = compiler.compile(op)->plan;
+  EXPECT_NE(plan.find("a band of 7 rows of one image, 4 tiles over 4 cores"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("loaded as one run"), std::string::npos) << plan;
+}
+
 // Where the tallest band leaves cores idle, shorter bands spread one image over the cores.
 TEST_P(Conv, OneImageSpreadsOverTheCores) {
   OpDesc op{OpKind::CONV2D, {t(DType::BF16, {1, 16, 24, 24}), t(DType::BF16, {16, 3, 3, 16})}, t(DType::BF16, {1, 16, 24, 24})};
