@@ -30,11 +30,15 @@
 //            residual, epilogue, rounding                    -> dma ch2
 //   dma ch2: TN x R runs of OW
 // Short rows would each take a bus cycle (a request): where x's rows are contiguous and at most a bus
-// cycle's bytes, ch0 loads each channel's rows of the band as one run (to rows_at, two buffers) and
+// cycle's bytes, ch0 loads each channel's rows of the band as one run (to rows_at; two buffers, one
+// where a core has a single tile) and
 // places them with dma.cp (local; the fourth channel places half the channels); where the output's are
 // contiguous and at most half a bus cycle's bytes, ch2 gathers the tile's rows with dma.cp into
 // `compact` [TN][R * OW] and stores a run per channel.
 // The next tile's stage is zeroed and loaded while this one's products run.
+// Weights deeper than the array's rows load, and their products run, a block of its rows of channels
+// at a time. Packed taps (few channels, below): dma ch3 and ch1 gather every tap's planes into one
+// [C * KH * KW x positions] operand, and a tile is one tc.mm of that depth.
 #include "conv.h"
 
 #include <algorithm>
@@ -231,7 +235,7 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // (With a landing area, LOAD_* pass it between the DMAs and the vector unit and ST_FREE/ST_FULL the stage
   // slots between the vector unit and the tensor core (ST_*2 are free for the first); without, ST_* pass the
   // slots between the DMAs and the tensor core. ROWS_FULL: a band's rows loaded in runs, for the fourth
-  // channel to place its half. 16 of the 32 semaphores.)
+  // channel to place its half. With the four below, 20 of the 32 semaphores.)
   // (PK_FREE, PK_FULL: the packed operand's two slots, between the packing channels and the tensor core;
   // PK_GO, PK_DONE: the first packing channel starts the second and waits for it.)
   enum : int64_t { ST_FREE, ST_FREE2, ST_FULL, ST_FULL2, W_FREE, W_FULL, ACC_FREE, ACC_FULL, RES_FREE, RES_FULL, OUT_FREE, OUT_FULL, PARAMS_FULL, LD_FREE2, LD_FULL2, ROWS_FULL,
