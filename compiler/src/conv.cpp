@@ -54,11 +54,19 @@ namespace npu::compiler {
 
 using isa::Opcode;
 
+namespace {
+
+// Under an eighth of the array's rows (16 on a 128-row array): a tap's product would be that shallow,
+// so the kernel only packs the taps.
+bool few_channels(int64_t channels, const sim::ChipConfig& config) { return channels * 8 < int64_t(config.core.tensor_core.rows); }
+
+}  // namespace
+
 bool conv2d_takes_channels(int64_t channels, const sim::ChipConfig& config) {
   // (With several arrays a packed product of TN <= 128 output channels keeps to one of them, where
   // im2col's matmul, the positions its columns, spreads over all: tpu_v4, 3 -> 32 channels at 512 x 512,
   // 136 k cycles packed, 91 k through im2col.)
-  return channels * 8 >= int64_t(config.core.tensor_core.rows) || config.core.tensor_core.arrays <= 1;
+  return !few_channels(channels, config) || config.core.tensor_core.arrays <= 1;
 }
 
 Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
@@ -198,13 +206,13 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
   // Packed where the taps' products would fill at most half the array's rows and packing is the faster
   // by the estimates by 10% or more; under 16 channels only packed, where the chip takes them at all.
   if (!conv2d_takes_channels(c, config)) throw UnsupportedOp(name + ": under 16 channels only on a tensor core of one array");
-  const bool few_channels = c * 8 < array_rows;
-  const Choice plain = few_channels ? Choice{} : choose(false);
+  const bool shallow = few_channels(c, config);
+  const Choice plain = shallow ? Choice{} : choose(false);
   const Choice packed_choice = taps > 1 && 2 * c <= array_rows ? choose(true) : Choice{};
   const bool packed = packed_choice.r != 0 && (plain.r == 0 || packed_choice.estimate < plain.estimate * 0.9);
   if (!packed && plain.r == 0)
-    throw UnsupportedOp(name + (few_channels ? ": under 16 channels only with packed taps, whose operand does not fit"
-                                             : ": the weights of 32 output channels and a band of one row do not fit the scratchpad"));
+    throw UnsupportedOp(name + (shallow ? ": under 16 channels only with packed taps, whose operand does not fit"
+                                        : ": the weights of 32 output channels and a band of one row do not fit the scratchpad"));
   const int64_t tn = packed ? packed_choice.tn : plain.tn, r = packed ? packed_choice.r : plain.r;
   const int64_t rows_p = phase_rows(r), m = rows_p * cols, kept = r * cols, bands = oh / r, cots = cout / tn;
   const int64_t phase_elems = c * m, phases_elems = sy * sx * phase_elems;  // a phase's planes (one per channel); all of them
