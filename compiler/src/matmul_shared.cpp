@@ -80,6 +80,12 @@ struct SharedPlan {
   // Panels held at once: two where they fit, so that the next row's panel loads while this row's
   // products run (with one, each row's first K step waits for its panel's load).
   int64_t panel_slots = 1;
+  // Streamed or shared A: the depth of its ring of tiles. Three where they fit: a step's load (and, shared,
+  // its sends) then has two steps' products to arrive in, and a late one costs less.
+  int64_t a_slots = 2;
+  // Output slots (of Q tiles each): two, or one where that makes room for the deeper rings. With one, a
+  // round's epilogue waits for the last round's stores, which had its K steps' time to finish.
+  int64_t out_sets = 2;
   double cycles = 0, dram_bytes = 0;
   int64_t steps = 0;  // K steps per core (rounds of rows x rounds of columns x K steps)
   // The columns of tiles a round takes are tile_spread apart (see column_spread); column_rounds per row
@@ -252,15 +258,19 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
           if (!panel && !a_shared && k_steps < 2 && op.schedule != MatmulSchedule::SharedBStreamedA) continue;  // (one K step: the panel is one tile)
           if (panel && op.schedule == MatmulSchedule::SharedBStreamedA) continue;
           const int64_t part = align64(tk * tn * e) + (bias ? align64(tn * e) : 0), ones = bias ? align64(tm * e) : 0;
-          const auto local = [&](int64_t slots, int64_t panels) {
-            return (panel ? panels * k_steps : 2) * align64(tm * tk * e) + slots * q * part + 2 * q * align64(tm * tn * eo) + (alpha_const || bias ? 64 : 0) +
-                   ones;
+          const auto local = [&](int64_t slots, int64_t panels, int64_t a_ring, int64_t outs) {
+            return (panel ? panels * k_steps : a_ring) * align64(tm * tk * e) + slots * q * part + outs * q * align64(tm * tn * eo) +
+                   (alpha_const || bias ? 64 : 0) + ones;
           };
           // Three B slots where they fit (a step's loads and sends overlap two steps' products), else two;
-          // then two panels where they fit.
-          const int64_t b_slots = local(3, 1) <= scratchpad ? 3 : 2;
-          if (local(b_slots, 1) > scratchpad) continue;
-          const int64_t panel_slots = panel && local(b_slots, 2) <= scratchpad ? 2 : 1;
+          // then two panels where they fit. A streamed or shared: a ring of three A tiles where it fits, with
+          // one output slot if need be where a round has at least three K steps to store the last one's tiles in.
+          const int64_t b_slots = local(3, 1, 2, 2) <= scratchpad ? 3 : 2;
+          if (local(b_slots, 1, 2, 2) > scratchpad) continue;
+          const int64_t panel_slots = panel && local(b_slots, 2, 2, 2) <= scratchpad ? 2 : 1;
+          int64_t a_slots = 2, out_sets = 2;
+          if (!panel && local(b_slots, 1, 3, 2) <= scratchpad) a_slots = 3;
+          else if (!panel && k_steps >= 3 && local(b_slots, 1, 3, 1) <= scratchpad) a_slots = 3, out_sets = 1;
           const int64_t rows = mm.batch * ceil_div(mm.m, tm), n_tiles = ceil_div(mm.n, tn);
           const int64_t tile_spread = column_spread(mm, config, q, tn), all_column_rounds = ceil_div(n_tiles, q * tile_spread) * tile_spread;
           // Per core: rounds of rows (the busiest group's; shared A: every group takes all rows), and
@@ -294,7 +304,8 @@ SharedPlan plan_shared(const OpDesc& op, const MatmulShape& mm, const sim::ChipC
                                         a_shared ? a_bytes / config.num_cores * double(groups - 1) / link : 0.0);
           const double cycles = std::max({dram, noc, sends, fill + compute + panel_waits}) + drain;
           candidates.push_back(
-              {q_size, tm, tn, tk, b_slots, panel, panel_slots, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds, a_shared});
+              {q_size, tm, tn, tk, b_slots, panel, panel_slots, a_slots, out_sets, cycles, bytes, rounds * column_rounds * k_steps, tile_spread, column_rounds,
+               a_shared});
         }
       }
   // Every K step synchronizes the group (a member's products wait for every member's part, and its
@@ -321,7 +332,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t tm = plan.tm, tn = plan.tn, tk = plan.tk, k = mm.k, m = mm.m, n = mm.n;
   const int64_t e = mm.a.esize, eo = mm.c.esize;
   const int64_t k_steps = ceil_div(k, tk), m_tiles = ceil_div(m, tm), rows = mm.batch * m_tiles;
-  // Local memory: the A panels (panel_slots of k_steps tiles), b_slots B slots of Q parts, two output slots of Q tiles, alpha.
+  // Local memory: the A panels (panel_slots of k_steps tiles) or ring (a_slots tiles), b_slots B slots of Q parts, out_sets output
+  // slots of Q tiles, alpha.
   // A B part: the tile, then (with a bias, on the last K step) the bias row of its column at bias_off.
   const bool bias = has_bias(op, mm);
   const int64_t bias_off = align64(tk * tn * e);
@@ -330,7 +342,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const int64_t b_slots = plan.b_slots;
   const bool panel = plan.panel;
   const int64_t panel_bytes = k_steps * a_bytes;
-  const int64_t a0 = 0, b0 = a0 + (panel ? plan.panel_slots * panel_bytes : 2 * a_bytes), o0 = b0 + b_slots * q_size * b_bytes, alpha_at = o0 + 2 * q_size * o_bytes, ones_at = alpha_at + 64;
+  const int64_t a0 = 0, b0 = a0 + (panel ? plan.panel_slots * panel_bytes : plan.a_slots * a_bytes), o0 = b0 + b_slots * q_size * b_bytes,
+                alpha_at = o0 + plan.out_sets * q_size * o_bytes, ones_at = alpha_at + 64;
   const int64_t acc0 = static_cast<int64_t>(isa::kAccumulatorBase);
   // Semaphores: FULL[p] = p, CREDIT[p] = Q + p (ours, CREDIT[q], is MINE_FREE); where A is shared,
   // A_FULL[h] = 2Q + h and A_CREDIT[h] = 2Q + G + h for the cores of our A set (in group h; ours,
@@ -384,8 +397,8 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   const uint16_t bias_sym = bias ? pb.input("in2", mm.bias.dtype, {uint64_t(std::max<int64_t>(op.inputs[2].storage_extent(), 1))}) : 0;
 
   for (int64_t slot = 0; slot < b_slots; ++slot) pb.emit(Opcode::SIGNAL, {kCtl, mine_free}), pb.emit(Opcode::SIGNAL, {kCtl, sent});
-  for (const int64_t s : {out_free, out_free}) pb.emit(Opcode::SIGNAL, {kCtl, s});
-  for (int64_t slot = 0; slot < (panel ? plan.panel_slots : 2); ++slot) pb.emit(Opcode::SIGNAL, {kCtl, a_shared ? a_credit(g) : a_free});  // (streamed: a ring of two A tiles)
+  for (int64_t set = 0; set < plan.out_sets; ++set) pb.emit(Opcode::SIGNAL, {kCtl, out_free});
+  for (int64_t slot = 0; slot < (panel ? plan.panel_slots : plan.a_slots); ++slot) pb.emit(Opcode::SIGNAL, {kCtl, a_shared ? a_credit(g) : a_free});
   for (int64_t p = 0; p < q_size; ++p) pb.emit(Opcode::SIGNAL, {kCtl, acc_free});  // (one per accumulator tile)
   // The order in which the tensor core works on the tiles (the vector unit reads them out in the same).
   std::vector<int64_t> tile_order;
@@ -627,7 +640,13 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
   pb.addi(bslot, bslot, 1), pb.li(tmp, b_slots), pb.emit(Opcode::REMU, {bslot.index, bslot.index, tmp.index});
   pb.li(tmp, tk * mm.b.row_stride * e), pb.add(b_src, b_src, tmp);
   if (panel) pb.addi(apanel, apanel, a_bytes);
-  else pb.li(tmp, 2 * a0 + a_bytes), pb.sub(apanel, tmp, apanel);  // the other slot of the ring
+  else {  // the next slot of the ring
+    const Label in_ring = pb.label();
+    pb.addi(apanel, apanel, a_bytes), pb.li(tmp, a0 + plan.a_slots * a_bytes);
+    pb.branch(Opcode::BLT, {apanel.index, tmp.index}, in_ring);
+    pb.li(apanel, a0);
+    pb.bind(in_ring);
+  }
   pb.li(tmp, tk), pb.sub(k_left, k_left, tmp);
   pb.branch(Opcode::BLT, {kZero.index, k_left.index}, k_loop);
   pb.emit(Opcode::SIGNAL, {kTc, acc_full});
@@ -662,7 +681,7 @@ isa::Program member_program(const OpDesc& op, const MatmulShape& mm, const sim::
     emit_dma(pb, Opcode::DMA_ST, ch_c, l0, l1, shape);
   }
   pb.emit(Opcode::SIGNAL, {engine_of(ch_c), out_free});
-  pb.emit(Opcode::XORI, {oslot.index, oslot.index, 1});
+  if (plan.out_sets == 2) pb.emit(Opcode::XORI, {oslot.index, oslot.index, 1});
   pb.addi(round, round, 1);
   pb.li(tmp, column_rounds);
   pb.branch(Opcode::BLT, {round.index, tmp.index}, column_loop);
@@ -719,7 +738,8 @@ std::optional<Kernel> lower_matmul_shared(const OpDesc& op, const MatmulShape& m
        << (plan.a_shared ? "; A shared over the NoC too, by the " + std::to_string(config.num_cores / plan.group) +
                                " cores of each member index (each loads its part of a tile of A per K step and sends it to the others); the groups split the columns"
            : plan.panel ? (plan.panel_slots == 2 ? "; A panel resident (two: the next row's loads during this one's products)" : "; A panel resident") : "; A streamed (a tile per K step of each round)")
-       << "; A " << layout(mm.a) << ", B "
+       << (plan.panel ? std::string() : "; a ring of " + std::to_string(plan.a_slots) + " A tiles")
+       << (plan.out_sets == 1 ? "; one output slot" : "") << "; A " << layout(mm.a) << ", B "
        << layout(mm.b) << (has_bias(op, mm) ? ", with bias (ones @ the bias row on the tensor core)" : "") << "; estimate " << int64_t(plan.cycles) << " cycles against " << int64_t(tiled_cycles) << " for tiles of its own per core";
   if (op.alpha != 1.0) text << ", alpha " << op.alpha;
   for (const OpKind step : op.epilogue) text << ", then " << op_name(step);

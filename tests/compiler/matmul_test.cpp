@@ -487,7 +487,7 @@ TEST_P(Matmul, BSharedOverTheNoCByTheCoresOfAGroup) {
   // The last column of tiles partial, the last row of tiles partial and K a single short step.
   // (Rounds whose tiles are half a DRAM interleave block wide: MatmulOnLpddr below.)
   for (const OpDesc& partial : {shared(mm(dt, 1024, 600, 256)), shared(mm(dt, 2000, 600, 100))}) check(partial, 10);
-  // A streamed a tile per K step (a ring of two) instead of resident as a panel: K partial in its
+  // A streamed a tile per K step (a ring of three) instead of resident as a panel: K partial in its
   // last step, members without a row, B transposed with a bias row, a single K step.
   const auto streamed = [&](OpDesc op) {
     op.schedule = MatmulSchedule::SharedBStreamedA;
@@ -555,6 +555,32 @@ TEST_P(Matmul, WhatItCannotDoIsSaidSo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, Matmul, ::testing::Values("tiny", "base"), testing::preset_name);
+
+// A streamed in a ring of three tiles, with one output slot where a scratchpad of 768 KiB has no room
+// for two next to the three A tiles and three B slots (a compiler for that chip; the kernel runs on
+// base): K partial in its last step, the last column of tiles partial, a member without a row (the second).
+class MatmulInLessScratchpad : public Matmul {
+ protected:
+  MatmulInLessScratchpad() : small_([] {
+    sim::ChipConfig config = sim::load_chip_config(GetParam());
+    config.core.scratchpad.size_bytes = 768 * 1024;
+    return config;
+  }()) {}
+  Compiler& compiler() override { return small_; }
+  Compiler small_;
+};
+
+TEST_P(MatmulInLessScratchpad, ARingOfThreeTilesAndOneOutputSlot) {
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1000, 500, 900}, {700, 600, 1100}}) {
+    OpDesc op = mm(DType::BF16, m, n, k);
+    op.schedule = MatmulSchedule::SharedBStreamedA;
+    const std::string plan = compiler().compile(op)->plan;
+    EXPECT_NE(plan.find("A streamed (a tile per K step of each round); a ring of 3 A tiles; one output slot"), std::string::npos) << plan;
+    check(op, 31);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Base, MatmulInLessScratchpad, ::testing::Values("base"), testing::preset_name);
 
 // On large (16 cores on a 4 x 4 mesh) B is shared by four groups of four, each over its own rows (in
 // the first shape every group has members without a row): every output tile comes once, with its
