@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -29,11 +30,16 @@ class BankTimeline {
     return start;
   }
 
-  // Reserves [start, start + duration), which must be free (first_free).
+  // Reserves [start, start + duration), which must be free (first_free). A reservation that touches
+  // a live one joins it: a gap of no cycles holds no access, so the answers stay the same, and a
+  // link or bank kept busy by back-to-back requests is one interval, not one per request.
   void reserve(uint64_t start, uint64_t duration) {
     if (duration == 0) return;
-    if (live_ == busy_.size() || busy_.back().first <= start) {  // usually the latest
+    if (live_ == busy_.size()) {
       busy_.emplace_back(start, start + duration);
+    } else if (busy_.back().first <= start) {  // usually the latest
+      if (busy_.back().second == start) busy_.back().second = start + duration;
+      else busy_.emplace_back(start, start + duration);
     } else {
       insert(start, start + duration);
     }
@@ -54,11 +60,22 @@ class BankTimeline {
     prune_at_ = std::max<size_t>(kPruneAt, 2 * (busy_.size() - live_));
   }
 
-  // A reservation before some made ahead of it: after the last one that starts by `from`.
+  // A reservation before some made ahead of it: after the last one that starts by `from` (joined to
+  // the live ones it touches).
   void insert(uint64_t from, uint64_t to) {
-    const auto at = std::partition_point(busy_.begin() + static_cast<std::ptrdiff_t>(live_), busy_.end(),
-                                         [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.first <= from; });
-    busy_.insert(at, {from, to});
+    const auto live = busy_.begin() + static_cast<std::ptrdiff_t>(live_);
+    const auto at = std::partition_point(live, busy_.end(), [&](const std::pair<uint64_t, uint64_t>& interval) { return interval.first <= from; });
+    const bool joins_before = at != live && std::prev(at)->second == from, joins_after = at != busy_.end() && at->first == to;
+    if (joins_before && joins_after) {
+      std::prev(at)->second = at->second;
+      busy_.erase(at);
+    } else if (joins_before) {
+      std::prev(at)->second = to;
+    } else if (joins_after) {
+      at->first = from;
+    } else {
+      busy_.insert(at, {from, to});
+    }
   }
 
   // The index of the first live interval that ends after `cycle` (busy_.size() if none): a binary

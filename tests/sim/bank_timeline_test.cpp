@@ -36,6 +36,26 @@ TEST(BankTimeline, PruningForgetsOnlyWhatEndedByNow) {
   EXPECT_EQ(bank.first_free(392, 1), 395u);
 }
 
+// Back-to-back reservations, in order and out of it, join into one interval: a link kept busy by a
+// stream of requests is not a list of one interval per request (to prune and to search).
+TEST(BankTimeline, ReservationsThatTouchJoin) {
+  BankTimeline bank;
+  for (uint64_t i = 0; i < 100; ++i) bank.reserve(1000 + 4 * i, 4);  // [1000, 1400)
+  EXPECT_FALSE(bank.crowded());
+  EXPECT_EQ(bank.busy_.size(), 1u);
+  bank.reserve(990, 4);   // before it, 6 cycles apart: its own
+  bank.reserve(994, 6);   // fills the gap: the three are one
+  bank.reserve(1500, 5);  // after it
+  bank.reserve(1495, 5);  // touches only the one after it
+  ASSERT_EQ(bank.busy_.size(), 2u);
+  EXPECT_EQ(bank.busy_[0], std::make_pair(uint64_t{990}, uint64_t{1400}));
+  EXPECT_EQ(bank.busy_[1], std::make_pair(uint64_t{1495}, uint64_t{1505}));
+  EXPECT_EQ(bank.first_free(985, 5), 985u);
+  EXPECT_EQ(bank.first_free(985, 6), 1400u);
+  EXPECT_EQ(bank.first_free(1400, 95), 1400u);
+  EXPECT_EQ(bank.first_free(1400, 96), 1505u);
+}
+
 // Against the definition, on random reservations: the first start at or after
 // `ready` whose `duration` cycles overlap no reservation.
 TEST(BankTimeline, FindsTheFirstGapThatHoldsTheAccessAsABruteForceSearchDoes) {
