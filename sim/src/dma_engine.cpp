@@ -243,6 +243,12 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
     hand_over_stores();  // (what a transfer that ended early, at a fault or a reset, left)
     return outcome;
   }
+  if (config.timing != DmaTiming::PerRequest && safe && op == isa::Opcode::DMA_SEND) {
+    const Outcome outcome = send_in_steps(*rows, src, dst, remote_core, n0, start);
+    if (outcome.fault || !context_.wait_until(outcome.end_cycle, timer_)) return outcome;
+    directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
+    return outcome;
+  }
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;
   const Divider request_bytes(config.request_bytes);

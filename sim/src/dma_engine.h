@@ -113,6 +113,10 @@ class DmaEngine : public Engine {
     uint64_t link_cycles = 0, sram_cycles = 0;
   };
 
+  // DmaTiming::PerStep and PerWindow for dma.send (dma_sends.cpp): this core's scratchpad at `src` to
+  // `remote_core`'s at `dst`, every row inside them (checked), a step (or window) of requests at a time.
+  Outcome send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start);
+
   // DmaTiming::PerWindow (dma_windows.cpp): the same transfers as per step, cut into requests as the
   // per-request model cuts them, timed a window of max_outstanding_requests requests at a time, each
   // DRAM channel's share of a window in closed form.
