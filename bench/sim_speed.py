@@ -8,12 +8,13 @@ mode at most 3x the host matmul's time. That GEMM (examples/gemm.s) is bound by 
 tensor cores about 11% busy, which flatters cycles per second; so the run also times the compiler's
 own GEMM (--compiled-size, 4096^3 bf16 through torch.compile on the npu device, timing-only, about
 80% of the peak MACs on base), per DMA timing model, against issue 35's target for the reference
-model: >= 20 M simulated cycles/s on a GEMM that keeps the tensor cores at least 80% busy. Each kernel runs with DMA timed per request (the reference
-model), per step and per window (--dma-timing step|window, docs/chip.md "DMA timing"), with the
-ratio of their cycles to the reference's. Each simulation is timed as the best of five runs of
-npu-sim, or of more, up to 25, while they take under a second in all (best_seconds); "sim s" takes
-away the process's start-up (npu-sim running a program that halts at once, timed the same way:
-loading libraries and the config, building the chip), so that the rate is the simulation's own.
+model: >= 20 M simulated cycles/s on a GEMM that keeps the tensor cores at least 80% busy.
+Each kernel runs with DMA timed per request (the reference model), per step and per window
+(--dma-timing step|window, docs/chip.md "DMA timing"), with the ratio of their cycles to the
+reference's. Each simulation is timed as the best of five runs of npu-sim, or of more, up to 25,
+while they take under a second in all (best_seconds); "sim s" takes away the process's start-up
+(npu-sim running a program that halts at once, timed the same way: loading libraries and the
+config, building the chip), so that the rate is the simulation's own.
 Each reference is timed the same way after a warm-up, or is the warm-up alone where that takes more
 than 10 s (bf16 on a host without bf16 instructions).
 
