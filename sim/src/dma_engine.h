@@ -114,7 +114,8 @@ class DmaEngine : public Engine {
   };
 
   // DmaTiming::PerStep and PerWindow for dma.send (dma_sends.cpp): this core's scratchpad at `src` to
-  // `remote_core`'s at `dst`, every row inside them (checked), a step (or window) of requests at a time.
+  // `remote_core`'s at `dst`, every row inside them (checked); the banks at both ends a step of requests
+  // at a time, the links a request at a time.
   Outcome send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start);
 
   // DmaTiming::PerWindow (dma_windows.cpp): the same transfers as per step, cut into requests as the
