@@ -6,7 +6,8 @@
 // transfers interleave on the links and channels they share. Each request is
 // timed through the NoC and the memories' TLM sockets; with DmaTiming::PerStep,
 // a transfer between DRAM and the scratchpad is timed a step at a time instead
-// (dma_steps.cpp), with DmaTiming::PerWindow a window at a time (dma_windows.cpp).
+// (dma_steps.cpp), with DmaTiming::PerWindow a window at a time (dma_windows.cpp);
+// under either, a core-to-core send's banks are timed a step at a time (dma_sends.cpp).
 #pragma once
 
 #include <tlm>
