@@ -643,7 +643,8 @@ Kernel lower_conv2d(const OpDesc& op, const sim::ChipConfig& config) {
          << " of " << m << " positions kept";
   plan << "; weights resident per " << tn
        << " output channels" << (vectors == 2 ? ", scaled" : "") << (vectors >= 1 ? ", plus a bias" : "") << (residual ? ", plus a residual" : "")
-       << (compact_store ? "; output rows gathered by dma.cp and stored as a run per channel" : "") << "; " << local_bytes << " bytes of scratchpad\n";
+       << (compact_store ? "; output rows gathered by dma.cp and stored as a run per channel" : "") << "; " << local_bytes << " bytes of scratchpad"
+       << "; estimate " << int64_t(packed ? packed_choice.estimate : plain.estimate) << " cycles\n";
   kernel.plan = plan.str();
   return kernel;
 }

@@ -289,14 +289,14 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
         }
       }
   if (tm == 0) throw UnsupportedOp("matmul tile does not fit this chip's memories");
+  // The estimate plus the last store, which nothing overlaps: against the other schedule's, and in the plan.
+  const double estimate_cycles = best + double(tm * tn * eo) / (dram_bytes_per_cycle / config.num_cores);
   {
-    // Against the other schedule's estimate plus its last store, which nothing overlaps.
-    const double last_store = double(tm * tn * eo) / (dram_bytes_per_cycle / config.num_cores);
     MatmulShape shape{m, n, k, batch, am, bm, cm, integer, split, false, {}};
     if (vectors.size() == 1 && vectors[0].role == Role::Bias && vectors[0].mode == BiasMode::Row && vectors[0].mx.dtype == dtype &&
         vectors[0].mx.batch_stride == 0 && vectors[0].mx.batch_inner == 0)
       shape.bias_row = true, shape.bias = vectors[0].mx;
-    if (auto shared = lower_matmul_shared(op, shape, config, best + last_store)) return *shared;
+    if (auto shared = lower_matmul_shared(op, shape, config, estimate_cycles)) return *shared;
   }
   // Enough tiles for every core: split the larger output tile side while there are fewer tiles than cores.
   const auto tile_count = [&] { return batch * ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
@@ -670,6 +670,7 @@ Kernel lower_matmul(const OpDesc& op, const sim::ChipConfig& config) {
     plan << "; A panel resident (" << tm << " x " << k << ", loaded once per row of " << row_tiles << " tiles"
          << (a_over_batch ? ": its columns of every batch element" : "") << ")";
   if (!default_starts) plan << "; each core starts its part of a row at the column on the DRAM channels the cores before it use least";
+  plan << "; estimate " << int64_t(estimate_cycles) << " cycles";
   if (op.alpha != 1.0) plan << ", alpha " << op.alpha;
   if (op.beta != 1.0) plan << ", beta " << op.beta;
   for (const OpKind step : op.epilogue) plan << ", then " << op_name(step);
