@@ -243,12 +243,8 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
     hand_over_stores();  // (what a transfer that ended early, at a fault or a reset, left)
     return outcome;
   }
-  if (config.timing != DmaTiming::PerRequest && safe && op == isa::Opcode::DMA_SEND) {
-    const Outcome outcome = send_in_steps(*rows, src, dst, remote_core, n0, start);
-    if (outcome.fault || !context_.wait_until(outcome.end_cycle, timer_)) return outcome;
-    directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
-    return outcome;
-  }
+  if (config.timing != DmaTiming::PerRequest && safe && op == isa::Opcode::DMA_SEND)
+    return send_in_steps(*rows, src, dst, remote_core, n0, start, command);
   std::vector<uint64_t> in_flight(config.max_outstanding_requests, 0);  // completion cycles, a ring
   size_t slot = 0;
   const Divider request_bytes(config.request_bytes);
@@ -284,11 +280,12 @@ DmaEngine::Outcome DmaEngine::execute(const Command& command, uint64_t start) {
   }
   add_request_stalls(requests);
 
-  if (op == isa::Opcode::DMA_SEND) {
-    if (!context_.wait_until(end, timer_)) return {end, std::nullopt, {}};
-    directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
-  }
+  if (op == isa::Opcode::DMA_SEND) raise_at_receiver(command, remote_core, end);
   return {end, std::nullopt, {}};
+}
+
+void DmaEngine::raise_at_receiver(const Command& command, unsigned remote_core, uint64_t end) {
+  if (context_.wait_until(end, timer_)) directory_.semaphores[remote_core]->signal(static_cast<unsigned>(operand(command, "sem")), true);
 }
 
 }  // namespace npu::sim

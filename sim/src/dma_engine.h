@@ -117,7 +117,10 @@ class DmaEngine : public Engine {
   // DmaTiming::PerStep and PerWindow for dma.send (dma_sends.cpp): this core's scratchpad at `src` to
   // `remote_core`'s at `dst`, every row inside them (checked); the banks at both ends a step of requests
   // at a time, the links a request at a time.
-  Outcome send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start);
+  // It raises the send's semaphore at `remote_core` when done, as the per-request model does.
+  Outcome send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start, const Command& command);
+  // A dma.send's end: waits for `end`, then raises its semaphore at `remote_core` (not after a reset).
+  void raise_at_receiver(const Command& command, unsigned remote_core, uint64_t end);
 
   // DmaTiming::PerWindow (dma_windows.cpp): the same transfers as per step, cut into requests as the
   // per-request model cuts them, timed a window of max_outstanding_requests requests at a time, each

@@ -25,7 +25,8 @@
 
 namespace npu::sim {
 
-DmaEngine::Outcome DmaEngine::send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start) {
+DmaEngine::Outcome DmaEngine::send_in_steps(DmaRows& rows, uint64_t src, uint64_t dst, unsigned remote_core, uint64_t n0, uint64_t start,
+                                             const Command& command) {
   const DmaConfig& config = context_.config.core.dma;
   const Divider request_bytes(config.request_bytes);
   Noc& mesh = *directory_.noc;
@@ -88,6 +89,7 @@ DmaEngine::Outcome DmaEngine::send_in_steps(DmaRows& rows, uint64_t src, uint64_
   }
   if (step.requests > 0 && !finish_step()) return {end, std::nullopt, {}};
   add_request_stalls(requests);
+  raise_at_receiver(command, remote_core, end);
   return {end, std::nullopt, {}};
 }
 
