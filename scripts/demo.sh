@@ -55,7 +55,7 @@ echo "-- where its time went, from the trace alone (npu-trace; docs/analysts.md)
 .venv/bin/npu-trace critical-path "$OUT/resnet18.pftrace" | tail -n 4
 
 echo
-echo "== 1e. A Llama's decode step as a package: npu-run generates its tokens with no Python =="
+echo "== 1e. A Llama's prefill and decode steps as a package: npu-run generates its tokens with no Python =="
 .venv/bin/python examples/torch/llama_package.py --out "$OUT/llama"
 
 echo

@@ -13,9 +13,10 @@
 namespace npu::deploy {
 namespace {
 
-// Version 2: a header with a checksum before the protobuf (version 1 had none: 1 in 100 flipped bytes changed
-// a package's outputs silently).
-constexpr uint32_t kFormatVersion = 2;
+// Version 3: methods (version 2 had one: inputs, outputs and steps of the package). Version 2: a header with
+// a checksum before the protobuf (version 1 had none: 1 in 100 flipped bytes changed a package's outputs
+// silently).
+constexpr uint32_t kFormatVersion = 3;
 // The file: magic (8 bytes), format version (u32), CRC-32 of the payload (u32), payload length (u64), all
 // little-endian, then the payload (proto::Package).
 constexpr char kMagic[8] = {'N', 'P', 'U', 'P', 'K', 'G', 0, 0};
@@ -57,14 +58,10 @@ void to_proto(const TensorSpec& spec, proto::TensorSpec* p) {
   p->set_buffer(spec.buffer);
 }
 
-// Everything a runner relies on, checked once: indices in range, views inside their buffers.
-void validate(const proto::Package& p) {
-  if (p.format_version() != kFormatVersion)
-    throw PackageError("package: format version " + std::to_string(p.format_version()) + ", this build reads " + std::to_string(kFormatVersion));
-  const auto check_buffer = [&](uint32_t b, const std::string& what) {
-    if (b >= uint32_t(p.buffers_size())) throw PackageError("package: " + what + " names buffer " + std::to_string(b) + ", which does not exist");
-  };
-  for (const auto* list : {&p.inputs(), &p.outputs()})
+// One method's signature and steps (validate).
+template <typename CheckBuffer>
+void validate_method(const proto::Package& p, const proto::Method& m, const CheckBuffer& check_buffer) {
+  for (const auto* list : {&m.inputs(), &m.outputs()})
     for (const proto::TensorSpec& t : *list) {
       const TensorSpec spec = from_proto(t);
       const std::string what = "tensor '" + spec.name + "'";
@@ -86,9 +83,9 @@ void validate(const proto::Package& p) {
     }
   // An output's dtype is the one its last writer wrote: a relabelled dtype would read the bytes as another type.
   std::map<uint32_t, std::optional<isa::Program>> parsed;  // programs parsed on demand
-  for (const proto::TensorSpec& t : p.outputs()) {
-    for (int step = p.steps_size() - 1; step >= 0; --step) {
-      const proto::Step& s = p.steps(step);
+  for (const proto::TensorSpec& t : m.outputs()) {
+    for (int step = m.steps_size() - 1; step >= 0; --step) {
+      const proto::Step& s = m.steps(step);
       if (s.has_upload() && s.upload().buffer() == t.buffer()) break;
       if (!s.has_launch() || s.launch().program() >= uint32_t(p.programs_size())) continue;
       const proto::Binding* writer = nullptr;
@@ -110,12 +107,7 @@ void validate(const proto::Package& p) {
       break;
     }
   }
-  for (const proto::Constant& c : p.constants()) {
-    check_buffer(c.buffer(), "a constant");
-    if (c.data().size() > p.buffers(int(c.buffer())).size_bytes()) throw PackageError("package: a constant is larger than its buffer");
-  }
-  for (const uint32_t b : p.state_buffers()) check_buffer(b, "the state");
-  for (const proto::Step& s : p.steps()) {
+  for (const proto::Step& s : m.steps()) {
     if (s.has_launch()) {
       if (s.launch().program() >= uint32_t(p.programs_size())) throw PackageError("package: a launch names a program that does not exist");
       for (const proto::Binding& b : s.launch().bindings()) check_buffer(b.buffer(), "a launch of " + s.launch().op());
@@ -128,6 +120,27 @@ void validate(const proto::Package& p) {
       throw PackageError("package: a step that is neither a launch nor an upload");
     }
   }
+}
+
+// Everything a runner relies on, checked once: indices in range, views inside their buffers.
+void validate(const proto::Package& p) {
+  if (p.format_version() != kFormatVersion)
+    throw PackageError("package: format version " + std::to_string(p.format_version()) + ", this build reads " + std::to_string(kFormatVersion));
+  const auto check_buffer = [&](uint32_t b, const std::string& what) {
+    if (b >= uint32_t(p.buffers_size())) throw PackageError("package: " + what + " names buffer " + std::to_string(b) + ", which does not exist");
+  };
+  if (p.methods_size() == 0) throw PackageError("package: no methods");
+  for (const proto::Method& m : p.methods()) {
+    if (m.name().empty()) throw PackageError("package: a method without a name");
+    if (std::count_if(p.methods().begin(), p.methods().end(), [&](const proto::Method& o) { return o.name() == m.name(); }) > 1)
+      throw PackageError("package: two methods named '" + m.name() + "'");
+    validate_method(p, m, check_buffer);
+  }
+  for (const proto::Constant& c : p.constants()) {
+    check_buffer(c.buffer(), "a constant");
+    if (c.data().size() > p.buffers(int(c.buffer())).size_bytes()) throw PackageError("package: a constant is larger than its buffer");
+  }
+  for (const uint32_t b : p.state_buffers()) check_buffer(b, "the state");
 }
 
 }  // namespace
@@ -178,7 +191,8 @@ Package Package::parse(const std::string& bytes) {
   if (bytes.size() < kHeaderBytes) throw PackageError("truncated package header");
   const uint64_t version = read_le(bytes, 8, 4);
   if (version != kFormatVersion)
-    throw PackageError("package format version " + std::to_string(version) + ", this build reads " + std::to_string(kFormatVersion));
+    throw PackageError("package format version " + std::to_string(version) + ", this build reads " + std::to_string(kFormatVersion) +
+                       (version < kFormatVersion ? " (export the model again)" : ""));
   const uint64_t length = read_le(bytes, 16, 8);
   if (length != bytes.size() - kHeaderBytes)
     throw PackageError("truncated or padded package: the header says " + std::to_string(length) + " payload bytes, the file has " +
@@ -216,20 +230,48 @@ std::string Package::config_name() const { return package_->config_name(); }
 std::string Package::config_text() const { return package_->config_text(); }
 size_t Package::programs() const { return size_t(package_->programs_size()); }
 
-std::vector<TensorSpec> Package::inputs() const {
+std::vector<std::string> Package::methods() const {
+  std::vector<std::string> names;
+  for (const proto::Method& m : package_->methods()) names.push_back(m.name());
+  return names;
+}
+
+size_t Package::method(const std::string& name) const {
+  std::string names;
+  for (int m = 0; m < package_->methods_size(); ++m) {
+    if (package_->methods(m).name() == name) return size_t(m);
+    names += (m ? ", " : "") + package_->methods(m).name();
+  }
+  throw PackageError("the package has no method '" + name + "' (its methods: " + names + ")");
+}
+
+namespace {
+const proto::Method& method_at(const proto::Package& p, size_t method) {
+  if (method >= size_t(p.methods_size()))
+    throw PackageError("the package has " + std::to_string(p.methods_size()) + " methods, not a method " + std::to_string(method));
+  return p.methods(int(method));
+}
+size_t launches_of(const proto::Method& m) {
+  return size_t(std::count_if(m.steps().begin(), m.steps().end(), [](const proto::Step& s) { return s.has_launch(); }));
+}
+}  // namespace
+
+std::vector<TensorSpec> Package::inputs(size_t method) const {
   std::vector<TensorSpec> specs;
-  for (const proto::TensorSpec& t : package_->inputs()) specs.push_back(from_proto(t));
+  for (const proto::TensorSpec& t : method_at(*package_, method).inputs()) specs.push_back(from_proto(t));
   return specs;
 }
 
-std::vector<TensorSpec> Package::outputs() const {
+std::vector<TensorSpec> Package::outputs(size_t method) const {
   std::vector<TensorSpec> specs;
-  for (const proto::TensorSpec& t : package_->outputs()) specs.push_back(from_proto(t));
+  for (const proto::TensorSpec& t : method_at(*package_, method).outputs()) specs.push_back(from_proto(t));
   return specs;
 }
 
 size_t Package::launches() const {
-  return size_t(std::count_if(package_->steps().begin(), package_->steps().end(), [](const proto::Step& s) { return s.has_launch(); }));
+  size_t n = 0;
+  for (const proto::Method& m : package_->methods()) n += launches_of(m);
+  return n;
 }
 
 size_t Package::buffer_count() const { return size_t(package_->buffers_size()); }
@@ -245,11 +287,20 @@ std::string Package::summary() const {
   std::ostringstream out;
   const proto::Package& p = *package_;
   out << "package from " << (p.source().empty() ? "(unknown)" : p.source()) << ", for chip config '" << p.config_name() << "'\n";
-  for (const TensorSpec& t : inputs()) out << "  input  " << t.to_string() << "\n";
-  for (const TensorSpec& t : outputs()) out << "  output " << t.to_string() << "\n";
+  // One method's lines are indented as a package of one method's were; several are each headed by their name.
+  const bool several = p.methods_size() > 1;
+  const std::string indent = several ? "    " : "  ";
+  for (int m = 0; m < p.methods_size(); ++m) {
+    if (several) out << "  method " << p.methods(m).name() << ":\n";
+    for (const TensorSpec& t : inputs(size_t(m))) out << indent << "input  " << t.to_string() << "\n";
+    for (const TensorSpec& t : outputs(size_t(m))) out << indent << "output " << t.to_string() << "\n";
+    const size_t launched = launches_of(p.methods(m));
+    out << indent << launched << " kernel launches" << (several ? "" : " of " + std::to_string(programs()) + " programs") << ", "
+        << (size_t(p.methods(m).steps_size()) - launched) << " uploads\n";
+  }
+  if (several) out << "  " << programs() << " programs\n";
   uint64_t constant_bytes = 0;
   for (const proto::Constant& c : p.constants()) constant_bytes += c.data().size();
-  out << "  " << launches() << " kernel launches of " << programs() << " programs, " << (p.steps_size() - int(launches())) << " uploads\n";
   out << "  memory plan: " << p.buffers_size() << " buffers, " << planned_bytes() << " bytes (" << p.logical_buffers() << " buffers, "
       << p.logical_bytes() << " bytes before planning); weights " << p.constants_size() << " buffers, " << constant_bytes << " bytes\n";
   if (p.state_buffers_size() > 0) {
@@ -272,6 +323,23 @@ PackageBuilder::PackageBuilder(std::string source, std::string config_name, std:
 
 PackageBuilder::~PackageBuilder() = default;
 
+void PackageBuilder::method(const std::string& name) {
+  for (const proto::Method& m : package_->methods())
+    if (m.name() == name) throw PackageError("package: two methods named '" + name + "'");
+  if (name.empty()) throw PackageError("package: a method needs a name");
+  package_->add_methods()->set_name(name);
+  method_first_step_.push_back(steps_);
+  // What a later method records at an identity an earlier one used is its own buffer, unless it is a weight
+  // or state (the recorder's allocator hands the addresses of freed intermediates out again).
+  for (auto it = by_identity_.begin(); it != by_identity_.end();)
+    it = buffers_[it->second].loaded ? std::next(it) : by_identity_.erase(it);
+}
+
+proto::Method& PackageBuilder::current_method() {
+  if (package_->methods_size() == 0) method("forward");
+  return *package_->mutable_methods(package_->methods_size() - 1);
+}
+
 uint32_t PackageBuilder::buffer(uint64_t identity, uint64_t size_bytes) {
   const auto it = by_identity_.find(identity);
   if (it != by_identity_.end()) {
@@ -280,37 +348,41 @@ uint32_t PackageBuilder::buffer(uint64_t identity, uint64_t size_bytes) {
     return it->second;
   }
   const uint32_t id = uint32_t(buffers_.size());
-  buffers_.push_back({size_bytes, -1, -1, false, false});
+  buffers_.push_back({size_bytes});
   by_identity_.emplace(identity, id);
   return id;
 }
 
-bool PackageBuilder::has_contents(uint32_t buffer) const { return buffers_.at(buffer).written || buffers_.at(buffer).pinned; }
+bool PackageBuilder::has_contents(uint32_t buffer) const {
+  const Logical& b = buffers_.at(buffer);
+  return b.written || b.loaded || b.signature_of >= 0;
+}
 
 void PackageBuilder::touch(uint32_t buffer) {
   Logical& b = buffers_.at(buffer);
-  const int64_t step = package_->steps_size();
-  if (b.first_step < 0) b.first_step = step;
-  b.last_step = step;
+  if (b.first_step < 0) b.first_step = steps_;
+  b.last_step = steps_;
 }
 
 void PackageBuilder::input(TensorSpec spec) {
-  buffers_.at(spec.buffer).pinned = true;
-  to_proto(spec, package_->add_inputs());
+  current_method();
+  buffers_.at(spec.buffer).signature_of = package_->methods_size() - 1;
+  to_proto(spec, current_method().add_inputs());
 }
 
 void PackageBuilder::output(TensorSpec spec) {
-  buffers_.at(spec.buffer).pinned = true;
-  to_proto(spec, package_->add_outputs());
+  current_method();
+  buffers_.at(spec.buffer).signature_of = package_->methods_size() - 1;
+  to_proto(spec, current_method().add_outputs());
 }
 
 void PackageBuilder::state(uint32_t buffer) {
-  buffers_.at(buffer).pinned = true;
+  buffers_.at(buffer).loaded = true;
   buffers_.at(buffer).state = true;
 }
 
 void PackageBuilder::constant(uint32_t buffer, std::vector<uint8_t> data) {
-  buffers_.at(buffer).pinned = true;
+  buffers_.at(buffer).loaded = true;
   constants_.emplace_back(buffer, std::move(data));
 }
 
@@ -329,7 +401,8 @@ void PackageBuilder::launch(uint32_t program, const std::vector<std::pair<std::s
     touch(buffer);
     if (symbol == "out") buffers_.at(buffer).written = true;
   }
-  proto::Launch* launch = package_->add_steps()->mutable_launch();
+  proto::Launch* launch = current_method().add_steps()->mutable_launch();
+  ++steps_;
   launch->set_program(program);
   launch->set_core_mask(core_mask);
   launch->set_op(op);
@@ -343,72 +416,87 @@ void PackageBuilder::launch(uint32_t program, const std::vector<std::pair<std::s
 void PackageBuilder::upload(uint32_t buffer, uint64_t offset_bytes, std::vector<uint8_t> data) {
   touch(buffer);
   buffers_.at(buffer).written = true;
-  proto::Upload* upload = package_->add_steps()->mutable_upload();
+  proto::Upload* upload = current_method().add_steps()->mutable_upload();
+  ++steps_;
   upload->set_buffer(buffer);
   upload->set_offset_bytes(offset_bytes);
   upload->set_data(data.data(), data.size());
 }
 
 Package PackageBuilder::finish() {
-  // A weight that the run also overwrites (its buffer reused by the recorder's
-  // allocator) is written again at the start of every run, not once at load;
-  // state is written once, and what a run writes there is the next run's.
+  current_method();
+  proto::Package& p = *package_;
+  // An input or output lives through every run of its method: from its first step (the input is copied in
+  // before it) to its last (the output is read after it).
+  for (Logical& b : buffers_) {
+    if (b.signature_of < 0) continue;
+    const int64_t first = method_first_step_[size_t(b.signature_of)];
+    const int64_t last = size_t(b.signature_of) + 1 < method_first_step_.size() ? method_first_step_[size_t(b.signature_of) + 1] - 1 : steps_ - 1;
+    b.first_step = b.first_step < 0 ? first : std::min(b.first_step, first);
+    b.last_step = std::max({b.last_step, last, first});
+  }
+  // A weight that a run also overwrites (its buffer reused by the recorder's
+  // allocator) is written again at the start of every run of every method, not
+  // once at load; state is written once, and what a run writes there is the next run's.
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> loaded_once;
-  google::protobuf::RepeatedPtrField<proto::Step> steps;
+  google::protobuf::RepeatedPtrField<proto::Step> reloads;
   for (auto& [buffer, data] : constants_) {
     if (!buffers_[buffer].written || buffers_[buffer].state) {
       loaded_once.emplace_back(buffer, std::move(data));
       continue;
     }
-    proto::Upload* upload = steps.Add()->mutable_upload();
+    proto::Upload* upload = reloads.Add()->mutable_upload();
     upload->set_buffer(buffer);
     upload->set_data(data.data(), data.size());
   }
-  if (!steps.empty()) {
-    for (proto::Step& step : *package_->mutable_steps()) *steps.Add() = std::move(step);
-    package_->mutable_steps()->Swap(&steps);
-  }
+  if (!reloads.empty())
+    for (proto::Method& m : *p.mutable_methods()) {
+      google::protobuf::RepeatedPtrField<proto::Step> steps = reloads;
+      for (proto::Step& step : *m.mutable_steps()) *steps.Add() = std::move(step);
+      m.mutable_steps()->Swap(&steps);
+    }
   constants_ = std::move(loaded_once);
   // The memory plan: in order of first use, each buffer takes the first
   // planned buffer that is free by then (growing it if it is too small), or a
-  // new one. Pinned buffers (inputs, outputs, weights) keep one of their own.
+  // new one. Weights and state keep one of their own.
   std::vector<uint32_t> order;
   uint64_t logical_bytes = 0;
   for (uint32_t b = 0; b < buffers_.size(); ++b) {
-    if (buffers_[b].first_step < 0 && !buffers_[b].pinned) continue;  // never used
+    if (buffers_[b].first_step < 0 && !buffers_[b].loaded) continue;  // never used
     order.push_back(b);
     logical_bytes += buffers_[b].size_bytes;
   }
   std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return buffers_[x].first_step < buffers_[y].first_step; });
   struct Planned {
     uint64_t size_bytes;
-    int64_t busy_until;  // the last step of its latest tenant; INT64_MAX: pinned
+    int64_t busy_until;  // the last step of its latest tenant; INT64_MAX: a weight or state
   };
   std::vector<Planned> planned;
   std::vector<uint32_t> home(buffers_.size(), UINT32_MAX);
   for (const uint32_t b : order) {
     const Logical& l = buffers_[b];
     uint32_t chosen = UINT32_MAX;
-    if (!l.pinned)
-      for (uint32_t p = 0; p < planned.size(); ++p)
-        if (planned[p].busy_until < l.first_step && (chosen == UINT32_MAX || planned[p].size_bytes >= l.size_bytes)) {
-          chosen = p;
-          if (planned[p].size_bytes >= l.size_bytes) break;
+    if (!l.loaded)
+      for (uint32_t q = 0; q < planned.size(); ++q)
+        if (planned[q].busy_until < l.first_step && (chosen == UINT32_MAX || planned[q].size_bytes >= l.size_bytes)) {
+          chosen = q;
+          if (planned[q].size_bytes >= l.size_bytes) break;
         }
     if (chosen == UINT32_MAX) chosen = uint32_t(planned.size()), planned.push_back({0, -1});
     planned[chosen].size_bytes = std::max(planned[chosen].size_bytes, l.size_bytes);
-    planned[chosen].busy_until = l.pinned ? INT64_MAX : l.last_step;
+    planned[chosen].busy_until = l.loaded ? INT64_MAX : l.last_step;
     home[b] = chosen;
   }
-  proto::Package& p = *package_;
   for (const Planned& b : planned) p.add_buffers()->set_size_bytes(b.size_bytes);
-  for (auto* list : {p.mutable_inputs(), p.mutable_outputs()})
-    for (proto::TensorSpec& t : *list) t.set_buffer(home.at(t.buffer()));
-  for (proto::Step& s : *p.mutable_steps()) {
-    if (s.has_launch())
-      for (proto::Binding& b : *s.mutable_launch()->mutable_bindings()) b.set_buffer(home.at(b.buffer()));
-    else
-      s.mutable_upload()->set_buffer(home.at(s.upload().buffer()));
+  for (proto::Method& m : *p.mutable_methods()) {
+    for (auto* list : {m.mutable_inputs(), m.mutable_outputs()})
+      for (proto::TensorSpec& t : *list) t.set_buffer(home.at(t.buffer()));
+    for (proto::Step& s : *m.mutable_steps()) {
+      if (s.has_launch())
+        for (proto::Binding& b : *s.mutable_launch()->mutable_bindings()) b.set_buffer(home.at(b.buffer()));
+      else
+        s.mutable_upload()->set_buffer(home.at(s.upload().buffer()));
+    }
   }
   for (auto& [buffer, data] : constants_) {
     proto::Constant* c = p.add_constants();

@@ -1,6 +1,6 @@
 // Running a package through the driver: programs loaded and weights written
-// once, then each run copies the inputs in, replays the steps on queue 0 in
-// their recorded order, and copies the outputs out.
+// once, then each run (of one method) copies the inputs in, replays the
+// method's steps on queue 0 in their recorded order, and copies the outputs out.
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -19,16 +19,18 @@ struct PackageRunner::Loaded {
   Package package;
   std::vector<Program> programs;
   std::vector<Buffer> buffers;
-  std::vector<TensorSpec> inputs, outputs;
+  std::vector<std::vector<TensorSpec>> inputs, outputs;  // of each method
 };
 
 PackageRunner::PackageRunner(std::shared_ptr<Device> device, const Package& package) : loaded_(std::make_unique<Loaded>()) {
   Loaded& l = *loaded_;
   l.device = std::move(device);
   l.package = package;
-  l.inputs = package.inputs();
-  l.outputs = package.outputs();
   const proto::Package& p = package.raw();
+  for (size_t m = 0; m < size_t(p.methods_size()); ++m) {
+    l.inputs.push_back(package.inputs(m));
+    l.outputs.push_back(package.outputs(m));
+  }
   for (const std::string& image : p.programs()) l.programs.push_back(Program::load(l.device, isa::parse_program(image)));
   for (const proto::Buffer& b : p.buffers()) l.buffers.push_back(l.device->allocate(std::max<uint64_t>(b.size_bytes(), 1)));
   for (const proto::Constant& c : p.constants())
@@ -59,13 +61,17 @@ std::vector<uint8_t> gather(const TensorSpec& spec, const std::vector<uint8_t>& 
 
 }  // namespace
 
-PackageRunner::Result PackageRunner::run(const std::vector<std::vector<uint8_t>>& inputs) {
+PackageRunner::Result PackageRunner::run(size_t method, const std::vector<std::vector<uint8_t>>& inputs) {
   Loaded& l = *loaded_;
-  if (inputs.size() != l.inputs.size())
-    throw PackageError("package takes " + std::to_string(l.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
+  if (method >= l.inputs.size())
+    throw PackageError("the package has " + std::to_string(l.inputs.size()) + " methods, not a method " + std::to_string(method));
+  const std::vector<TensorSpec>& specs = l.inputs[method];
+  const std::string of_method = l.inputs.size() > 1 ? " (method " + l.package.raw().methods(int(method)).name() + ")" : "";
+  if (inputs.size() != specs.size())
+    throw PackageError("package takes " + std::to_string(specs.size()) + " inputs" + of_method + ", got " + std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].size() != l.inputs[i].bytes())
-      throw PackageError("input " + l.inputs[i].to_string() + " is " + std::to_string(l.inputs[i].bytes()) + " bytes, got " +
+    if (inputs[i].size() != specs[i].bytes())
+      throw PackageError("input " + specs[i].to_string() + of_method + " is " + std::to_string(specs[i].bytes()) + " bytes, got " +
                          std::to_string(inputs[i].size()));
   Device& device = *l.device;
   // Earlier work first (its cycles are not this run's). drain, not synchronize: work that an earlier fault
@@ -88,10 +94,10 @@ PackageRunner::Result PackageRunner::run(const std::vector<std::vector<uint8_t>>
   } drain_on_error{device};
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].empty())
-      queue.copy_to_device(l.buffers[l.inputs[i].buffer], uint64_t(l.inputs[i].storage_offset) * isa::dtype_size_bytes(l.inputs[i].dtype),
+      queue.copy_to_device(l.buffers[specs[i].buffer], uint64_t(specs[i].storage_offset) * isa::dtype_size_bytes(specs[i].dtype),
                            inputs[i].data(), inputs[i].size());
   std::vector<Binding> bindings;
-  for (const proto::Step& step : l.package.raw().steps()) {
+  for (const proto::Step& step : l.package.raw().methods(int(method)).steps()) {
     if (step.has_upload()) {
       const proto::Upload& u = step.upload();
       if (!u.data().empty()) queue.copy_to_device(l.buffers[u.buffer()], u.offset_bytes(), u.data().data(), u.data().size());
@@ -105,7 +111,7 @@ PackageRunner::Result PackageRunner::run(const std::vector<std::vector<uint8_t>>
   queue.synchronize();
   Result result;
   result.cycles = device.now_cycle() - start;
-  for (const TensorSpec& spec : l.outputs) {
+  for (const TensorSpec& spec : l.outputs[method]) {
     const Buffer& buffer = l.buffers[spec.buffer];
     std::vector<uint8_t> storage(buffer.size());
     if (!storage.empty()) device.copy_from_device(buffer, 0, storage.data(), storage.size());

@@ -72,7 +72,7 @@ std::shared_ptr<npu::Device> open_device(const npu::deploy::Package& package, co
   return npu::Device::open(std::make_unique<npu::SimulatorLink>(link));
 }
 
-// --generate: the decode-step loop (npusim/deploy/generate.h), its tokens and cycles printed.
+// --generate: the generation loop (npusim/deploy/generate.h), its tokens and cycles printed.
 int generate(const npu::deploy::Package& package, const po::variables_map& vm) {
   npu::deploy::check_decode_step(package);
   const std::vector<int64_t> prompt = prompt_tokens(vm["prompt"].as<std::string>());
@@ -80,15 +80,16 @@ int generate(const npu::deploy::Package& package, const po::variables_map& vm) {
   auto device = open_device(package, vm);
   npu::deploy::PackageRunner runner(device, package);
   const npu::deploy::GenerateResult result = npu::deploy::generate(runner, package, prompt, vm["generate"].as<int64_t>());
-  uint64_t prompt_cycles = 0, new_cycles = 0;
-  for (size_t i = 0; i < result.cycles_per_run.size(); ++i) (i + 1 < prompt.size() ? prompt_cycles : new_cycles) += result.cycles_per_run[i];
-  // (The run of the prompt's last token makes the first new token: it counts as a new token's.)
-  std::printf("prompt: %zu tokens, %zu runs before the first new token's, %llu cycles\n", prompt.size(), prompt.size() - 1,
-              static_cast<unsigned long long>(prompt_cycles));
-  std::printf("new tokens: %zu in %llu cycles", result.tokens.size(), static_cast<unsigned long long>(new_cycles));
-  if (!result.tokens.empty())
-    std::printf(" (%.3f us each on the chip)",
-                double(device->cycles_to_time(new_cycles).count()) / 1000.0 / double(result.tokens.size()));
+  uint64_t prompt_cycles = 0, later_cycles = 0;
+  for (size_t i = 0; i < result.cycles_per_run.size(); ++i) (i < result.prompt_runs ? prompt_cycles : later_cycles) += result.cycles_per_run[i];
+  const auto us = [&](uint64_t cycles) { return double(device->cycles_to_time(cycles).count()) / 1000.0; };
+  // The prompt's last run makes the first new token: its cycles are the time to the first token.
+  std::printf("prompt: %zu tokens in %zu run(s) (%zu of method prefill), %llu cycles to the first new token (%.3f us on the chip)\n",
+              prompt.size(), result.prompt_runs, result.prefill_runs, static_cast<unsigned long long>(prompt_cycles), us(prompt_cycles));
+  std::printf("new tokens: %zu", result.tokens.size());
+  if (result.tokens.size() > 1)
+    std::printf(", the %zu after the first in %llu cycles (%.3f us each on the chip)", result.tokens.size() - 1,
+                static_cast<unsigned long long>(later_cycles), us(later_cycles) / double(result.tokens.size() - 1));
   std::printf("\ntokens:");
   if (vm.count("timing-only")) std::printf(" (not computed: --timing-only)");
   else
@@ -108,9 +109,12 @@ int sc_main(int argc, char* argv[]) {
       "the tensor's dtype, contiguous (numpy: array.tofile / numpy.fromfile); --info lists them.\n"
       "Prints the device cycles of the run (inputs copied in, every kernel, up to the last one's end).\n"
       "A buffer that a run reads and then writes back (a language model's KV cache) keeps its\n"
-      "contents from one run to the next. With --generate, a language model's decode-step package\n"
-      "(inputs: token ids i32[1,1] and position i32[1]; first output: logits [1,1,V]) generates\n"
-      "tokens greedily from --prompt, one run per token, and prints them.\n"
+      "contents from one run to the next; methods share it (a package may have several: --info\n"
+      "lists them; a run runs --method, by default the first). With --generate, a language model's\n"
+      "package generates tokens greedily from --prompt and prints them: method decode (or its only\n"
+      "method; inputs: token ids i32[1,1] and position i32[1]; first output: logits [1,1,V]) runs a\n"
+      "token at a time, and method prefill, if there is one (i32[1,P], i32[P]; logits [1,P,V]), runs\n"
+      "the prompt P tokens at a time, what is left of it going through decode.\n"
       "Exit status: 0 success, 1 bad package or inputs or a device error, 2 bad usage.\n\nOptions");
   options.add_options()
       ("help,h", "print this help and exit")
@@ -121,8 +125,9 @@ int sc_main(int argc, char* argv[]) {
       ("runs", po::value<int64_t>()->default_value(1)->value_name("N"), "run N times, 1 to 1000000 (cycles of each run are printed)")
       ("trace", po::value<std::string>()->value_name("FILE"), "write a trace of the chip and the driver (.pftrace or .json)")
       ("timing-only", "skip the arithmetic (outputs are not computed; cycles are the same)")
-      ("generate", po::value<int64_t>()->value_name("N"), "generate N new tokens, 0 to 1000000, after --prompt (a decode-step package)")
+      ("generate", po::value<int64_t>()->value_name("N"), "generate N new tokens, 0 to 1000000, after --prompt (a language model's package)")
       ("prompt", po::value<std::string>()->value_name("TOKENS"), "the prompt's token ids for --generate: \"15,3,7\"")
+      ("method", po::value<std::string>()->value_name("NAME"), "the method to run (default: the package's first)")
       ("package", po::value<std::string>(), "the package file");
   po::positional_options_description positional;
   positional.add("package", 1);
@@ -140,8 +145,9 @@ int sc_main(int argc, char* argv[]) {
     return npu::cli::kExitBadUsage;
   }
   const bool generating = vm.count("generate") != 0;
-  if (generating != (vm.count("prompt") != 0) || (generating && (vm.count("input") || vm.count("output") || !vm["runs"].defaulted()))) {
-    std::cerr << "npu-run: error: --generate and --prompt go together, without --input, --output or --runs\nTry 'npu-run --help'.\n";
+  if (generating != (vm.count("prompt") != 0) ||
+      (generating && (vm.count("input") || vm.count("output") || !vm["runs"].defaulted() || vm.count("method")))) {
+    std::cerr << "npu-run: error: --generate and --prompt go together, without --input, --output, --runs or --method\nTry 'npu-run --help'.\n";
     return npu::cli::kExitBadUsage;
   }
   if (generating && (vm["generate"].as<int64_t>() < 0 || vm["generate"].as<int64_t>() > 1000000)) {
@@ -158,18 +164,20 @@ int sc_main(int argc, char* argv[]) {
     const auto input_files = name_file_pairs(vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{}, "input");
     const auto output_files =
         name_file_pairs(vm.count("output") ? vm["output"].as<std::vector<std::string>>() : std::vector<std::string>{}, "output");
+    const size_t method = vm.count("method") ? package.method(vm["method"].as<std::string>()) : 0;
+    const std::vector<npu::deploy::TensorSpec> input_specs = package.inputs(method);
     std::vector<std::vector<uint8_t>> inputs;
-    for (const npu::deploy::TensorSpec& spec : package.inputs()) {
+    for (const npu::deploy::TensorSpec& spec : input_specs) {
       const auto it = input_files.find(spec.name);
       if (it == input_files.end()) throw npu::deploy::PackageError("no --input for " + spec.to_string() + " (npu-run --info lists the inputs)");
       inputs.push_back(read_file(it->second));
     }
     for (const auto& [name, file] : input_files) {
       bool known = false;
-      for (const auto& spec : package.inputs()) known |= spec.name == name;
+      for (const auto& spec : input_specs) known |= spec.name == name;
       if (!known) throw npu::deploy::PackageError("--input " + name + ": the package has no input of that name");
     }
-    const std::vector<npu::deploy::TensorSpec> outputs = package.outputs();
+    const std::vector<npu::deploy::TensorSpec> outputs = package.outputs(method);
     for (const auto& [name, file] : output_files) {
       bool known = false;
       for (const auto& spec : outputs) known |= spec.name == name;
@@ -182,7 +190,7 @@ int sc_main(int argc, char* argv[]) {
     npu::deploy::PackageRunner runner(device, package);
     npu::deploy::PackageRunner::Result result;
     for (int64_t run = 0; run < runs; ++run) {
-      result = runner.run(inputs);
+      result = runner.run(method, inputs);
       const double us = double(device->cycles_to_time(result.cycles).count()) / 1000.0;
       std::printf("run %lld: %llu cycles (%.3f us on the chip)\n", static_cast<long long>(run), static_cast<unsigned long long>(result.cycles), us);
     }

@@ -1,4 +1,4 @@
-// The decode-step loop's pieces that need no language model: the token choice and the signature check.
+// The generation loop's pieces that need no language model: the token choice and the signature checks.
 // (A transformers Llama generating through the loop: tests/python/test_export.py.)
 #include <gtest/gtest.h>
 
@@ -35,6 +35,23 @@ TEST(Generate, APackageThatIsNotADecodeStepIsRefusedWithWhatADecodeStepTakes) {
     FAIL() << "accepted";
   } catch (const PackageError& e) {
     EXPECT_NE(std::string(e.what()).find("token ids i32[1,1] and the position i32[1]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Generate, APackageOfSeveralMethodsGeneratesWithTheOneNamedDecode) {
+  PackageBuilder builder("two methods", "tiny", sim::dump_chip_config(sim::load_chip_config("tiny")));
+  for (const std::string name : {"prefill", "step"}) {
+    builder.method(name);
+    const uint32_t ids = builder.buffer(1, 4), positions = builder.buffer(2, 4);
+    builder.input(TensorSpec{"ids", isa::DType::I32, {1, 1}, {1, 1}, 0, ids});
+    builder.input(TensorSpec{"positions", isa::DType::I32, {1}, {1}, 0, positions});
+    builder.output(TensorSpec{"logits", isa::DType::F32, {1, 1, 1}, {1, 1, 1}, 0, ids});
+  }
+  try {
+    check_decode_step(builder.finish());
+    FAIL() << "accepted";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a package of several methods generates with one named decode"), std::string::npos) << e.what();
   }
 }
 

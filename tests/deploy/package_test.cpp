@@ -52,7 +52,7 @@ TEST_F(Builder, IntermediatesWhoseLifetimesDoNotOverlapShareABuffer) {
   const Package package = builder_.finish();
   EXPECT_EQ(package.raw().logical_buffers(), 5u);
   ASSERT_EQ(package.raw().buffers_size(), 4);  // in, out, a=c, b
-  const auto& steps = package.raw().steps();
+  const auto& steps = package.raw().methods(0).steps();
   const uint32_t a_home = steps[0].launch().bindings(1).buffer(), b_home = steps[1].launch().bindings(1).buffer();
   EXPECT_NE(a_home, b_home);  // a and b overlap at step 1
   EXPECT_EQ(steps[2].launch().bindings(1).buffer(), a_home);
@@ -87,9 +87,9 @@ TEST_F(Builder, AWeightTheRunOverwritesIsWrittenAgainAtEveryRun) {
   builder_.output(spec("y", out, {4, 8}));
   const Package package = builder_.finish();
   EXPECT_EQ(package.raw().constants_size(), 0);
-  ASSERT_EQ(package.raw().steps_size(), 3);
-  ASSERT_TRUE(package.raw().steps(0).has_upload());
-  EXPECT_EQ(package.raw().steps(0).upload().data(), std::string(128, '\1'));
+  ASSERT_EQ(package.raw().methods(0).steps_size(), 3);
+  ASSERT_TRUE(package.raw().methods(0).steps(0).has_upload());
+  EXPECT_EQ(package.raw().methods(0).steps(0).upload().data(), std::string(128, '\1'));
 }
 
 TEST_F(Builder, StateIsLoadedOnceThoughTheRunWritesIt) {
@@ -104,11 +104,69 @@ TEST_F(Builder, StateIsLoadedOnceThoughTheRunWritesIt) {
   builder_.output(spec("y", out, {4, 8}));
   const Package package = builder_.finish();
   ASSERT_EQ(package.raw().constants_size(), 1);  // at load, not an upload of every run
-  for (const auto& step : package.raw().steps()) EXPECT_FALSE(step.has_upload());
+  for (const auto& step : package.raw().methods(0).steps()) EXPECT_FALSE(step.has_upload());
   ASSERT_EQ(package.raw().state_buffers_size(), 1);
   EXPECT_EQ(package.raw().state_buffers(0), package.raw().constants(0).buffer());
-  EXPECT_EQ(package.raw().state_buffers(0), package.raw().steps(1).launch().bindings(1).buffer());
+  EXPECT_EQ(package.raw().state_buffers(0), package.raw().methods(0).steps(1).launch().bindings(1).buffer());
   EXPECT_NE(package.summary().find("state: 1 buffers, 128 bytes, kept from one run to the next"), std::string::npos) << package.summary();
+}
+
+TEST_F(Builder, MethodsShareWeightsAndStateAndTheirOtherBuffersShareThePlan) {
+  // prefill: x -> a -> y reading weight w and writing state s; decode: the same identities again. The
+  // weight and the state are the package's (one buffer each, the weight's contents once); the rest is
+  // each method's own, and the decode's tensors take the prefill's buffers in the plan (never both live).
+  builder_.method("prefill");
+  const uint32_t x = builder_.buffer(1, 128), w = builder_.buffer(2, 128), s = builder_.buffer(3, 128);
+  const uint32_t a = builder_.buffer(4, 128), y = builder_.buffer(5, 128);
+  builder_.input(spec("x", x, {4, 8}));
+  builder_.state(s);
+  builder_.constant(s, std::vector<uint8_t>(128, 0));
+  builder_.constant(w, std::vector<uint8_t>(128, 7));
+  builder_.launch(relu_program(), {{"in0", x}, {"in1", w}, {"out", a}}, 1, "add");
+  relu(a, s);
+  relu(a, y);
+  builder_.output(spec("y", y, {4, 8}));
+  builder_.method("decode");
+  EXPECT_THROW(builder_.method("decode"), PackageError);
+  EXPECT_EQ(builder_.buffer(2, 128), w);  // a weight: the same buffer
+  EXPECT_EQ(builder_.buffer(3, 128), s);  // state: the same buffer
+  const uint32_t x2 = builder_.buffer(1, 128), a2 = builder_.buffer(4, 128), y2 = builder_.buffer(5, 128);
+  EXPECT_NE(x2, x);  // an input of another method at the same identity: a buffer of its own
+  EXPECT_FALSE(builder_.has_contents(a2));
+  builder_.input(spec("x", x2, {4, 8}));
+  builder_.launch(relu_program(), {{"in0", x2}, {"in1", w}, {"in2", s}, {"out", a2}}, 1, "add");
+  relu(a2, y2);
+  builder_.output(spec("y", y2, {4, 8}));
+  const Package package = builder_.finish();
+  EXPECT_EQ(package.methods(), (std::vector<std::string>{"prefill", "decode"}));
+  EXPECT_EQ(package.method("decode"), 1u);
+  EXPECT_THROW(package.method("encode"), PackageError);
+  EXPECT_EQ(package.raw().constants_size(), 2);
+  EXPECT_EQ(package.raw().logical_buffers(), 8u);
+  ASSERT_EQ(package.raw().buffers_size(), 5);  // w, s, and x=x2, a=a2, y=y2
+  const auto& prefill = package.raw().methods(0).steps();
+  const auto& decode = package.raw().methods(1).steps();
+  EXPECT_EQ(decode[0].launch().bindings(1).buffer(), prefill[0].launch().bindings(1).buffer());  // w
+  EXPECT_EQ(decode[0].launch().bindings(2).buffer(), prefill[1].launch().bindings(1).buffer());  // s
+  const std::string summary = package.summary();
+  EXPECT_NE(summary.find("  method prefill:\n    input  x: f32[4,8]\n    output y: f32[4,8]\n    3 kernel launches, 0 uploads\n"),
+            std::string::npos) << summary;
+  EXPECT_NE(summary.find("  method decode:\n"), std::string::npos) << summary;
+  // The file checks the methods: names, and each method's views and steps.
+  for (const auto& [edit, message] : std::vector<std::pair<std::function<void(proto::Package&)>, std::string>>{
+           {[](proto::Package& p) { p.mutable_methods(1)->set_name("prefill"); }, "two methods named 'prefill'"},
+           {[](proto::Package& p) { p.mutable_methods(1)->set_name(""); }, "a method without a name"},
+           {[](proto::Package& p) { p.clear_methods(); }, "no methods"},
+           {[](proto::Package& p) { p.mutable_methods(1)->mutable_inputs(0)->set_buffer(9); }, "does not exist"}}) {
+    proto::Package edited = package.raw();
+    edit(edited);
+    try {
+      Package::parse(Package(edited).serialize());
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const PackageError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(Builder, APackageReadsBackAsWritten) {
@@ -172,20 +230,20 @@ TEST(PackageFile, HostileFieldsAreRefused) {
     }
   };
   refused("a huge negative offset with a huge stride", [](proto::Package& p) {
-    p.mutable_outputs(0)->set_storage_offset(-(int64_t{1} << 40));
-    p.mutable_outputs(0)->set_strides(0, int64_t{1} << 40);
+    p.mutable_methods(0)->mutable_outputs(0)->set_storage_offset(-(int64_t{1} << 40));
+    p.mutable_methods(0)->mutable_outputs(0)->set_strides(0, int64_t{1} << 40);
   }, "negative storage offset");
-  refused("an offset before the buffer", [](proto::Package& p) { p.mutable_outputs(0)->set_storage_offset(-4); }, "negative storage offset");
+  refused("an offset before the buffer", [](proto::Package& p) { p.mutable_methods(0)->mutable_outputs(0)->set_storage_offset(-4); }, "negative storage offset");
   refused("a shape whose size overflows", [](proto::Package& p) {
-    p.mutable_outputs(0)->set_shape(0, (int64_t{1} << 62) + 2);
+    p.mutable_methods(0)->mutable_outputs(0)->set_shape(0, (int64_t{1} << 62) + 2);
   }, "overflows 64 bits");
   refused("a stride whose extent overflows", [](proto::Package& p) {
-    p.mutable_outputs(0)->set_strides(0, int64_t{1} << 62);
+    p.mutable_methods(0)->mutable_outputs(0)->set_strides(0, int64_t{1} << 62);
   }, "overflows 64 bits");
-  refused("a negative size", [](proto::Package& p) { p.mutable_outputs(0)->set_shape(1, -8); }, "negative size or stride");
-  refused("a buffer that does not exist", [](proto::Package& p) { p.mutable_outputs(0)->set_buffer(5); }, "does not exist");
+  refused("a negative size", [](proto::Package& p) { p.mutable_methods(0)->mutable_outputs(0)->set_shape(1, -8); }, "negative size or stride");
+  refused("a buffer that does not exist", [](proto::Package& p) { p.mutable_methods(0)->mutable_outputs(0)->set_buffer(5); }, "does not exist");
   refused("an upload past its buffer's end (offset + size wraps)", [](proto::Package& p) {
-    proto::Upload* upload = p.add_steps()->mutable_upload();
+    proto::Upload* upload = p.mutable_methods(0)->add_steps()->mutable_upload();
     upload->set_buffer(0);
     upload->set_offset_bytes(~uint64_t{0} - 2);
     upload->set_data("12345678");
@@ -214,7 +272,7 @@ TEST_F(Builder, AnOutputRelabelledToAnotherDtypeIsRefused) {
   builder_.output(spec("y", y, {4, 8}));
   proto::Package edited = builder_.finish().raw();
   ASSERT_NO_THROW(Package::parse(Package(edited).serialize()));
-  edited.mutable_outputs(0)->set_dtype("i8");
+  edited.mutable_methods(0)->mutable_outputs(0)->set_dtype("i8");
   try {
     Package::parse(Package(edited).serialize());
     ADD_FAILURE() << "a relabelled output was accepted";

@@ -79,7 +79,7 @@ TEST_P(Runner, RunsNormallyAfterAnotherProgramFaulted) {
 TEST_P(Runner, AFailedRunLeavesNoCopyReadingTheCallersInputs) {
   auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
   proto::Package edited = make_package(GetParam()).raw();
-  for (proto::Step& step : *edited.mutable_steps())
+  for (proto::Step& step : *edited.mutable_methods(0)->mutable_steps())
     if (step.has_launch() && step.launch().op() == "relu") step.mutable_launch()->mutable_bindings(0)->set_symbol("no_such_symbol");
   PackageRunner runner(device, Package::parse(Package(edited).serialize()));
   {
@@ -120,6 +120,46 @@ TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
     for (size_t i = 0; i < 32; ++i) EXPECT_EQ(sums[i], float(run) * x[i]) << "run " << run << ", element " << i;
   }
   EXPECT_EQ(as_floats(PackageRunner(device, package).run({floats(x)}).outputs[0]), x);
+}
+
+TEST_P(Runner, MethodsShareTheirStateAndEachRunsItsOwnSteps) {
+  // "add" adds its input into the state; "read" copies the state out: two adds, then a read, give 2x.
+  using compiler::OpDesc;
+  using compiler::OpKind;
+  using compiler::TensorDesc;
+  const sim::ChipConfig config = sim::load_chip_config(GetParam());
+  compiler::Compiler compiler(config);
+  const TensorDesc t = TensorDesc::contiguous(isa::DType::F32, {4, 8});
+  const auto add = compiler.compile(OpDesc(OpKind::ADD, {t, t}, t));
+  const auto copy = compiler.compile(OpDesc(OpKind::COPY, {t}, t));
+  PackageBuilder builder("methods test", GetParam(), sim::dump_chip_config(config));
+  builder.method("add");
+  const uint32_t in = builder.buffer(1, 128), acc = builder.buffer(2, 128), sum = builder.buffer(3, 128);
+  builder.input(TensorSpec{"x", isa::DType::F32, {4, 8}, {8, 1}, 0, in});
+  builder.state(acc);
+  builder.constant(acc, floats(std::vector<float>(32, 0.0f)));
+  builder.launch(builder.program(add.get(), add->program), {{"in0", in}, {"in1", acc}, {"out", sum}}, add->core_mask(), "add");
+  builder.launch(builder.program(copy.get(), copy->program), {{"in0", sum}, {"out", acc}}, copy->core_mask(), "copy");
+  builder.method("read");
+  const uint32_t out = builder.buffer(3, 128);
+  builder.launch(builder.program(copy.get(), copy->program), {{"in0", builder.buffer(2, 128)}, {"out", out}}, copy->core_mask(), "copy");
+  builder.output(TensorSpec{"acc", isa::DType::F32, {4, 8}, {8, 1}, 0, out});
+  const Package package = builder.finish();
+  auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
+  std::vector<float> x(32);
+  for (size_t i = 0; i < 32; ++i) x[i] = float(i) - 5.0f;
+  PackageRunner runner(device, package);
+  EXPECT_TRUE(runner.run(package.method("add"), {floats(x)}).outputs.empty());
+  EXPECT_TRUE(runner.run({floats(x)}).outputs.empty());  // the first method
+  const std::vector<float> read = as_floats(runner.run(package.method("read"), {}).outputs.at(0));
+  for (size_t i = 0; i < 32; ++i) EXPECT_EQ(read[i], 2.0f * x[i]) << "element " << i;
+  try {
+    runner.run(package.method("read"), {floats(x)});
+    ADD_FAILURE() << "accepted an input that method read does not take";
+  } catch (const PackageError& e) {
+    EXPECT_NE(std::string(e.what()).find("package takes 0 inputs (method read), got 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(runner.run(2, {}), PackageError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, Runner, ::testing::Values("tiny", "base"), [](const auto& preset) { return preset.param; });

@@ -242,3 +242,65 @@ def test_a_llama_decode_step_package_generates_the_tokens_of_transformers_genera
     npusim.export.compile(torch.export.export(_TokenModel().eval(), (torch.randint(0, 50, (2, 5)),)), not_a_step)
     with pytest.raises(RuntimeError, match="not a decode step"):
         npusim.export.generate(not_a_step, [1, 2], 2)
+
+
+def _tiny_llama():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return transformers.LlamaForCausalLM(config).eval().requires_grad_(False)
+
+
+def _weights_bytes(summary):
+    return int(re.search(r"weights \d+ buffers, (\d+) bytes", summary).group(1))
+
+
+def test_a_llama_package_with_prefill_and_decode_methods_generates_the_tokens_of_transformers_generate(tmp_path):
+    """Prefill (4 tokens a run) and decode exported from one npusim.llm.DecodeStep and compiled into one
+    package: the two methods share the weights (stored once) and the KV cache (state written by prefill,
+    read by decode). Generating runs the prompt through prefill a chunk at a time and its rest through
+    decode, and gives model.generate's tokens, for a prompt of whole chunks and one with a remainder, in
+    Python and in npu-run."""
+    model = _tiny_llama()
+    step = npusim.llm.DecodeStep(model, max_len=24)
+    decode = torch.export.export(step, (), {"input_ids": torch.zeros(1, 1, dtype=torch.long), "cache_position": torch.tensor([0])})
+    prefill = torch.export.export(step, (), {"input_ids": torch.zeros(1, 4, dtype=torch.long), "cache_position": torch.arange(4)})
+    both, decode_only = tmp_path / "llama.npupkg", tmp_path / "decode.npupkg"
+    summary = npusim.export.compile({"prefill": prefill, "decode": decode}, both)
+    assert "method prefill:" in summary and "method decode:" in summary and "state: 4 buffers" in summary, summary
+    assert _weights_bytes(summary) == _weights_bytes(npusim.export.compile(decode, decode_only)), summary  # weights once
+    info = npusim.export.info(both)
+    assert list(info["methods"]) == ["prefill", "decode"]
+    assert info["methods"]["prefill"]["inputs"] == [("input_ids", "i32", [1, 4]), ("cache_position", "i32", [4])]
+    for prompt_length, prefill_runs in ((8, 2), (7, 1)):
+        prompt = torch.randint(0, 256, (1, prompt_length))
+        expected = model.generate(prompt, max_new_tokens=6, do_sample=False)[0, prompt_length:].tolist()
+        tokens, cycles = npusim.export.generate(both, prompt[0].tolist(), 6)
+        assert tokens == expected, prompt_length
+        prompt_runs = prefill_runs + prompt_length - 4 * prefill_runs
+        assert len(cycles) == prompt_runs + 6 - 1 and all(c > 0 for c in cycles)
+        run = subprocess.run([str(NPU_RUN), str(both), "--generate", "6", "--prompt", ",".join(map(str, prompt[0].tolist()))],
+                             capture_output=True, text=True, check=True)
+        assert run.stdout.splitlines()[-1] == "tokens: " + " ".join(map(str, expected))
+        assert f"in {prompt_runs} run(s) ({prefill_runs} of method prefill)" in run.stdout, run.stdout
+    # The prefill of a whole prompt costs fewer cycles than its tokens one at a time.
+    prompt = torch.randint(0, 256, (8,)).tolist()
+    _, with_prefill = npusim.export.generate(both, prompt, 1)
+    _, without = npusim.export.generate(decode_only, prompt, 1)
+    assert len(with_prefill) == 2 and len(without) == 8 and sum(with_prefill) < sum(without)
+    # One method of the package, by name, in Python and in npu-run.
+    ids, positions = torch.tensor([prompt[:4]]), torch.arange(4)
+    (logits,), _ = npusim.export.run(both, ids, positions, method="prefill")
+    assert logits.shape == (1, 4, 256)
+    with pytest.raises(ValueError, match="no method 'encode'"):
+        npusim.export.run(both, ids, positions, method="encode")
+    npusim.export.save_raw(ids.to(torch.int32), tmp_path / "ids.bin")
+    npusim.export.save_raw(positions.to(torch.int32), tmp_path / "positions.bin")
+    run = subprocess.run([str(NPU_RUN), str(both), "--method", "prefill", "--input", f"input_ids={tmp_path / 'ids.bin'}",
+                          "--input", f"cache_position={tmp_path / 'positions.bin'}", "--output", f"output0={tmp_path / 'logits.bin'}"],
+                         capture_output=True, text=True, check=True)
+    assert torch.equal(npusim.export.load_raw(tmp_path / "logits.bin", torch.float32, (1, 4, 256)), logits)
+    bad = subprocess.run([str(NPU_RUN), str(both), "--method", "encode", "--input", f"input_ids={tmp_path / 'ids.bin'}"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "no method 'encode' (its methods: prefill, decode)" in bad.stderr, bad.stderr

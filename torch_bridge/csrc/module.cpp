@@ -148,13 +148,16 @@ PYBIND11_MODULE(_C, m) {
     result["components"] = components;
     return result;
   });
-  m.def("begin_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
-                            const std::vector<at::Tensor>& state) { npusim::Runtime::get().begin_capture(inputs, names, source, state); },
-        pybind11::arg("inputs"), pybind11::arg("names"), pybind11::arg("source"), pybind11::arg("state") = std::vector<at::Tensor>{},
+  m.def("begin_capture", [](const std::string& source) { npusim::Runtime::get().begin_capture(source); });
+  m.def("begin_capture_method", [](const std::string& method, const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names,
+                                   const std::vector<at::Tensor>& state) { npusim::Runtime::get().begin_capture_method(method, inputs, names, state); },
+        pybind11::arg("method"), pybind11::arg("inputs"), pybind11::arg("names"), pybind11::arg("state") = std::vector<at::Tensor>{},
         pybind11::call_guard<pybind11::gil_scoped_release>());
-  m.def("end_capture", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
-    return npusim::Runtime::get().end_capture(outputs, names, path);
+  m.def("end_capture_method", [](const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names) {
+    npusim::Runtime::get().end_capture_method(outputs, names);
   }, pybind11::call_guard<pybind11::gil_scoped_release>());
+  m.def("end_capture", [](const std::string& path) { return npusim::Runtime::get().end_capture(path); },
+        pybind11::call_guard<pybind11::gil_scoped_release>());
   // A file written whole or not at all, never over what is not a regular file (npusim.export.save_raw).
   m.def("write_file", [](const std::string& path, const pybind11::bytes& data) {
     const std::string bytes = data;
@@ -195,7 +198,7 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   // Runs a package on this process's device (what npu-run does in a process of its own).
-  m.def("run_package", [read_package](const std::string& path, const std::vector<pybind11::bytes>& inputs) {
+  m.def("run_package", [read_package](const std::string& path, const std::vector<pybind11::bytes>& inputs, const std::string& method) {
     npusim::Runtime& runtime = npusim::Runtime::get();  // the runner waits for earlier work itself
     std::vector<std::vector<uint8_t>> data;
     for (const pybind11::bytes& b : inputs) {
@@ -207,7 +210,7 @@ PYBIND11_MODULE(_C, m) {
       pybind11::gil_scoped_release release;  // (it waits for the device)
       const npu::deploy::Package package = read_package(path);
       try {
-        result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(data);
+        result = npu::deploy::PackageRunner(runtime.shared_device(), package).run(method.empty() ? 0 : package.method(method), data);
       } catch (const npu::Error& e) {
         npusim::raise_driver_error(e);
       } catch (const std::exception& e) {
@@ -218,7 +221,8 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& o : result.outputs) outputs.emplace_back(reinterpret_cast<const char*>(o.data()), o.size());
     return std::make_pair(outputs, result.cycles);
   });
-  // A package's signature: {"inputs": [(name, dtype, shape)], "outputs": [...], "summary": text}.
+  // A package's signature: {"methods": {name: {"inputs": [(name, dtype, shape)], "outputs": [...]}}, "inputs" and "outputs" of
+  // the first method, "summary": text, ...}.
   m.def("package_info", [](const std::string& path) {
     npu::deploy::Package package;
     try {
@@ -231,7 +235,14 @@ PYBIND11_MODULE(_C, m) {
       for (const auto& t : list) out.append(pybind11::make_tuple(t.name, std::string(npu::isa::dtype_name(t.dtype)), t.shape));
       return out;
     };
-    pybind11::dict info;
+    pybind11::dict info, methods;
+    for (size_t m = 0; m < package.methods().size(); ++m) {
+      pybind11::dict method;
+      method["inputs"] = specs(package.inputs(m));
+      method["outputs"] = specs(package.outputs(m));
+      methods[pybind11::str(package.methods()[m])] = method;
+    }
+    info["methods"] = methods;  // in the package's order (the first is what a run runs by default)
     info["inputs"] = specs(package.inputs());
     info["outputs"] = specs(package.outputs());
     info["summary"] = package.summary();

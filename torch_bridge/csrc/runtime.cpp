@@ -474,33 +474,43 @@ npu::deploy::TensorSpec spec_of(const at::Tensor& t, const std::string& name, ui
 }
 }  // namespace
 
-void Runtime::begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
-                            const std::vector<at::Tensor>& state) {
-  TORCH_CHECK(inputs.size() == names.size(), "npusim: one name per input");
-  synchronize();  // buffers from before the capture are complete from here on
+void Runtime::begin_capture(const std::string& source) {
   const std::lock_guard<std::mutex> lock(mutex_);
   TORCH_CHECK(!capture_, "npusim: a capture is already in progress");
   capture_ = std::make_unique<npu::deploy::PackageBuilder>(source, config_name_, config_text_);
   capture_problems_.clear();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TORCH_CHECK(inputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: capture inputs are npu tensors");
-    try {
-      capture_->input(spec_of(inputs[i], names[i], capture_->buffer(buffer_of(inputs[i]).address(), buffer_of(inputs[i]).size())));
-    } catch (const npu::compiler::UnsupportedOp& e) {
-      capture_.reset();
-      TORCH_CHECK(false, "npusim: input ", names[i], ": ", e.what());
+}
+
+void Runtime::begin_capture_method(const std::string& method, const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names,
+                                   const std::vector<at::Tensor>& state) {
+  TORCH_CHECK(inputs.size() == names.size(), "npusim: one name per input");
+  synchronize();  // buffers from before the method are complete from here on
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(capture_, "npusim: no capture in progress");
+  try {
+    capture_->method(method);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TORCH_CHECK(inputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: capture inputs are npu tensors");
+      try {
+        capture_->input(spec_of(inputs[i], names[i], capture_->buffer(buffer_of(inputs[i]).address(), buffer_of(inputs[i]).size())));
+      } catch (const npu::compiler::UnsupportedOp& e) {
+        TORCH_CHECK(false, "npusim: input ", names[i], ": ", e.what());
+      }
     }
-  }
-  for (const at::Tensor& t : state) {
-    if (t.device().type() != c10::DeviceType::PrivateUse1) {
-      capture_.reset();
-      TORCH_CHECK(false, "npusim: capture state is npu tensors");
+    for (const at::Tensor& t : state) {
+      TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "npusim: capture state is npu tensors");
+      capture_->state(capture_->buffer(buffer_of(t).address(), buffer_of(t).size()));
     }
-    capture_->state(capture_->buffer(buffer_of(t).address(), buffer_of(t).size()));
+  } catch (const npu::deploy::PackageError& e) {
+    capture_.reset();
+    TORCH_CHECK(false, "npusim: ", e.what());
+  } catch (...) {
+    capture_.reset();
+    throw;
   }
 }
 
-std::string Runtime::end_capture(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path) {
+void Runtime::end_capture_method(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names) {
   TORCH_CHECK(outputs.size() == names.size(), "npusim: one name per output");
   synchronize();
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -517,6 +527,16 @@ std::string Runtime::end_capture(const std::vector<at::Tensor>& outputs, const s
       TORCH_CHECK(outputs[i].device().type() == c10::DeviceType::PrivateUse1, "npusim: output ", names[i], " is not an npu tensor");
       capture_->output(spec_of(outputs[i], names[i], capture_buffer(buffer_of(outputs[i]), true)));
     }
+  } catch (const std::exception& e) {
+    capture_.reset();
+    TORCH_CHECK(false, "npusim: ", e.what());
+  }
+}
+
+std::string Runtime::end_capture(const std::string& path) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(capture_, "npusim: no capture in progress");
+  try {
     npu::deploy::Package package = capture_->finish();
     capture_.reset();
     package.write(path);

@@ -84,16 +84,19 @@ class Runtime {
   void write_device(const npu::Buffer& buffer, uint64_t offset, const void* data, uint64_t bytes);
   void read_device(const npu::Buffer& buffer, uint64_t offset, void* data, uint64_t bytes);
 
-  // Recording a run into a deployment package (npusim.export): between
-  // begin_capture and end_capture every launch and host write is recorded,
-  // with the contents of every buffer read before the run writes it (the
-  // weights). A host read of device memory or a CPU fallback cannot be
-  // replayed without Python: end_capture then throws, naming them.
+  // Recording runs into a deployment package (npusim.export): between
+  // begin_capture_method and end_capture_method every launch and host write is
+  // recorded as the method's, with the contents of every buffer read before the
+  // run writes it (the weights, shared by the package's methods). A host read of
+  // device memory or a CPU fallback cannot be replayed without Python:
+  // end_capture_method then throws, naming them, and the capture is dropped.
   // `state`: tensors whose contents carry from one run of the package to the next (a KV cache).
-  void begin_capture(const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names, const std::string& source,
-                     const std::vector<at::Tensor>& state = {});
+  void begin_capture(const std::string& source);
+  void begin_capture_method(const std::string& method, const std::vector<at::Tensor>& inputs, const std::vector<std::string>& names,
+                            const std::vector<at::Tensor>& state = {});
+  void end_capture_method(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names);
   // Writes the package; returns its summary.
-  std::string end_capture(const std::vector<at::Tensor>& outputs, const std::vector<std::string>& names, const std::string& path);
+  std::string end_capture(const std::string& path);
   void abort_capture();
   // Whether a capture is recording (a check that would read the device back is made on it instead).
   bool capturing() const { return capture_ != nullptr; }

@@ -28,16 +28,18 @@ contiguous little-endian files (numpy: array.tofile / numpy.fromfile).
 
 A buffer of the model that the program writes back (torch.export's buffer
 mutations: a static KV cache updated with index_copy_) is the package's state:
-loaded once, and what a run writes there is what the next run reads. A language
-model's decode step packaged so generates tokens from C++ alone:
+loaded once, and what a run writes there is what the next run reads. A package
+may hold several methods (compile({"prefill": ep1, "decode": ep2}, path)) that
+share weights and state. A language model's prefill and decode steps packaged
+so generate tokens from C++ alone:
 
-    npu-run decode.npupkg --generate 16 --prompt 15,3,7      # or npusim.export.generate
+    npu-run llama.npupkg --generate 16 --prompt 15,3,7      # or npusim.export.generate
 """
 
 import copy
 import operator
 import os
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.utils._pytree as pytree
@@ -50,10 +52,47 @@ _DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "
            "u8": torch.uint8}
 
 
-def compile(exported_program: "torch.export.ExportedProgram", path: str, *example_inputs: torch.Tensor) -> str:
+def compile(exported_program, path: str, *example_inputs: torch.Tensor) -> str:
     """Writes the package for `exported_program` to `path`; returns its summary.
-    The example inputs (default: the ones it was exported with, positional and
-    keyword) fix the shapes; given here, they are positional."""
+
+    `exported_program` is one torch.export program (the package's one method, "forward"), or a dict of
+    them by method name, such as {"prefill": ..., "decode": ...}: the methods are recorded in the dict's
+    order and share what they have in common, every tensor of the same name and the same contents (the
+    weights, and a KV cache that prefill writes and decode reads). The example inputs (default: the
+    ones each program was exported with, positional and keyword) fix the shapes; given here, they are
+    the one program's, positional."""
+    programs = dict(exported_program) if isinstance(exported_program, dict) else {"forward": exported_program}
+    if not programs:
+        raise ValueError("npusim.export.compile: no programs")
+    if example_inputs and len(programs) > 1:
+        raise TypeError("npusim.export.compile: example inputs are given with one program, not with several methods")
+    methods = [_prepare(name, program, example_inputs) for name, program in programs.items()]
+    _move_to_npu_sharing_tensors([m.module for m in methods])
+    nodes = sum(m.nodes for m in methods)
+    source = f"torch.export of {type(next(iter(programs.values()))).__name__} ({nodes} graph nodes" + \
+        (f" in methods {', '.join(programs)})" if len(programs) > 1 else ")")
+    # The package's inputs: int64 ones as i32 (the chip has no int64 dtype), widened by the program's first kernels.
+    # Made before the capture, which would record their copies to the device.
+    inputs = [[a.detach().to(torch.int32 if a.dtype == torch.int64 else a.dtype).to("npu").contiguous() for a in m.flat] for m in methods]
+    _C.begin_capture(source)
+    try:
+        with torch.no_grad():
+            for m, method_inputs in zip(methods, inputs):
+                _capture_method(m, method_inputs)
+    except BaseException:
+        _C.abort_capture()
+        raise
+    return _C.end_capture(str(path))
+
+
+class _Method:
+    """A program ready to record: its graph lowered for the chip (on the CPU until moved), its flat inputs."""
+
+    def __init__(self, name, module, flat, spec, names, nodes):
+        self.name, self.module, self.flat, self.spec, self.names, self.nodes = name, module, flat, spec, names, nodes
+
+
+def _prepare(name: str, exported_program, example_inputs) -> _Method:
     args, kwargs = (example_inputs, {}) if example_inputs else exported_program.example_inputs
     flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
     if not all(isinstance(a, torch.Tensor) for a in flat):
@@ -62,27 +101,48 @@ def compile(exported_program: "torch.export.ExportedProgram", path: str, *exampl
     module = copy.deepcopy(program.module())  # its parameters may be the caller's model's: moved to the npu, not those
     _drop_host_device_checks(module)
     lowering.lower(module, "inference")
-    module = module.to("npu")
-    names = [spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    names = [s.arg.name for s in program.graph_signature.input_specs if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
     if len(names) != len(flat):
         names = [f"input{i}" for i in range(len(flat))]
-    # The package's inputs: int64 ones as i32 (the chip has no int64 dtype), widened by the program's first kernels.
-    inputs = [a.detach().to(torch.int32 if a.dtype == torch.int64 else a.dtype).to("npu").contiguous() for a in flat]
-    source = f"torch.export of {type(exported_program).__name__} ({len(list(program.graph.nodes))} graph nodes)"
-    with torch.no_grad():
-        _C.begin_capture(inputs, names, source, _mutated_buffers(module))
-        try:
-            widened = [i.to(torch.int64) if a.dtype == torch.int64 else i for i, a in zip(inputs, flat)]
-            call_args, call_kwargs = pytree.tree_unflatten(widened, spec)
-            result = module(*call_args, **call_kwargs)
-        except BaseException:
-            _C.abort_capture()
-            raise
+    return _Method(name, module, flat, spec, names, len(list(program.graph.nodes)))
+
+
+def _move_to_npu_sharing_tensors(modules: List[torch.fx.GraphModule]) -> None:
+    """Moves the modules to the npu; a tensor that a later module reads under the name and with the contents
+    of an earlier one's becomes that one's npu tensor: one buffer of the package, not two (weights, and state
+    that one method writes and another reads)."""
+    seen = {}  # attribute name -> (the CPU tensor it had, its npu tensor)
+    for module in modules:
+        targets = sorted({node.target for node in module.graph.nodes if node.op == "get_attr"})
+        cpu = {t: operator.attrgetter(t)(module) for t in targets}
+        for target, tensor in cpu.items():
+            if target not in seen or not isinstance(tensor, torch.Tensor):
+                continue
+            earlier_cpu, earlier_npu = seen[target]
+            if type(earlier_npu) is type(tensor) and earlier_cpu.dtype == tensor.dtype and earlier_cpu.shape == tensor.shape \
+                    and torch.equal(earlier_cpu, tensor):
+                owner_name, _, attribute = target.rpartition(".")
+                owner = module.get_submodule(owner_name)
+                table = owner._parameters if attribute in owner._parameters else owner._buffers if attribute in owner._buffers else None
+                if table is not None:
+                    table[attribute] = earlier_npu
+                else:
+                    setattr(owner, attribute, earlier_npu)
+        module.to("npu")
+        for target, tensor in cpu.items():
+            if target not in seen and isinstance(tensor, torch.Tensor):
+                seen[target] = (tensor, operator.attrgetter(target)(module))
+
+
+def _capture_method(m: _Method, inputs: List[torch.Tensor]) -> None:
+    _C.begin_capture_method(m.name, inputs, m.names, _mutated_buffers(m.module))
+    widened = [i.to(torch.int64) if a.dtype == torch.int64 else i for i, a in zip(inputs, m.flat)]
+    call_args, call_kwargs = pytree.tree_unflatten(widened, m.spec)
+    result = m.module(*call_args, **call_kwargs)
     outputs, _ = pytree.tree_flatten(result)
     if not all(isinstance(o, torch.Tensor) for o in outputs):
-        _C.abort_capture()
         raise TypeError("npusim.export.compile: the program's outputs must all be tensors")
-    return _C.end_capture(outputs, [f"output{i}" for i in range(len(outputs))], str(path))
+    _C.end_capture_method(outputs, [f"output{i}" for i in range(len(outputs))])
 
 
 def _mutated_buffers(module: torch.fx.GraphModule) -> List[torch.Tensor]:
@@ -106,24 +166,31 @@ def _drop_host_device_checks(module: torch.fx.GraphModule) -> None:
 
 
 def generate(path: str, prompt: Sequence[int], new_tokens: int) -> Tuple[List[int], List[int]]:
-    """Greedy generation with a language model's decode-step package, as `npu-run --generate` does: the
-    prompt's tokens run one at a time at positions 0, 1, ..., then each run's most likely token is fed
-    back. The package takes the token ids i32[1, 1] and the position i32[1], gives the logits [1, 1, V]
-    first, and keeps its KV cache between runs (a buffer the program writes back, e.g. with index_copy_).
-    Returns the new tokens and the device cycles of each run."""
+    """Greedy generation with a language model's package, as `npu-run --generate` does. Method "decode"
+    (or the package's only method) takes the token ids i32[1, 1] and the position i32[1] and gives the
+    logits [1, 1, V] first; method "prefill", if the package has one, takes P tokens i32[1, P] and their
+    positions i32[P] and gives the logits [1, P, V]. The prompt runs through prefill P tokens at a time at
+    positions 0, P, ..., what is left of it through decode a token at a time, and then each run's most
+    likely token is fed back through decode. The KV cache is the package's state (a buffer the program
+    writes back, e.g. with index_copy_). Returns the new tokens and the device cycles of each run, the
+    prompt's first."""
     tokens, cycles = _C.generate_package(str(path), [int(t) for t in prompt], int(new_tokens))
     return list(tokens), list(cycles)
 
 
 def info(path: str) -> dict:
-    """The package's signature and summary: {"inputs": [(name, dtype, shape)], "outputs": [...], "summary": str, "config": str}."""
+    """The package's signature and summary: {"methods": {name: {"inputs": [(name, dtype, shape)], "outputs": [...]}},
+    "inputs" and "outputs" (the first method's), "summary": str, "config": str, ...}."""
     return dict(_C.package_info(str(path)))
 
 
-def run(path: str, *inputs: torch.Tensor) -> Tuple[List[torch.Tensor], int]:
-    """Runs the package on this process's npu device, the way npu-run does:
-    returns its outputs (CPU tensors) and the device cycles of the run."""
-    signature = info(path)
+def run(path: str, *inputs: torch.Tensor, method: Optional[str] = None) -> Tuple[List[torch.Tensor], int]:
+    """Runs one method of the package (by default its first) on this process's npu device, the way npu-run
+    does: returns its outputs (CPU tensors) and the device cycles of the run."""
+    methods = info(path)["methods"]
+    if method is not None and method not in methods:
+        raise ValueError(f"{path} has no method {method!r} (its methods: {', '.join(methods)})")
+    signature = methods[method] if method is not None else next(iter(methods.values()))
     if len(inputs) != len(signature["inputs"]):
         raise ValueError(f"{path} takes {len(signature['inputs'])} inputs, got {len(inputs)}")
     data = []
@@ -135,7 +202,7 @@ def run(path: str, *inputs: torch.Tensor) -> Tuple[List[torch.Tensor], int]:
         if tuple(tensor.shape) != tuple(shape) or tensor.dtype != _DTYPES[dtype]:
             raise ValueError(f"input {name}: expected {dtype}{list(shape)}, got {tensor.dtype}{list(tensor.shape)}")
         data.append(_bytes_of(tensor))
-    raw, cycles = _C.run_package(str(path), data)
+    raw, cycles = _C.run_package(str(path), data, method or "")
     outputs = []
     for blob, (_, dtype, shape) in zip(raw, signature["outputs"]):
         outputs.append(torch.frombuffer(bytearray(blob), dtype=_DTYPES[dtype]).reshape(shape) if len(blob) else

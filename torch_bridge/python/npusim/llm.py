@@ -1,19 +1,22 @@
-"""npusim.llm: a language model's decode step over a static KV cache, in the form a
-deployment package takes (npusim.export): one token and its position in, the
+"""npusim.llm: a language model's step over a static KV cache, in the form a
+deployment package takes (npusim.export): T tokens and their positions in, the
 logits out, the cache kept in the module's buffers and written back with
 index_copy_, so that torch.export records it as the package's state.
 
     step = npusim.llm.DecodeStep(model, max_len=256)      # a transformers Llama, Mistral or Qwen2
-    ep = torch.export.export(step, (), {"input_ids": torch.zeros(1, 1, dtype=torch.long),
-                                        "cache_position": torch.tensor([0])})
-    npusim.export.compile(ep, "decode.npupkg")
-    # npu-run decode.npupkg --generate 16 --prompt 15,3,7
+    decode = torch.export.export(step, (), {"input_ids": torch.zeros(1, 1, dtype=torch.long),
+                                            "cache_position": torch.tensor([0])})
+    prefill = torch.export.export(step, (), {"input_ids": torch.zeros(1, 16, dtype=torch.long),
+                                             "cache_position": torch.arange(16)})
+    npusim.export.compile({"prefill": prefill, "decode": decode}, "llama.npupkg")
+    # npu-run llama.npupkg --generate 16 --prompt 15,3,7
 
+The same step exported at T = 1 is the decode method and at T = P the prefill
+method (P tokens a run); in one package the two share the weights and the cache.
 The step computes what transformers' model computes (RMS norms, rotary
-positions, grouped-query attention over the cache, SwiGLU), from the model's
-own weights, and gives the same greedy tokens as model.generate (the tests
-check it). The prompt runs through the same step a token at a time, so there
-is no separate prefill program. What it takes: a decoder of the Llama family
+positions, grouped-query attention over the cache with a causal mask, SwiGLU),
+from the model's own weights, and gives the same greedy tokens as model.generate
+(the tests check it). What it takes: a decoder of the Llama family
 (model.model.layers with self_attn.{q,k,v,o}_proj and mlp.{gate,up,down}_proj),
 rotary positions of the default kind (no rope scaling), no sliding window,
 batch 1.

@@ -26,8 +26,9 @@ class Device;
 namespace npu::deploy {
 
 namespace proto {
+class Method;
 class Package;
-}
+}  // namespace proto
 
 // A file that is not a valid package, or a package that does not fit the call.
 class PackageError : public std::runtime_error {
@@ -68,10 +69,14 @@ class Package {
 
   std::string config_name() const;
   std::string config_text() const;
-  std::vector<TensorSpec> inputs() const;
-  std::vector<TensorSpec> outputs() const;
+  // The entry points (a language model's "prefill" and "decode"; "forward" where there is one), in order.
+  std::vector<std::string> methods() const;
+  // The index of the method of that name; PackageError naming the ones there are.
+  size_t method(const std::string& name) const;
+  std::vector<TensorSpec> inputs(size_t method = 0) const;
+  std::vector<TensorSpec> outputs(size_t method = 0) const;
   size_t programs() const;
-  size_t launches() const;
+  size_t launches() const;  // of every method
   uint64_t planned_bytes() const;  // the memory plan: every buffer, weights included
   size_t buffer_count() const;       // buffers of the memory plan
   size_t logical_buffer_count() const;   // buffers of the recording, before planning
@@ -99,6 +104,10 @@ class PackageBuilder {
   // which the recorder must give with constant().
   bool has_contents(uint32_t buffer) const;
 
+  // Starts a method of that name: the inputs, outputs, launches and uploads that follow are its. Weights
+  // and state are the package's, shared by every method; any other buffer belongs to one method (an
+  // identity seen again in a later method is a new buffer there). Without a call, the one method is "forward".
+  void method(const std::string& name);
   void input(TensorSpec spec);
   void output(TensorSpec spec);
   void constant(uint32_t buffer, std::vector<uint8_t> data);
@@ -115,14 +124,18 @@ class PackageBuilder {
  private:
   struct Logical {
     uint64_t size_bytes = 0;
-    int64_t first_step = -1, last_step = -1;  // -1: untouched
-    bool pinned = false;                      // input, output or constant: lives through the whole run
+    int64_t first_step = -1, last_step = -1;  // -1: untouched; steps counted over every method, in order
+    bool loaded = false;                      // a constant or state: lives through every run of every method
+    int signature_of = -1;                    // an input or output of this method: lives through its runs
     bool written = false;
     bool state = false;                       // kept between runs (state())
   };
   void touch(uint32_t buffer);
+  proto::Method& current_method();
 
   std::unique_ptr<proto::Package> package_;
+  std::vector<int64_t> method_first_step_;    // of each method, in the count of every method's steps
+  int64_t steps_ = 0;                         // steps recorded, over every method
   std::vector<Logical> buffers_;
   std::map<uint64_t, uint32_t> by_identity_;
   std::map<const void*, uint32_t> programs_;
@@ -140,8 +153,10 @@ class PackageRunner {
     std::vector<std::vector<uint8_t>> outputs;  // contiguous, in the signature's order
     uint64_t cycles = 0;                        // device cycles from the first input copy to the last step's end
   };
-  // `inputs`: contiguous bytes of each input, in the signature's order (PackageError for a wrong count or size).
-  Result run(const std::vector<std::vector<uint8_t>>& inputs);
+  // Runs a method (by index: Package::method). `inputs`: contiguous bytes of each of its inputs, in the
+  // signature's order (PackageError for a wrong count or size).
+  Result run(size_t method, const std::vector<std::vector<uint8_t>>& inputs);
+  Result run(const std::vector<std::vector<uint8_t>>& inputs) { return run(0, inputs); }
 
  private:
   struct Loaded;
