@@ -9,7 +9,8 @@ and the results are compared:
   - bfloat16: rtol 1.6e-2 (the default) and atol 1e-2: the chip computes in
     f32 and rounds once, the CPU's bf16 kernels round differently, and values
     near zero after cancellation differ by more than the default 1e-5 allows;
-  - ops with neither float dtype (bitwise_and): bool and int32, exactly;
+  - ops with neither float dtype: complex64 where they take it (view_as_real), else (bitwise_and) bool
+    and int32, exactly;
   - elementwise ops (OpInfo's unary and binary ufuncs): also the result's strides, as ATen lays them
     out (TensorIterator's rule), over the dims longer than 1.
 Ops whose results are undefined (the empty family) are compared on shape,
@@ -100,8 +101,9 @@ def test_the_supported_ops_are_derived_from_the_registrations():
 def test_every_sample_matches_the_cpu(op):
     counts = collections.Counter()
     dtypes = (torch.float32, torch.bfloat16)
-    if not any(d in op.supported_dtypes("cpu") for d in dtypes):  # integer and bool ops (bitwise_and): those, exactly
-        dtypes = (torch.bool, torch.int32)
+    if not any(d in op.supported_dtypes("cpu") for d in dtypes):
+        # complex ops (view_as_real): complex64; integer and bool ops (bitwise_and): those, exactly
+        dtypes = (torch.complex64,) if torch.complex64 in op.supported_dtypes("cpu") else (torch.bool, torch.int32)
     for dtype in dtypes:
         if dtype not in op.supported_dtypes("cpu"):
             continue

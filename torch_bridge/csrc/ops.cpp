@@ -28,6 +28,7 @@
 #include "int64_arithmetic.h"
 #include "leading_slices.h"
 #include "nonzero.h"
+#include "complex_ops.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -215,6 +216,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
                                       at::scalar_tensor(0, value.options().device(at::kCPU)));
     if (copy_on_chip(value, words.select(-1, 0)) && copy_on_chip(sign, words.select(-1, 1))) return dst;
   }
+  if (copy_complex_on_chip(self, dst)) return dst;
   note_cpu_fallback(self.scalar_type() == dst.scalar_type() ? "aten::_copy_from (device to device)" : "aten::_copy_from (device dtype conversion)");
   copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
   return dst;
@@ -265,6 +267,8 @@ bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const a
 }
 
 at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, const std::function<at::Tensor(const at::Tensor&)>& reference) {
+  if (self.is_complex())
+    if (std::optional<at::Tensor> result = complex_unary(kind, self)) return *result;
   if ((kind == OpKind::NEG || kind == OpKind::ABS) && self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) {
     // int64 on its words (T5's relative position buckets): 0 - x with the borrow; abs where the high word is negative.
     const at::Tensor negated = int64_add(at::zeros_like(self), self, true);
@@ -304,6 +308,8 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   check_operand_device(a_in, name);
   check_operand_device(b_in, name);
   const at::ScalarType common = at::result_type(a_in, b_in);
+  if (at::isComplexType(common))
+    if (std::optional<at::Tensor> result = complex_binary(kind, a_in, b_in)) return *result;
   const auto chip_dtype = [](at::ScalarType t) { return t != at::kLong && t != at::kDouble && !at::isComplexType(t); };
   const auto prepare = [&](const at::Tensor& t) {
     if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
