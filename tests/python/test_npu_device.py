@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -1083,3 +1084,36 @@ def test_elementwise_results_are_laid_out_as_atens():
         assert got.stride() == want.stride(), (name, got.stride(), want.stride())
         torch.testing.assert_close(got.cpu(), want, msg=name)
     assert (a.to(NPU) + b.to(NPU)).view(158, 64).shape == (158, 64)
+
+
+def test_a_kernel_that_declines_hands_its_op_to_the_one_cpu_fallback_with_its_reason():
+    """fall_back (torch_bridge/csrc/cpu_fallback.h): a case an npu kernel does not take (f64 here) runs the
+    op through the boxed CPU fallback: the CPU's results on the npu, counted under the op's name, warned
+    about once with the kernel's reason. batch norm's running statistics, which its schema does not mark
+    as written, are updated as on the CPU."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 6, 6, dtype=torch.float64)
+    cases = {
+        "aten::max_pool2d_with_indices": lambda t: torch.nn.functional.max_pool2d(t, 2, return_indices=True),
+        "aten::upsample_bilinear2d": lambda t: torch.nn.functional.interpolate(t, scale_factor=2, mode="bilinear"),
+        "aten::native_layer_norm": lambda t: torch.nn.functional.layer_norm(t, (6, 6)),
+        "aten::topk": lambda t: torch.topk(t.reshape(2, -1), 3),
+        "aten::convolution": lambda t: torch.nn.functional.conv2d(t, torch.ones(2, 3, 3, 3, dtype=t.dtype, device=t.device)),
+    }
+    for name, f in cases.items():
+        before = dict(npusim.fallback_stats())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = f(x.to(NPU))
+        counted = {k: v - before.get(k, 0) for k, v in npusim.fallback_stats().items() if v != before.get(k, 0)}
+        assert counted.get(name) == 1, (name, counted)
+        warned = [str(w.message) for w in caught if name in str(w.message)]
+        if name not in before:  # (warned about once a process: the first time, with the kernel's reason)
+            assert warned and "runs on the CPU (" in warned[0] and "no npu kernel" not in warned[0], warned
+        for g, w in zip(got if isinstance(got, tuple) else (got,), f(x) if isinstance(got, tuple) else (f(x),)):
+            assert g.device.type == "npu"
+            torch.testing.assert_close(g.cpu(), w)
+    cpu_norm, npu_norm = torch.nn.BatchNorm2d(3).double(), torch.nn.BatchNorm2d(3).double().to(NPU)
+    torch.testing.assert_close(npu_norm(x.to(NPU)).cpu(), cpu_norm(x))
+    torch.testing.assert_close(npu_norm.running_mean.cpu(), cpu_norm.running_mean)
+    torch.testing.assert_close(npu_norm.running_var.cpu(), cpu_norm.running_var)

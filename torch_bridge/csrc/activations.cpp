@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -257,9 +258,7 @@ std::tuple<at::Tensor, at::Tensor> npu_log_sigmoid_forward(const at::Tensor& x) 
     const at::Tensor out = f32_chain("abs(in0); neg(%0); exp(%1); add(%2, 1); log(%3); minimum(in0, 0); sub(%5, %4)", {x}, x.scalar_type());
     return {out, new_npu({0}, x.scalar_type())};
   }
-  note_cpu_fallback("aten::log_sigmoid_forward", kNotOnChip);
-  auto [out, buffer] = at::log_sigmoid_forward(x.cpu());
-  return {to_npu(out), to_npu(buffer)};
+  return fall_back<at::_ops::log_sigmoid_forward>(kNotOnChip, x);
 }
 std::tuple<at::Tensor&, at::Tensor&> npu_log_sigmoid_forward_out(const at::Tensor& x, at::Tensor& out, at::Tensor& buffer) {
   auto [result, scratch] = npu_log_sigmoid_forward(x);

@@ -14,6 +14,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -38,7 +39,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
                                                           const std::optional<at::Tensor>& running_var, bool training, double momentum,
                                                           double eps) {
   if (!chip_ready(input, {&weight, &bias, &running_mean, &running_var}) || (!training && (!defined(running_mean) || !defined(running_var)))) {
-    note_cpu_fallback("aten::native_batch_norm");
+    // Not through fall_back: the op updates the running statistics in place, and its schema does not say so
+    // (no (a!)), so the boxed fallback would not copy them back.
+    note_cpu_fallback("aten::native_batch_norm", "not chip floats, or eval mode without running statistics");
     std::optional<at::Tensor> rm = on_host(running_mean), rv = on_host(running_var);
     auto [out, mean, invstd] = at::native_batch_norm(input.cpu(), on_host(weight), on_host(bias), rm, rv, training, momentum, eps);
     if (defined(running_mean)) running_mean->copy_(*rm);
@@ -95,11 +98,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(const at::Ten
                                                                    std::array<bool, 3> mask) {
   const bool stats = training ? defined(save_mean) && defined(save_invstd) : defined(running_mean) && defined(running_var);
   if (!chip_ready(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd}) || !chip_float(grad) || !stats) {
-    note_cpu_fallback("aten::native_batch_norm_backward");
-    auto [gi, gw, gb] = at::native_batch_norm_backward(grad.cpu(), input.cpu(), on_host(weight), on_host(running_mean), on_host(running_var),
-                                                       on_host(save_mean), on_host(save_invstd), training, eps, mask);
-    const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
-    return {back(gi), back(gw), back(gb)};
+    return fall_back<at::_ops::native_batch_norm_backward>("not chip floats, or no saved or running statistics", grad, input, weight,
+                                                           running_mean, running_var, save_mean, save_invstd, training, eps, mask);
   }
   const at::Tensor x = rows_of(input), g = rows_of(grad);
   const at::Tensor mean = training ? as_f32(*save_mean) : as_f32(*running_mean);

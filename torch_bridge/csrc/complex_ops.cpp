@@ -25,6 +25,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -165,8 +166,7 @@ at::Tensor fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
     transforms.push_back({Dft::kRealToComplex, n, onesided ? n / 2 + 1 : n});
   }
   if (dims.empty() || !fft_on_chip(self, false, transforms)) {
-    note_cpu_fallback("aten::_fft_r2c", kFftReason);
-    return to_npu(at::_fft_r2c(self.cpu(), dim, normalization, onesided));
+    return fall_back<at::_ops::_fft_r2c>(kFftReason, self, dim, normalization, onesided);
   }
   at::Tensor y = along(self, dims.back(), [&](const at::Tensor& x) { return real_to_complex_last(x, onesided, normalization); });
   for (size_t i = 0; i + 1 < dims.size(); ++i)
@@ -179,8 +179,7 @@ at::Tensor fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
   std::vector<DimTransform> transforms;
   for (const int64_t d : dims) transforms.push_back({Dft::kComplexToComplex, self.size(d), self.size(d)});
   if (dims.empty() || !fft_on_chip(self, true, transforms)) {
-    note_cpu_fallback("aten::_fft_c2c", kFftReason);
-    return to_npu(at::_fft_c2c(self.cpu(), dim, normalization, forward));
+    return fall_back<at::_ops::_fft_c2c>(kFftReason, self, dim, normalization, forward);
   }
   at::Tensor y = self;
   for (const int64_t d : dims) y = along(y, d, [&](const at::Tensor& x) { return complex_to_complex_last(x, forward, normalization); });
@@ -193,8 +192,7 @@ at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
   for (size_t i = 0; i + 1 < dims.size(); ++i) transforms.push_back({Dft::kComplexToComplex, self.size(dims[i]), self.size(dims[i])});
   transforms.push_back({Dft::kComplexToReal, last_dim_size, last_dim_size / 2 + 1});
   if (dims.empty() || !fft_on_chip(self, true, transforms) || self.size(dims.back()) < last_dim_size / 2 + 1) {
-    note_cpu_fallback("aten::_fft_c2r", kFftReason);
-    return to_npu(at::_fft_c2r(self.cpu(), dim, normalization, last_dim_size));
+    return fall_back<at::_ops::_fft_c2r>(kFftReason, self, dim, normalization, last_dim_size);
   }
   at::Tensor y = self;
   for (size_t i = 0; i + 1 < dims.size(); ++i)

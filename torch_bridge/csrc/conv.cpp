@@ -28,6 +28,7 @@
 
 #include "conv3d.h"
 #include "custom_ops.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -326,9 +327,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::convolution");
-  return to_npu(at::convolution(input.cpu(), weight.cpu(), has_bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, stride, padding,
-                                dilation, transposed, output_padding, groups));
+  return fall_back<at::_ops::convolution>("", input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
@@ -358,13 +357,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::convolution_backward");
   // The bias, when asked for, is a vector of the output's channels.
   const std::vector<int64_t> bias_sizes = {transposed ? weight.size(1) * groups : weight.size(0)};
-  auto [gi, gw, gb] = at::convolution_backward(grad.cpu(), input.cpu(), weight.cpu(), at::IntArrayRef(bias_sizes), stride, padding, dilation,
-                                               transposed, output_padding, groups, mask);
-  const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
-  return {back(gi), back(gw), back(gb)};
+  return fall_back<at::_ops::convolution_backward>("", grad, input, weight, std::optional<at::IntArrayRef>(bias_sizes), stride, padding,
+                                                   dilation, transposed, output_padding, groups, mask);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "scan.h"
 
@@ -105,8 +106,7 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
 
 at::Tensor npu_logcumsumexp(const at::Tensor& self, int64_t dim) {
   if (!chip_float(self) || self.numel() == 0) {
-    note_cpu_fallback("aten::_logcumsumexp", "not a non-empty f32, bf16 or f16 tensor");
-    return to_npu(at::_logcumsumexp(self.cpu(), dim));
+    return fall_back<at::_ops::_logcumsumexp>("not a non-empty f32, bf16 or f16 tensor", self, dim);
   }
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const at::Tensor rows = self.dim() == 0 ? as_f32(self).view({1}) : as_f32(self).movedim(d, -1);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "float_unary.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -226,8 +227,7 @@ at::Tensor npu_logaddexp(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   if (!chip_float_dtype(dtype)) {  // (integers copysign into floats on the CPU)
-    note_cpu_fallback("aten::copysign", kNotChipFloats);
-    return to_npu(at::copysign(a.cpu(), b.cpu()));
+    return fall_back<at::_ops::copysign_Tensor>(kNotChipFloats, a, b);
   }
   return binary(
       "aten::copysign", a, b,
@@ -241,15 +241,13 @@ at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor npu_signbit(const at::Tensor& x) {
   if (chip_float(x) && x.numel() > 0) return sign_bit_f32(as_f32(x));
   if (on_npu(x) && (x.scalar_type() == at::kInt || x.scalar_type() == at::kChar)) return at::lt(x, 0);
-  note_cpu_fallback("aten::signbit", kNotChipFloats);
-  return to_npu(at::signbit(x.cpu()));
+  return fall_back<at::_ops::signbit>(kNotChipFloats, x);
 }
 
 at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
   TORCH_CHECK(x.scalar_type() == values.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
   if (!on_npu(x) || !chip_dtype(x.scalar_type()) || x.scalar_type() == at::kBool) {
-    note_cpu_fallback("aten::heaviside", "not a chip dtype");
-    return to_npu(at::heaviside(x.cpu(), values.cpu()));
+    return fall_back<at::_ops::heaviside>("not a chip dtype", x, values);
   }
   const at::Tensor step = at::gt(x, 0).to(x.scalar_type());
   return at::where(at::eq(x, 0), to_npu(values), step);

@@ -13,6 +13,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -36,8 +37,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
       return out;
     }
   }
-  note_cpu_fallback("aten::embedding_dense_backward");
-  return to_npu(at::embedding_dense_backward(grad_output.cpu(), indices.cpu(), num_weights, padding_idx, scale_grad_by_freq));
+  return fall_back<at::_ops::embedding_dense_backward>("", grad_output, indices, num_weights, padding_idx, scale_grad_by_freq);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <limits>
 
 #include "int64_arithmetic.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -77,9 +78,7 @@ std::tuple<at::Tensor, at::Tensor> extremum_dim(bool maximum, const at::Tensor& 
     return {keepdim ? kept : kept.squeeze(d), index};
   }
   if (!on_chip(self, d)) {
-    note_cpu_fallback(maximum ? "aten::max.dim" : "aten::min.dim");
-    auto [v, i] = maximum ? at::max(self.cpu(), dim, keepdim) : at::min(self.cpu(), dim, keepdim);
-    return {to_npu(v), to_npu(i)};
+    return maximum ? fall_back<at::_ops::max_dim>("", self, dim, keepdim) : fall_back<at::_ops::min_dim>("", self, dim, keepdim);
   }
   const at::Tensor values = maximum ? at::amax(self, {d}, true) : at::amin(self, {d}, true);
   return {keepdim ? values : values.squeeze(d), first_index(maximum, self, [&] { return values; }, d, keepdim)};
@@ -111,8 +110,8 @@ at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepd
 at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
   if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(maximum, self, {}, false);
   if (!(chip_float(self) || (on_npu(self) && self.scalar_type() == at::kInt)) || self.numel() == 0) {
-    note_cpu_fallback(maximum ? "aten::max" : "aten::min");
-    return to_npu(maximum ? at::max(self.cpu()) : at::min(self.cpu()));
+    const char* reason = "not f32, bf16, f16, int32 or int64, or empty";
+    return maximum ? fall_back<at::_ops::max>(reason, self) : fall_back<at::_ops::min>(reason, self);
   }
   const at::Tensor flat = self.reshape({-1});
   return (maximum ? at::amax(flat, {0}) : at::amin(flat, {0})).reshape(std::vector<int64_t>{});
@@ -142,9 +141,8 @@ std::tuple<at::Tensor, at::Tensor> cumulative_extremum(bool maximum, const at::T
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
   const bool supported = on_npu(self) && (chip_float(self) || self.scalar_type() == at::kInt) && self.numel() > 0 && length < (int64_t{1} << 31);
   if (!supported) {
-    note_cpu_fallback(maximum ? "aten::cummax" : "aten::cummin", "not f32, bf16, f16 or int32, or empty");
-    auto [values, indices] = maximum ? at::cummax(self.cpu(), dim) : at::cummin(self.cpu(), dim);
-    return {to_npu(values), to_npu(indices)};
+    const char* reason = "not f32, bf16, f16 or int32, or empty";
+    return maximum ? fall_back<at::_ops::cummax>(reason, self, dim) : fall_back<at::_ops::cummin>(reason, self, dim);
   }
   at::Tensor values = self.dim() == 0 ? self.view({1}) : self.movedim(d, -1);
   std::vector<int64_t> shape(size_t(values.dim()), 1);

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "float_unary.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -166,8 +167,7 @@ at::Tensor npu_polygamma(int64_t n, const at::Tensor& x) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   if (n == 0) return npu_digamma(x);
   if (n == 1) return float_unary("aten::polygamma", x, trigamma_f32, [](const at::Tensor& h) { return at::polygamma(1, h); });
-  note_cpu_fallback("aten::polygamma", "orders above 1 (the Hurwitz zeta function) have no npu kernel");
-  return to_npu(at::polygamma(n, x.cpu()));
+  return fall_back<at::_ops::polygamma>("orders above 1 (the Hurwitz zeta function) have no npu kernel", n, x);
 }
 at::Tensor& npu_polygamma_(at::Tensor& x, int64_t n) { return x.copy_(npu_polygamma(n, x)); }
 

@@ -23,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -110,8 +111,7 @@ at::Tensor gathered(const at::Tensor& planes, const Neighbour& corner) {
 
 at::Tensor npu_grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding, bool align_corners) {
   if (!on_chip(input, grid, interpolation, padding)) {
-    note_cpu_fallback("aten::grid_sampler_2d", "reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms");
-    return to_npu(at::grid_sampler_2d(input.cpu(), grid.cpu(), interpolation, padding, align_corners));
+    return fall_back<at::_ops::grid_sampler_2d>("reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms", input, grid, interpolation, padding, align_corners);
   }
   const int64_t n = input.size(0), c = input.size(1);
   const Sampling s = sample_points(input, grid, interpolation, padding, align_corners);
@@ -128,9 +128,8 @@ std::tuple<at::Tensor, at::Tensor> npu_grid_sampler_2d_backward(const at::Tensor
                                                                 int64_t interpolation, int64_t padding, bool align_corners,
                                                                 std::array<bool, 2> output_mask) {
   if (!on_chip(input, grid, interpolation, padding) || !chip_float(grad)) {
-    note_cpu_fallback("aten::grid_sampler_2d_backward", "reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms");
-    auto [gi, gg] = at::grid_sampler_2d_backward(grad.cpu(), input.cpu(), grid.cpu(), interpolation, padding, align_corners, output_mask);
-    return {gi.defined() ? to_npu(gi) : gi, gg.defined() ? to_npu(gg) : gg};
+    return fall_back<at::_ops::grid_sampler_2d_backward>("reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms", grad, input,
+                                                         grid, interpolation, padding, align_corners, output_mask);
   }
   const int64_t n = input.size(0), c = input.size(1), plane = input.size(2) * input.size(3), l = grid.size(1) * grid.size(2);
   const Sampling s = sample_points(input, grid, interpolation, padding, align_corners);

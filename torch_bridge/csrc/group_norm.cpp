@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include "custom_ops.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -29,9 +30,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
                                                           const std::optional<at::Tensor>& bias, int64_t n, int64_t c, int64_t hxw,
                                                           int64_t group, double eps) {
   if (!chip_floats(input, {&weight, &bias}) || group <= 0 || c % group != 0) {
-    note_cpu_fallback("aten::native_group_norm");
-    auto [out, mean, rstd] = at::native_group_norm(input.cpu(), on_host(weight), on_host(bias), n, c, hxw, group, eps);
-    return {to_npu(out), to_npu(mean), to_npu(rstd)};
+    return fall_back<at::_ops::native_group_norm>("not chip floats, or channels that do not divide into the groups", input, weight, bias, n, c,
+                                                  hxw, group, eps);
   }
   const at::ScalarType dtype = input.scalar_type();
   const at::Tensor rows = dense(input).view({n * group, -1});
@@ -56,10 +56,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Ten
                                                                    int64_t c, int64_t hxw, int64_t group, std::array<bool, 3> mask) {
   const std::optional<at::Tensor> g_opt = grad, m_opt = mean, r_opt = rstd;
   if (!chip_floats(input, {&weight, &g_opt, &m_opt, &r_opt}) || group <= 0 || c % group != 0) {
-    note_cpu_fallback("aten::native_group_norm_backward");
-    auto [gx, gw, gb] = at::native_group_norm_backward(grad.cpu(), input.cpu(), mean.cpu(), rstd.cpu(), on_host(weight), n, c, hxw, group, mask);
-    const auto back = [](const at::Tensor& t) { return t.defined() ? to_npu(t) : t; };
-    return {back(gx), back(gw), back(gb)};
+    return fall_back<at::_ops::native_group_norm_backward>("not chip floats, or channels that do not divide into the groups", grad, input, mean,
+                                                           rstd, weight, n, c, hxw, group, mask);
   }
   const at::ScalarType dtype = input.scalar_type();
   // [N, G, C/G, positions]: the group's elements are the last two dims. (f32 copies only where used.)

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "int64_arithmetic.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -53,8 +54,7 @@ at::Tensor npu_searchsorted(const at::Tensor& sorted, const at::Tensor& self, bo
   const bool leading_match = sorted.dim() == 1 || (sorted.dim() == self.dim() && sorted.sizes().slice(0, size_t(sorted.dim() - 1)) ==
                                                                                       self.sizes().slice(0, size_t(self.dim() - 1)));
   if (!search_on_chip(sorted, self, sorter) || !leading_match || (side && right && *side == "left")) {
-    note_cpu_fallback("aten::searchsorted", "a sorter, int64 or f64 values, or beyond 2^24 comparisons");
-    return to_npu(at::searchsorted(sorted.cpu(), self.cpu(), out_int32, right, side, on_host(sorter)));
+    return fall_back<at::_ops::searchsorted_Tensor>("a sorter, int64 or f64 values, or beyond 2^24 comparisons", sorted, self, out_int32, right, side, on_host(sorter));
   }
   return search(sorted, self, right_side(right, side), out_int32);
 }
@@ -75,8 +75,7 @@ at::Tensor& npu_searchsorted_scalar_out(const at::Tensor& sorted, const at::Scal
 at::Tensor npu_bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
   TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
   if (!search_on_chip(boundaries, self, std::nullopt)) {
-    note_cpu_fallback("aten::bucketize", "int64 or f64 values, or beyond 2^24 comparisons");
-    return to_npu(at::bucketize(self.cpu(), boundaries.cpu(), out_int32, right));
+    return fall_back<at::_ops::bucketize_Tensor>("int64 or f64 values, or beyond 2^24 comparisons", self, boundaries, out_int32, right);
   }
   return search(boundaries, self, right, out_int32);
 }
@@ -106,8 +105,7 @@ at::Tensor npu_bincount(const at::Tensor& self, const std::optional<at::Tensor>&
       return at::sum(at::where(hits, weights->view({-1, 1}), at::zeros({}, at::TensorOptions().dtype(at::kFloat))), {0});
     }
   }
-  note_cpu_fallback("aten::bincount", "not a 1-d integer tensor with f32 weights or none, or beyond 2^24 comparisons");
-  return to_npu(at::bincount(self.cpu(), on_host(weights), minlength));
+  return fall_back<at::_ops::bincount>("not a 1-d integer tensor with f32 weights or none, or beyond 2^24 comparisons", self, on_host(weights), minlength);
 }
 at::Tensor& npu_bincount_out(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength, at::Tensor& out) {
   return into(npu_bincount(self, weights, minlength), out);
@@ -142,8 +140,7 @@ at::Tensor npu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min
   if (const at::Tensor counts = integer_histc(self, bins, min, max); counts.defined()) return counts;
   const bool supported = on_npu(self) && self.scalar_type() == at::kFloat && double(self.numel()) * double(bins) <= double(kMaxComparisons);
   if (!supported) {
-    note_cpu_fallback("aten::histc", "not f32, or beyond 2^24 comparisons");
-    return to_npu(at::histc(self.cpu(), bins, min, max));
+    return fall_back<at::_ops::histc>("not f32, or beyond 2^24 comparisons", self, bins, min, max);
   }
   // The CPU's outer edges (histc_select_outer_bin_edges), then its f32 arithmetic on them.
   double lo = min.toDouble(), hi = max.toDouble();

@@ -5,10 +5,14 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorIterator.h>
 
+#include <torch/library.h>
+
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "npusim/compiler/compiler.h"
+#include "cpu_fallback.h"
 #include "runtime.h"
 
 namespace npusim {
@@ -117,6 +121,28 @@ void note_cpu_fallback(const char* op, const std::string& reason) {
   t_unsupported_reason.clear();
   Runtime::get().note_fallback(op, reason);
 }
+
+namespace {
+// fall_back's reason for the cpu_fallback it is about to call.
+thread_local std::optional<std::string> t_fallback_reason;
+}  // namespace
+
+void set_fallback_reason(std::string reason) {
+  if (reason.empty()) reason = std::move(t_unsupported_reason);
+  t_unsupported_reason.clear();
+  t_fallback_reason = reason.empty() ? "a case its npu kernel does not take (a dtype, shape or argument)" : std::move(reason);
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // (Taken before anything else: the copies below may run kernels of their own.)
+  const std::string reason = t_fallback_reason.value_or("");
+  t_fallback_reason.reset();
+  Runtime::get().note_fallback(op.schema().operator_name().name + (op.schema().overload_name().empty() ? "" : "." + op.schema().overload_name()),
+                               reason);
+  at::native::cpu_fallback(op, stack);
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
 
 // A small output and a long K (a weight gradient, 256 x 256 x 16384): the matmul cuts its output among
 // the cores, not K, so each core streams all of K for its part, and the cores that share a row or a

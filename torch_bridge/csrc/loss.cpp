@@ -13,6 +13,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -60,10 +61,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
     const at::Tensor total = at::sum(t.weights), sum = at::sum(losses);
     return {reduction == at::Reduction::Mean ? at::div(sum, total) : sum, total};
   }
-  note_cpu_fallback("aten::nll_loss_forward");
-  auto [out, total] = at::nll_loss_forward(self.cpu(), target.cpu(), weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
-                                           reduction, ignore_index);
-  return {to_npu(out), to_npu(total)};
+  return fall_back<at::_ops::nll_loss_forward>("", self, target, weight, reduction, ignore_index);
 }
 
 at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
@@ -77,10 +75,7 @@ at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
     const at::Tensor at_class = at::eq(iota(c, 1).view({1, c}), t.classes.view({n, 1}));
     return at::where(at_class, scale, at::zeros({}, at::TensorOptions().dtype(self.scalar_type()))).reshape(self.sizes());
   }
-  note_cpu_fallback("aten::nll_loss_backward");
-  return to_npu(at::nll_loss_backward(grad.cpu(), self.cpu(), target.cpu(),
-                                      weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, reduction,
-                                      ignore_index, total_weight.cpu()));
+  return fall_back<at::_ops::nll_loss_backward>("", grad, self, target, weight, reduction, ignore_index, total_weight);
 }
 
 // nll_loss2d (F.cross_entropy over [N, C, H, W] scores: segmentation): the class dim moved last and the
@@ -92,10 +87,8 @@ std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, co
     auto [out, total] = npusim::nll_loss_forward(self.movedim(1, -1).reshape({-1, c}), target.reshape({-1}), weight, reduction, ignore_index);
     return {reduction == at::Reduction::None ? out.view(target.sizes()) : out, total};
   }
-  note_cpu_fallback("aten::nll_loss2d_forward", "not [N, C, H, W] chip floats with [N, H, W] targets");
-  auto [out, total] = at::nll_loss2d_forward(self.cpu(), target.cpu(), weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
-                                             reduction, ignore_index);
-  return {to_npu(out), to_npu(total)};
+  return fall_back<at::_ops::nll_loss2d_forward>("not [N, C, H, W] chip floats with [N, H, W] targets", self, target, weight, reduction,
+                                                 ignore_index);
 }
 
 at::Tensor nll_loss2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
@@ -107,10 +100,8 @@ at::Tensor nll_loss2d_backward(const at::Tensor& grad, const at::Tensor& self, c
     const at::Tensor grad_rows = npusim::nll_loss_backward(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
     return grad_rows.view({self.size(0), self.size(2), self.size(3), c}).movedim(-1, 1).contiguous();
   }
-  note_cpu_fallback("aten::nll_loss2d_backward", "not [N, C, H, W] chip floats with [N, H, W] targets");
-  return to_npu(at::nll_loss2d_backward(grad.cpu(), self.cpu(), target.cpu(),
-                                        weight && weight->defined() ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, reduction,
-                                        ignore_index, total_weight.cpu()));
+  return fall_back<at::_ops::nll_loss2d_backward>("not [N, C, H, W] chip floats with [N, H, W] targets", grad, self, target, weight,
+                                                  reduction, ignore_index, total_weight);
 }
 
 // The row kernel of a softmax's or log_softmax's backward along `dim` (moved last in the gradient,
@@ -129,8 +120,7 @@ at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output
     const at::Tensor g = as_f32(grad), y = as_f32(output);
     return at::sub(g, at::mul(at::exp(y), at::sum(g, {dim}, true))).to(input_dtype);
   }
-  note_cpu_fallback("aten::_log_softmax_backward_data");
-  return to_npu(at::_log_softmax_backward_data(grad.cpu(), output.cpu(), dim, input_dtype));
+  return fall_back<at::_ops::_log_softmax_backward_data>("", grad, output, dim, input_dtype);
 }
 
 at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
@@ -140,8 +130,7 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
     const at::Tensor g = as_f32(grad), y = as_f32(output);
     return at::mul(y, at::sub(g, at::sum(at::mul(g, y), {dim}, true))).to(input_dtype);
   }
-  note_cpu_fallback("aten::_softmax_backward_data");
-  return to_npu(at::_softmax_backward_data(grad.cpu(), output.cpu(), dim, input_dtype));
+  return fall_back<at::_ops::_softmax_backward_data>("", grad, output, dim, input_dtype);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -84,9 +85,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& sel
                                                            c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
   const Geometry g = geometry_of(kernel_size, stride, padding, dilation, ceil_mode);
   if (!on_chip(self, g)) {
-    note_cpu_fallback("aten::max_pool3d_with_indices", "not a non-empty 4-D or 5-D f32, bf16 or f16 tensor with a valid geometry");
-    auto [values, indices] = at::max_pool3d_with_indices(self.cpu(), kernel_size, stride, padding, dilation, ceil_mode);
-    return {to_npu(values), to_npu(indices)};
+    return fall_back<at::_ops::max_pool3d_with_indices>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor with a valid geometry", self, kernel_size, stride, padding, dilation, ceil_mode);
   }
   const at::Tensor x = self.dim() == 4 ? self.unsqueeze(0) : self;
   const Depth d = g.depth(x.size(2));
@@ -118,8 +117,7 @@ at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad, const at::Te
                                             c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
   const Geometry g = geometry_of(kernel_size, stride, padding, dilation, ceil_mode);
   if (!on_chip(self, g) || !chip_float(grad) || !on_npu(indices)) {
-    note_cpu_fallback("aten::max_pool3d_with_indices_backward", "not non-empty 4-D or 5-D chip floats with a valid geometry");
-    return to_npu(at::max_pool3d_with_indices_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, dilation, ceil_mode, indices.cpu()));
+    return fall_back<at::_ops::max_pool3d_with_indices_backward>("not non-empty 4-D or 5-D chip floats with a valid geometry", grad, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
   }
   const bool unbatched = self.dim() == 4;
   const at::Tensor x = unbatched ? self.unsqueeze(0) : self, dy = unbatched ? grad.unsqueeze(0) : grad, chosen = unbatched ? indices.unsqueeze(0) : indices;

@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -28,8 +29,7 @@ namespace {
 at::Tensor npu_nonzero(const at::Tensor& self) {
   const at::Tensor flat = nonzero_positions(self);
   if (!flat.defined()) {
-    note_cpu_fallback("aten::nonzero", "more than 2^24 element-rounds, or an empty or f64 input");
-    return to_npu(at::nonzero(self.cpu()));
+    return fall_back<at::_ops::nonzero>("more than 2^24 element-rounds, or an empty or f64 input", self);
   }
   if (self.dim() == 0 || flat.numel() == 0) return at::empty({flat.numel(), self.dim()}, flat.options());
   // Coordinates from the last dim outward: position % size, then position // size.
@@ -46,8 +46,7 @@ at::Tensor npu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   const std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
   const at::Tensor flat = on_npu(self) && self.numel() > 0 ? nonzero_positions(mask.expand(shape)) : at::Tensor();
   if (!flat.defined()) {
-    note_cpu_fallback("aten::masked_select", "more than 2^24 element-rounds, or an empty or f64 input");
-    return to_npu(at::masked_select(self.cpu(), mask.cpu()));
+    return fall_back<at::_ops::masked_select>("more than 2^24 element-rounds, or an empty or f64 input", self, mask);
   }
   return at::index_select(self.expand(shape).reshape({-1}), 0, flat);
 }

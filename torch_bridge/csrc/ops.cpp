@@ -6,7 +6,6 @@
 #include <ATen/Functions.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorOperators.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/native/Resize.h>
@@ -29,6 +28,7 @@
 #include "leading_slices.h"
 #include "nonzero.h"
 #include "complex_ops.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -778,10 +778,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
                                                                  const std::optional<at::Tensor>& weight,
                                                                  const std::optional<at::Tensor>& bias, double eps) {
   if (shape.size() != 1 || !at::isFloatingType(x.scalar_type()) || x.dim() < 1) {
-    note_cpu_fallback("aten::native_layer_norm");
-    auto [out, mean, rstd] = at::native_layer_norm(cpu(x), shape, weight ? std::optional<at::Tensor>(cpu(*weight)) : std::nullopt,
-                                                   bias ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, eps);
-    return {to_npu(out), to_npu(mean), to_npu(rstd)};
+    return fall_back<at::_ops::native_layer_norm>("several normalized dims, or not a float", x, shape, weight, bias, eps);
   }
   const at::Tensor out = layer_norm_npu(x, weight, bias, eps);
   const at::Tensor xf = x.to(at::kFloat);
@@ -800,11 +797,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
                                                                           const std::optional<at::Tensor>& weight,
                                                                           const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
   if (shape.size() != 1 || !at::isFloatingType(x.scalar_type())) {
-    note_cpu_fallback("aten::native_layer_norm_backward");
-    auto [gx, gw, gb] = at::native_layer_norm_backward(cpu(grad), cpu(x), shape, cpu(mean), cpu(rstd),
-                                                       weight ? std::optional<at::Tensor>(cpu(*weight)) : std::nullopt,
-                                                       bias ? std::optional<at::Tensor>(cpu(*bias)) : std::nullopt, mask);
-    return {gx.defined() ? to_npu(gx) : gx, gw.defined() ? to_npu(gw) : gw, gb.defined() ? to_npu(gb) : gb};
+    return fall_back<at::_ops::native_layer_norm_backward>("several normalized dims, or not a float", grad, x, shape, mean, rstd, weight, bias,
+                                                           mask);
   }
   const bool has_weight = weight && weight->defined();
   at::Tensor grad_x, grad_weight, grad_bias;
@@ -1119,10 +1113,6 @@ at::Tensor& zero(at::Tensor& self) { return fill_scalar(self, 0); }
 
 // ---- the fallback -------------------------------------------------------------
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  Runtime::get().note_fallback(op.schema().operator_name().name + (op.schema().overload_name().empty() ? "" : "." + op.schema().overload_name()));
-  at::native::cpu_fallback(op, stack);
-}
 
 }  // namespace
 
@@ -1151,7 +1141,6 @@ void check_index_range(const at::Tensor& index, int64_t size, const char* op) {
   TORCH_CHECK_INDEX(!outside, op, "(): index out of range in self (the dim has ", size, " elements)");
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);

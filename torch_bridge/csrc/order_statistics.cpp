@@ -15,6 +15,7 @@
 #include <limits>
 #include <tuple>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -44,9 +45,7 @@ Selected npu_kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepd
   const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
   TORCH_CHECK(k >= 1 && k <= length, "kthvalue(): selected number k out of range for dimension ", dim);
   if (!on_chip(self, dim, k)) {
-    note_cpu_fallback("aten::kthvalue", "not a chip float, or beyond 2^24 element-rounds per row");
-    auto [values, indices] = at::kthvalue(self.cpu(), k, dim, keepdim);
-    return {to_npu(values), to_npu(indices)};
+    return fall_back<at::_ops::kthvalue>("not a chip float, or beyond 2^24 element-rounds per row", self, k, dim, keepdim);
   }
   return kth_smallest(self, k, dim, keepdim);
 }
@@ -64,9 +63,7 @@ Selected npu_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   TORCH_CHECK(self.numel() > 0 || length > 0, "median() cannot compute median for a dimension of size 0");
   const int64_t k = (length + 1) / 2;
   if (!on_chip(self, dim, k)) {
-    note_cpu_fallback("aten::median.dim", "not a chip float, or beyond 2^24 element-rounds per row");
-    auto [values, indices] = at::median(self.cpu(), dim, keepdim);
-    return {to_npu(values), to_npu(indices)};
+    return fall_back<at::_ops::median_dim>("not a chip float, or beyond 2^24 element-rounds per row", self, dim, keepdim);
   }
   auto [value, index] = kth_smallest(self, k, d, keepdim);
   if (self.dim() == 0) return {value, index};
@@ -93,9 +90,7 @@ Selected npu_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(self.numel() > 0 || length > 0, "nanmedian() cannot compute median for a dimension of size 0");
   if (!on_chip(self, dim, length)) {
-    note_cpu_fallback("aten::nanmedian.dim", "not a chip float, or beyond 2^24 element-rounds per row");
-    auto [values, indices] = at::nanmedian(self.cpu(), dim, keepdim);
-    return {to_npu(values), to_npu(indices)};
+    return fall_back<at::_ops::nanmedian_dim>("not a chip float, or beyond 2^24 element-rounds per row", self, dim, keepdim);
   }
   if (self.dim() == 0) return {self.clone(), at::zeros({}, self.options().dtype(at::kLong))};
   auto [sorted, order] = at::topk(self, length, d, /*largest=*/false, /*sorted=*/true);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -30,8 +31,7 @@ at::Tensor inside(const at::Tensor& x, double lambd) { return at::logical_and(at
 
 at::Tensor npu_threshold(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
   if (!non_empty_chip_floats({&x})) {
-    note_cpu_fallback("aten::threshold", kNotOnChip);
-    return to_npu(at::threshold(x.cpu(), threshold, value));
+    return fall_back<at::_ops::threshold>(kNotOnChip, x, threshold, value);
   }
   return at::where(at::le(x, threshold), at::scalar_tensor(value, at::TensorOptions().dtype(x.scalar_type())), x);
 }
@@ -41,8 +41,7 @@ at::Tensor& npu_threshold_out(const at::Tensor& x, const at::Scalar& threshold, 
 
 at::Tensor npu_hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
   if (!non_empty_chip_floats({&x})) {
-    note_cpu_fallback("aten::hardshrink", kNotOnChip);
-    return to_npu(at::hardshrink(x.cpu(), lambd));
+    return fall_back<at::_ops::hardshrink>(kNotOnChip, x, lambd);
   }
   return at::where(inside(x, lambd.toDouble()), zero_of(x), x);
 }
@@ -70,8 +69,7 @@ at::Tensor& npu_softshrink_backward_out(const at::Tensor& grad, const at::Tensor
 
 at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
   if (!non_empty_chip_floats({&x})) {
-    note_cpu_fallback("aten::softshrink", kNotOnChip);
-    return to_npu(at::softshrink(x.cpu(), lambd));
+    return fall_back<at::_ops::softshrink>(kNotOnChip, x, lambd);
   }
   const double l = lambd.toDouble();
   return at::where(at::gt(x, l), at::sub(x, l), at::where(at::lt(x, -l), at::add(x, l), at::mul(x, 0)));
@@ -79,17 +77,14 @@ at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
 
 at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
   if (!non_empty_chip_floats({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
-    note_cpu_fallback("aten::_prelu_kernel", kNotOnChip);
-    return to_npu(at::_prelu_kernel(x.cpu(), weight.cpu()));
+    return fall_back<at::_ops::_prelu_kernel>(kNotOnChip, x, weight);
   }
   return at::where(at::gt(x, 0), x, at::mul(weight, x));
 }
 
 std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight) {
   if (!non_empty_chip_floats({&x, &weight, &grad}) || x.scalar_type() != weight.scalar_type()) {
-    note_cpu_fallback("aten::_prelu_kernel_backward", kNotOnChip);
-    auto [gx, gw] = at::_prelu_kernel_backward(grad.cpu(), x.cpu(), weight.cpu());
-    return {to_npu(gx), to_npu(gw)};
+    return fall_back<at::_ops::_prelu_kernel_backward>(kNotOnChip, grad, x, weight);
   }
   const at::Tensor positive = at::gt(x, 0);
   return {at::where(positive, grad, at::mul(weight, grad)), at::where(positive, zero_of(x), at::mul(x, grad))};

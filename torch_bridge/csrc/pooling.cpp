@@ -32,6 +32,7 @@
 #include <optional>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "resampling.h"
 
@@ -141,9 +142,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& sel
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::max_pool2d_with_indices");
-  auto [values, indices] = at::max_pool2d_with_indices(self.cpu(), kernel_size, stride, padding, dilation, ceil_mode);
-  return {to_npu(values), to_npu(indices)};
+  return fall_back<at::_ops::max_pool2d_with_indices>("", self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size,
@@ -164,8 +163,7 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Te
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::max_pool2d_with_indices_backward");
-  return to_npu(at::max_pool2d_with_indices_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, dilation, ceil_mode, indices.cpu()));
+  return fall_back<at::_ops::max_pool2d_with_indices_backward>("", grad, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
 }
 
 // Adaptive max pooling where the output size divides the input's: windows of H/OH x W/OW,
@@ -182,9 +180,7 @@ std::tuple<at::Tensor, at::Tensor> npu_adaptive_max_pool2d(const at::Tensor& sel
   const std::optional<Pool> pool = dividing_pool(self, output_size);
   if (pool && chip_float(self) && self.numel() > 0)
     return at::max_pool2d_with_indices(self, pool->kernel, pool->stride, pool->padding, pool->dilation, false);
-  note_cpu_fallback("aten::adaptive_max_pool2d", "an output size that does not divide the input's, or not a chip float");
-  auto [values, indices] = at::adaptive_max_pool2d(self.cpu(), output_size);
-  return {to_npu(values), to_npu(indices)};
+  return fall_back<at::_ops::adaptive_max_pool2d>("an output size that does not divide the input's, or not a chip float", self, output_size);
 }
 std::tuple<at::Tensor&, at::Tensor&> npu_adaptive_max_pool2d_out(const at::Tensor& self, c10::IntArrayRef output_size, at::Tensor& out,
                                                             at::Tensor& indices) {
@@ -198,8 +194,7 @@ at::Tensor npu_adaptive_max_pool2d_backward(const at::Tensor& grad, const at::Te
   const std::optional<Pool> pool = dividing_pool(self, grad.sizes().slice(size_t(grad.dim() - 2)));
   if (pool && chip_float(self) && self.numel() > 0)
     return at::max_pool2d_with_indices_backward(grad, self, pool->kernel, pool->stride, pool->padding, pool->dilation, false, indices);
-  note_cpu_fallback("aten::adaptive_max_pool2d_backward", "an output size that does not divide the input's, or not a chip float");
-  return to_npu(at::adaptive_max_pool2d_backward(grad.cpu(), self.cpu(), indices.cpu()));
+  return fall_back<at::_ops::adaptive_max_pool2d_backward>("an output size that does not divide the input's, or not a chip float", grad, self, indices);
 }
 at::Tensor& npu_adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices, at::Tensor& grad_input) {
   return into(npu_adaptive_max_pool2d_backward(grad, self, indices), grad_input);
@@ -218,8 +213,7 @@ at::Tensor npu_im2col(const at::Tensor& self, c10::IntArrayRef kernel_size, c10:
         return unbatched(cols, self.dim() == 3);
     }
   }
-  note_cpu_fallback("aten::im2col");
-  return to_npu(at::im2col(self.cpu(), kernel_size, dilation, padding, stride));
+  return fall_back<at::_ops::im2col>("", self, kernel_size, dilation, padding, stride);
 }
 at::Tensor& npu_im2col_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, c10::IntArrayRef padding,
                            c10::IntArrayRef stride, at::Tensor& out) {
@@ -245,8 +239,7 @@ at::Tensor npu_col2im(const at::Tensor& self, c10::SymIntArrayRef output_size_sy
       return self.dim() == 2 ? result.squeeze(0) : result;
     }
   }
-  note_cpu_fallback("aten::col2im");
-  return to_npu(at::col2im(self.cpu(), output_size, kernel_size, dilation, padding, stride));
+  return fall_back<at::_ops::col2im>("", self, output_size, kernel_size, dilation, padding, stride);
 }
 at::Tensor& npu_col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
                            c10::IntArrayRef padding, c10::IntArrayRef stride, at::Tensor& out) {
@@ -312,8 +305,7 @@ at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10:
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::avg_pool2d");
-  return to_npu(at::avg_pool2d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  return fall_back<at::_ops::avg_pool2d>("", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
@@ -330,8 +322,7 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("aten::avg_pool2d_backward");
-  return to_npu(at::avg_pool2d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  return fall_back<at::_ops::avg_pool2d_backward>("", grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // A 3-D pooling's (D, H, W) triple from ATen's one-or-three-value arguments.
@@ -367,8 +358,7 @@ at::Tensor npu_avg_pool3d(const at::Tensor& self, c10::IntArrayRef kernel_size, 
     const at::Tensor result = out.view({n, c, out.size(2), oh, ow}).to(self.scalar_type());
     return self.dim() == 4 ? result.squeeze(0) : result;
   }
-  note_cpu_fallback("aten::avg_pool3d", "ceil mode, count_include_pad=False, a divisor override, or not a chip float");
-  return to_npu(at::avg_pool3d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  return fall_back<at::_ops::avg_pool3d>("ceil mode, count_include_pad=False, a divisor override, or not a chip float", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 at::Tensor& npu_avg_pool3d_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
                                bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out) {
@@ -392,8 +382,7 @@ at::Tensor npu_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& sel
     const at::Tensor result = g_x.view(x.sizes()).to(self.scalar_type());
     return self.dim() == 4 ? result.squeeze(0) : result;
   }
-  note_cpu_fallback("aten::avg_pool3d_backward", "ceil mode, count_include_pad=False, a divisor override, or not a chip float");
-  return to_npu(at::avg_pool3d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  return fall_back<at::_ops::avg_pool3d_backward>("ceil mode, count_include_pad=False, a divisor override, or not a chip float", grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 at::Tensor& npu_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                         c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override,
@@ -423,8 +412,7 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef outpu
     // windows of unequal sizes, as two products with averaging matrices (resampling.h).
     if (oh > 0 && ow > 0 && x.numel() > 0) return unbatched(adaptive_average_f32(x, oh, ow).to(self.scalar_type()), self.dim() == 3);
   }
-  note_cpu_fallback("aten::_adaptive_avg_pool2d");
-  return to_npu(at::_adaptive_avg_pool2d(self.cpu(), output_size));
+  return fall_back<at::_ops::_adaptive_avg_pool2d>("", self, output_size);
 }
 
 at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self) {
@@ -439,8 +427,7 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor
     }
     if (oh > 0 && ow > 0 && x.numel() > 0) return unbatched(adaptive_average_backward_f32(g, h, w).to(self.scalar_type()), self.dim() == 3);
   }
-  note_cpu_fallback("aten::_adaptive_avg_pool2d_backward");
-  return to_npu(at::_adaptive_avg_pool2d_backward(grad.cpu(), self.cpu()));
+  return fall_back<at::_ops::_adaptive_avg_pool2d_backward>("", grad, self);
 }
 
 // 3-D adaptive average pooling ([C, D, H, W] or [N, C, D, H, W]): the averaging matrices over H and W,
@@ -448,8 +435,7 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor
 at::Tensor adaptive_avg_pool3d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
   const int64_t od = output_size_sym[0].expect_int(), oh = output_size_sym[1].expect_int(), ow = output_size_sym[2].expect_int();
   if (!chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0 || od <= 0 || oh <= 0 || ow <= 0) {
-    note_cpu_fallback("aten::_adaptive_avg_pool3d", "not a non-empty 4-D or 5-D f32, bf16 or f16 tensor");
-    return to_npu(at::_adaptive_avg_pool3d(self.cpu(), {od, oh, ow}));
+    return fall_back<at::_ops::_adaptive_avg_pool3d>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor", self, std::vector<int64_t>{od, oh, ow});
   }
   const int64_t depth_dim = self.dim() - 3;
   const at::Tensor planes = adaptive_average_f32(self, oh, ow);
@@ -458,8 +444,7 @@ at::Tensor adaptive_avg_pool3d(const at::Tensor& self, c10::SymIntArrayRef outpu
 
 at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self) {
   if (!chip_float(grad) || !chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0) {
-    note_cpu_fallback("aten::_adaptive_avg_pool3d_backward", "not a non-empty 4-D or 5-D f32, bf16 or f16 tensor");
-    return to_npu(at::_adaptive_avg_pool3d_backward(grad.cpu(), self.cpu()));
+    return fall_back<at::_ops::_adaptive_avg_pool3d_backward>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor", grad, self);
   }
   const int64_t depth_dim = self.dim() - 3;
   const at::Tensor planes = adaptive_average_backward_f32(grad, self.size(-2), self.size(-1));

@@ -13,6 +13,7 @@
 
 #include <optional>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "scan.h"
 
@@ -48,8 +49,7 @@ at::Tensor npu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::
   const at::ScalarType result = product_dtype(self, dtype);
   const at::Tensor x = operand(self, result);
   if (!x.defined()) {
-    note_cpu_fallback("aten::prod", "not a chip dtype or int64");
-    return to_npu(at::prod(self.cpu(), dim, keepdim, dtype));
+    return fall_back<at::_ops::prod_dim_int>("not a chip dtype or int64", self, dim, keepdim, dtype);
   }
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   at::Tensor rows = self.dim() == 0 ? x.view({1}) : x.movedim(d, -1);
@@ -79,8 +79,7 @@ at::Tensor npu_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   const at::ScalarType result = product_dtype(self, dtype);
   const at::Tensor x = operand(self, result);
   if (!x.defined()) {
-    note_cpu_fallback("aten::cumprod", "not a chip dtype or int64");
-    return to_npu(at::cumprod(self.cpu(), dim, dtype));
+    return fall_back<at::_ops::cumprod>("not a chip dtype or int64", self, dim, dtype);
   }
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   at::Tensor scan = self.dim() == 0 ? x.view({1}) : x.movedim(d, -1);

@@ -32,6 +32,7 @@
 #include <limits>
 #include <mutex>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "random.h"
 #include "runtime.h"
@@ -159,8 +160,7 @@ at::Tensor bernoulli(const at::Tensor& probabilities, std::optional<at::Generato
     at::Tensor u = new_npu(probabilities.sizes(), at::kFloat);
     if (generate(OpKind::UNIFORM, u, 0, 1, generator)) return at::lt(u, as_f32(probabilities)).to(probabilities.scalar_type());
   }
-  note_cpu_fallback("aten::bernoulli");
-  return at::bernoulli(probabilities.cpu()).to(probabilities.device());
+  return fall_back<at::_ops::bernoulli>("", probabilities, std::nullopt);
 }
 
 // Draws by inverse transform on the chip: u uniform from the npu generator times each row's total;
@@ -190,8 +190,7 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacemen
       return self.dim() == 1 ? drawn.view({n_sample}) : drawn;
     }
   }
-  note_cpu_fallback("aten::multinomial");
-  return to_npu(at::multinomial(self.cpu(), n_sample, replacement));
+  return fall_back<at::_ops::multinomial>("", self, n_sample, replacement, std::nullopt);
 }
 
 // arange into an npu tensor: the size and the argument checks are PyTorch's (its meta kernel),
@@ -310,15 +309,12 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     at::Tensor mask = new_npu(input.sizes(), at::kBool);
     if (generate(OpKind::BERNOULLI, mask, keep, 0, std::nullopt)) return {masked_scale(input, mask, scale), mask};
   }
-  note_cpu_fallback("aten::native_dropout");
-  auto [output, mask] = at::native_dropout(input.cpu(), p, train);
-  return {output.to(input.device()), mask.to(input.device())};
+  return fall_back<at::_ops::native_dropout>("not a chip float", input, p, train);
 }
 
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   if (chip_float(grad) && on_npu(mask) && mask.scalar_type() == at::kBool) return masked_scale(grad, mask, scale);
-  note_cpu_fallback("aten::native_dropout_backward");
-  return at::native_dropout_backward(grad.cpu(), mask.cpu(), scale).to(grad.device());
+  return fall_back<at::_ops::native_dropout_backward>("", grad, mask, scale);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

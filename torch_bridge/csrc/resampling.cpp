@@ -37,6 +37,7 @@
 #include <optional>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "resampling.h"
 
@@ -175,8 +176,7 @@ bool resamplable(const at::Tensor& x, std::initializer_list<int64_t> dims, bool 
 at::Tensor npu_upsample_nearest2d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
                                   std::optional<double> scales_w) {
   if (!resamplable(x, {4}) || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_nearest2d", "not a non-empty 4-D tensor of a chip dtype");
-    return at::upsample_nearest2d(x.cpu(), output_size, scales_h, scales_w).to(x.device());
+    return fall_back<at::_ops::upsample_nearest2d>("not a non-empty 4-D tensor of a chip dtype", x, output_size, scales_h, scales_w);
   }
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   const DimMap rows = nearest_map(h, output_size[0], scales_h), cols = nearest_map(w, output_size[1], scales_w);
@@ -192,8 +192,7 @@ at::Tensor& npu_upsample_nearest2d_out(const at::Tensor& x, c10::IntArrayRef out
 at::Tensor npu_upsample_nearest2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                            std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
-    note_cpu_fallback("aten::upsample_nearest2d_backward", "not a non-empty 4-D f32, bf16 or f16 gradient");
-    return at::upsample_nearest2d_backward(grad.cpu(), output_size, input_size, scales_h, scales_w).to(grad.device());
+    return fall_back<at::_ops::upsample_nearest2d_backward>("not a non-empty 4-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales_h, scales_w);
   }
   const int64_t n = input_size[0], c = input_size[1], h = input_size[2], w = input_size[3];
   const DimMap rows = nearest_map(h, output_size[0], scales_h), cols = nearest_map(w, output_size[1], scales_w);
@@ -297,32 +296,28 @@ at::Tensor in_dtype(const at::Tensor& result, const at::Tensor& like) {
 
 at::Tensor npu_upsample_linear1d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales) {
   if (!resamplable(x, {3}, true) || output_size.size() != 1) {
-    note_cpu_fallback("aten::upsample_linear1d", "not a non-empty 3-D f32, bf16 or f16 tensor");
-    return to_npu(at::upsample_linear1d(x.cpu(), output_size, align_corners, scales));
+    return fall_back<at::_ops::upsample_linear1d>("not a non-empty 3-D f32, bf16 or f16 tensor", x, output_size, align_corners, scales);
   }
   return apply_maps(x, nullptr, linear_map(x.size(2), output_size[0], align_corners, scales));
 }
 at::Tensor npu_upsample_linear1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                           bool align_corners, std::optional<double> scales) {
   if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
-    note_cpu_fallback("aten::upsample_linear1d_backward", "not a non-empty 3-D f32, bf16 or f16 gradient");
-    return to_npu(at::upsample_linear1d_backward(grad.cpu(), output_size, input_size, align_corners, scales));
+    return fall_back<at::_ops::upsample_linear1d_backward>("not a non-empty 3-D f32, bf16 or f16 gradient", grad, output_size, input_size, align_corners, scales);
   }
   return apply_transposed_maps(grad, nullptr, linear_map(input_size[2], output_size[0], align_corners, scales));
 }
 
 at::Tensor npu_upsample_nearest1d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales) {
   if (!resamplable(x, {3}) || output_size.size() != 1) {
-    note_cpu_fallback("aten::upsample_nearest1d", "not a non-empty 3-D tensor of a chip dtype");
-    return to_npu(at::upsample_nearest1d(x.cpu(), output_size, scales));
+    return fall_back<at::_ops::upsample_nearest1d>("not a non-empty 3-D tensor of a chip dtype", x, output_size, scales);
   }
   return apply_maps(x, nullptr, nearest_map(x.size(2), output_size[0], scales));
 }
 at::Tensor npu_upsample_nearest1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                            std::optional<double> scales) {
   if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
-    note_cpu_fallback("aten::upsample_nearest1d_backward", "not a non-empty 3-D f32, bf16 or f16 gradient");
-    return to_npu(at::upsample_nearest1d_backward(grad.cpu(), output_size, input_size, scales));
+    return fall_back<at::_ops::upsample_nearest1d_backward>("not a non-empty 3-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales);
   }
   return apply_transposed_maps(grad, nullptr, nearest_map(input_size[2], output_size[0], scales));
 }
@@ -330,8 +325,7 @@ at::Tensor npu_upsample_nearest1d_backward(const at::Tensor& grad, c10::IntArray
 at::Tensor npu_upsample_trilinear3d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d,
                                     std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!resamplable(x, {5}, true) || output_size.size() != 3) {
-    note_cpu_fallback("aten::upsample_trilinear3d", "not a non-empty 5-D f32, bf16 or f16 tensor");
-    return to_npu(at::upsample_trilinear3d(x.cpu(), output_size, align_corners, scales_d, scales_h, scales_w));
+    return fall_back<at::_ops::upsample_trilinear3d>("not a non-empty 5-D f32, bf16 or f16 tensor", x, output_size, align_corners, scales_d, scales_h, scales_w);
   }
   const DimMap depth = linear_map(x.size(2), output_size[0], align_corners, scales_d);
   const DimMap rows = linear_map(x.size(3), output_size[1], align_corners, scales_h);
@@ -342,8 +336,7 @@ at::Tensor npu_upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArr
                                              bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h,
                                              std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
-    note_cpu_fallback("aten::upsample_trilinear3d_backward", "not a non-empty 5-D f32, bf16 or f16 gradient");
-    return to_npu(at::upsample_trilinear3d_backward(grad.cpu(), output_size, input_size, align_corners, scales_d, scales_h, scales_w));
+    return fall_back<at::_ops::upsample_trilinear3d_backward>("not a non-empty 5-D f32, bf16 or f16 gradient", grad, output_size, input_size, align_corners, scales_d, scales_h, scales_w);
   }
   const DimMap depth = linear_map(input_size[2], output_size[0], align_corners, scales_d);
   const DimMap rows = linear_map(input_size[3], output_size[1], align_corners, scales_h);
@@ -354,8 +347,7 @@ at::Tensor npu_upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArr
 at::Tensor npu_upsample_nearest3d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
                                   std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!resamplable(x, {5}) || output_size.size() != 3) {
-    note_cpu_fallback("aten::upsample_nearest3d", "not a non-empty 5-D tensor of a chip dtype");
-    return to_npu(at::upsample_nearest3d(x.cpu(), output_size, scales_d, scales_h, scales_w));
+    return fall_back<at::_ops::upsample_nearest3d>("not a non-empty 5-D tensor of a chip dtype", x, output_size, scales_d, scales_h, scales_w);
   }
   return apply_maps_3d(x, nearest_map(x.size(2), output_size[0], scales_d), nearest_map(x.size(3), output_size[1], scales_h),
                        nearest_map(x.size(4), output_size[2], scales_w));
@@ -363,8 +355,7 @@ at::Tensor npu_upsample_nearest3d(const at::Tensor& x, c10::IntArrayRef output_s
 at::Tensor npu_upsample_nearest3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
                                            std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
-    note_cpu_fallback("aten::upsample_nearest3d_backward", "not a non-empty 5-D f32, bf16 or f16 gradient");
-    return to_npu(at::upsample_nearest3d_backward(grad.cpu(), output_size, input_size, scales_d, scales_h, scales_w));
+    return fall_back<at::_ops::upsample_nearest3d_backward>("not a non-empty 5-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales_d, scales_h, scales_w);
   }
   return in_dtype(apply_transposed_maps_3d(grad, nearest_map(input_size[2], output_size[0], scales_d),
                                            nearest_map(input_size[3], output_size[1], scales_h),

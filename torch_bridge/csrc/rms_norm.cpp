@@ -15,6 +15,7 @@
 
 #include <limits>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -48,9 +49,7 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input, at::I
   const int64_t length = row_length(input, normalized_shape, weight);
   const double epsilon = eps.value_or(std::numeric_limits<float>::epsilon());
   if (!chip_floats(input, {&weight}) || length == 0) {
-    note_cpu_fallback("aten::_fused_rms_norm");
-    auto [y, rstd] = at::_fused_rms_norm(input.cpu(), normalized_shape, on_host(weight), eps);
-    return {to_npu(y), to_npu(rstd)};
+    return fall_back<at::_ops::_fused_rms_norm>("", input, normalized_shape, on_host(weight), eps);
   }
   const int64_t rows = input.numel() / length;
   const at::Tensor x = input.reshape({rows, length});

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -114,9 +115,7 @@ std::tuple<at::Tensor, at::Tensor> npu_gru_cell(const at::Tensor& input_gates, c
                                                 const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   const at::Tensor b1 = defined(input_bias) ? *input_bias : at::Tensor(), b2 = defined(hidden_bias) ? *hidden_bias : at::Tensor();
   if (!on_chip({&input_gates, &hidden_gates, &hx, &b1, &b2}) || input_gates.dim() != 2 || hx.dim() != 2 || input_gates.numel() == 0) {
-    note_cpu_fallback("aten::_thnn_fused_gru_cell", "not 2-D chip floats");
-    auto [hy, workspace] = at::_thnn_fused_gru_cell(input_gates.cpu(), hidden_gates.cpu(), hx.cpu(), on_host(input_bias), on_host(hidden_bias));
-    return {to_npu(hy), to_npu(workspace)};
+    return fall_back<at::_ops::_thnn_fused_gru_cell>("not 2-D chip floats", input_gates, hidden_gates, hx, on_host(input_bias), on_host(hidden_bias));
   }
   TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes() && input_gates.size(1) == 3 * hx.size(1) && input_gates.size(0) == hx.size(0),
               "_thnn_fused_gru_cell: gates of [B, 3H] and a hidden state of [B, H] expected");

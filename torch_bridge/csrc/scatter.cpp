@@ -24,6 +24,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -98,8 +99,7 @@ at::Tensor hits_of(const at::Tensor& index, int64_t d, int64_t size) {
 at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   if (!scatter_on_chip(self, d, index, nullptr)) {
-    note_cpu_fallback("aten::scatter.value");
-    return to_npu(at::scatter(self.cpu(), dim, index.cpu(), value));
+    return fall_back<at::_ops::scatter_value>("", self, dim, index, value);
   }
   check_index_range(index, self.size(d), "scatter");
   const at::Tensor hit = at::any(hits_of(index, d, self.size(d)), -1).movedim(-1, d);
@@ -109,8 +109,7 @@ at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& 
 at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   if (!scatter_on_chip(self, d, index, &src)) {
-    note_cpu_fallback("aten::scatter.src");
-    return to_npu(at::scatter(self.cpu(), dim, index.cpu(), src.cpu()));
+    return fall_back<at::_ops::scatter_src>("", self, dim, index, src);
   }
   check_index_range(index, self.size(d), "scatter");
   const int64_t k = index.size(d);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -31,8 +32,7 @@ at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ", self.size(d));
   if (!on_chip({&self})) {
-    note_cpu_fallback("aten::glu", kNotOnChip);
-    return to_npu(at::glu(self.cpu(), dim));
+    return fall_back<at::_ops::glu>(kNotOnChip, self, dim);
   }
   const int64_t half = self.size(d) / 2;
   return elementwise_chain_in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
@@ -40,8 +40,7 @@ at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
 
 at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
   if (!on_chip({&self, &grad}) || self.dim() == 0) {
-    note_cpu_fallback("aten::glu_backward", kNotOnChip);
-    return to_npu(at::glu_backward(grad.cpu(), self.cpu(), dim));
+    return fall_back<at::_ops::glu_backward>(kNotOnChip, grad, self, dim);
   }
   const int64_t d = at::maybe_wrap_dim(dim, self.dim()), half = self.size(d) / 2;
   const at::Tensor a = self.narrow(d, 0, half), b = self.narrow(d, half, half);
@@ -59,8 +58,7 @@ bool clamps(std::optional<double> eps) { return eps && *eps >= 0; }
 
 at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
   if (!on_chip({&self})) {
-    note_cpu_fallback("aten::logit", kNotOnChip);
-    return to_npu(at::logit(self.cpu(), eps));
+    return fall_back<at::_ops::logit>(kNotOnChip, self, eps);
   }
   const std::string chain = clamps(eps) ? "maximum(in0, " + chain_constant(*eps) + "); minimum(%0, " + chain_constant(1.0 - *eps) +
                                               "); sub(1, %1); div(%1, %2); log(%3)"
@@ -70,8 +68,7 @@ at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
 
 at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
   if (!on_chip({&self, &grad})) {
-    note_cpu_fallback("aten::logit_backward", kNotOnChip);
-    return to_npu(at::logit_backward(grad.cpu(), self.cpu(), eps));
+    return fall_back<at::_ops::logit_backward>(kNotOnChip, grad, self, eps);
   }
   const at::Tensor result = elementwise_chain_in_f32({grad, self}, "sub(1, in1); mul(in1, %0); div(in0, %1)");
   if (!clamps(eps)) return result;

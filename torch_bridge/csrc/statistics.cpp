@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -106,8 +107,7 @@ std::optional<at::Tensor> one_kernel(OpKind kind, const at::Tensor& self, at::Op
 
 at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
   if (!on_chip(self)) {
-    note_cpu_fallback("aten::var.correction");
-    return to_npu(at::var(self.cpu(), dims, correction, keepdim));
+    return fall_back<at::_ops::var_correction>("", self, dims, correction, keepdim);
   }
   if (auto result = one_kernel(OpKind::VAR, self, dims, correction, keepdim)) return *result;
   return shaped(moments(self, dims, correction).var, self, dims, keepdim);
@@ -115,8 +115,7 @@ at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::
 
 at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
   if (!on_chip(self)) {
-    note_cpu_fallback("aten::std.correction");
-    return to_npu(at::std(self.cpu(), dims, correction, keepdim));
+    return fall_back<at::_ops::std_correction>("", self, dims, correction, keepdim);
   }
   if (auto result = one_kernel(OpKind::STD, self, dims, correction, keepdim)) return *result;
   return shaped(at::sqrt(moments(self, dims, correction).var), self, dims, keepdim);
@@ -125,9 +124,7 @@ at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std:
 std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
                                             bool keepdim) {
   if (!on_chip(self)) {
-    note_cpu_fallback("aten::var_mean.correction");
-    auto [v, m] = at::var_mean(self.cpu(), dims, correction, keepdim);
-    return {to_npu(v), to_npu(m)};
+    return fall_back<at::_ops::var_mean_correction>("", self, dims, correction, keepdim);
   }
   if (auto result = one_kernel(OpKind::VAR, self, dims, correction, keepdim))
     return {*result, shaped(at::mean(self, reduced_dims(self, dims), true), self, dims, keepdim)};
@@ -138,9 +135,7 @@ std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::Optional
 std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
                                             bool keepdim) {
   if (!on_chip(self)) {
-    note_cpu_fallback("aten::std_mean.correction");
-    auto [s, m] = at::std_mean(self.cpu(), dims, correction, keepdim);
-    return {to_npu(s), to_npu(m)};
+    return fall_back<at::_ops::std_mean_correction>("", self, dims, correction, keepdim);
   }
   if (auto result = one_kernel(OpKind::STD, self, dims, correction, keepdim))
     return {*result, shaped(at::mean(self, reduced_dims(self, dims), true), self, dims, keepdim)};

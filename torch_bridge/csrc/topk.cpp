@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "int64_arithmetic.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime.h"
 
@@ -70,9 +71,7 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> top(const at::Tensor& self, in
 std::tuple<at::Tensor, at::Tensor> topk_npu(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   std::string reason;
   if (auto result = top(self, k, dim, largest, &reason)) return *result;  // (sorted or not: sorted)
-  reason.empty() ? note_cpu_fallback("aten::topk") : note_cpu_fallback("aten::topk", reason);
-  auto [values, indices] = at::topk(self.cpu(), k, dim, largest, sorted);
-  return {to_npu(values), to_npu(indices)};
+  return fall_back<at::_ops::topk>(reason, self, k, dim, largest, sorted);
 }
 
 std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, at::Tensor& values,
@@ -125,9 +124,7 @@ std::tuple<at::Tensor, at::Tensor> sort_npu(const at::Tensor& self, std::optiona
   const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1)));
   if (auto result = top(self, length, dim, descending, &reason)) return *result;
   if (auto result = sort_integers(self, dim, descending, &reason)) return *result;
-  reason.empty() ? note_cpu_fallback("aten::sort") : note_cpu_fallback("aten::sort", reason);
-  auto [values, indices] = at::sort(self.cpu(), stable, dim, descending);
-  return {to_npu(values), to_npu(indices)};
+  return fall_back<at::_ops::sort_stable>(reason, self, stable, dim, descending);
 }
 
 std::tuple<at::Tensor&, at::Tensor&> sort_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, at::Tensor& values,

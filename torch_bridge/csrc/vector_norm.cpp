@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -85,8 +86,7 @@ at::Tensor& norm_all_dtype_out(const at::Tensor& self, const std::optional<at::S
 at::Tensor npu_hypot(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   if (!chip_float(a) || !chip_float(b) || !chip_float_dtype(dtype) || a.numel() == 0 || b.numel() == 0) {
-    note_cpu_fallback("aten::hypot", "operands not all non-empty f32, bf16 or f16 on the npu");
-    return to_npu(at::hypot(a.cpu(), b.cpu()));
+    return fall_back<at::_ops::hypot>("operands not all non-empty f32, bf16 or f16 on the npu", a, b);
   }
   const at::Tensor af = as_f32(a), bf = as_f32(b);
   const at::Tensor largest = elementwise_chain({af, bf}, "abs(in0); abs(in1); maximum(%0, %1)");
@@ -110,8 +110,7 @@ at::Tensor differences(const at::Tensor& x1, const at::Tensor& x2) { return at::
 
 at::Tensor npu_cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode) {
   if (!cdist_on_chip(x1, x2) || p < 0) {
-    note_cpu_fallback("aten::_cdist_forward", "not chip floats, or more than 2^26 differences");
-    return to_npu(at::_cdist_forward(x1.cpu(), x2.cpu(), p, compute_mode));
+    return fall_back<at::_ops::_cdist_forward>("not chip floats, or more than 2^26 differences", x1, x2, p, compute_mode);
   }
   return at::linalg_vector_norm(differences(x1, x2), p, {-1}, false).to(x1.scalar_type());
 }
@@ -143,8 +142,7 @@ at::Tensor distance_gradient(const at::Tensor& diff, const at::Tensor& g, const 
 // _cdist_backward: grad_x1[..., i, :] = the sum over j of the gradient of dist(i, j).
 at::Tensor npu_cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist) {
   if (!cdist_on_chip(x1, x2) || !chip_float(grad) || !chip_float(cdist) || p < 0) {
-    note_cpu_fallback("aten::_cdist_backward", "not chip floats, or more than 2^26 differences");
-    return to_npu(at::_cdist_backward(grad.cpu(), x1.cpu(), x2.cpu(), p, cdist.cpu()));
+    return fall_back<at::_ops::_cdist_backward>("not chip floats, or more than 2^26 differences", grad, x1, x2, p, cdist);
   }
   const at::Tensor terms = distance_gradient(differences(x1, x2), as_f32(grad).unsqueeze(-1), as_f32(cdist).unsqueeze(-1), p);
   return at::sum(terms, {-2}).to(x1.scalar_type());
@@ -166,8 +164,7 @@ std::tuple<at::Tensor, at::Tensor> pairs(int64_t n) {
 at::Tensor npu_pdist_forward(const at::Tensor& x, double p) {
   TORCH_CHECK(p >= 0, "pdist only supports non-negative p values");
   if (!pdist_on_chip(x)) {
-    note_cpu_fallback("aten::_pdist_forward", "not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences");
-    return to_npu(at::_pdist_forward(x.cpu(), p));
+    return fall_back<at::_ops::_pdist_forward>("not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences", x, p);
   }
   auto [first, second] = pairs(x.size(0));
   const at::Tensor diff = at::sub(at::index_select(as_f32(x), 0, first), at::index_select(as_f32(x), 0, second));
@@ -176,8 +173,7 @@ at::Tensor npu_pdist_forward(const at::Tensor& x, double p) {
 // Each pair's gradient added into its first row and subtracted from its second (index_add: f32 sums, rounded once).
 at::Tensor npu_pdist_backward(const at::Tensor& grad, const at::Tensor& x, double p, const at::Tensor& pdist) {
   if (!pdist_on_chip(x) || !chip_float(grad) || !chip_float(pdist)) {
-    note_cpu_fallback("aten::_pdist_backward", "not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences");
-    return to_npu(at::_pdist_backward(grad.cpu(), x.cpu(), p, pdist.cpu()));
+    return fall_back<at::_ops::_pdist_backward>("not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences", grad, x, p, pdist);
   }
   auto [first, second] = pairs(x.size(0));
   const at::Tensor xf = as_f32(x);
@@ -191,8 +187,7 @@ at::Tensor npu_renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, 
   TORCH_CHECK(p.toDouble() > 0, "renorm: non-positive-norm not supported");
   TORCH_CHECK(maxnorm.toDouble() >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
   if (!chip_float(self) || self.numel() == 0 || self.dim() == 0) {
-    note_cpu_fallback("aten::renorm", "not a non-empty chip float tensor");
-    return to_npu(at::renorm(self.cpu(), p, dim, maxnorm));
+    return fall_back<at::_ops::renorm>("not a non-empty chip float tensor", self, p, dim, maxnorm);
   }
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> others;
@@ -220,9 +215,7 @@ std::vector<int64_t> dims_except(const at::Tensor& v, int64_t dim) {
 // uses it): norm = ||v|| over every dim but dim, in f32 (as the CPU returns it), w = v * (g / norm).
 std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
   if (!chip_float(v) || !chip_float(g) || v.numel() == 0) {
-    note_cpu_fallback("aten::_weight_norm_interface", "not non-empty chip float tensors");
-    auto [w, norm] = at::_weight_norm_interface(v.cpu(), g.cpu(), dim);
-    return {to_npu(w), to_npu(norm)};
+    return fall_back<at::_ops::_weight_norm_interface>("not non-empty chip float tensors", v, g, dim);
   }
   const at::Tensor norm = at::linalg_vector_norm(as_f32(v), 2, dims_except(v, dim), /*keepdim=*/true).view(g.sizes());
   const at::Tensor w = elementwise_chain({as_f32(v), as_f32(g), norm}, "div(in1, in2); mul(in0, %0)");
@@ -234,9 +227,7 @@ std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface(const at::Tensor& v
 std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& v, const at::Tensor& g,
                                                                       const at::Tensor& norm, int64_t dim) {
   if (!chip_float(grad_w) || !chip_float(v) || !chip_float(g) || !chip_float(norm) || v.numel() == 0) {
-    note_cpu_fallback("aten::_weight_norm_interface_backward", "not non-empty chip float tensors");
-    auto [grad_v, grad_g] = at::_weight_norm_interface_backward(grad_w.cpu(), v.cpu(), g.cpu(), norm.cpu(), dim);
-    return {to_npu(grad_v), to_npu(grad_g)};
+    return fall_back<at::_ops::_weight_norm_interface_backward>("not non-empty chip float tensors", grad_w, v, g, norm, dim);
   }
   const at::Tensor vf = as_f32(v), n = as_f32(norm).view(g.sizes());
   const at::Tensor a = at::sum(at::mul(as_f32(grad_w), vf), dims_except(v, dim), /*keepdim=*/true).view(g.sizes());
