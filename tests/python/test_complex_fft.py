@@ -1,4 +1,4 @@
-"""Complex tensors and FFTs on the chip (torch_bridge/csrc/complex_ops.cpp): complex64 as pairs of f32,
+"""Complex tensors and FFTs on the chip (torch_bridge/csrc/aten/complex_ops.cpp): complex64 as pairs of f32,
 the elementwise ops that have a complex form (add, sub, mul, neg, abs) on those pairs, view_as_real /
 view_as_complex as views, and torch.fft's transforms as DFT matmuls on the tensor cores; each against the
 CPU with no CPU fallback.

@@ -1,5 +1,5 @@
 """fmod, remainder (%), floor_divide (//) and div(rounding_mode="floor") of floats on the npu, bit-exact
-with the CPU (torch_bridge/csrc/integer_division.cpp: an exact fmod from Dekker's product, then ATen's
+with the CPU (torch_bridge/csrc/aten/integer_division.cpp: an exact fmod from Dekker's product, then ATen's
 formulas on it), at the IEEE edges too (signed zeros, infinities, NaN, a zero divisor), in f32 and bf16;
 values whose quotient reaches 2^22 go to the CPU, counted with that reason. Integer fmod (the truncating
 remainder) too.

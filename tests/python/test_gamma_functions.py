@@ -1,4 +1,4 @@
-"""The gamma family on the chip (torch_bridge/csrc/gamma_functions.cpp): lgamma, digamma and
+"""The gamma family on the chip (torch_bridge/csrc/composites/gamma_functions.cpp): lgamma, digamma and
 polygamma(1, x), against the CPU over wide ranges and at their edges (poles, zeros of both signs,
 infinities, NaN, values next to negative integers and near the functions' own zeros), with their
 gradients, and with no CPU fallback.

@@ -1087,7 +1087,7 @@ def test_elementwise_results_are_laid_out_as_atens():
 
 
 def test_a_kernel_that_declines_hands_its_op_to_the_one_cpu_fallback_with_its_reason():
-    """fall_back (torch_bridge/csrc/cpu_fallback.h): a case an npu kernel does not take (f64 here) runs the
+    """fall_back (torch_bridge/csrc/aten/cpu_fallback.h): a case an npu kernel does not take (f64 here) runs the
     op through the boxed CPU fallback: the CPU's results on the npu, counted under the op's name, warned
     about once with the kernel's reason. batch norm's running statistics, which its schema does not mark
     as written, are updated as on the CPU."""

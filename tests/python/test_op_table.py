@@ -1,4 +1,4 @@
-"""ATen kernels the npu gets without writing them (torch_bridge/csrc/aten_table.cpp): the elementwise ops'
+"""ATen kernels the npu gets without writing them (torch_bridge/csrc/aten/aten_table.cpp): the elementwise ops'
 functional overloads from the compiler's op table (compiler/ops.def), and the in-place and out= forms of every
 op with a functional npu kernel. These tests check the derivation against the table and the schemas, and every
 derived overload of the table's ops against the CPU."""
@@ -158,3 +158,20 @@ def test_table_and_derived_kernels_read_nothing_back_to_the_host():
         torch.maximum(a, b)
     assert len(prof.kernels) >= 5
     assert not [t for t in prof.host_transfers if t[3] == "to host" and t[4] == "data"], prof.host_transfers
+
+
+def test_the_bridges_sources_depend_only_down_their_layers():
+    """torch_bridge/csrc: runtime/ (the device) includes nothing of aten/ or composites/, aten/ (the
+    kernels) nothing of composites/; each include of another folder names it ("runtime/runtime.h")."""
+    csrc = Path(__file__).resolve().parents[2] / "torch_bridge" / "csrc"
+    below = {"runtime": set(), "aten": {"runtime"}, "composites": {"runtime", "aten"}}
+    local = {folder: {p.name for p in (csrc / folder).iterdir()} for folder in below}
+    for folder, allowed in below.items():
+        for source in sorted((csrc / folder).iterdir()):
+            for included in re.findall(r'#include "([^"]+)"', source.read_text()):
+                if "/" in included:
+                    layer = included.split("/")[0]
+                    assert layer not in below or layer in allowed, f"{folder}/{source.name} includes {included}"
+                else:
+                    others = [f for f, names in local.items() if f != folder and included in names]
+                    assert not others, f"{folder}/{source.name} includes {included} of {others} without naming the folder"

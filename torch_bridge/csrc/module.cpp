@@ -8,9 +8,9 @@
 #include "npusim/sim/chip_peaks.h"
 #include "npusim/sim/config_loader.h"
 #include "npusim/sim/energy.h"
-#include "random.h"
-#include "aten_table.h"
-#include "runtime.h"
+#include "runtime/generator.h"
+#include "aten/aten_table.h"
+#include "runtime/runtime.h"
 
 // libsystemc.so refers to sc_main; Python owns main.
 extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { return 0; }

@@ -185,7 +185,7 @@ class _DeviceModule:
     def get_amp_supported_dtype():
         return [torch.bfloat16, torch.float16]
 
-    # The npu's own generator (torch_bridge/csrc/random.cpp): a seed and a counter offset for
+    # The npu's own generator (torch_bridge/csrc/runtime/generator.cpp): a seed and a counter offset for
     # the chip's counter-based v.rand. torch.manual_seed seeds it too (through manual_seed_all).
     @staticmethod
     def manual_seed(seed: int) -> None:

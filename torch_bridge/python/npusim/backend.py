@@ -68,7 +68,7 @@ def _fused_rms_norm(x, normalized_shape, weight, eps):
 
 
 # Elementwise ops whose npu kernels are compositions of elementwise, comparison and select kernels
-# (torch_bridge/csrc/activations.cpp): in a graph their decompositions fuse with the ops around them
+# (torch_bridge/csrc/aten/activations.cpp): in a graph their decompositions fuse with the ops around them
 # into one chain (GPT-2's GELU backward, tanh's backward included: 13 ops, one kernel), so they are
 # decomposed even though eager mode has kernels for them.
 COMPOSED_ELEMENTWISE = {

@@ -1,7 +1,7 @@
 """The npusim:: custom ops' Python half: fake kernels (shapes for torch.compile
 and torch.export), autograd, and friendly wrappers.
 
-The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custom_ops.cpp:
+The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/aten/custom_ops.cpp:
     torch.ops.npusim.gemm(a, b, bias, alpha, beta, epilogue, residual)
                                                                 epilogue(alpha * a @ b + beta * bias + residual),
                                                                 one kernel
@@ -21,7 +21,7 @@ The ops themselves (schemas, npu and CPU kernels) are in torch_bridge/csrc/custo
                                                                 max pooling's values without its indices
     torch.ops.npusim.elementwise_chain(inputs, chain, dtype)    elementwise ops of one dtype in one kernel,
                                                                 e.g. "mul(in0, 0.5); tanh(%0); add(%1, in1)"
-                                                                (torch_bridge/csrc/elementwise_chain.cpp);
+                                                                (torch_bridge/csrc/aten/elementwise_chain.cpp);
                                                                 with a dtype, computed in f32 over inputs
                                                                 of any float dtypes, rounded once to it
 elementwise_chain rounds every step to the dtype, as the ops one by one do; it is what

@@ -30,7 +30,7 @@
 #include "complex_ops.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {

@@ -20,9 +20,9 @@
 #include <optional>
 #include <string>
 
-#include "int64_arithmetic.h"
-#include "cpu_fallback.h"
-#include "kernel_launch.h"
+#include "aten/int64_arithmetic.h"
+#include "aten/cpu_fallback.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "npusim/driver/errors.h"
-#include "random.h"
+#include "generator.h"
 #include "runtime.h"
 
 namespace npusim {

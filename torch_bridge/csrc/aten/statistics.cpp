@@ -15,7 +15,7 @@
 
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {

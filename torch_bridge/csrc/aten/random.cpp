@@ -1,7 +1,5 @@
-// The npu's random numbers: a generator that holds a seed and a counter
-// offset (PyTorch's CUDA generator holds the same), and the random ATen ops
-// on the chip's counter-based v.rand (compiler/ops.def: uniform, normal,
-// bernoulli). Each launch reserves the counters it uses, so a seed gives the
+// The npu's random ATen ops, on the chip's counter-based v.rand (compiler/ops.def: uniform, normal,
+// bernoulli), drawing from the npu's generators (generator.h). Each launch reserves the counters it uses, so a seed gives the
 // same numbers on every run and every chip config; they differ from the
 // CPU's (a different algorithm), as CUDA's do.
 //
@@ -20,84 +18,23 @@
 //   randperm                           the positions of n uniform keys sorted (the topk kernel;
 //                                      n up to 4096)
 // and arange.start_out, which shares the generator kernel (v.iota in place of v.rand).
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
-#include <ATen/core/DistributionsHelper.h>
-#include <ATen/core/GeneratorForPrivateuseone.h>
-#include <c10/core/GeneratorImpl.h>
 #include <torch/library.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <mutex>
+#include <tuple>
 
 #include "cpu_fallback.h"
+#include "runtime/generator.h"
 #include "kernel_launch.h"
-#include "random.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {
 
 using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
-
-class NpuGenerator final : public c10::GeneratorImpl {
- public:
-  explicit NpuGenerator(uint64_t seed_in = c10::default_rng_seed_val)
-      : c10::GeneratorImpl(c10::Device(kNpu, 0), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)), seed_(seed_in) {}
-
-  void set_current_seed(uint64_t seed_in) override { seed_ = seed_in, offset_ = 0; }
-  uint64_t current_seed() const override { return seed_; }
-  void set_offset(uint64_t offset) override { offset_ = offset; }
-  uint64_t get_offset() const override { return offset_; }
-  uint64_t seed() override {
-    set_current_seed(c10::detail::getNonDeterministicRandom());
-    return seed_;
-  }
-  // The state: seed then offset, little-endian u64s, as a u8 CPU tensor of 16 bytes.
-  void set_state(const c10::TensorImpl& state) override {
-    TORCH_CHECK(state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && state.numel() == 16 && state.is_contiguous(),
-                "npu: an RNG state is a contiguous uint8 tensor of 16 bytes (seed, offset); got ", state.numel(), " elements");
-    const auto* bytes = static_cast<const uint8_t*>(state.data());
-    std::memcpy(&seed_, bytes, 8);
-    std::memcpy(&offset_, bytes + 8, 8);
-  }
-  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
-    at::Tensor state = at::empty({16}, at::TensorOptions().dtype(at::kByte));
-    std::memcpy(state.data_ptr(), &seed_, 8);
-    std::memcpy(static_cast<uint8_t*>(state.data_ptr()) + 8, &offset_, 8);
-    return state.getIntrusivePtr();
-  }
-  static c10::DeviceType device_type() { return kNpu; }
-
-  // The counters of one launch: returns their first.
-  uint64_t reserve(uint64_t counters) {
-    const uint64_t first = offset_;
-    offset_ += counters;
-    return first;
-  }
-
- private:
-  NpuGenerator* clone_impl() const override {
-    auto* copy = new NpuGenerator(seed_);
-    copy->offset_ = offset_;
-    return copy;
-  }
-  uint64_t seed_;
-  uint64_t offset_ = 0;
-};
-
-}  // namespace
-
-const at::Generator& default_npu_generator() {
-  static const at::Generator generator = at::make_generator<NpuGenerator>();
-  return generator;
-}
-at::Generator new_npu_generator() { return at::make_generator<NpuGenerator>(); }
-
-namespace {
 
 // The random kernel `kind` into `self` (any float chip dtype; bool for bernoulli); false if the chip cannot.
 bool generate(OpKind kind, const at::Tensor& self, double param0, double param1, std::optional<at::Generator> generator) {
@@ -108,14 +45,10 @@ bool generate(OpKind kind, const at::Tensor& self, double param0, double param1,
     op.random_params = {param0, param1};
     return op;
   };
-  auto* gen = at::get_generator_or_default<NpuGenerator>(generator, default_npu_generator());
   std::array<uint64_t, 8> args{};
-  {
-    const std::lock_guard<std::mutex> lock(gen->mutex_);
-    args[0] = gen->current_seed();
-    // Reserved before the launch, so that the next op's numbers differ even when this one cannot run.
-    args[1] = gen->reserve(npu::compiler::random_counters(make_op()));  // (callers pass chip dtypes only: make_op describes)
-  }
+  // Reserved before the launch, so that the next op's numbers differ even when this one cannot run.
+  // (Callers pass chip dtypes only: make_op describes.)
+  std::tie(args[0], args[1]) = reserve_random_counters(generator, npu::compiler::random_counters(make_op()));
   if (!try_run(make_op, {}, out, args)) return false;
   if (!out.is_same(self)) self.copy_(out);
   return true;

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernel_launch.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

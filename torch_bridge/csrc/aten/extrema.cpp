@@ -26,7 +26,7 @@
 #include "int64_arithmetic.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {

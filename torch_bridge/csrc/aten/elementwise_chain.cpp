@@ -13,7 +13,7 @@
 #include <cstdio>
 
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {

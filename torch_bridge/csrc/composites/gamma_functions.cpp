@@ -25,9 +25,9 @@
 #include <limits>
 #include <string>
 
-#include "float_unary.h"
-#include "cpu_fallback.h"
-#include "kernel_launch.h"
+#include "aten/float_unary.h"
+#include "aten/cpu_fallback.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

@@ -40,7 +40,7 @@
 
 #include "custom_ops.h"
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 

@@ -13,8 +13,8 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
-#include "cpu_fallback.h"
-#include "kernel_launch.h"
+#include "aten/cpu_fallback.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

@@ -23,8 +23,8 @@
 #include <tuple>
 #include <vector>
 
-#include "cpu_fallback.h"
-#include "kernel_launch.h"
+#include "aten/cpu_fallback.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

@@ -24,7 +24,7 @@
 
 #include "custom_ops.h"
 #include "kernel_launch.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {

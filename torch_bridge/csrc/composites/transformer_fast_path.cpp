@@ -13,7 +13,7 @@
 
 #include <cmath>
 
-#include "kernel_launch.h"
+#include "aten/kernel_launch.h"
 
 namespace npusim {
 namespace {

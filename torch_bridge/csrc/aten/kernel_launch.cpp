@@ -13,7 +13,7 @@
 
 #include "npusim/compiler/compiler.h"
 #include "cpu_fallback.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 namespace npusim {
 namespace {
