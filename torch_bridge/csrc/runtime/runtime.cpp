@@ -499,6 +499,10 @@ void Runtime::begin_capture_method(const std::string& method, const std::vector<
     }
     for (const at::Tensor& t : state) {
       TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "npusim: capture state is npu tensors");
+      // Its contents now are what a loaded package starts from (a KV cache's zeros): recorded here, since
+      // as state it counts as holding contents and a first read would not record them. (An earlier method
+      // of the package recorded them already.)
+      capture_buffer(buffer_of(t), true);
       capture_->state(capture_->buffer(buffer_of(t).address(), buffer_of(t).size()));
     }
   } catch (const npu::deploy::PackageError& e) {
