@@ -66,12 +66,12 @@ at::Tensor on_cpu(const char* op, F compute) {
 
 at::Tensor npu_tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("mul(in1, in1); sub(1, %0); mul(in0, %1)", {grad, y}, grad.scalar_type());
-  return on_cpu("aten::tanh_backward", [&] { return at::tanh_backward(grad.cpu(), y.cpu()); });
+  return fall_back<at::_ops::tanh_backward>("", grad, y);
 }
 
 at::Tensor npu_sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("sub(1, in1); mul(in0, %0); mul(%1, in1)", {grad, y}, grad.scalar_type());
-  return on_cpu("aten::sigmoid_backward", [&] { return at::sigmoid_backward(grad.cpu(), y.cpu()); });
+  return fall_back<at::_ops::sigmoid_backward>("", grad, y);
 }
 at::Tensor& npu_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
   return into(npu_sigmoid_backward(grad, y), out);
@@ -81,7 +81,7 @@ at::Tensor& npu_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& y
 
 at::Tensor npu_hardsigmoid(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); div(%2, 6)", {x}, x.scalar_type());
-  return on_cpu("aten::hardsigmoid", [&] { return at::hardsigmoid(x.cpu()); });
+  return fall_back<at::_ops::hardsigmoid>("", x);
 }
 
 // (x > -3 && x < 3) ? g / 6 : 0, the sixth a float constant as ATen's.
@@ -91,7 +91,7 @@ at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x)
     const at::Tensor sixth = f32_chain("mul(in0, " + chain_constant(double(1.0f / 6.0f)) + ")", {grad}, grad.scalar_type());
     return at::where(inside, sixth, constant(0, grad.scalar_type()));
   }
-  return on_cpu("aten::hardsigmoid_backward", [&] { return at::hardsigmoid_backward(grad.cpu(), x.cpu()); });
+  return fall_back<at::_ops::hardsigmoid_backward>("", grad, x);
 }
 at::Tensor& npu_hardsigmoid_backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& out) {
   return into(npu_hardsigmoid_backward(grad, x), out);
@@ -99,7 +99,7 @@ at::Tensor& npu_hardsigmoid_backward_out(const at::Tensor& grad, const at::Tenso
 
 at::Tensor npu_hardswish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); mul(in0, %2); div(%3, 6)", {x}, x.scalar_type());
-  return on_cpu("aten::hardswish", [&] { return at::hardswish(x.cpu()); });
+  return fall_back<at::_ops::hardswish>("", x);
 }
 
 // x <= -3 ? 0 : x < 3 ? g * (x / 3 + 0.5) : g
@@ -108,12 +108,12 @@ at::Tensor npu_hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
     const at::Tensor ramp = f32_chain("div(in1, 3); add(%0, 0.5); mul(in0, %1)", {grad, x}, grad.scalar_type());
     return at::where(at::le(x, -3), constant(0, grad.scalar_type()), at::where(at::lt(x, 3), ramp, grad));
   }
-  return on_cpu("aten::hardswish_backward", [&] { return at::hardswish_backward(grad.cpu(), x.cpu()); });
+  return fall_back<at::_ops::hardswish_backward>("", grad, x);
 }
 
 at::Tensor npu_hardtanh(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
   if (on_chip({&x})) return at::clamp(x, min, max);
-  return on_cpu("aten::hardtanh", [&] { return at::hardtanh(x.cpu(), min, max); });
+  return fall_back<at::_ops::hardtanh>("", x, min, max);
 }
 at::Tensor& npu_hardtanh_out(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
   return into(npu_hardtanh(x, min, max), out);
@@ -125,7 +125,7 @@ at::Tensor npu_hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, co
     const at::Tensor outside = at::logical_or(at::le(x, min), at::ge(x, max));
     return at::where(outside, constant(0, grad.scalar_type()), grad);
   }
-  return on_cpu("aten::hardtanh_backward", [&] { return at::hardtanh_backward(grad.cpu(), x.cpu(), min, max); });
+  return fall_back<at::_ops::hardtanh_backward>("", grad, x, min, max);
 }
 at::Tensor& npu_hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max,
                                   at::Tensor& out) {
@@ -144,7 +144,7 @@ at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
     const at::Tensor sloped = f32_chain("mul(in0, " + chain_constant(slope.toDouble()) + ")", {x}, x.scalar_type());
     return at::where(at::gt(x, 0), x, sloped);
   }
-  return on_cpu("aten::leaky_relu", [&] { return at::leaky_relu(x.cpu(), slope); });
+  return fall_back<at::_ops::leaky_relu>("", x, slope);
 }
 
 at::Tensor npu_leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
@@ -186,7 +186,7 @@ at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scala
     const at::Tensor positive = f32_chain("mul(in0, " + c.positive + ")", {x}, x.scalar_type());
     return at::where(at::le(x, 0), negative, positive);
   }
-  return on_cpu("aten::elu", [&] { return at::elu(x.cpu(), alpha, scale, input_scale); });
+  return fall_back<at::_ops::elu>("", x, alpha, scale, input_scale);
 }
 at::Tensor& npu_elu_out(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, at::Tensor& out) {
   return into(npu_elu(x, alpha, scale, input_scale), out);
@@ -227,7 +227,7 @@ at::Tensor npu_softplus(const at::Tensor& x, const at::Scalar& beta, const at::S
     const at::Tensor smooth = f32_chain("mul(in0, " + b + "); exp(%0); add(%1, 1); log(%2); div(%3, " + b + ")", {x}, x.scalar_type());
     return at::where(above_threshold(x, b, threshold), x, smooth);
   }
-  return on_cpu("aten::softplus", [&] { return at::softplus(x.cpu(), beta, threshold); });
+  return fall_back<at::_ops::softplus>("", x, beta, threshold);
 }
 at::Tensor& npu_softplus_out(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
   return into(npu_softplus(x, beta, threshold), out);
@@ -240,7 +240,7 @@ at::Tensor npu_softplus_backward(const at::Tensor& grad, const at::Tensor& x, co
     const at::Tensor smooth = f32_chain("mul(in1, " + b + "); exp(%0); mul(in0, %1); add(%1, 1); div(%2, %3)", {grad, x}, grad.scalar_type());
     return at::where(above_threshold(x, b, threshold), grad, smooth);
   }
-  return on_cpu("aten::softplus_backward", [&] { return at::softplus_backward(grad.cpu(), x.cpu(), beta, threshold); });
+  return fall_back<at::_ops::softplus_backward>("", grad, x, beta, threshold);
 }
 at::Tensor& npu_softplus_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold,
                                   at::Tensor& out) {
@@ -249,7 +249,7 @@ at::Tensor& npu_softplus_backward_out(const at::Tensor& grad, const at::Tensor& 
 
 at::Tensor npu_mish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("exp(in0); add(%0, 1); log(%1); tanh(%2); mul(in0, %3)", {x}, x.scalar_type());
-  return on_cpu("aten::mish", [&] { return at::mish(x.cpu()); });
+  return fall_back<at::_ops::mish>("", x);
 }
 
 // The buffer ATen's CPU kernel fills is not needed by the backward below: empty, as CUDA's.
@@ -315,7 +315,7 @@ at::Tensor npu_mse_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduct
     if (reduction == at::Reduction::Sum) return at::sum(squares);
     return squares;
   }
-  return on_cpu("aten::mse_loss", [&] { return at::mse_loss(x.cpu(), y.cpu(), reduction); });
+  return fall_back<at::_ops::mse_loss>("", x, y, reduction);
 }
 at::Tensor& npu_mse_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, at::Tensor& out) {
   return into(npu_mse_loss(x, y, reduction), out);
@@ -327,7 +327,7 @@ at::Tensor npu_mse_loss_backward(const at::Tensor& grad, const at::Tensor& x, co
     const double norm = reduction == at::Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
     return f32_chain("sub(in0, in1); mul(%0, " + chain_constant(norm) + "); mul(%1, in2)", {x, y, grad}, x.scalar_type());
   }
-  return on_cpu("aten::mse_loss_backward", [&] { return at::mse_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction); });
+  return fall_back<at::_ops::mse_loss_backward>("", grad, x, y, reduction);
 }
 at::Tensor& npu_mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction,
                                   at::Tensor& out) {
@@ -370,14 +370,14 @@ at::Tensor robust_loss_backward(const at::Tensor& grad, const at::Tensor& x, con
 
 at::Tensor npu_smooth_l1_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
   if (on_chip({&x, &y}) && beta >= 0) return robust_loss(x, y, reduction, beta, false);
-  return on_cpu("aten::smooth_l1_loss", [&] { return at::smooth_l1_loss(x.cpu(), y.cpu(), reduction, beta); });
+  return fall_back<at::_ops::smooth_l1_loss>("", x, y, reduction, beta);
 }
 at::Tensor& npu_smooth_l1_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, at::Tensor& out) {
   return into(npu_smooth_l1_loss(x, y, reduction, beta), out);
 }
 at::Tensor npu_smooth_l1_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
   if (on_chip({&grad, &x, &y}) && beta > 0) return robust_loss_backward(grad, x, y, reduction, beta, false);
-  return on_cpu("aten::smooth_l1_loss_backward", [&] { return at::smooth_l1_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction, beta); });
+  return fall_back<at::_ops::smooth_l1_loss_backward>("", grad, x, y, reduction, beta);
 }
 at::Tensor& npu_smooth_l1_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta,
                                             at::Tensor& out) {
@@ -385,14 +385,14 @@ at::Tensor& npu_smooth_l1_loss_backward_out(const at::Tensor& grad, const at::Te
 }
 at::Tensor npu_huber_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
   if (on_chip({&x, &y}) && delta > 0) return robust_loss(x, y, reduction, delta, true);
-  return on_cpu("aten::huber_loss", [&] { return at::huber_loss(x.cpu(), y.cpu(), reduction, delta); });
+  return fall_back<at::_ops::huber_loss>("", x, y, reduction, delta);
 }
 at::Tensor& npu_huber_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta, at::Tensor& out) {
   return into(npu_huber_loss(x, y, reduction, delta), out);
 }
 at::Tensor npu_huber_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
   if (on_chip({&grad, &x, &y}) && delta > 0) return robust_loss_backward(grad, x, y, reduction, delta, true);
-  return on_cpu("aten::huber_loss_backward", [&] { return at::huber_loss_backward(grad.cpu(), x.cpu(), y.cpu(), reduction, delta); });
+  return fall_back<at::_ops::huber_loss_backward>("", grad, x, y, reduction, delta);
 }
 at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta,
                                         at::Tensor& out) {
@@ -407,7 +407,7 @@ at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor
 // The quotient first, which is near 1: log(u) * x overflowed for x near f32's largest (log1p(3e38) was inf),
 // and (u - 1) * x for x near 88.
 at::Tensor npu_log1p(const at::Tensor& x) {
-  if (!on_chip({&x})) return on_cpu("aten::log1p", [&] { return at::log1p(x.cpu()); });
+  if (!on_chip({&x})) return fall_back<at::_ops::log1p>("", x);
   const at::Tensor xf = as_f32(x), u = at::add(xf, 1);
   const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); div(in0, %0); log(in1); mul(%2, %1)");
   const at::Tensor result = at::where(at::eq(u, 1), xf, at::where(at::eq(u, INFINITY), u, kahan));
@@ -415,7 +415,7 @@ at::Tensor npu_log1p(const at::Tensor& x) {
 }
 
 at::Tensor npu_expm1(const at::Tensor& x) {
-  if (!on_chip({&x})) return on_cpu("aten::expm1", [&] { return at::expm1(x.cpu()); });
+  if (!on_chip({&x})) return fall_back<at::_ops::expm1>("", x);
   const at::Tensor xf = as_f32(x), u = at::exp(xf);
   const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); log(in1); div(in0, %1); mul(%0, %2)");
   at::Tensor result = at::where(at::eq(at::sub(u, 1), -1), constant(-1, at::kFloat), at::where(at::eq(u, INFINITY), u, kahan));
@@ -428,7 +428,7 @@ at::Tensor npu_expm1(const at::Tensor& x) {
 at::Tensor npu_sign(const at::Tensor& x) {
   const at::ScalarType t = x.scalar_type();
   const bool chip = on_npu(x) && x.numel() > 0 && (chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kLong);
-  if (!chip) return on_cpu("aten::sign", [&] { return at::sign(x.cpu()); });
+  if (!chip) return fall_back<at::_ops::sign>("", x);
   if (t == at::kByte) return at::gt(x, 0).to(t);  // (nothing below 0)
   return at::where(at::gt(x, 0), constant(1, t), at::where(at::lt(x, 0), constant(-1, t), constant(0, t)));
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -36,17 +37,17 @@ at::Tensor scaled_log(const at::Tensor& x, double scale) {
 }
 
 at::Tensor npu_exp2(const at::Tensor& x) {
-  if (!non_empty_chip_floats({&x})) return on_cpu("aten::exp2", [&] { return at::exp2(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::exp2>("", x);
   return at::pow(2.0, x);
 }
 
 at::Tensor npu_log2(const at::Tensor& x) {
-  if (!non_empty_chip_floats({&x})) return on_cpu("aten::log2", [&] { return at::log2(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::log2>("", x);
   return scaled_log(x, 1.0 / std::log(2.0));
 }
 
 at::Tensor npu_log10(const at::Tensor& x) {
-  if (!non_empty_chip_floats({&x})) return on_cpu("aten::log10", [&] { return at::log10(x.cpu()); });
+  if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::log10>("", x);
   return scaled_log(x, 1.0 / std::log(10.0));
 }
 
@@ -54,7 +55,7 @@ at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
   const at::ScalarType dtype = at::result_type(x, y);
   const bool scalar_x = !on_npu(x) && x.dim() == 0, scalar_y = !on_npu(y) && y.dim() == 0;
   if (!chip_float_dtype(dtype) || (!scalar_x && !non_empty_chip_floats({&x})) || (!scalar_y && !non_empty_chip_floats({&y})))
-    return on_cpu("aten::xlogy", [&] { return at::xlogy(x.cpu(), y.cpu()); });
+    return fall_back<at::_ops::xlogy_Tensor>("", x, y);
   const at::Tensor xf = as_f32(to_npu(x)), yf = as_f32(to_npu(y));
   const at::Tensor zero = at::zeros({}, at::TensorOptions().dtype(at::kFloat));
   const at::Tensor nan = at::full({}, std::numeric_limits<float>::quiet_NaN(), at::TensorOptions().dtype(at::kFloat));
@@ -68,7 +69,7 @@ bool bce_on_chip(const at::Tensor& p, const at::Tensor& y, const std::optional<a
 }
 
 at::Tensor npu_binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction) {
-  if (!bce_on_chip(p, y, w)) return on_cpu("aten::binary_cross_entropy", [&] { return at::binary_cross_entropy(p.cpu(), y.cpu(), on_host(w), reduction); });
+  if (!bce_on_chip(p, y, w)) return fall_back<at::_ops::binary_cross_entropy>("", p, y, w, reduction);
   const at::Tensor pf = as_f32(p), yf = as_f32(y);
   const at::Tensor log_p = at::clamp_min(at::log(pf), -100), log_q = at::clamp_min(at::log1p(at::neg(pf)), -100);
   // (y - 1) log_q - y log_p

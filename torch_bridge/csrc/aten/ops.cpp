@@ -375,7 +375,7 @@ at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
     const at::ScalarType to = c10::typeMetaToScalarType(at::get_default_dtype());
     return npusim::div(a.to(to), b.to(to));
   }
-  if (!at::isFloatingType(common)) return on_cpu("aten::div.Tensor", [&] { return at::div(cpu(a), cpu(b)); });
+  if (!at::isFloatingType(common)) return fall_back<at::_ops::div_Tensor>("", a, b);
   return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [](auto& x, auto& y) { return at::div(x, y); });
 }
 at::Tensor div_scalar(const at::Tensor& a, const at::Scalar& b) { return npusim::div(a, cpu_scalar(b)); }
@@ -421,7 +421,7 @@ at::Tensor isnan(const at::Tensor& self) {
 // largest and lowest finite values); integers hold none of them.
 at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
   if (!chip_float(self) || self.numel() == 0)
-    return on_cpu("aten::nan_to_num", [&] { return at::nan_to_num(cpu(self), nan, posinf, neginf); });
+    return fall_back<at::_ops::nan_to_num>("", self, nan, posinf, neginf);
   const double largest = self.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::max())
                          : self.scalar_type() == at::kHalf ? double(std::numeric_limits<c10::Half>::max())
                                                            : double(std::numeric_limits<c10::BFloat16>::max());
@@ -444,7 +444,7 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const bool tanh = approximate == "tanh";
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
-  return on_cpu("aten::gelu", [&] { return at::gelu(cpu(self), approximate); });
+  return fall_back<at::_ops::gelu>("", self, approximate);
 }
 
 // gelu's derivative by ATen's formulas, one elementwise chain in f32, rounded once (half-precision
@@ -466,7 +466,7 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
     }
     return elementwise_chain_in_f32({grad, self}, chain);
   }
-  return on_cpu("aten::gelu_backward", [&] { return at::gelu_backward(cpu(grad), cpu(self), approximate); });
+  return fall_back<at::_ops::gelu_backward>("", grad, self, approximate);
 }
 
 // out = beta * bias + alpha * (a @ b)
@@ -499,7 +499,7 @@ at::Tensor int_mm(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == at::kChar && b.scalar_type() == at::kChar, "_int_mm: a and b are int8");
   at::Tensor out = new_npu({a.size(0), b.size(1)}, at::kInt);
   if (on_npu(a) && on_npu(b) && a.size(1) > 0 && gemm_into(a, b, nullptr, out)) return out;
-  return on_cpu("aten::_int_mm", [&] { return at::_int_mm(cpu(a), cpu(b)); });
+  return fall_back<at::_ops::_int_mm>("", a, b);
 }
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op(a, b, nullptr, 1, 1, "aten::bmm", [&] { return at::bmm(cpu(a), cpu(b)); });
@@ -670,7 +670,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
 // any over one dim: the maximum of the values as f32 (a cast, a row maximum), compared with 0.
 at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   if (self.dim() == 0 || self.numel() == 0 || self.scalar_type() == at::kLong || self.scalar_type() == at::kDouble)
-    return on_cpu("aten::any.dim", [&] { return at::any(cpu(self), dim, keepdim); });
+    return fall_back<at::_ops::any_dim>("", self, dim, keepdim);
   const at::Tensor magnitude = self.scalar_type() == at::kFloat ? at::abs(self) : at::abs(self.to(at::kFloat));
   return at::ne(at::amax(magnitude, {dim}, keepdim), 0);
 }
@@ -882,7 +882,7 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tenso
   }
   at::Tensor out = new_npu_like(shape, common, {&c, &a, &b});
   if (run_elementwise(OpKind::WHERE, {c, a, b}, out)) return out;
-  return on_cpu("aten::where.self", [&] { return at::where(cpu(cond), cpu(a_in), cpu(b_in)); });
+  return fall_back<at::_ops::where_self>("", cond, a_in, b_in);
 }
 
 // isin: each element compared with every test element (eq, then any over them), for the few test
@@ -893,7 +893,7 @@ at::Tensor isin(const at::Tensor& elements, const at::Tensor& test, bool assume_
     const at::Tensor hit = at::any(at::eq(elements.unsqueeze(-1), to_npu(test).reshape({-1})), -1);
     return invert ? npusim::logical_not(hit) : hit;
   }
-  return on_cpu("aten::isin", [&] { return at::isin(cpu(elements), cpu(test), assume_unique, invert); });
+  return fall_back<at::_ops::isin_Tensor_Tensor>("", elements, test, assume_unique, invert);
 }
 at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert, at::Tensor& out) {
   return into(npusim::isin(elements, test, assume_unique, invert), out);
@@ -940,7 +940,7 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
     };
     if (try_run(make_op, {self, flat}, out)) return out;
   }
-  return on_cpu("aten::index_select", [&] { return at::index_select(cpu(self), dim, cpu(index)); });
+  return fall_back<at::_ops::index_select>("", self, dim, index);
 }
 
 // x[i0, i1, ...]: integer index tensors (broadcast together) on the leading dims. The flat row
@@ -1026,7 +1026,7 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
     }
     return npusim::index_select(x.view({x.numel(), 1}), 0, flat.reshape({-1})).view(index.sizes());
   }
-  return on_cpu("aten::gather", [&] { return at::gather(cpu(self), dim, cpu(index), sparse_grad); });
+  return fall_back<at::_ops::gather>("", self, dim, index, sparse_grad);
 }
 
 // relu's backward: grad where self > threshold, else 0 (a comparison and a select on the chip).
