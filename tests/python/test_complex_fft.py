@@ -1,5 +1,6 @@
 """Complex tensors and FFTs on the chip (torch_bridge/csrc/aten/complex_ops.cpp): complex64 as pairs of f32,
-the elementwise ops that have a complex form (add, sub, mul, neg, abs) on those pairs, view_as_real /
+the elementwise ops that have a complex form (add, sub, mul, neg, abs; polar, angle,
+conj_physical) on those pairs, view_as_real /
 view_as_complex as views, and torch.fft's transforms as DFT matmuls on the tensor cores; each against the
 CPU with no CPU fallback.
 
@@ -107,6 +108,10 @@ def test_complex_elementwise_ops_work_on_the_pairs():
         "view_as_complex(view_as_real(a) * 2)": lambda a, b, r: torch.view_as_complex(torch.view_as_real(a) * 2),
         "r.to(complex64)": lambda a, b, r: r.to(torch.complex64),
         "a.t().contiguous()": lambda a, b, r: a.t().contiguous(),
+        "a.conj() * b (a lazy conjugate resolved)": lambda a, b, r: a.conj() * b,
+        "conj_physical(a)": lambda a, b, r: torch.conj_physical(a),
+        "angle(a)": lambda a, b, r: a.angle(),
+        "polar(|r|, r)": lambda a, b, r: torch.polar(r.abs(), r),
         "a += b": lambda a, b, r: a.clone().add_(b),
     }
     for name, f in cases.items():
@@ -171,3 +176,25 @@ def test_a_compiled_graph_with_ffts_runs_on_the_chip():
     got = compiled(x.to(NPU))
     assert fallbacks_since(before) == {}
     close(got, mix(x))
+
+
+def test_a_rotary_embedding_written_with_complex_numbers_runs_on_the_chip():
+    """Meta's Llama reference code rotates queries and keys as complex numbers: torch.polar for the
+    frequencies, view_as_complex of pairs, a complex product, view_as_real back; eager and compiled."""
+    def frequencies(dim, end, device):
+        inverse = 1.0 / (10000.0 ** (torch.arange(0, dim, 2, device=device)[: dim // 2].float() / dim))
+        angles = torch.outer(torch.arange(end, device=device), inverse).float()
+        return torch.polar(torch.ones_like(angles), angles)
+
+    def rotate(x, freqs):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(pairs * freqs.view(1, pairs.shape[1], 1, pairs.shape[-1])).flatten(3).type_as(x)
+
+    torch.manual_seed(0)
+    q = torch.randn(2, 16, 4, 32)
+    want = rotate(q, frequencies(32, 16, "cpu"))
+    for f in (rotate, torch.compile(rotate, backend="npu")):
+        before = dict(npusim.fallback_stats())
+        got = f(q.to(NPU), frequencies(32, 16, NPU))
+        assert fallbacks_since(before) == {}
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,6 @@
 // Complex tensors on the npu: complex64 as pairs of f32 (the real part first: ATen's layout, so
-// view_as_real is a view), the elementwise ops on those pairs, and the FFTs as matmuls with DFT matrices.
+// view_as_real is a view), the elementwise ops on those pairs (add, sub, mul, neg, abs; polar, angle,
+// conj_physical), and the FFTs as matmuls with DFT matrices.
 //
 // The FFTs (_fft_r2c, _fft_c2r, _fft_c2c: torch.fft.*, torch.stft, torch.istft) run as dense DFTs on the
 // tensor cores, as XLA runs small FFTs on a TPU: along one dim of length n, a real signal times an
@@ -25,6 +26,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "cpu_fallback.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -201,6 +203,27 @@ at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
   return y.contiguous();
 }
 
+// torch.polar (a rotary embedding's complex frequencies, as Meta's Llama writes them): abs (cos, sin) of angle.
+at::Tensor polar(const at::Tensor& abs, const at::Tensor& angle) {
+  if (!on_npu(abs) || !on_npu(angle) || abs.scalar_type() != at::kFloat || angle.scalar_type() != at::kFloat)
+    return fall_back<at::_ops::polar>("not f32 npu tensors", abs, angle);
+  return from_parts(at::stack({at::mul(abs, at::cos(angle)), at::mul(abs, at::sin(angle))}, -1));
+}
+
+// The conjugate, stored: (re, -im).
+at::Tensor conj_physical(const at::Tensor& self) {
+  if (!chip_complex(self)) return fall_back<at::_ops::_conj_physical>("not a complex64 npu tensor", self);
+  const at::Tensor p = at::view_as_real(self);
+  return from_parts(at::stack({p.select(-1, 0), at::neg(p.select(-1, 1))}, -1));
+}
+
+// The argument of a complex number: atan2(im, re).
+at::Tensor angle(const at::Tensor& self) {
+  if (!chip_complex(self)) return fall_back<at::_ops::angle>("not a complex64 npu tensor", self);
+  const at::Tensor p = at::view_as_real(self);
+  return at::atan2(p.select(-1, 1), p.select(-1, 0));
+}
+
 }  // namespace
 
 std::optional<at::Tensor> complex_unary(OpKind kind, const at::Tensor& self) {
@@ -271,6 +294,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fft_r2c", fft_r2c);
   m.impl("_fft_c2r", fft_c2r);
   m.impl("_fft_c2c", fft_c2c);
+  m.impl("polar", polar);
+  m.impl("_conj_physical", conj_physical);
+  m.impl("angle", angle);
 }
 
 }  // namespace npusim
