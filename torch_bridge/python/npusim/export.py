@@ -114,12 +114,14 @@ def _move_to_npu_sharing_tensors(modules: List[torch.fx.GraphModule]) -> None:
     seen = {}  # attribute name -> (the CPU tensor it had, its npu tensor)
     for module in modules:
         targets = sorted({node.target for node in module.graph.nodes if node.op == "get_attr"})
-        cpu = {t: operator.attrgetter(t)(module) for t in targets}
+        values = {t: operator.attrgetter(t)(module) for t in targets}
+        # The contents before the move, detached (moving a module may give its parameter objects the moved data).
+        cpu = {t: v.detach() for t, v in values.items() if isinstance(v, torch.Tensor)}
         for target, tensor in cpu.items():
-            if target not in seen or not isinstance(tensor, torch.Tensor):
+            if target not in seen:
                 continue
             earlier_cpu, earlier_npu = seen[target]
-            if type(earlier_npu) is type(tensor) and earlier_cpu.dtype == tensor.dtype and earlier_cpu.shape == tensor.shape \
+            if type(earlier_npu) is type(values[target]) and earlier_cpu.dtype == tensor.dtype and earlier_cpu.shape == tensor.shape \
                     and torch.equal(earlier_cpu, tensor):
                 owner_name, _, attribute = target.rpartition(".")
                 owner = module.get_submodule(owner_name)
@@ -130,7 +132,7 @@ def _move_to_npu_sharing_tensors(modules: List[torch.fx.GraphModule]) -> None:
                     setattr(owner, attribute, earlier_npu)
         module.to("npu")
         for target, tensor in cpu.items():
-            if target not in seen and isinstance(tensor, torch.Tensor):
+            if target not in seen:
                 seen[target] = (tensor, operator.attrgetter(target)(module))
 
 
