@@ -90,20 +90,20 @@ at::Tensor dft_matrix(Dft kind, int64_t n, int64_t k, double scale, int sign) {
   at::Tensor host = at::empty({rows, cols}, at::TensorOptions().dtype(at::kFloat));
   float* w = host.data_ptr<float>();
   const double two_pi = 2.0 * M_PI;
-  const auto angle = [&](int64_t a, int64_t b) { return two_pi * double((a * b) % n) / double(n); };
+  const auto theta_of = [&](int64_t a, int64_t b) { return two_pi * double((a * b) % n) / double(n); };
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       double value = 0;
       if (kind == Dft::kRealToComplex) {  // bin c / 2 of sample r: (cos, sign * sin)
-        const double theta = angle(r, c / 2);
+        const double theta = theta_of(r, c / 2);
         value = c % 2 == 0 ? std::cos(theta) : sign * std::sin(theta);
       } else if (kind == Dft::kComplexToComplex) {  // (xr + i xi) (cos + i sign sin)
-        const double theta = angle(r / 2, c / 2), cosine = std::cos(theta), sine = sign * std::sin(theta);
+        const double theta = theta_of(r / 2, c / 2), cosine = std::cos(theta), sine = sign * std::sin(theta);
         const bool real_in = r % 2 == 0, real_out = c % 2 == 0;
         value = real_in ? (real_out ? cosine : sine) : (real_out ? -sine : cosine);
       } else {  // sample c from bin r / 2: weight * Re((xr + i xi) (cos + i sin))
         const int64_t bin = r / 2;
-        const double weight = (bin == 0 || 2 * bin == n) ? 1.0 : 2.0, theta = angle(bin, c);
+        const double weight = (bin == 0 || 2 * bin == n) ? 1.0 : 2.0, theta = theta_of(bin, c);
         value = weight * (r % 2 == 0 ? std::cos(theta) : -std::sin(theta));
       }
       w[r * cols + c] = float(value * scale);
@@ -143,7 +143,7 @@ at::Tensor along(const at::Tensor& x, int64_t dim, const Transform& transform) {
 }
 
 // Whether the chip takes the transform: an f32 (r2c) or complex64 (c2c, c2r) npu tensor, not empty,
-// every dim's matrix within bounds. `lengths`: the signal's length along each dim.
+// every dim's matrix within bounds.
 bool fft_on_chip(const at::Tensor& x, bool complex_input, const std::vector<DimTransform>& transforms) {
   if (!on_npu(x) || x.numel() == 0 || (complex_input ? !chip_complex(x) : x.scalar_type() != at::kFloat)) return false;
   for (const DimTransform& t : transforms)
