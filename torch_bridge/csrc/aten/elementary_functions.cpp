@@ -256,8 +256,7 @@ at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
 at::Tensor& npu_logical_xor_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   const auto usable = [](const at::Tensor& t) { return on_npu(t) && chip_dtype(t.scalar_type()); };
   if (!usable(a) || !usable(b)) {
-    note_cpu_fallback("aten::logical_xor.out", "not chip dtypes on the npu");
-    return into(to_npu(at::logical_xor(a.cpu(), b.cpu())), out);
+    return fall_back<at::_ops::logical_xor_out>("not chip dtypes on the npu", a, b, out);
   }
   return into(at::ne(at::ne(a, 0), at::ne(b, 0)), out);
 }

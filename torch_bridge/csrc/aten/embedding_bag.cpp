@@ -19,6 +19,7 @@
 #include <optional>
 #include <tuple>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -97,9 +98,9 @@ at::Tensor npu_embedding_bag_dense_backward(const at::Tensor& grad, const at::Te
   const bool supported = chip_float(grad) && grad.dim() == 2 && on_npu(indices) && offset2bag.numel() == n && (mode == kSum || mode == kMean) &&
                          !scale_grad_by_freq && (!defined(per_sample_weights) || chip_float(*per_sample_weights)) && n * num_weights <= kMaxOneHot;
   if (!supported) {
-    note_cpu_fallback("aten::_embedding_bag_dense_backward", "max mode, scale_grad_by_freq, or beyond 2^24 one-hot terms");
-    return to_npu(at::_embedding_bag_dense_backward(grad.cpu(), indices.cpu(), offset2bag.cpu(), bag_size.cpu(), maximum_indices.cpu(), num_weights,
-                                                    scale_grad_by_freq, mode, on_host(per_sample_weights), padding_idx));
+    return fall_back<at::_ops::_embedding_bag_dense_backward>("max mode, scale_grad_by_freq, or beyond 2^24 one-hot terms", grad, indices,
+                                                              offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode,
+                                                              per_sample_weights, padding_idx);
   }
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(kNpu);
   if (n == 0) return at::zeros({num_weights, grad.size(1)}, grad.options());
@@ -130,9 +131,8 @@ at::Tensor npu_embedding_bag_per_sample_weights_backward(const at::Tensor& grad,
                                                          int64_t padding_idx) {
   TORCH_CHECK(mode == kSum, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
   if (!chip_float(grad) || !chip_float(weight) || !on_npu(indices) || offset2bag.numel() != indices.numel()) {
-    note_cpu_fallback("aten::_embedding_bag_per_sample_weights_backward", "not chip floats");
-    return to_npu(at::_embedding_bag_per_sample_weights_backward(grad.cpu(), weight.cpu(), indices.cpu(), offsets.cpu(), offset2bag.cpu(), mode,
-                                                                 padding_idx));
+    return fall_back<at::_ops::_embedding_bag_per_sample_weights_backward>("not chip floats", grad, weight, indices, offsets, offset2bag, mode,
+                                                                          padding_idx);
   }
   const at::Tensor products = at::mul(at::index_select(as_f32(grad), 0, offset2bag), as_f32(at::index_select(weight, 0, indices)));
   const at::Tensor dots = at::sum(without_padding(products, indices, padding_idx), {-1});

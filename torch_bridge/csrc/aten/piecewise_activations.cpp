@@ -120,8 +120,7 @@ at::Tensor& npu_clamp_tensor_out(const at::Tensor& x, const std::optional<at::Te
 
 at::Tensor& npu_lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
   if (!chip_float(self) || !chip_float(end) || !chip_float(weight)) {
-    note_cpu_fallback("aten::lerp.Tensor_out", kNotOnChip);
-    return into(to_npu(at::lerp(self.cpu(), end.cpu(), weight.cpu())), out);
+    return fall_back<at::_ops::lerp_Tensor_out>(kNotOnChip, self, end, weight, out);
   }
   // In f32 (ATen's opmath), rounded once.
   const std::vector<at::Tensor> operands = {as_f32(self), as_f32(end), as_f32(weight)};

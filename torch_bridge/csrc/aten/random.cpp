@@ -155,9 +155,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
       return out;
     }
   }
-  note_cpu_fallback("aten::arange.start_out");
-  out.copy_(at::arange(start, end, step, out.options().device(at::kCPU)));
-  return out;
+  return fall_back<at::_ops::arange_start_out>("", start, end, step, out);
 }
 
 // linspace into an npu tensor of a float dtype: ATen's formula, start + step * i for the first half
@@ -178,9 +176,7 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
     out.copy_(at::where(at::lt(i, double(steps / 2)), from_start, from_end));
     return out;
   }
-  note_cpu_fallback("aten::linspace.out", "not an f32, bf16 or f16 output, or 2^24 steps or more");
-  out.copy_(at::linspace(start, end, steps, out.options().device(at::kCPU)));
-  return out;
+  return fall_back<at::_ops::linspace_out>("not an f32, bf16 or f16 output, or 2^24 steps or more", start, end, steps, out);
 }
 
 // Integers in [from, to) from uniform f32 draws. Ranges beyond 2^24, f64 and the full-range random_()
@@ -203,9 +199,9 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
       return self;
     }
   }
-  note_cpu_fallback("aten::random_.from", "a range beyond 2^24 or int32, no upper bound, or a dtype the chip does not store");
-  self.copy_(self.cpu().random_(from, to_opt));
-  return self;
+  // (The CPU's default generator draws: an npu generator cannot.)
+  return fall_back<at::_ops::random__from>("a range beyond 2^24 or int32, no upper bound, or a dtype the chip does not store", self, from,
+                                           to_opt, std::nullopt);
 }
 at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) { return random_from_(self, 0, to, generator); }
 
@@ -222,9 +218,7 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::
       return out;
     }
   }
-  note_cpu_fallback("aten::randperm.generator_out", "more than 4096 elements, or an output dtype the chip does not store");
-  out.copy_(at::randperm(n, out.options().device(at::kCPU)));
-  return out;
+  return fall_back<at::_ops::randperm_generator_out>("more than 4096 elements, or an output dtype the chip does not store", n, std::nullopt, out);
 }
 
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
