@@ -382,11 +382,8 @@ at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("npusim::conv2d");
-  return conv2d_cpu(x.cpu(), weight.cpu(), has_bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, stride, padding, dilation, groups,
-                    epilogue, has_scale ? std::optional<at::Tensor>(scale->cpu()) : std::nullopt,
-                    has_residual ? std::optional<at::Tensor>(residual->cpu()) : std::nullopt)
-      .to(x.device());
+  return fall_back_by_name<decltype(conv2d_npu)>("npusim::conv2d", "", x, weight, bias, stride, padding, dilation, groups, epilogue, scale,
+                                                 residual);
 }
 
 // PyTorch routes other backends' convolutions to the *_overrideable ops.

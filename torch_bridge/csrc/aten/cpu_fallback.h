@@ -26,4 +26,14 @@ decltype(auto) fall_back(std::string reason, Args&&... args) {
   return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
 }
 
+// The same for an op with no at::_ops (the npusim:: custom ops, which have CPU kernels): by its name
+// ("npusim::gemm"), `Kernel` its npu kernel's function type (the op's C++ signature).
+template <typename Kernel, typename... Args>
+decltype(auto) fall_back_by_name(const char* name, std::string reason, Args&&... args) {
+  set_fallback_reason(std::move(reason));
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Kernel>();
+  return c10::impl::BoxedKernelWrapper<Kernel>::call(c10::BoxedKernel::makeFromFunction<&cpu_fallback>(), op, c10::DispatchKeySet(),
+                                                     std::forward<Args>(args)...);
+}
+
 }  // namespace npusim

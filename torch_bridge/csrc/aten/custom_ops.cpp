@@ -23,6 +23,7 @@
 #include <torch/library.h>
 
 #include "custom_ops.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime/runtime.h"
 
@@ -133,9 +134,7 @@ at::Tensor gemm_npu(const at::Tensor& a, const at::Tensor& b, const std::optiona
     return op;
   };
   if (try_run(make_op, inputs, out)) return out;
-  note_cpu_fallback("npusim::gemm");
-  const auto on_cpu = [](const std::optional<at::Tensor>& t) { return t ? std::optional<at::Tensor>(t->cpu()) : std::nullopt; };
-  return gemm_cpu(a.cpu(), b.cpu(), on_cpu(bias), alpha, beta, epilogue, on_cpu(residual)).to(out.device());
+  return fall_back_by_name<decltype(gemm_npu)>("npusim::gemm", "", a, b, bias, alpha, beta, epilogue, residual);
 }
 
 at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
@@ -159,10 +158,7 @@ at::Tensor layer_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& 
     inputs[0] = x.contiguous();
     if (try_run(make_op, inputs, out)) return out;
   }
-  note_cpu_fallback("npusim::layer_norm");
-  return layer_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt,
-                        bias ? std::optional<at::Tensor>(bias->cpu()) : std::nullopt, eps, dtype)
-      .to(out.device());
+  return fall_back_by_name<decltype(layer_norm_npu)>("npusim::layer_norm", "", x, weight, bias, eps, dtype);
 }
 
 at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps, std::optional<at::ScalarType> dtype) {
@@ -181,8 +177,7 @@ at::Tensor rms_norm_npu(const at::Tensor& x, const std::optional<at::Tensor>& we
     inputs[0] = x.contiguous();
     if (try_run(make_op, inputs, out)) return out;
   }
-  note_cpu_fallback("npusim::rms_norm");
-  return rms_norm_cpu(x.cpu(), weight ? std::optional<at::Tensor>(weight->cpu()) : std::nullopt, eps, dtype).to(out.device());
+  return fall_back_by_name<decltype(rms_norm_npu)>("npusim::rms_norm", "", x, weight, eps, dtype);
 }
 
 TORCH_LIBRARY(npusim, m) {

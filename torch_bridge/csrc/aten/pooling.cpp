@@ -284,8 +284,7 @@ at::Tensor max_pool2d_values(const at::Tensor& self, c10::IntArrayRef kernel_siz
     } catch (const OffChip&) {
     }
   }
-  note_cpu_fallback("npusim::max_pool2d");
-  return to_npu(max_pool2d_values_cpu(self.cpu(), kernel_size, stride, padding, dilation, ceil_mode));
+  return fall_back_by_name<decltype(max_pool2d_values)>("npusim::max_pool2d", "", self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
