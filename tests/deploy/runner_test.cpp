@@ -91,18 +91,20 @@ TEST_P(Runner, AFailedRunLeavesNoCopyReadingTheCallersInputs) {
   EXPECT_EQ(PackageRunner(device, make_package(GetParam())).run({floats(x)}).outputs.size(), 2u);
 }
 
-// State: a running sum that each run adds its input to (acc = acc + x, written back), so run k gives
-// (k + 1) x; a second runner of the package starts from the package's state again.
-TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
+// A package whose state is a running sum: its first method (named "add" where `read_method`, else the one
+// method) adds its input x to the state (acc = acc + x, written back) and gives the sum; with
+// `read_method`, a second method "read" takes nothing and copies the state out.
+Package accumulator_package(const std::string& preset, bool read_method) {
   using compiler::OpDesc;
   using compiler::OpKind;
   using compiler::TensorDesc;
-  const sim::ChipConfig config = sim::load_chip_config(GetParam());
+  const sim::ChipConfig config = sim::load_chip_config(preset);
   compiler::Compiler compiler(config);
   const TensorDesc t = TensorDesc::contiguous(isa::DType::F32, {4, 8});
   const auto add = compiler.compile(OpDesc(OpKind::ADD, {t, t}, t));
   const auto copy = compiler.compile(OpDesc(OpKind::COPY, {t}, t));
-  PackageBuilder builder("state test", GetParam(), sim::dump_chip_config(config));
+  PackageBuilder builder("accumulator", preset, sim::dump_chip_config(config));
+  if (read_method) builder.method("add");
   const uint32_t in = builder.buffer(1, 128), acc = builder.buffer(2, 128), sum = builder.buffer(3, 128);
   builder.input(TensorSpec{"x", isa::DType::F32, {4, 8}, {8, 1}, 0, in});
   builder.state(acc);
@@ -110,10 +112,26 @@ TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
   builder.launch(builder.program(add.get(), add->program), {{"in0", in}, {"in1", acc}, {"out", sum}}, add->core_mask(), "add");
   builder.launch(builder.program(copy.get(), copy->program), {{"in0", sum}, {"out", acc}}, copy->core_mask(), "copy");
   builder.output(TensorSpec{"sum", isa::DType::F32, {4, 8}, {8, 1}, 0, sum});
-  const Package package = builder.finish();
-  auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
+  if (read_method) {
+    builder.method("read");
+    const uint32_t out = builder.buffer(3, 128);
+    builder.launch(builder.program(copy.get(), copy->program), {{"in0", builder.buffer(2, 128)}, {"out", out}}, copy->core_mask(), "copy");
+    builder.output(TensorSpec{"acc", isa::DType::F32, {4, 8}, {8, 1}, 0, out});
+  }
+  return builder.finish();
+}
+
+std::vector<float> accumulator_input() {
   std::vector<float> x(32);
   for (size_t i = 0; i < 32; ++i) x[i] = float(i) - 5.0f;
+  return x;
+}
+
+// Run k gives k x; a second runner of the package starts from the package's state again.
+TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
+  const Package package = accumulator_package(GetParam(), false);
+  auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
+  const std::vector<float> x = accumulator_input();
   PackageRunner runner(device, package);
   for (int run = 1; run <= 3; ++run) {
     const std::vector<float> sums = as_floats(runner.run({floats(x)}).outputs[0]);
@@ -122,35 +140,14 @@ TEST_P(Runner, StateCarriesFromOneRunToTheNext) {
   EXPECT_EQ(as_floats(PackageRunner(device, package).run({floats(x)}).outputs[0]), x);
 }
 
+// Two runs of "add" (by name, then as the first method), then "read": 2x.
 TEST_P(Runner, MethodsShareTheirStateAndEachRunsItsOwnSteps) {
-  // "add" adds its input into the state; "read" copies the state out: two adds, then a read, give 2x.
-  using compiler::OpDesc;
-  using compiler::OpKind;
-  using compiler::TensorDesc;
-  const sim::ChipConfig config = sim::load_chip_config(GetParam());
-  compiler::Compiler compiler(config);
-  const TensorDesc t = TensorDesc::contiguous(isa::DType::F32, {4, 8});
-  const auto add = compiler.compile(OpDesc(OpKind::ADD, {t, t}, t));
-  const auto copy = compiler.compile(OpDesc(OpKind::COPY, {t}, t));
-  PackageBuilder builder("methods test", GetParam(), sim::dump_chip_config(config));
-  builder.method("add");
-  const uint32_t in = builder.buffer(1, 128), acc = builder.buffer(2, 128), sum = builder.buffer(3, 128);
-  builder.input(TensorSpec{"x", isa::DType::F32, {4, 8}, {8, 1}, 0, in});
-  builder.state(acc);
-  builder.constant(acc, floats(std::vector<float>(32, 0.0f)));
-  builder.launch(builder.program(add.get(), add->program), {{"in0", in}, {"in1", acc}, {"out", sum}}, add->core_mask(), "add");
-  builder.launch(builder.program(copy.get(), copy->program), {{"in0", sum}, {"out", acc}}, copy->core_mask(), "copy");
-  builder.method("read");
-  const uint32_t out = builder.buffer(3, 128);
-  builder.launch(builder.program(copy.get(), copy->program), {{"in0", builder.buffer(2, 128)}, {"out", out}}, copy->core_mask(), "copy");
-  builder.output(TensorSpec{"acc", isa::DType::F32, {4, 8}, {8, 1}, 0, out});
-  const Package package = builder.finish();
+  const Package package = accumulator_package(GetParam(), true);
   auto device = Device::open(std::make_unique<SimulatorLink>(GetParam()));
-  std::vector<float> x(32);
-  for (size_t i = 0; i < 32; ++i) x[i] = float(i) - 5.0f;
+  const std::vector<float> x = accumulator_input();
   PackageRunner runner(device, package);
-  EXPECT_TRUE(runner.run(package.method("add"), {floats(x)}).outputs.empty());
-  EXPECT_TRUE(runner.run({floats(x)}).outputs.empty());  // the first method
+  EXPECT_EQ(as_floats(runner.run(package.method("add"), {floats(x)}).outputs.at(0)), x);
+  EXPECT_EQ(runner.run({floats(x)}).outputs.size(), 1u);  // the first method
   const std::vector<float> read = as_floats(runner.run(package.method("read"), {}).outputs.at(0));
   for (size_t i = 0; i < 32; ++i) EXPECT_EQ(read[i], 2.0f * x[i]) << "element " << i;
   try {
