@@ -33,7 +33,8 @@ fi
 # transformers: GPT-2 and BERT, with random weights (nothing is downloaded), for graph mode's tests and demo,
 # and the configs of npusim.workloads' models.
 # ray, optuna, pyarrow, plotly, tqdm, pyyaml: npu-sweep (sweeps as Ray tasks, NSGA-II search, results as
-# Parquet, interactive reports, progress, specs).
+# Parquet, interactive reports, progress, specs); pyyaml also for torchgen, which the build runs over
+# torch_bridge/npu_native_functions.yaml.
 # perfetto (its compiled protos read .pftrace), duckdb, pandas: npu-trace. holistictraceanalysis checks
 # torch.profiler's traces in the tests; installed without its dependencies (it asks for jupyterlab, which
 # it does not import), with the ones it imports (pydot, psutil) listed here.

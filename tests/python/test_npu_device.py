@@ -1117,3 +1117,33 @@ def test_a_kernel_that_declines_hands_its_op_to_the_one_cpu_fallback_with_its_re
     torch.testing.assert_close(npu_norm(x.to(NPU)).cpu(), cpu_norm(x))
     torch.testing.assert_close(npu_norm.running_mean.cpu(), cpu_norm.running_mean)
     torch.testing.assert_close(npu_norm.running_var.cpu(), cpu_norm.running_var)
+
+
+def test_the_shared_kernel_helpers_decline_through_the_one_cpu_fallback():
+    """The helpers many kernels share (elementwise, matmul, row and reduction ops, the float functions, the
+    paddings, integer division, the table's kernels) hand the op itself, with its own arguments, to the boxed
+    CPU fallback: counted once under the op's name, results as the CPU's."""
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 6, dtype=torch.float64), torch.randn(4, 6, dtype=torch.float64)
+    cases = {
+        "aten::add.Tensor": lambda a, b: torch.add(a, b, alpha=2),
+        "aten::eq.Tensor": lambda a, b: torch.eq(a, b),
+        "aten::mm": lambda a, b: a @ b.T,
+        "aten::_softmax": lambda a, b: torch.softmax(a, 0),
+        "aten::sum.dim_IntList": lambda a, b: a.sum(1),
+        "aten::tan": lambda a, b: torch.tan(a),
+        "aten::atan2": lambda a, b: torch.atan2(a, b),
+        "aten::round": lambda a, b: torch.round(a * 3),  # (the product is a fallback of its own)
+        "aten::floor_divide": lambda a, b: torch.floor_divide(a, b),
+        "aten::tril": lambda a, b: torch.tril(a),
+        "aten::reflection_pad1d": lambda a, b: torch.nn.functional.pad(a[None], (2, 1), mode="reflect")[0],
+        "aten::leaky_relu_backward": lambda a, b: torch.ops.aten.leaky_relu_backward(a, b, 0.1, False),
+    }
+    for name, f in cases.items():
+        a, b = x.to(NPU), y.to(NPU)
+        before = dict(npusim.fallback_stats())
+        got = f(a, b)
+        counted = {k: v - before.get(k, 0) for k, v in npusim.fallback_stats().items() if v != before.get(k, 0)}
+        assert counted.get(name) == 1, (name, counted)
+        assert got.device.type == "npu"
+        torch.testing.assert_close(got.cpu(), f(x, y))

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -54,38 +55,31 @@ at::Tensor f32_chain(const std::string& chain, const std::vector<at::Tensor>& in
 // A scalar operand of the select kernel: 0-dim, on the host, of `dtype`.
 at::Tensor constant(double value, at::ScalarType dtype) { return at::scalar_tensor(value, at::TensorOptions().dtype(dtype)); }
 
-// The CPU result of `compute`, moved back, counted.
 constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 of one dtype";
-template <typename F>
-at::Tensor on_cpu(const char* op, F compute) {
-  note_cpu_fallback(op, kNotOnChip);
-  return compute().to(at::Device(kNpu, 0));
-}
 
 // ---- tanh, sigmoid --------------------------------------------------------------
 
-at::Tensor npu_tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("mul(in1, in1); sub(1, %0); mul(in0, %1)", {grad, y}, grad.scalar_type());
   return fall_back<at::_ops::tanh_backward>("", grad, y);
 }
 
-at::Tensor npu_sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
+at::Tensor NpuNativeFunctions::sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
   if (on_chip({&grad, &y})) return f32_chain("sub(1, in1); mul(in0, %0); mul(%1, in1)", {grad, y}, grad.scalar_type());
   return fall_back<at::_ops::sigmoid_backward>("", grad, y);
-}
-at::Tensor& npu_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
-  return into(npu_sigmoid_backward(grad, y), out);
 }
 
 // ---- hardsigmoid, hardswish, hardtanh --------------------------------------------
 
-at::Tensor npu_hardsigmoid(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::hardsigmoid(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); div(%2, 6)", {x}, x.scalar_type());
   return fall_back<at::_ops::hardsigmoid>("", x);
 }
 
 // (x > -3 && x < 3) ? g / 6 : 0, the sixth a float constant as ATen's.
-at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
   if (on_chip({&grad, &x})) {
     const at::Tensor inside = at::logical_and(at::gt(x, -3), at::lt(x, 3));
     const at::Tensor sixth = f32_chain("mul(in0, " + chain_constant(double(1.0f / 6.0f)) + ")", {grad}, grad.scalar_type());
@@ -93,17 +87,14 @@ at::Tensor npu_hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x)
   }
   return fall_back<at::_ops::hardsigmoid_backward>("", grad, x);
 }
-at::Tensor& npu_hardsigmoid_backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& out) {
-  return into(npu_hardsigmoid_backward(grad, x), out);
-}
 
-at::Tensor npu_hardswish(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::hardswish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("add(in0, 3); maximum(%0, 0); minimum(%1, 6); mul(in0, %2); div(%3, 6)", {x}, x.scalar_type());
   return fall_back<at::_ops::hardswish>("", x);
 }
 
 // x <= -3 ? 0 : x < 3 ? g * (x / 3 + 0.5) : g
-at::Tensor npu_hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
   if (on_chip({&grad, &x})) {
     const at::Tensor ramp = f32_chain("div(in1, 3); add(%0, 0.5); mul(in0, %1)", {grad, x}, grad.scalar_type());
     return at::where(at::le(x, -3), constant(0, grad.scalar_type()), at::where(at::lt(x, 3), ramp, grad));
@@ -111,32 +102,25 @@ at::Tensor npu_hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
   return fall_back<at::_ops::hardswish_backward>("", grad, x);
 }
 
-at::Tensor npu_hardtanh(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
+at::Tensor NpuNativeFunctions::hardtanh(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
   if (on_chip({&x})) return at::clamp(x, min, max);
   return fall_back<at::_ops::hardtanh>("", x, min, max);
 }
-at::Tensor& npu_hardtanh_out(const at::Tensor& x, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
-  return into(npu_hardtanh(x, min, max), out);
-}
 
 // (x <= min || x >= max) ? 0 : g
-at::Tensor npu_hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
+at::Tensor NpuNativeFunctions::hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max) {
   if (on_chip({&grad, &x})) {
     const at::Tensor outside = at::logical_or(at::le(x, min), at::ge(x, max));
     return at::where(outside, constant(0, grad.scalar_type()), grad);
   }
   return fall_back<at::_ops::hardtanh_backward>("", grad, x, min, max);
 }
-at::Tensor& npu_hardtanh_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& min, const at::Scalar& max,
-                                  at::Tensor& out) {
-  return into(npu_hardtanh_backward(grad, x, min, max), out);
-}
 
 // ---- leaky_relu, elu ---------------------------------------------------------------
 
 // x > 0 ? x : x * slope is max(x, x * slope) for a slope up to 1 and min(x, x * slope) above: one kernel.
 // A slope of 0 (+inf * 0 is NaN where the CPU keeps +inf) or not finite takes the comparison and select.
-at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
+at::Tensor NpuNativeFunctions::leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
   if (on_chip({&x})) {
     const double a = slope.toDouble();
     if (std::isfinite(a) && a != 0)
@@ -147,18 +131,15 @@ at::Tensor npu_leaky_relu(const at::Tensor& x, const at::Scalar& slope) {
   return fall_back<at::_ops::leaky_relu>("", x, slope);
 }
 
-at::Tensor npu_leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
+at::Tensor NpuNativeFunctions::leaky_relu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result) {
   if (on_chip({&grad, &x})) {
     const at::Tensor sloped = f32_chain("mul(in0, " + chain_constant(slope.toDouble()) + ")", {grad}, grad.scalar_type());
     return at::where(at::gt(x, 0), grad, sloped);
   }
-  return on_cpu("aten::leaky_relu_backward",
-                [&] { return at::leaky_relu_backward(grad.cpu(), x.cpu(), slope, self_is_result); });
+  return fall_back<at::_ops::leaky_relu_backward>(kNotOnChip, grad, x, slope, self_is_result);
 }
-at::Tensor& npu_leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& slope, bool self_is_result,
-                                    at::Tensor& out) {
-  return into(npu_leaky_relu_backward(grad, x, slope, self_is_result), out);
-}
+
+namespace {
 
 // ATen's coefficients, in float: negcoef = alpha * scale, poscoef = scale, negiptcoef = input_scale.
 struct EluCoefficients {
@@ -171,7 +152,9 @@ struct EluCoefficients {
         finite(std::isfinite(alpha.to<float>() * scale.to<float>()) && std::isfinite(scale.to<float>()) && std::isfinite(input_scale.to<float>())) {}
 };
 
-at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
   if (on_chip({&x})) {
     // One kernel: max(x, 0) * poscoef + (exp(min(x, 0) * negiptcoef) - 1) * negcoef. Where x > 0 the
     // second term is exactly 0, where x <= 0 the first is, so each element is its branch's value as the
@@ -188,14 +171,11 @@ at::Tensor npu_elu(const at::Tensor& x, const at::Scalar& alpha, const at::Scala
   }
   return fall_back<at::_ops::elu>("", x, alpha, scale, input_scale);
 }
-at::Tensor& npu_elu_out(const at::Tensor& x, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, at::Tensor& out) {
-  return into(npu_elu(x, alpha, scale, input_scale), out);
-}
 
 // From the result (is_result): r <= 0 ? g * negiptcoef * (r + negcoef) : g * poscoef;
 // from the input: x <= 0 ? g * negiptcoef * negcoef * exp(x * negiptcoef) : g * poscoef.
-at::Tensor npu_elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale,
-                        bool is_result, const at::Tensor& self_or_result) {
+at::Tensor NpuNativeFunctions::elu_backward(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
+                                            const at::Scalar& input_scale, bool is_result, const at::Tensor& self_or_result) {
   if (on_chip({&grad, &self_or_result})) {
     const EluCoefficients c(alpha, scale, input_scale);
     const std::string chain = is_result ? "mul(in0, " + c.input + "); add(in1, " + c.negative + "); mul(%0, %1)"
@@ -205,14 +185,10 @@ at::Tensor npu_elu_backward(const at::Tensor& grad, const at::Scalar& alpha, con
     const at::Tensor positive = f32_chain("mul(in0, " + c.positive + ")", {grad}, grad.scalar_type());
     return at::where(at::le(self_or_result, 0), negative, positive);
   }
-  return on_cpu("aten::elu_backward", [&] {
-    return at::elu_backward(grad.cpu(), alpha, scale, input_scale, is_result, self_or_result.cpu());
-  });
+  return fall_back<at::_ops::elu_backward>(kNotOnChip, grad, alpha, scale, input_scale, is_result, self_or_result);
 }
-at::Tensor& npu_elu_backward_out(const at::Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale,
-                             bool is_result, const at::Tensor& self_or_result, at::Tensor& out) {
-  return into(npu_elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result), out);
-}
+
+namespace {
 
 // ---- softplus, mish, log_sigmoid ---------------------------------------------------------
 
@@ -221,7 +197,9 @@ at::Tensor above_threshold(const at::Tensor& x, const std::string& beta, const a
   return at::gt(f32_chain("mul(in0, " + beta + ")", {x}, at::kFloat), threshold);
 }
 
-at::Tensor npu_softplus(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::softplus(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
   if (on_chip({&x})) {
     const std::string b = chain_constant(double(beta.to<float>()));
     const at::Tensor smooth = f32_chain("mul(in0, " + b + "); exp(%0); add(%1, 1); log(%2); div(%3, " + b + ")", {x}, x.scalar_type());
@@ -229,12 +207,10 @@ at::Tensor npu_softplus(const at::Tensor& x, const at::Scalar& beta, const at::S
   }
   return fall_back<at::_ops::softplus>("", x, beta, threshold);
 }
-at::Tensor& npu_softplus_out(const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold, at::Tensor& out) {
-  return into(npu_softplus(x, beta, threshold), out);
-}
 
 // z = exp(x * beta): x * beta > threshold ? g : g * z / (z + 1)
-at::Tensor npu_softplus_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor NpuNativeFunctions::softplus_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta,
+                                                 const at::Scalar& threshold) {
   if (on_chip({&grad, &x})) {
     const std::string b = chain_constant(double(beta.to<float>()));
     const at::Tensor smooth = f32_chain("mul(in1, " + b + "); exp(%0); mul(in0, %1); add(%1, 1); div(%2, %3)", {grad, x}, grad.scalar_type());
@@ -242,73 +218,69 @@ at::Tensor npu_softplus_backward(const at::Tensor& grad, const at::Tensor& x, co
   }
   return fall_back<at::_ops::softplus_backward>("", grad, x, beta, threshold);
 }
-at::Tensor& npu_softplus_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& beta, const at::Scalar& threshold,
-                                  at::Tensor& out) {
-  return into(npu_softplus_backward(grad, x, beta, threshold), out);
-}
 
-at::Tensor npu_mish(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::mish(const at::Tensor& x) {
   if (on_chip({&x})) return f32_chain("exp(in0); add(%0, 1); log(%1); tanh(%2); mul(in0, %3)", {x}, x.scalar_type());
   return fall_back<at::_ops::mish>("", x);
 }
 
 // The buffer ATen's CPU kernel fills is not needed by the backward below: empty, as CUDA's.
-std::tuple<at::Tensor, at::Tensor> npu_log_sigmoid_forward(const at::Tensor& x) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::log_sigmoid_forward(const at::Tensor& x) {
   if (on_chip({&x})) {
     const at::Tensor out = f32_chain("abs(in0); neg(%0); exp(%1); add(%2, 1); log(%3); minimum(in0, 0); sub(%5, %4)", {x}, x.scalar_type());
     return {out, new_npu({0}, x.scalar_type())};
   }
   return fall_back<at::_ops::log_sigmoid_forward>(kNotOnChip, x);
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_log_sigmoid_forward_out(const at::Tensor& x, at::Tensor& out, at::Tensor& buffer) {
-  auto [result, scratch] = npu_log_sigmoid_forward(x);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::log_sigmoid_forward_out(const at::Tensor& x, at::Tensor& out, at::Tensor& buffer) {
+  auto [result, scratch] = NpuNativeFunctions::log_sigmoid_forward(x);
   into(result, out);
   into(scratch, buffer);
   return {out, buffer};
 }
 
 // z = exp(-|x|): x < 0 ? g * (1 - z / (1 + z)) : g * (z / (1 + z))
-at::Tensor npu_log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& buffer) {
+at::Tensor NpuNativeFunctions::log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& buffer) {
   if (on_chip({&grad, &x})) {
     const std::string share = "abs(in1); neg(%0); exp(%1); add(%2, 1); div(%2, %3); ";
     const at::Tensor negative = f32_chain(share + "sub(1, %4); mul(in0, %5)", {grad, x}, grad.scalar_type());
     const at::Tensor positive = f32_chain(share + "mul(in0, %4)", {grad, x}, grad.scalar_type());
     return at::where(at::lt(x, 0), negative, positive);
   }
-  return on_cpu("aten::log_sigmoid_backward", [&] {
-    // ATen's CPU kernel reads its own buffer: one made on the host for it.
-    return at::log_sigmoid_backward(grad.cpu(), x.cpu(), std::get<1>(at::log_sigmoid_forward(x.cpu())));
-  });
+  // ATen's CPU kernel reads the buffer its own forward fills (the npu's is empty): that forward first.
+  const at::Tensor cpu_buffer = std::get<1>(fall_back<at::_ops::log_sigmoid_forward>(kNotOnChip, x));
+  return fall_back<at::_ops::log_sigmoid_backward>(kNotOnChip, grad, x, cpu_buffer);
 }
-at::Tensor& npu_log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& buffer, at::Tensor& out) {
-  return into(npu_log_sigmoid_backward(grad, x, buffer), out);
-}
+
+namespace {
 
 // ---- clamp_min, clamp_max ------------------------------------------------------------
 
 // Bounds of x's float dtype (a bound of another dtype would promote): the maximum or minimum kernel.
-at::Tensor clamp_bound(const at::Tensor& x, const at::Tensor& bound, bool lower, const char* op) {
+at::Tensor clamp_bound(const at::Tensor& x, const at::Tensor& bound, bool lower) {
   if (on_chip({&x}) && (bound.dim() == 0 || bound.scalar_type() == x.scalar_type()) && at::result_type(x, bound) == x.scalar_type())
     return lower ? at::maximum(x, bound) : at::minimum(x, bound);
-  return on_cpu(op, [&] { return lower ? at::clamp_min(x.cpu(), bound.cpu()) : at::clamp_max(x.cpu(), bound.cpu()); });
+  return lower ? fall_back<at::_ops::clamp_min_Tensor>(kNotOnChip, x, bound) : fall_back<at::_ops::clamp_max_Tensor>(kNotOnChip, x, bound);
 }
-at::Tensor& clamp_min_out(const at::Tensor& x, const at::Scalar& min, at::Tensor& out) {
-  return into(clamp_bound(x, at::scalar_tensor(min, at::TensorOptions().dtype(x.scalar_type())), true, "aten::clamp_min"), out);
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::clamp_min_out(const at::Tensor& x, const at::Scalar& min, at::Tensor& out) {
+  return into(clamp_bound(x, at::scalar_tensor(min, at::TensorOptions().dtype(x.scalar_type())), true), out);
 }
-at::Tensor& clamp_max_out(const at::Tensor& x, const at::Scalar& max, at::Tensor& out) {
-  return into(clamp_bound(x, at::scalar_tensor(max, at::TensorOptions().dtype(x.scalar_type())), false, "aten::clamp_max"), out);
+at::Tensor& NpuNativeFunctions::clamp_max_out(const at::Tensor& x, const at::Scalar& max, at::Tensor& out) {
+  return into(clamp_bound(x, at::scalar_tensor(max, at::TensorOptions().dtype(x.scalar_type())), false), out);
 }
-at::Tensor& clamp_min_tensor_out(const at::Tensor& x, const at::Tensor& min, at::Tensor& out) {
-  return into(clamp_bound(x, min, true, "aten::clamp_min.Tensor"), out);
+at::Tensor& NpuNativeFunctions::clamp_min_out(const at::Tensor& x, const at::Tensor& min, at::Tensor& out) {
+  return into(clamp_bound(x, min, true), out);
 }
-at::Tensor& clamp_max_tensor_out(const at::Tensor& x, const at::Tensor& max, at::Tensor& out) {
-  return into(clamp_bound(x, max, false, "aten::clamp_max.Tensor"), out);
+at::Tensor& NpuNativeFunctions::clamp_max_out(const at::Tensor& x, const at::Tensor& max, at::Tensor& out) {
+  return into(clamp_bound(x, max, false), out);
 }
 
 // ---- mse_loss ---------------------------------------------------------------------------
 
 // (x - y)^2 rounded to x's dtype, then its mean or sum (accumulated in f32, rounded once), as the CPU does.
-at::Tensor npu_mse_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
+at::Tensor NpuNativeFunctions::mse_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
   if (on_chip({&x, &y})) {
     const at::Tensor squares = f32_chain("sub(in0, in1); mul(%0, %0)", {x, y}, x.scalar_type());
     if (reduction == at::Reduction::Mean) return at::mean(squares);
@@ -317,22 +289,17 @@ at::Tensor npu_mse_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduct
   }
   return fall_back<at::_ops::mse_loss>("", x, y, reduction);
 }
-at::Tensor& npu_mse_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, at::Tensor& out) {
-  return into(npu_mse_loss(x, y, reduction), out);
-}
 
 // norm * (x - y) * g, norm = 2 / N for the mean, else 2.
-at::Tensor npu_mse_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
+at::Tensor NpuNativeFunctions::mse_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction) {
   if (on_chip({&grad, &x, &y})) {
     const double norm = reduction == at::Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
     return f32_chain("sub(in0, in1); mul(%0, " + chain_constant(norm) + "); mul(%1, in2)", {x, y, grad}, x.scalar_type());
   }
   return fall_back<at::_ops::mse_loss_backward>("", grad, x, y, reduction);
 }
-at::Tensor& npu_mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction,
-                                  at::Tensor& out) {
-  return into(npu_mse_loss_backward(grad, x, y, reduction), out);
-}
+
+namespace {
 
 // ---- smooth_l1_loss, huber_loss ------------------------------------------------------------
 
@@ -368,35 +335,25 @@ at::Tensor robust_loss_backward(const at::Tensor& grad, const at::Tensor& x, con
   return at::where(at::le(d, -beta), below, at::where(at::ge(d, beta), above, inner)).expand(x.sizes()).contiguous();
 }
 
-at::Tensor npu_smooth_l1_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::smooth_l1_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
   if (on_chip({&x, &y}) && beta >= 0) return robust_loss(x, y, reduction, beta, false);
   return fall_back<at::_ops::smooth_l1_loss>("", x, y, reduction, beta);
 }
-at::Tensor& npu_smooth_l1_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta, at::Tensor& out) {
-  return into(npu_smooth_l1_loss(x, y, reduction, beta), out);
-}
-at::Tensor npu_smooth_l1_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta) {
+at::Tensor NpuNativeFunctions::smooth_l1_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction,
+                                                       double beta) {
   if (on_chip({&grad, &x, &y}) && beta > 0) return robust_loss_backward(grad, x, y, reduction, beta, false);
   return fall_back<at::_ops::smooth_l1_loss_backward>("", grad, x, y, reduction, beta);
 }
-at::Tensor& npu_smooth_l1_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double beta,
-                                            at::Tensor& out) {
-  return into(npu_smooth_l1_loss_backward(grad, x, y, reduction, beta), out);
-}
-at::Tensor npu_huber_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
+at::Tensor NpuNativeFunctions::huber_loss(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
   if (on_chip({&x, &y}) && delta > 0) return robust_loss(x, y, reduction, delta, true);
   return fall_back<at::_ops::huber_loss>("", x, y, reduction, delta);
 }
-at::Tensor& npu_huber_loss_out(const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta, at::Tensor& out) {
-  return into(npu_huber_loss(x, y, reduction, delta), out);
-}
-at::Tensor npu_huber_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta) {
+at::Tensor NpuNativeFunctions::huber_loss_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction,
+                                                   double delta) {
   if (on_chip({&grad, &x, &y}) && delta > 0) return robust_loss_backward(grad, x, y, reduction, delta, true);
   return fall_back<at::_ops::huber_loss_backward>("", grad, x, y, reduction, delta);
-}
-at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, int64_t reduction, double delta,
-                                        at::Tensor& out) {
-  return into(npu_huber_loss_backward(grad, x, y, reduction, delta), out);
 }
 
 // ---- log1p, expm1, sign --------------------------------------------------------------------
@@ -406,7 +363,7 @@ at::Tensor& npu_huber_loss_backward_out(const at::Tensor& grad, const at::Tensor
 //   expm1: u = exp(x); u == 1 ? x : u - 1 == -1 ? -1 : (u - 1) * (x / log(u))    (u = inf: inf)
 // The quotient first, which is near 1: log(u) * x overflowed for x near f32's largest (log1p(3e38) was inf),
 // and (u - 1) * x for x near 88.
-at::Tensor npu_log1p(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::log1p(const at::Tensor& x) {
   if (!on_chip({&x})) return fall_back<at::_ops::log1p>("", x);
   const at::Tensor xf = as_f32(x), u = at::add(xf, 1);
   const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); div(in0, %0); log(in1); mul(%2, %1)");
@@ -414,7 +371,7 @@ at::Tensor npu_log1p(const at::Tensor& x) {
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
 }
 
-at::Tensor npu_expm1(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::expm1(const at::Tensor& x) {
   if (!on_chip({&x})) return fall_back<at::_ops::expm1>("", x);
   const at::Tensor xf = as_f32(x), u = at::exp(xf);
   const at::Tensor kahan = elementwise_chain({xf, u}, "sub(in1, 1); log(in1); div(in0, %1); mul(%0, %2)");
@@ -425,13 +382,16 @@ at::Tensor npu_expm1(const at::Tensor& x) {
 
 // sign (and sgn, the same for real dtypes): 1, -1 or 0 (NaN and -0 included), as the CPU gives; integers too
 // (int64 compared and selected on its words: DeBERTa's relative positions).
-at::Tensor npu_sign(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::sign(const at::Tensor& x) {
   const at::ScalarType t = x.scalar_type();
   const bool chip = on_npu(x) && x.numel() > 0 && (chip_float_dtype(t) || t == at::kInt || t == at::kChar || t == at::kByte || t == at::kLong);
   if (!chip) return fall_back<at::_ops::sign>("", x);
   if (t == at::kByte) return at::gt(x, 0).to(t);  // (nothing below 0)
   return at::where(at::gt(x, 0), constant(1, t), at::where(at::lt(x, 0), constant(-1, t), constant(0, t)));
 }
+at::Tensor NpuNativeFunctions::sgn(const at::Tensor& x) { return sign(x); }  // (abs's gradient)
+
+namespace {
 
 // ---- round, floor, ceil, trunc ------------------------------------------------------------
 
@@ -442,12 +402,16 @@ enum class Rounding { Nearest, Floor, Ceil, Trunc };
 // (and for inf and NaN) x is its own rounding. Floor, ceil and trunc correct the nearest integer by
 // one where it lies on the wrong side of x. In f32, exact; bf16 and f16 results are representable.
 // (A negative x rounding to zero gives +0 where the CPU gives -0: equal, but of another sign bit.)
-at::Tensor rounded(const at::Tensor& x, Rounding mode, const char* op) {
+at::Tensor rounded(const at::Tensor& x, Rounding mode) {
   if (on_npu(x) && x.numel() > 0 && at::isIntegralType(x.scalar_type(), /*includeBool=*/true)) return x.clone();  // integers are their own
-  if (!on_chip({&x})) return on_cpu(op, [&] {
-    const at::Tensor h = x.cpu();
-    return mode == Rounding::Nearest ? at::round(h) : mode == Rounding::Floor ? at::floor(h) : mode == Rounding::Ceil ? at::ceil(h) : at::trunc(h);
-  });
+  if (!on_chip({&x})) {
+    switch (mode) {
+      case Rounding::Nearest: return fall_back<at::_ops::round>(kNotOnChip, x);
+      case Rounding::Floor: return fall_back<at::_ops::floor>(kNotOnChip, x);
+      case Rounding::Ceil: return fall_back<at::_ops::ceil>(kNotOnChip, x);
+      case Rounding::Trunc: return fall_back<at::_ops::trunc>(kNotOnChip, x);
+    }
+  }
   const at::Tensor xf = as_f32(x);
   const at::Tensor up = elementwise_chain({xf}, "add(in0, 8388608); sub(%0, 8388608)");
   const at::Tensor down = elementwise_chain({xf}, "sub(in0, 8388608); add(%0, 8388608)");
@@ -464,66 +428,11 @@ at::Tensor rounded(const at::Tensor& x, Rounding mode, const char* op) {
   }
   return result.scalar_type() == x.scalar_type() ? result : result.to(x.scalar_type());
 }
-at::Tensor npu_round(const at::Tensor& x) { return rounded(x, Rounding::Nearest, "aten::round"); }
-at::Tensor npu_floor(const at::Tensor& x) { return rounded(x, Rounding::Floor, "aten::floor"); }
-at::Tensor npu_ceil(const at::Tensor& x) { return rounded(x, Rounding::Ceil, "aten::ceil"); }
-at::Tensor npu_trunc(const at::Tensor& x) { return rounded(x, Rounding::Trunc, "aten::trunc"); }
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("round", npu_round);
-  m.impl("floor", npu_floor);
-  m.impl("ceil", npu_ceil);
-  m.impl("trunc", npu_trunc);
-  m.impl("smooth_l1_loss", npu_smooth_l1_loss);
-  m.impl("smooth_l1_loss.out", npu_smooth_l1_loss_out);
-  m.impl("smooth_l1_loss_backward", npu_smooth_l1_loss_backward);
-  m.impl("smooth_l1_loss_backward.grad_input", npu_smooth_l1_loss_backward_out);
-  m.impl("huber_loss", npu_huber_loss);
-  m.impl("huber_loss.out", npu_huber_loss_out);
-  m.impl("huber_loss_backward", npu_huber_loss_backward);
-  m.impl("huber_loss_backward.out", npu_huber_loss_backward_out);
-  m.impl("log1p", npu_log1p);
-  m.impl("expm1", npu_expm1);
-  m.impl("sign", npu_sign);
-  m.impl("sgn", npu_sign);  // (abs's gradient; the same for real tensors)
-  m.impl("tanh_backward", npu_tanh_backward);
-  m.impl("sigmoid_backward", npu_sigmoid_backward);
-  m.impl("sigmoid_backward.grad_input", npu_sigmoid_backward_out);
-  m.impl("hardsigmoid", npu_hardsigmoid);
-  m.impl("hardsigmoid_backward", npu_hardsigmoid_backward);
-  m.impl("hardsigmoid_backward.grad_input", npu_hardsigmoid_backward_out);
-  m.impl("hardswish", npu_hardswish);
-  m.impl("hardswish_backward", npu_hardswish_backward);
-  m.impl("hardtanh", npu_hardtanh);
-  m.impl("hardtanh.out", npu_hardtanh_out);
-  m.impl("hardtanh_backward", npu_hardtanh_backward);
-  m.impl("hardtanh_backward.grad_input", npu_hardtanh_backward_out);
-  m.impl("leaky_relu", npu_leaky_relu);
-  m.impl("leaky_relu_backward", npu_leaky_relu_backward);
-  m.impl("leaky_relu_backward.grad_input", npu_leaky_relu_backward_out);
-  m.impl("elu", npu_elu);
-  m.impl("elu.out", npu_elu_out);
-  m.impl("elu_backward", npu_elu_backward);
-  m.impl("elu_backward.grad_input", npu_elu_backward_out);
-  m.impl("softplus", npu_softplus);
-  m.impl("softplus.out", npu_softplus_out);
-  m.impl("softplus_backward", npu_softplus_backward);
-  m.impl("softplus_backward.grad_input", npu_softplus_backward_out);
-  m.impl("mish", npu_mish);
-  m.impl("log_sigmoid_forward", npu_log_sigmoid_forward);
-  m.impl("log_sigmoid_forward.output", npu_log_sigmoid_forward_out);
-  m.impl("log_sigmoid_backward", npu_log_sigmoid_backward);
-  m.impl("log_sigmoid_backward.grad_input", npu_log_sigmoid_backward_out);
-  m.impl("clamp_min.out", clamp_min_out);
-  m.impl("clamp_max.out", clamp_max_out);
-  m.impl("clamp_min.Tensor_out", clamp_min_tensor_out);
-  m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
-  m.impl("mse_loss", npu_mse_loss);
-  m.impl("mse_loss.out", npu_mse_loss_out);
-  m.impl("mse_loss_backward", npu_mse_loss_backward);
-  m.impl("mse_loss_backward.grad_input", npu_mse_loss_backward_out);
-}
+at::Tensor NpuNativeFunctions::round(const at::Tensor& x) { return rounded(x, Rounding::Nearest); }
+at::Tensor NpuNativeFunctions::floor(const at::Tensor& x) { return rounded(x, Rounding::Floor); }
+at::Tensor NpuNativeFunctions::ceil(const at::Tensor& x) { return rounded(x, Rounding::Ceil); }
+at::Tensor NpuNativeFunctions::trunc(const at::Tensor& x) { return rounded(x, Rounding::Trunc); }
 
 }  // namespace npusim

@@ -16,7 +16,7 @@
 // div's integer promotion, an in-place form that writes where it reads), or
 // one ATen decomposes before any backend (CompositeImplicitAutograd), keeps
 // it: these register when the module loads, after every hand-written kernel. Where the chip cannot run a table op (a
-// dtype it lacks) the op itself runs on the CPU, counted as a fallback.
+// dtype it lacks) the op itself takes the CPU fallback, counted with its reason.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "aten_table.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -41,7 +42,7 @@ struct TableOp {
   int arity;
   bool bool_result;
   bool scalar_other;  // a binary op's second input is a Scalar
-  std::string name;   // "aten::eq.Scalar": the fallback's name
+  std::string name;   // "aten::eq.Scalar": for the operands' device check
 };
 
 // An in-place or out= form, and the functional overload it computes.
@@ -85,19 +86,25 @@ std::string plain_inputs(const c10::FunctionSchema& schema) {
   return kinds[0] == 'T' ? kinds : "";
 }
 
+// The op on the CPU fallback, with the inputs it was given.
+at::Tensor on_cpu_fallback(const c10::OperatorHandle& handle, torch::jit::Stack inputs) {
+  set_fallback_reason("");
+  cpu_fallback(handle, &inputs);
+  return inputs.at(0).toTensor();
+}
+
 void table_kernel(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
   const TableOp& op = table().at(handle.operator_name());
-  const at::Tensor self = torch::jit::peek(*stack, 0, op.arity).toTensor();
+  const torch::jit::Stack inputs(stack->end() - op.arity, stack->end());
+  const auto fallback = [&] { return on_cpu_fallback(handle, inputs); };
+  const at::Tensor self = inputs.at(0).toTensor();
   at::Tensor result;
   if (op.arity == 1) {
-    result = unary(op.kind, op.name.c_str(), self, [&](const at::Tensor& x) { return call(handle, {x}); });
+    result = unary(op.kind, self, fallback);
   } else {
-    const c10::IValue other = torch::jit::peek(*stack, 1, 2);
+    const c10::IValue& other = inputs.at(1);
     const at::Tensor b = op.scalar_other ? cpu_scalar(other.toScalar()) : other.toTensor();
-    // (The reference gets both inputs on the CPU; the Scalar form's other is the number itself.)
-    result = binary(op.kind, op.name.c_str(), self, b, op.bool_result, [&](const at::Tensor& x, const at::Tensor& y) {
-      return call(handle, {x, op.scalar_other ? other : c10::IValue(y)});
-    });
+    result = binary(op.kind, op.name.c_str(), self, b, op.bool_result, fallback);
   }
   torch::jit::drop(*stack, op.arity);
   torch::jit::push(*stack, std::move(result));
@@ -120,7 +127,7 @@ void derived_kernel(const c10::OperatorHandle& handle, torch::jit::Stack* stack)
   if (op.in_place && table_op != table().end() && table_op->second.arity == 1 && !table_op->second.bool_result && chip_float(target)) {
     // A unary table op on floats writes where it reads (relu_, exp_): the result has self's dtype.
     const TableOp& t = table_op->second;
-    unary_(t.kind, t.name.c_str(), target, [&](const at::Tensor& x) { return call(op.functional, {x}); });
+    unary_(t.kind, target, [&] { return on_cpu_fallback(op.functional, {target}); });
   } else {
     const at::Tensor result = call(op.functional, torch::jit::Stack(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(op.inputs)));
     check_castable(result, target);

@@ -38,6 +38,7 @@
 #include <cmath>
 #include <limits>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "custom_ops.h"
 #include "kernel_launch.h"
 #include "runtime/runtime.h"
@@ -185,8 +186,9 @@ at::Tensor attention_npu(const at::Tensor& q, const at::Tensor& k, const at::Ten
   return laid_out(mask ? zero_fully_masked_rows(result, *mask) : result);
 }
 
-int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout,
-                         bool is_causal, std::optional<double> scale, bool enable_gqa) {
+int64_t NpuNativeFunctions::_fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                              const std::optional<at::Tensor>& mask, double dropout, bool is_causal,
+                                              std::optional<double> scale, bool enable_gqa) {
   constexpr int64_t kMath = 0, kOverrideable = 4;  // torch.nn.attention.SDPBackend
   // Grouped-query attention where the query heads are a multiple of the key/value heads (else PyTorch's
   // math path gives its error).
@@ -203,11 +205,14 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   return plain && maskable ? kOverrideable : kMath;
 }
 
-namespace {
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor> sdpa_forward(
-    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias, double dropout, bool is_causal,
-    bool return_debug_mask, std::optional<double> scale) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable(const at::Tensor& q,
+                                                                                                                                                                                              const at::Tensor& k,
+                                                                                                                                                                                              const at::Tensor& v,
+                                                                                                                                                                                              const std::optional<at::Tensor>& bias,
+                                                                                                                                                                                              double dropout,
+                                                                                                                                                                                              bool is_causal,
+                                                                                                                                                                                              bool return_debug_mask,
+                                                                                                                                                                                              std::optional<double> scale) {
   TORCH_CHECK(dropout == 0.0, "npusim: the fused attention takes no dropout");
   const Grouped g = grouped_views(q, k, v, bias ? &*bias : nullptr);
   at::Tensor out = attention_npu(g.q, g.k, g.v, is_causal, default_scale(q, scale), g.mask ? &*g.mask : nullptr);
@@ -221,10 +226,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
 // The gradients from the probabilities, recomputed: with P = softmax(S), S = scale q k^T (+ mask),
 // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
 // A query whose keys are all masked has P = 0 (the forward's zeros), so its gradients are 0.
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
-    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& attn_bias,
-    std::array<bool, 4> mask, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, double,
-    bool is_causal, const at::Tensor&, const at::Tensor&, std::optional<double> scale_opt) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable_backward_symint(const at::Tensor& grad_out,
+                                                                                                                                                const at::Tensor& q,
+                                                                                                                                                const at::Tensor& k,
+                                                                                                                                                const at::Tensor& v,
+                                                                                                                                                const at::Tensor& attn_bias,
+                                                                                                                                                std::array<bool, 4> mask,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                c10::SymInt,
+                                                                                                                                                c10::SymInt,
+                                                                                                                                                double,
+                                                                                                                                                bool is_causal,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                const at::Tensor&,
+                                                                                                                                                std::optional<double> scale_opt) {
   // fused_sdp_choice keeps a mask that needs a gradient of its own on PyTorch's math.
   TORCH_CHECK(!mask[3], "npusim: the attention backward gives no gradient for the mask");
   const double scale = default_scale(q, scale_opt);
@@ -264,6 +282,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
   return {laid_out_as(dq, q), laid_out_as(dk, k), laid_out_as(dv, v), at::Tensor()};
 }
 
+namespace {
+
 at::Tensor attention_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal, std::optional<double> scale) {
   return at::scaled_dot_product_attention(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat), std::nullopt, 0.0, is_causal, scale)
       .to(q.scalar_type());
@@ -279,20 +299,11 @@ at::Tensor attention_op_npu(const at::Tensor& q, const at::Tensor& k, const at::
 
 namespace at::native {
 // scaled_dot_product_attention asks this stub, per device type, which implementation to run.
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &npusim::fused_sdp_choice)
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &npusim::NpuNativeFunctions::_fused_sdp_choice)
 }  // namespace at::native
 
 namespace npusim {
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_sdp_choice", fused_sdp_choice);
-  m.impl("_scaled_dot_product_fused_attention_overrideable", sdpa_forward);
-  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", sdpa_backward);
-}
-
-TORCH_LIBRARY_FRAGMENT(npusim, m) {
-  m.def("attention(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale) -> Tensor");
-}
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("attention", attention_cpu); }
 TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("attention", attention_op_npu); }
 

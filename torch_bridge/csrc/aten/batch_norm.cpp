@@ -14,6 +14,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -34,10 +35,14 @@ at::Tensor per_channel(const at::Tensor& v) { return as_f32(v).view({1, -1, 1});
 at::Tensor channel_mean(const at::Tensor& t) { return at::mean(at::mean(t, {2}), {0}); }
 at::Tensor channel_sum(const at::Tensor& t) { return at::sum(at::sum(t, {2}), {0}); }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                                                          const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
-                                                          const std::optional<at::Tensor>& running_var, bool training, double momentum,
-                                                          double eps) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_batch_norm(const at::Tensor& input,
+                                                                                     const std::optional<at::Tensor>& weight,
+                                                                                     const std::optional<at::Tensor>& bias,
+                                                                                     const std::optional<at::Tensor>& running_mean,
+                                                                                     const std::optional<at::Tensor>& running_var,
+                                                                                     bool training, double momentum, double eps) {
   if (!chip_ready(input, {&weight, &bias, &running_mean, &running_var}) || (!training && (!defined(running_mean) || !defined(running_var)))) {
     // Not through fall_back: the op updates the running statistics in place, and its schema does not say so
     // (no (a!)), so the boxed fallback would not copy them back.
@@ -78,24 +83,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
   return {out, mean.to(dtype), invstd.to(dtype)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                                                                const std::optional<at::Tensor>& bias, at::Tensor& running_mean,
-                                                                at::Tensor& running_var, bool training, double momentum, double eps) {
-  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_native_batch_norm_legit(const at::Tensor& input,
+                                                                                            const std::optional<at::Tensor>& weight,
+                                                                                            const std::optional<at::Tensor>& bias,
+                                                                                            at::Tensor& running_mean,
+                                                                                            at::Tensor& running_var, bool training,
+                                                                                            double momentum, double eps) {
+  return NpuNativeFunctions::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
 }
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                                                                         const std::optional<at::Tensor>& bias, bool training, double momentum,
-                                                                         double eps) {
-  return batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_native_batch_norm_legit(const at::Tensor& input,
+                                                                                            const std::optional<at::Tensor>& weight,
+                                                                                            const std::optional<at::Tensor>& bias,
+                                                                                            bool training, double momentum, double eps) {
+  return NpuNativeFunctions::native_batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(const at::Tensor& grad, const at::Tensor& input,
-                                                                   const std::optional<at::Tensor>& weight,
-                                                                   const std::optional<at::Tensor>& running_mean,
-                                                                   const std::optional<at::Tensor>& running_var,
-                                                                   const std::optional<at::Tensor>& save_mean,
-                                                                   const std::optional<at::Tensor>& save_invstd, bool training, double eps,
-                                                                   std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_batch_norm_backward(const at::Tensor& grad,
+                                                                                              const at::Tensor& input,
+                                                                                              const std::optional<at::Tensor>& weight,
+                                                                                              const std::optional<at::Tensor>& running_mean,
+                                                                                              const std::optional<at::Tensor>& running_var,
+                                                                                              const std::optional<at::Tensor>& save_mean,
+                                                                                              const std::optional<at::Tensor>& save_invstd,
+                                                                                              bool training, double eps,
+                                                                                              std::array<bool, 3> mask) {
   const bool stats = training ? defined(save_mean) && defined(save_invstd) : defined(running_mean) && defined(running_var);
   if (!chip_ready(input, {&weight, &running_mean, &running_var, &save_mean, &save_invstd}) || !chip_float(grad) || !stats) {
     return fall_back<at::_ops::native_batch_norm_backward>("not chip floats, or no saved or running statistics", grad, input, weight,
@@ -121,15 +132,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(const at::Ten
   if (mask[1]) gw = grad_weight.to(param);
   if (mask[2]) gb = grad_bias.to(param);
   return {gi, gw, gb};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_batch_norm", batch_norm);
-  m.impl("_native_batch_norm_legit", batch_norm_legit);
-  m.impl("_native_batch_norm_legit.no_stats", batch_norm_legit_no_stats);
-  m.impl("native_batch_norm_backward", batch_norm_backward);
 }
 
 }  // namespace npusim

@@ -14,6 +14,7 @@
 // and f64, runs on the CPU, counted. A dense DFT costs n^2 MACs a signal where an FFT costs n log n: on
 // the chip it is the tensor cores' work, which for the lengths of spectrograms and token mixing (up to a
 // few thousand) a TPU-like chip does faster than a vector FFT would.
+#include "PrivateUse1NativeFunctions.h"
 #include "complex_ops.h"
 
 #include <ATen/Functions.h>
@@ -159,7 +160,9 @@ std::vector<int64_t> wrapped(const at::Tensor& x, c10::IntArrayRef dims) {
   return out;
 }
 
-at::Tensor fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::_fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided) {
   const std::vector<int64_t> dims = wrapped(self, dim);
   std::vector<DimTransform> transforms;
   for (size_t i = 0; i + 1 < dims.size(); ++i) transforms.push_back({Dft::kComplexToComplex, self.size(dims[i]), self.size(dims[i])});
@@ -176,7 +179,7 @@ at::Tensor fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
   return y.contiguous();
 }
 
-at::Tensor fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward) {
+at::Tensor NpuNativeFunctions::_fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward) {
   const std::vector<int64_t> dims = wrapped(self, dim);
   std::vector<DimTransform> transforms;
   for (const int64_t d : dims) transforms.push_back({Dft::kComplexToComplex, self.size(d), self.size(d)});
@@ -188,7 +191,7 @@ at::Tensor fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
   return y.contiguous();
 }
 
-at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+at::Tensor NpuNativeFunctions::_fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
   const std::vector<int64_t> dims = wrapped(self, dim);
   std::vector<DimTransform> transforms;
   for (size_t i = 0; i + 1 < dims.size(); ++i) transforms.push_back({Dft::kComplexToComplex, self.size(dims[i]), self.size(dims[i])});
@@ -204,27 +207,25 @@ at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normali
 }
 
 // torch.polar (a rotary embedding's complex frequencies, as Meta's Llama writes them): abs (cos, sin) of angle.
-at::Tensor polar(const at::Tensor& abs, const at::Tensor& angle) {
+at::Tensor NpuNativeFunctions::polar(const at::Tensor& abs, const at::Tensor& angle) {
   if (!on_npu(abs) || !on_npu(angle) || abs.scalar_type() != at::kFloat || angle.scalar_type() != at::kFloat)
     return fall_back<at::_ops::polar>("not f32 npu tensors", abs, angle);
   return from_parts(at::stack({at::mul(abs, at::cos(angle)), at::mul(abs, at::sin(angle))}, -1));
 }
 
 // The conjugate, stored: (re, -im).
-at::Tensor conj_physical(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::_conj_physical(const at::Tensor& self) {
   if (!chip_complex(self)) return fall_back<at::_ops::_conj_physical>("not a complex64 npu tensor", self);
   const at::Tensor p = at::view_as_real(self);
   return from_parts(at::stack({p.select(-1, 0), at::neg(p.select(-1, 1))}, -1));
 }
 
 // The argument of a complex number: atan2(im, re).
-at::Tensor angle(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::angle(const at::Tensor& self) {
   if (!chip_complex(self)) return fall_back<at::_ops::angle>("not a complex64 npu tensor", self);
   const at::Tensor p = at::view_as_real(self);
   return at::atan2(p.select(-1, 1), p.select(-1, 0));
 }
-
-}  // namespace
 
 std::optional<at::Tensor> complex_unary(OpKind kind, const at::Tensor& self) {
   if (!chip_complex(self) || self.numel() == 0) return std::nullopt;
@@ -288,15 +289,8 @@ at::Tensor copy_resolving_bit(const at::Tensor& self, const at::Tensor& dst, boo
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) { m.impl("_copy_from", copy_resolving_bit<true>); }
 TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", copy_resolving_bit<false>); }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("view_as_real", at::native::view_as_real);
-  m.impl("view_as_complex", at::native::view_as_complex);
-  m.impl("_fft_r2c", fft_r2c);
-  m.impl("_fft_c2r", fft_c2r);
-  m.impl("_fft_c2c", fft_c2c);
-  m.impl("polar", polar);
-  m.impl("_conj_physical", conj_physical);
-  m.impl("angle", angle);
-}
+// Views: ATen's own kernels.
+at::Tensor NpuNativeFunctions::view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+at::Tensor NpuNativeFunctions::view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
 
 }  // namespace npusim

@@ -26,6 +26,7 @@
 #include <list>
 #include <mutex>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "conv3d.h"
 #include "custom_ops.h"
 #include "cpu_fallback.h"
@@ -300,8 +301,12 @@ bool chip_geometry(const at::Tensor& input, const at::Tensor& weight, c10::IntAr
 at::Tensor as_2d(const at::Tensor& t, bool one_d) { return one_d ? t.unsqueeze(2) : t; }
 at::Tensor from_2d(const at::Tensor& t, bool one_d) { return one_d && t.defined() ? t.squeeze(2) : t; }
 
-at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
-                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                                        const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                                                        c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                                                        c10::IntArrayRef output_padding, int64_t groups) {
   Geometry g;
   bool one_d = false;
   const bool has_bias = bias && bias->defined();
@@ -330,10 +335,16 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   return fall_back<at::_ops::convolution>("", input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
-                                                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                                                                    bool transposed, c10::IntArrayRef output_padding, int64_t groups,
-                                                                    std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::convolution_backward_overrideable(const at::Tensor& grad,
+                                                                                                     const at::Tensor& input,
+                                                                                                     const at::Tensor& weight,
+                                                                                                     c10::IntArrayRef stride,
+                                                                                                     c10::IntArrayRef padding,
+                                                                                                     c10::IntArrayRef dilation,
+                                                                                                     bool transposed,
+                                                                                                     c10::IntArrayRef output_padding,
+                                                                                                     int64_t groups,
+                                                                                                     std::array<bool, 3> mask) {
   Geometry g;
   bool one_d = false;
   std::tuple<at::Tensor, at::Tensor, at::Tensor> gradients;
@@ -363,8 +374,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
                                                    dilation, transposed, output_padding, groups, mask);
 }
 
-}  // namespace
-
 at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, const std::vector<std::string>& epilogue,
                       const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& residual) {
@@ -387,9 +396,5 @@ at::Tensor conv2d_npu(const at::Tensor& x, const at::Tensor& weight, const std::
 }
 
 // PyTorch routes other backends' convolutions to the *_overrideable ops.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution_overrideable", convolution);
-  m.impl("convolution_backward_overrideable", convolution_backward);
-}
 
 }  // namespace npusim

@@ -23,6 +23,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "scan.h"
@@ -55,7 +56,9 @@ bool fits_int8(const at::Tensor& x) {
   return at::amax(values, {0}).cpu().item<double>() <= 127 && at::amin(values, {0}).cpu().item<double>() >= -128;
 }
 
-at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const at::ScalarType result_type = dtype.value_or(at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
@@ -96,15 +99,11 @@ at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::Sc
     const at::Tensor values = self.to(result_type).movedim(d, -1);
     result = inclusive_scan(values, [](const at::Tensor& earlier, const at::Tensor& later) { return at::add(earlier, later); }).movedim(-1, d);
   }
-  if (!result.defined()) {
-    if (declined.empty()) note_cpu_fallback("aten::cumsum.out");  // (the kernel's reason)
-    else note_cpu_fallback("aten::cumsum.out", declined);
-    result = at::cumsum(self.cpu(), dim, dtype);
-  }
+  if (!result.defined()) return fall_back<at::_ops::cumsum_out>(declined, self, dim, dtype, out);  // (empty: the kernel's reason)
   return into(result, out);
 }
 
-at::Tensor npu_logcumsumexp(const at::Tensor& self, int64_t dim) {
+at::Tensor NpuNativeFunctions::_logcumsumexp(const at::Tensor& self, int64_t dim) {
   if (!chip_float(self) || self.numel() == 0) {
     return fall_back<at::_ops::_logcumsumexp>("not a non-empty f32, bf16 or f16 tensor", self, dim);
   }
@@ -113,13 +112,6 @@ at::Tensor npu_logcumsumexp(const at::Tensor& self, int64_t dim) {
   const at::Tensor scan = inclusive_scan(rows, [](const at::Tensor& earlier, const at::Tensor& later) { return at::logaddexp(earlier, later); });
   const at::Tensor result = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
   return result.to(self.scalar_type()).contiguous();
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("cumsum.out", cumsum_out);
-  m.impl("_logcumsumexp", npu_logcumsumexp);
 }
 
 }  // namespace npusim

@@ -14,6 +14,12 @@
 //   max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
 //                                            max pooling's values without its indices:
 //                                            im2col and one row max (pooling.cpp)
+//   attention(q, k, v, is_causal, scale)     softmax(scale * q @ k^T) @ v, one flash-attention
+//                                            kernel (attention.cpp)
+//   elementwise_chain(inputs, chain, dtype)  a chain of elementwise ops, one kernel
+//                                            (elementwise_chain.cpp)
+// Their schemas are all declared here (TORCH_LIBRARY below); their kernels
+// where the comments say.
 // Each has a kernel for the npu (through the compiler) and one for the CPU
 // (the same arithmetic from ATen ops, in f32, rounded once at the end). Fake
 // kernels and autograd are registered in Python (npusim/custom_ops.py).
@@ -187,6 +193,8 @@ TORCH_LIBRARY(npusim, m) {
   m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, str[] epilogue, "
         "Tensor? scale=None, Tensor? residual=None) -> Tensor");
   m.def("max_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor");
+  m.def("attention(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale) -> Tensor");
+  m.def("elementwise_chain(Tensor[] inputs, str chain, ScalarType? dtype=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(npusim, CPU, m) {

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "float_unary.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
@@ -174,12 +175,13 @@ at::Tensor sinc_f32(const at::Tensor& x) {
 }
 at::Tensor frac_f32(const at::Tensor& x) { return at::sub(x, at::trunc(x)); }
 
-#define NPUSIM_ELEMENTARY(NAME, F32)                                                                                              \
-  at::Tensor npu_##NAME(const at::Tensor& x) {                                                                                    \
-    return float_unary("aten::" #NAME, x, F32, [](const at::Tensor& h) { return at::NAME(h); });                                       \
-  }                                                                                                                               \
-  at::Tensor& npu_##NAME##_out(const at::Tensor& x, at::Tensor& out) { return into(npu_##NAME(x), out); }                        \
-  at::Tensor& npu_##NAME##_(at::Tensor& x) { return x.copy_(npu_##NAME(x)); }
+}  // namespace
+
+// The in-place and out= forms come from these (aten_table.cpp).
+#define NPUSIM_ELEMENTARY(NAME, F32)                                                                                   \
+  at::Tensor NpuNativeFunctions::NAME(const at::Tensor& x) {                                                             \
+    return float_unary<at::_ops::NAME>(x, F32);                                                                         \
+  }
 NPUSIM_ELEMENTARY(tan, tan_f32)
 NPUSIM_ELEMENTARY(sinh, sinh_f32)
 NPUSIM_ELEMENTARY(cosh, cosh_f32)
@@ -195,56 +197,52 @@ NPUSIM_ELEMENTARY(sinc, sinc_f32)
 NPUSIM_ELEMENTARY(frac, frac_f32)
 #undef NPUSIM_ELEMENTARY
 
-// Binary functions of two float operands (npu tensors or CPU scalars), in f32, rounded once to ATen's result dtype.
-template <typename Compute, typename Reference>
-at::Tensor binary(const char* name, const at::Tensor& a, const at::Tensor& b, Compute compute, Reference reference) {
+namespace {
+
+// Binary functions of two float operands (npu tensors or CPU scalars), in f32, rounded once to ATen's result
+// dtype; other operands take the CPU fallback of `Op` (at::_ops::NAME).
+template <typename Op, typename Compute>
+at::Tensor binary(const at::Tensor& a, const at::Tensor& b, Compute compute) {
   const at::ScalarType dtype = at::result_type(a, b);
   const auto usable = [](const at::Tensor& t) { return (chip_float(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
-  if (!chip_float_dtype(dtype) || !usable(a) || !usable(b) || (!on_npu(a) && !on_npu(b))) {
-    note_cpu_fallback(name, kNotChipFloats);
-    return to_npu(reference(a.cpu(), b.cpu()));
-  }
+  if (!chip_float_dtype(dtype) || !usable(a) || !usable(b) || (!on_npu(a) && !on_npu(b))) return fall_back<Op>(kNotChipFloats, a, b);
   const at::Tensor result = compute(as_f32(to_npu(a)), as_f32(to_npu(b)));
   return result.scalar_type() == dtype ? result : result.to(dtype);
 }
 
-at::Tensor npu_atan2(const at::Tensor& y, const at::Tensor& x) {
-  return binary("aten::atan2", y, x, atan2_f32, [](const at::Tensor& a, const at::Tensor& b) { return at::atan2(a, b); });
+}  // namespace
+
+at::Tensor NpuNativeFunctions::atan2(const at::Tensor& y, const at::Tensor& x) {
+  return binary<at::_ops::atan2>(y, x, atan2_f32);
 }
 
-at::Tensor npu_logaddexp(const at::Tensor& a, const at::Tensor& b) {
-  return binary(
-      "aten::logaddexp", a, b,
-      [](const at::Tensor& p, const at::Tensor& q) {
-        const at::Tensor larger = at::maximum(p, q);
-        const at::Tensor sum = at::add(larger, at::log1p(elementwise_chain({p, q}, "sub(in0, in1); abs(%0); neg(%1); exp(%2)")));
-        const at::Tensor same_infinity = at::logical_and(at::isinf(p), at::eq(p, q));
-        return at::where(same_infinity, p.expand(sum.sizes()), sum);
-      },
-      [](const at::Tensor& p, const at::Tensor& q) { return at::logaddexp(p, q); });
+at::Tensor NpuNativeFunctions::logaddexp(const at::Tensor& a, const at::Tensor& b) {
+  return binary<at::_ops::logaddexp>(a, b, [](const at::Tensor& p, const at::Tensor& q) {
+    const at::Tensor larger = at::maximum(p, q);
+    const at::Tensor sum = at::add(larger, at::log1p(elementwise_chain({p, q}, "sub(in0, in1); abs(%0); neg(%1); exp(%2)")));
+    const at::Tensor same_infinity = at::logical_and(at::isinf(p), at::eq(p, q));
+    return at::where(same_infinity, p.expand(sum.sizes()), sum);
+  });
 }
 
-at::Tensor npu_copysign(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor NpuNativeFunctions::copysign(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   if (!chip_float_dtype(dtype)) {  // (integers copysign into floats on the CPU)
     return fall_back<at::_ops::copysign_Tensor>(kNotChipFloats, a, b);
   }
-  return binary(
-      "aten::copysign", a, b,
-      [](const at::Tensor& p, const at::Tensor& q) {
-        const std::vector<int64_t> shape = at::infer_size(p.sizes(), q.sizes());
-        return copysign_f32(p.expand(shape), q.expand(shape));
-      },
-      [](const at::Tensor& p, const at::Tensor& q) { return at::copysign(p, q); });
+  return binary<at::_ops::copysign_Tensor>(a, b, [](const at::Tensor& p, const at::Tensor& q) {
+    const std::vector<int64_t> shape = at::infer_size(p.sizes(), q.sizes());
+    return copysign_f32(p.expand(shape), q.expand(shape));
+  });
 }
 
-at::Tensor npu_signbit(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::signbit(const at::Tensor& x) {
   if (chip_float(x) && x.numel() > 0) return sign_bit_f32(as_f32(x));
   if (on_npu(x) && (x.scalar_type() == at::kInt || x.scalar_type() == at::kChar)) return at::lt(x, 0);
   return fall_back<at::_ops::signbit>(kNotChipFloats, x);
 }
 
-at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
+at::Tensor NpuNativeFunctions::heaviside(const at::Tensor& x, const at::Tensor& values) {
   TORCH_CHECK(x.scalar_type() == values.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
   if (!on_npu(x) || !chip_dtype(x.scalar_type()) || x.scalar_type() == at::kBool) {
     return fall_back<at::_ops::heaviside>("not a chip dtype", x, values);
@@ -253,44 +251,12 @@ at::Tensor npu_heaviside(const at::Tensor& x, const at::Tensor& values) {
   return at::where(at::eq(x, 0), to_npu(values), step);
 }
 
-at::Tensor& npu_logical_xor_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::logical_xor_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   const auto usable = [](const at::Tensor& t) { return on_npu(t) && chip_dtype(t.scalar_type()); };
   if (!usable(a) || !usable(b)) {
     return fall_back<at::_ops::logical_xor_out>("not chip dtypes on the npu", a, b, out);
   }
   return into(at::ne(at::ne(a, 0), at::ne(b, 0)), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const auto& [name, functional, out, in_place] :
-       std::initializer_list<std::tuple<const char*, at::Tensor (*)(const at::Tensor&), at::Tensor& (*)(const at::Tensor&, at::Tensor&),
-                                        at::Tensor& (*)(at::Tensor&)>>{
-           {"tan", npu_tan, npu_tan_out, npu_tan_},
-           {"sinh", npu_sinh, npu_sinh_out, npu_sinh_},
-           {"cosh", npu_cosh, npu_cosh_out, npu_cosh_},
-           {"asinh", npu_asinh, npu_asinh_out, npu_asinh_},
-           {"acosh", npu_acosh, npu_acosh_out, npu_acosh_},
-           {"atanh", npu_atanh, npu_atanh_out, npu_atanh_},
-           {"atan", npu_atan, npu_atan_out, npu_atan_},
-           {"asin", npu_asin, npu_asin_out, npu_asin_},
-           {"acos", npu_acos, npu_acos_out, npu_acos_},
-           {"erfinv", npu_erfinv, npu_erfinv_out, npu_erfinv_},
-           {"erfc", npu_erfc, npu_erfc_out, npu_erfc_},
-           {"sinc", npu_sinc, npu_sinc_out, npu_sinc_},
-           {"frac", npu_frac, npu_frac_out, npu_frac_},
-       }) {
-    m.impl(name, functional);
-    m.impl((std::string(name) + ".out").c_str(), out);
-    m.impl((std::string(name) + "_").c_str(), in_place);
-  }
-  m.impl("atan2", npu_atan2);
-  m.impl("logaddexp", npu_logaddexp);
-  m.impl("copysign.Tensor", npu_copysign);
-  m.impl("signbit", npu_signbit);
-  m.impl("heaviside", npu_heaviside);
-  m.impl("logical_xor.out", npu_logical_xor_out);
 }
 
 }  // namespace npusim

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime/runtime.h"
 
@@ -111,10 +112,8 @@ at::Tensor elementwise_chain(const std::vector<at::Tensor>& inputs, const std::s
     return op;
   };
   if (try_run(make_op, on_device, out)) return out;
-  note_cpu_fallback("npusim::elementwise_chain");
-  std::vector<at::Tensor> on_cpu;
-  for (const at::Tensor& t : inputs) on_cpu.push_back(t.cpu());
-  return elementwise_chain_cpu(on_cpu, chain).to(out.device());
+  using Kernel = at::Tensor(const std::vector<at::Tensor>&, const std::string&, std::optional<at::ScalarType>);
+  return fall_back_by_name<Kernel>("npusim::elementwise_chain", "", on_device, chain, std::nullopt);
 }
 
 std::string chain_constant(double value) {
@@ -173,7 +172,6 @@ at::Tensor elementwise_chain_op(const std::vector<at::Tensor>& inputs, const std
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(npusim, m) { m.def("elementwise_chain(Tensor[] inputs, str chain, ScalarType? dtype=None) -> Tensor"); }
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("elementwise_chain", elementwise_chain_op_cpu); }
 TORCH_LIBRARY_IMPL(npusim, PrivateUse1, m) { m.impl("elementwise_chain", elementwise_chain_op); }
 

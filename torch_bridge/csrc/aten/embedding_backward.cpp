@@ -13,14 +13,14 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
-namespace {
 
-at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights, int64_t padding_idx,
-                                    bool scale_grad_by_freq) {
+at::Tensor NpuNativeFunctions::embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                                        int64_t padding_idx, bool scale_grad_by_freq) {
   const int64_t n = indices.numel();
   const bool supported = !scale_grad_by_freq && chip_float(grad_output) && on_npu(indices) &&
                          (indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt) && num_weights > 0 &&
@@ -40,8 +40,5 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   return fall_back<at::_ops::embedding_dense_backward>("", grad_output, indices, num_weights, padding_idx, scale_grad_by_freq);
 }
 
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("embedding_dense_backward", embedding_dense_backward); }
 
 }  // namespace npusim

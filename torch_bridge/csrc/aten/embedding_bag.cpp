@@ -19,6 +19,7 @@
 #include <optional>
 #include <tuple>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -44,17 +45,16 @@ at::Tensor without_padding(const at::Tensor& rows, const at::Tensor& indices, in
   return at::where(at::ne(indices, padding_idx).unsqueeze(-1), rows, at::zeros({}, at::TensorOptions().dtype(rows.scalar_type())));
 }
 
-Bag embedding_bag(const char* name, const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
+Bag embedding_bag(const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
                   int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx,
                   bool forward_only) {
   if (!bag_on_chip(weight, indices, offsets, mode, per_sample_weights)) {
-    note_cpu_fallback(name, "max mode, not a float table with 1-D indices and offsets, or beyond 2^24 one-hot terms");
-    auto [out, offset2bag, bag_size, max_indices] =
-        forward_only ? at::_embedding_bag_forward_only(weight.cpu(), indices.cpu(), offsets.cpu(), scale_grad_by_freq, mode, sparse,
-                                                       on_host(per_sample_weights), include_last_offset, padding_idx)
-                     : at::_embedding_bag(weight.cpu(), indices.cpu(), offsets.cpu(), scale_grad_by_freq, mode, sparse, on_host(per_sample_weights),
-                                          include_last_offset, padding_idx);
-    return {to_npu(out), to_npu(offset2bag), to_npu(bag_size), to_npu(max_indices)};
+    const char* reason = "max mode, not a float table with 1-D indices and offsets, or beyond 2^24 one-hot terms";
+    if (forward_only)
+      return fall_back<at::_ops::_embedding_bag_forward_only>(reason, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+                                                              per_sample_weights, include_last_offset, padding_idx);
+    return fall_back<at::_ops::_embedding_bag>(reason, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                               include_last_offset, padding_idx);
   }
   const int64_t bags = include_last_offset ? offsets.numel() - 1 : offsets.numel(), n = indices.numel(), d = weight.size(1);
   TORCH_CHECK(bags >= 0, "embedding_bag: offsets has to be a 1D Tensor with at least one element when include_last_offset is set");
@@ -78,22 +78,27 @@ Bag embedding_bag(const char* name, const at::Tensor& weight, const at::Tensor& 
   return {out.to(weight.scalar_type()), offset2bag, sizes, sizes.clone()};
 }
 
-Bag npu_embedding_bag(const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq, int64_t mode,
-                      bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx) {
-  return embedding_bag("aten::_embedding_bag", weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
+}  // namespace
+
+Bag NpuNativeFunctions::_embedding_bag(const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets,
+                                       bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                       const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx) {
+  return embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
                        padding_idx, false);
 }
-Bag npu_embedding_bag_forward_only(const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets, bool scale_grad_by_freq,
-                                   int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset,
-                                   int64_t padding_idx) {
-  return embedding_bag("aten::_embedding_bag_forward_only", weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+Bag NpuNativeFunctions::_embedding_bag_forward_only(const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets,
+                                                    bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                                    const std::optional<at::Tensor>& per_sample_weights, bool include_last_offset,
+                                                    int64_t padding_idx) {
+  return embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                        include_last_offset, padding_idx, true);
 }
 
-at::Tensor npu_embedding_bag_dense_backward(const at::Tensor& grad, const at::Tensor& indices, const at::Tensor& offset2bag,
-                                            const at::Tensor& bag_size, const at::Tensor& maximum_indices, c10::SymInt num_weights_sym,
-                                            bool scale_grad_by_freq, int64_t mode, const std::optional<at::Tensor>& per_sample_weights,
-                                            int64_t padding_idx) {
+at::Tensor NpuNativeFunctions::_embedding_bag_dense_backward_symint(const at::Tensor& grad, const at::Tensor& indices,
+                                                                    const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                                                    const at::Tensor& maximum_indices, c10::SymInt num_weights_sym,
+                                                                    bool scale_grad_by_freq, int64_t mode,
+                                                                    const std::optional<at::Tensor>& per_sample_weights, int64_t padding_idx) {
   const int64_t num_weights = num_weights_sym.expect_int(), n = indices.numel();
   const bool supported = chip_float(grad) && grad.dim() == 2 && on_npu(indices) && offset2bag.numel() == n && (mode == kSum || mode == kMean) &&
                          !scale_grad_by_freq && (!defined(per_sample_weights) || chip_float(*per_sample_weights)) && n * num_weights <= kMaxOneHot;
@@ -112,23 +117,23 @@ at::Tensor npu_embedding_bag_dense_backward(const at::Tensor& grad, const at::Te
 }
 
 // What autograd calls: the dense backward above (sparse gradients: the CPU, counted).
-at::Tensor npu_embedding_bag_backward(const at::Tensor& grad, const at::Tensor& indices, const at::Tensor& offsets, const at::Tensor& offset2bag,
-                                      const at::Tensor& bag_size, const at::Tensor& maximum_indices, c10::SymInt num_weights,
-                                      bool scale_grad_by_freq, int64_t mode, bool sparse, const std::optional<at::Tensor>& per_sample_weights,
-                                      int64_t padding_idx) {
+at::Tensor NpuNativeFunctions::_embedding_bag_backward_symint(const at::Tensor& grad, const at::Tensor& indices, const at::Tensor& offsets,
+                                                              const at::Tensor& offset2bag, const at::Tensor& bag_size,
+                                                              const at::Tensor& maximum_indices, c10::SymInt num_weights,
+                                                              bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                                              const std::optional<at::Tensor>& per_sample_weights, int64_t padding_idx) {
   if (sparse) {
-    note_cpu_fallback("aten::_embedding_bag_backward", "a sparse gradient");
-    return to_npu(at::_embedding_bag_backward_symint(grad.cpu(), indices.cpu(), offsets.cpu(), offset2bag.cpu(), bag_size.cpu(),
-                                                     maximum_indices.cpu(), num_weights, scale_grad_by_freq, mode, sparse,
-                                                     on_host(per_sample_weights), padding_idx));
+    return fall_back<at::_ops::_embedding_bag_backward>("a sparse gradient", grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+                                                        num_weights.guard_int(__FILE__, __LINE__), scale_grad_by_freq, mode, sparse,
+                                                        per_sample_weights, padding_idx);
   }
-  return npu_embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode,
+  return NpuNativeFunctions::_embedding_bag_dense_backward_symint(grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode,
                                           per_sample_weights, padding_idx);
 }
 
-at::Tensor npu_embedding_bag_per_sample_weights_backward(const at::Tensor& grad, const at::Tensor& weight, const at::Tensor& indices,
-                                                         const at::Tensor& offsets, const at::Tensor& offset2bag, int64_t mode,
-                                                         int64_t padding_idx) {
+at::Tensor NpuNativeFunctions::_embedding_bag_per_sample_weights_backward(const at::Tensor& grad, const at::Tensor& weight,
+                                                                          const at::Tensor& indices, const at::Tensor& offsets,
+                                                                          const at::Tensor& offset2bag, int64_t mode, int64_t padding_idx) {
   TORCH_CHECK(mode == kSum, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
   if (!chip_float(grad) || !chip_float(weight) || !on_npu(indices) || offset2bag.numel() != indices.numel()) {
     return fall_back<at::_ops::_embedding_bag_per_sample_weights_backward>("not chip floats", grad, weight, indices, offsets, offset2bag, mode,
@@ -137,16 +142,6 @@ at::Tensor npu_embedding_bag_per_sample_weights_backward(const at::Tensor& grad,
   const at::Tensor products = at::mul(at::index_select(as_f32(grad), 0, offset2bag), as_f32(at::index_select(weight, 0, indices)));
   const at::Tensor dots = at::sum(without_padding(products, indices, padding_idx), {-1});
   return dots.to(grad.scalar_type());
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_embedding_bag", npu_embedding_bag);
-  m.impl("_embedding_bag_forward_only", npu_embedding_bag_forward_only);
-  m.impl("_embedding_bag_dense_backward", npu_embedding_bag_dense_backward);
-  m.impl("_embedding_bag_backward", npu_embedding_bag_backward);
-  m.impl("_embedding_bag_per_sample_weights_backward", npu_embedding_bag_per_sample_weights_backward);
 }
 
 }  // namespace npusim

@@ -23,6 +23,7 @@
 #include <functional>
 #include <limits>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "int64_arithmetic.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
@@ -91,8 +92,12 @@ at::Tensor index_dim(bool maximum, const at::Tensor& self, int64_t dim, bool kee
   return first_index(maximum, self, [&] { return maximum ? at::amax(self, {d}, true) : at::amin(self, {d}, true); }, d, keepdim);
 }
 
-std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(true, self, dim, keepdim); }
-std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(false, self, dim, keepdim); }
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::max(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(true, self, dim, keepdim); }
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::min(const at::Tensor& self, int64_t dim, bool keepdim) { return extremum_dim(false, self, dim, keepdim); }
+
+namespace {
 
 // argmax / argmin: over dim, or over the flattened tensor when none is given.
 at::Tensor arg_extremum(bool maximum, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -103,8 +108,12 @@ at::Tensor arg_extremum(bool maximum, const at::Tensor& self, std::optional<int6
   if (self.dim() == 0) return index_dim(maximum, self.reshape({1}), 0, false).reshape(std::vector<int64_t>{});
   return index_dim(maximum, self, *dim, keepdim);
 }
-at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(true, self, dim, keepdim); }
-at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(false, self, dim, keepdim); }
+}  // namespace
+
+at::Tensor NpuNativeFunctions::argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(true, self, dim, keepdim); }
+at::Tensor NpuNativeFunctions::argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) { return arg_extremum(false, self, dim, keepdim); }
+
+namespace {
 
 // max() / min() of every element: the row kernels over all dims (int64: on its words; i32 compared as integers).
 at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
@@ -116,10 +125,12 @@ at::Tensor extremum_all(bool maximum, const at::Tensor& self) {
   const at::Tensor flat = self.reshape({-1});
   return (maximum ? at::amax(flat, {0}) : at::amin(flat, {0})).reshape(std::vector<int64_t>{});
 }
-at::Tensor max_all(const at::Tensor& self) { return extremum_all(true, self); }
-at::Tensor min_all(const at::Tensor& self) { return extremum_all(false, self); }
+}  // namespace
 
-std::tuple<at::Tensor, at::Tensor> npu_aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+at::Tensor NpuNativeFunctions::max(const at::Tensor& self) { return extremum_all(true, self); }
+at::Tensor NpuNativeFunctions::min(const at::Tensor& self) { return extremum_all(false, self); }
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::aminmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (dim) return {at::amin(self, {*dim}, keepdim), at::amax(self, {*dim}, keepdim)};
   at::Tensor low = at::amin(self, {}, false), high = at::amax(self, {}, false);
   if (keepdim) {  // every dim kept, of size 1
@@ -128,13 +139,15 @@ std::tuple<at::Tensor, at::Tensor> npu_aminmax(const at::Tensor& self, std::opti
   }
   return {low, high};
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& min,
-                                                     at::Tensor& max) {
-  auto [low, high] = npu_aminmax(self, dim, keepdim);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                                                                     at::Tensor& min, at::Tensor& max) {
+  auto [low, high] = NpuNativeFunctions::aminmax(self, dim, keepdim);
   into(low, min);
   into(high, max);
   return {min, max};
 }
+
+namespace {
 
 std::tuple<at::Tensor, at::Tensor> cumulative_extremum(bool maximum, const at::Tensor& self, int64_t dim) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -163,31 +176,18 @@ std::tuple<at::Tensor, at::Tensor> cumulative_extremum(bool maximum, const at::T
 }
 std::tuple<at::Tensor, at::Tensor> npu_cummax(const at::Tensor& self, int64_t dim) { return cumulative_extremum(true, self, dim); }
 std::tuple<at::Tensor, at::Tensor> npu_cummin(const at::Tensor& self, int64_t dim) { return cumulative_extremum(false, self, dim); }
+}  // namespace
+
 // (torch.cummax reaches the helper, which fills the given outputs.)
-void npu_cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+void NpuNativeFunctions::_cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   auto [v, i] = npu_cummax(self, dim);
   into(v, values);
   into(i, indices);
 }
-void npu_cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+void NpuNativeFunctions::_cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   auto [v, i] = npu_cummin(self, dim);
   into(v, values);
   into(i, indices);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max.dim", max_dim);
-  m.impl("min.dim", min_dim);
-  m.impl("argmax", argmax);
-  m.impl("argmin", argmin);
-  m.impl("max", max_all);
-  m.impl("min", min_all);
-  m.impl("aminmax", npu_aminmax);
-  m.impl("aminmax.out", npu_aminmax_out);
-  m.impl("_cummax_helper", npu_cummax_helper);
-  m.impl("_cummin_helper", npu_cummin_helper);
 }
 
 }  // namespace npusim

@@ -14,6 +14,7 @@
 #include <ATen/TensorOperators.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "custom_ops.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
@@ -26,9 +27,12 @@ using npu::compiler::OpKind;
 // [C] as [1, G, C/G, 1], to broadcast over x viewed as [N, G, C/G, positions].
 at::Tensor per_channel(const at::Tensor& v, int64_t group) { return as_f32(v).view({1, group, -1, 1}); }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
-                                                          const std::optional<at::Tensor>& bias, int64_t n, int64_t c, int64_t hxw,
-                                                          int64_t group, double eps) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_group_norm(const at::Tensor& input,
+                                                                                     const std::optional<at::Tensor>& weight,
+                                                                                     const std::optional<at::Tensor>& bias, int64_t n,
+                                                                                     int64_t c, int64_t hxw, int64_t group, double eps) {
   if (!chip_floats(input, {&weight, &bias}) || group <= 0 || c % group != 0) {
     return fall_back<at::_ops::native_group_norm>("not chip floats, or channels that do not divide into the groups", input, weight, bias, n, c,
                                                   hxw, group, eps);
@@ -51,9 +55,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
   return {out.view(input.sizes()), mean.view({n, group}).to(dtype), rstd.view({n, group}).to(dtype)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& mean,
-                                                                   const at::Tensor& rstd, const std::optional<at::Tensor>& weight, int64_t n,
-                                                                   int64_t c, int64_t hxw, int64_t group, std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_group_norm_backward(const at::Tensor& grad,
+                                                                                              const at::Tensor& input,
+                                                                                              const at::Tensor& mean,
+                                                                                              const at::Tensor& rstd,
+                                                                                              const std::optional<at::Tensor>& weight,
+                                                                                              int64_t n, int64_t c, int64_t hxw,
+                                                                                              int64_t group, std::array<bool, 3> mask) {
   const std::optional<at::Tensor> g_opt = grad, m_opt = mean, r_opt = rstd;
   if (!chip_floats(input, {&weight, &g_opt, &m_opt, &r_opt}) || group <= 0 || c % group != 0) {
     return fall_back<at::_ops::native_group_norm_backward>("not chip floats, or channels that do not divide into the groups", grad, input, mean,
@@ -87,13 +95,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Ten
   if (mask[1] && defined(weight)) grad_weight = channel_sum(gf() * normalized()).to(weight->scalar_type());
   if (mask[2]) grad_bias = channel_sum(gf()).to(dtype);
   return {grad_x, grad_weight, grad_bias};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_group_norm", group_norm);
-  m.impl("native_group_norm_backward", group_norm_backward);
 }
 
 }  // namespace npusim

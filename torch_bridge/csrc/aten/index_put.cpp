@@ -24,6 +24,8 @@
 
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "leading_slices.h"
 #include "nonzero.h"
@@ -32,16 +34,6 @@ namespace npusim {
 namespace {
 
 constexpr int64_t kMaxComparisons = int64_t{1} << 24;
-
-at::Tensor& on_cpu(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values, bool accumulate) {
-  note_cpu_fallback("aten::_index_put_impl_");
-  c10::List<std::optional<at::Tensor>> host;
-  for (const std::optional<at::Tensor>& i : indices) host.push_back(i && i->defined() ? std::optional<at::Tensor>(i->cpu()) : std::nullopt);
-  at::Tensor result = self.cpu();
-  at::index_put_(result, host, values.cpu(), accumulate);
-  self.copy_(result);
-  return self;
-}
 
 // The one bool (or uint8) mask over x's leading dims, where that is the index.
 std::optional<at::Tensor> leading_mask(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
@@ -52,10 +44,12 @@ std::optional<at::Tensor> leading_mask(const at::Tensor& self, const c10::List<s
   return mask;
 }
 
-at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given, const at::Tensor& values, bool accumulate,
-                      bool unsafe) {
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given,
+                                                 const at::Tensor& values, bool accumulate, bool unsafe) {
   if (!on_npu(self) || self.numel() == 0 || !(chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
-    return on_cpu(self, given, values, accumulate);
+    return fall_back<at::_ops::_index_put_impl_>("not a non-empty tensor of a chip dtype or int64 on the npu", self, given, values, accumulate, unsafe);
   const c10::List<std::optional<at::Tensor>> indices = indices_on_npu(given);
   if (const std::optional<at::Tensor> mask = leading_mask(self, indices); mask && !accumulate && values.numel() == 1) {
     std::vector<int64_t> shape(mask->sizes().begin(), mask->sizes().end());
@@ -77,7 +71,7 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
       std::vector<int64_t> from(static_cast<size_t>(index_dims)), to(static_cast<size_t>(index_dims));
       for (int64_t d = 0; d < index_dims; ++d) from[size_t(d)] = moved->leading + d, to[size_t(d)] = d;
       at::Tensor target = moved->self;
-      index_put(target, moved->block, to_npu(values).expand(full).movedim(from, to), accumulate, unsafe);
+      NpuNativeFunctions::_index_put_impl_(target, moved->block, to_npu(values).expand(full).movedim(from, to), accumulate, unsafe);
       return self;
     }
   }
@@ -90,7 +84,8 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
     supported = i && i->defined() && on_npu(*i) && (i->scalar_type() == at::kLong || i->scalar_type() == at::kInt) && i->numel() > 0;
     if (supported) index.push_back(*i);
   }
-  if (!supported) return on_cpu(self, indices, values, accumulate);
+  if (!supported)
+    return fall_back<at::_ops::_index_put_impl_>("indices not integer npu tensors on the leading dims", self, given, values, accumulate, unsafe);
   std::vector<int64_t> index_shape = index[0].sizes().vec();
   for (const at::Tensor& i : index) index_shape = at::infer_size(index_shape, i.sizes());
   const int64_t n = c10::multiply_integers(index_shape), rows = c10::multiply_integers(self.sizes().slice(0, size_t(k)));
@@ -98,7 +93,9 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
   std::vector<int64_t> values_shape = index_shape;
   values_shape.insert(values_shape.end(), rest.begin(), rest.end());
   const bool values_fit = at::is_expandable_to(values.sizes(), values_shape);
-  if (!values_fit || rows * n > kMaxComparisons || (accumulate && !chip_float(self))) return on_cpu(self, indices, values, accumulate);
+  if (!values_fit || rows * n > kMaxComparisons || (accumulate && !chip_float(self)))
+    return fall_back<at::_ops::_index_put_impl_>("values not expandable to the indexed rows, beyond 2^24 comparisons, or accumulating into a non-float",
+                                                 self, given, values, accumulate, unsafe);
 
   // The flat row of each indexed element, in i32.
   at::Tensor flat;
@@ -130,7 +127,8 @@ at::Tensor& index_put(at::Tensor& self, const c10::List<std::optional<at::Tensor
 
 // index_copy (so index_copy_: a static KV cache's writes): the indexed dim moved first as a view,
 // then the write above, into out (self's copy unless out is self).
-at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                                               at::Tensor& out) {
   if (!out.is_same(self)) into(self, out);
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_copy_(): Index should have dimension 1 or 0 (got ", index.dim(), ")");
@@ -140,12 +138,13 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   const at::Tensor rows = source.dim() == self.dim() && self.dim() > 0 ? source.movedim(d, 0) : source;
   c10::List<std::optional<at::Tensor>> indices;
   indices.push_back(index.reshape({-1}));
-  index_put(target, indices, rows, false, false);
+  NpuNativeFunctions::_index_put_impl_(target, indices, rows, false, false);
   return out;
 }
 
 // index_fill: out (self's copy unless out is self) with the value where the position along dim is indexed.
-at::Tensor& npu_index_fill_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::index_fill_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value,
+                                               at::Tensor& out) {
   TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -153,9 +152,7 @@ at::Tensor& npu_index_fill_out(const at::Tensor& self, int64_t dim, const at::Te
   const bool supported = on_npu(self) && on_npu(index) && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong) &&
                          (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && size * n <= kMaxComparisons;
   if (!supported) {
-    note_cpu_fallback("aten::index_fill", "not chip dtypes on the npu, or beyond 2^24 comparisons");
-    into(to_npu(at::index_fill(self.cpu(), dim, index.cpu(), value.cpu())), out);
-    return out;
+    return fall_back<at::_ops::index_fill_int_Tensor_out>("not chip dtypes on the npu, or beyond 2^24 comparisons", self, dim, index, value, out);
   }
   if (!out.is_same(self)) into(self, out);
   if (n == 0 || self.numel() == 0) return out;
@@ -170,26 +167,27 @@ at::Tensor& npu_index_fill_out(const at::Tensor& self, int64_t dim, const at::Te
   out.copy_(at::where(self.dim() == 0 ? filled.view(c10::IntArrayRef{}) : filled, v, out));
   return out;
 }
-at::Tensor& npu_index_fill_scalar_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
-  return npu_index_fill_out(self, dim, index, at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type())), out);
+at::Tensor& NpuNativeFunctions::index_fill_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                                               at::Tensor& out) {
+  return NpuNativeFunctions::index_fill_out(self, dim, index, at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type())), out);
 }
-at::Tensor npu_index_fill(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+at::Tensor NpuNativeFunctions::index_fill(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
   at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-  return npu_index_fill_out(self, dim, index, value, out);
+  return NpuNativeFunctions::index_fill_out(self, dim, index, value, out);
 }
-at::Tensor npu_index_fill_scalar(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+at::Tensor NpuNativeFunctions::index_fill(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   at::Tensor out = new_npu(self.sizes(), self.scalar_type());
-  return npu_index_fill_scalar_out(self, dim, index, value, out);
+  return NpuNativeFunctions::index_fill_out(self, dim, index, value, out);
 }
-at::Tensor& npu_index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
-  return npu_index_fill_out(self, dim, index, value, self);
+at::Tensor& NpuNativeFunctions::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  return NpuNativeFunctions::index_fill_out(self, dim, index, value, self);
 }
-at::Tensor& npu_index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
-  return npu_index_fill_scalar_out(self, dim, index, value, self);
+at::Tensor& NpuNativeFunctions::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return NpuNativeFunctions::index_fill_out(self, dim, index, value, self);
 }
 
 // masked_scatter_: self's elements where the mask (broadcast to self) holds take source's elements in order.
-at::Tensor& npu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+at::Tensor& NpuNativeFunctions::masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same dtypes but got ",
               self.scalar_type(), " and ", source.scalar_type());
@@ -198,11 +196,7 @@ at::Tensor& npu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const 
   if (on_npu(self) && on_npu(mask) && on_npu(source) && (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong))
     positions = nonzero_positions(mask.expand(self.sizes()));
   if (!positions.defined()) {
-    note_cpu_fallback("aten::masked_scatter_", "not chip dtypes on the npu, or beyond 2^24 element-rounds");
-    at::Tensor result = self.cpu();
-    result.masked_scatter_(mask.cpu(), source.cpu());
-    self.copy_(result);
-    return self;
+    return fall_back<at::_ops::masked_scatter_>("not chip dtypes on the npu, or beyond 2^24 element-rounds", self, mask, source);
   }
   const int64_t count = positions.numel();
   TORCH_CHECK(count <= source.numel(), "masked_scatter: expected source to have at least ", count, " elements, but got ", source.numel());
@@ -210,33 +204,14 @@ at::Tensor& npu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const 
   at::Tensor flat = self.is_contiguous() ? self.view({-1}) : self.contiguous().view({-1});
   c10::List<std::optional<at::Tensor>> indices;
   indices.push_back(positions);
-  index_put(flat, indices, source.reshape({-1}).narrow(0, 0, count), false, false);
+  NpuNativeFunctions::_index_put_impl_(flat, indices, source.reshape({-1}).narrow(0, 0, count), false, false);
   if (!self.is_contiguous()) self.copy_(flat.view(self.sizes()));
   return self;
 }
-at::Tensor npu_masked_scatter(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+at::Tensor NpuNativeFunctions::masked_scatter(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
   at::Tensor result = new_npu(at::infer_size(self.sizes(), mask.sizes()), self.scalar_type());
   result.copy_(self);
-  return npu_masked_scatter_(result, mask, source);
-}
-at::Tensor& npu_masked_scatter_out(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& source, at::Tensor& out) {
-  return into(npu_masked_scatter(self, mask, source), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_index_put_impl_", index_put);
-  m.impl("index_copy.out", index_copy_out);
-  m.impl("index_fill.int_Tensor", npu_index_fill);
-  m.impl("index_fill.int_Scalar", npu_index_fill_scalar);
-  m.impl("index_fill.int_Tensor_out", npu_index_fill_out);
-  m.impl("index_fill.int_Scalar_out", npu_index_fill_scalar_out);
-  m.impl("index_fill_.int_Tensor", npu_index_fill_);
-  m.impl("index_fill_.int_Scalar", npu_index_fill_scalar_);
-  m.impl("masked_scatter", npu_masked_scatter);
-  m.impl("masked_scatter.out", npu_masked_scatter_out);
-  m.impl("masked_scatter_", npu_masked_scatter_);
+  return NpuNativeFunctions::masked_scatter_(result, mask, source);
 }
 
 }  // namespace npusim

@@ -35,7 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "int64_arithmetic.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -66,11 +68,8 @@ at::Tensor outside_int32(const at::Tensor& t, bool dividend) {
   return at::any(outside);
 }
 
-at::Tensor on_host(const char* name, const std::string& reason, const std::function<at::Tensor()>& reference) {
-  if (reason.empty()) note_cpu_fallback(name);
-  else note_cpu_fallback(name, reason);
-  return to_npu(reference());
-}
+// `fallback(reason)`: the op itself on the CPU fallback (an empty reason: the kernel's).
+using Fallback = std::function<at::Tensor(const char* reason)>;
 
 at::Tensor f32_scalar(double value) { return at::scalar_tensor(value, at::TensorOptions().dtype(at::kFloat)); }
 
@@ -117,13 +116,12 @@ at::Tensor divide_floats(const at::Tensor& a, const at::Tensor& b, Rounding roun
   return at::where(at::eq(b, 0), quotient, result);
 }
 
-at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_in, Rounding rounding,
-                  const std::function<at::Tensor()>& reference) {
+at::Tensor divide(const at::Tensor& a_in, const at::Tensor& b_in, Rounding rounding, const Fallback& fallback) {
   const at::ScalarType common = at::result_type(a_in, b_in);
   if (at::isFloatingType(common)) {
     const auto usable = [](const at::Tensor& t) { return (on_npu(t) && t.numel() > 0) || (!on_npu(t) && t.dim() == 0); };
     if (!chip_float_dtype(common) || !usable(a_in) || !usable(b_in) || (!on_npu(a_in) && !on_npu(b_in)))
-      return on_host(name, "f64, or empty operands", reference);
+      return fallback("f64, or empty operands");
     // ATen floor-divides bf16 and f16 by a host scalar in f32 with the scalar unrounded (its
     // original_scalar_value), rounding once; otherwise in the dtype.
     const bool in_f32 = rounding == Rounding::Floor && common != at::kFloat && !on_npu(b_in);
@@ -131,56 +129,44 @@ at::Tensor divide(const char* name, const at::Tensor& a_in, const at::Tensor& b_
     // (a host scalar converted on the host: an f64 one has no chip dtype to convert from)
     const auto operand = [&](const at::Tensor& t) { return on_npu(t) ? t.to(computed) : to_npu(t.to(computed)); };
     const at::Tensor result = divide_floats(operand(a_in), operand(b_in), rounding);
-    if (!result.defined()) return on_host(name, "float values whose quotient reaches 2^22, or beyond 2^-100 .. 2^100", reference);
+    if (!result.defined()) return fallback("float values whose quotient reaches 2^22, or beyond 2^-100 .. 2^100");
     return result.to(common);
   }
-  if (!(chip_integer(common) || common == at::kLong)) return on_host(name, "", reference);
+  if (!(chip_integer(common) || common == at::kLong)) return fallback("");
   const auto prepare = [&](const at::Tensor& t) {
     if (!on_npu(t) && t.dim() == 0) return to_npu(t.to(common));
     return on_npu(t) && t.scalar_type() != common ? t.to(common) : to_npu(t);
   };
   const at::Tensor a = prepare(a_in), b = prepare(b_in);
-  if (a.numel() == 0 || b.numel() == 0) return on_host(name, "empty operands", reference);
+  if (a.numel() == 0 || b.numel() == 0) return fallback("empty operands");
   if (chip_integer(common)) return divide_on_chip(a, b, rounding);
   if (at::logical_or(outside_int32(a, true), outside_int32(b, false)).cpu().item<bool>())
-    return on_host(name, "int64 values beyond 32 bits", reference);
+    return fallback("int64 values beyond 32 bits");
   return divide_on_chip(int64_low_word(a), int64_low_word(b), rounding).to(at::kLong);
-}
-
-at::Tensor npu_floor_divide(const at::Tensor& a, const at::Tensor& b) {
-  return divide("aten::floor_divide", a, b, Rounding::Floor, [&] { return at::floor_divide(a.cpu(), b.cpu()); });
-}
-at::Tensor npu_remainder(const at::Tensor& a, const at::Tensor& b) {
-  return divide("aten::remainder.Tensor", a, b, Rounding::Remainder, [&] { return at::remainder(a.cpu(), b.cpu()); });
-}
-at::Tensor npu_fmod(const at::Tensor& a, const at::Tensor& b) {
-  return divide("aten::fmod.Tensor", a, b, Rounding::Fmod, [&] { return at::fmod(a.cpu(), b.cpu()); });
-}
-at::Tensor npu_fmod_scalar(const at::Tensor& a, const at::Scalar& b) { return npu_fmod(a, at::scalar_tensor(b)); }
-
-// div with a rounding mode: integers above; floats' "trunc" as trunc(a / b) on the chip; "floor" of floats and
-// no mode (true division, dispatched here with one) through the other kernels.
-at::Tensor div_mode(const at::Tensor& a, const at::Tensor& b, std::optional<c10::string_view> mode) {
-  const auto reference = [&] { return at::div(a.cpu(), b.cpu(), mode); };
-  if (!mode) return at::div(a, b);
-  const bool integers = at::isIntegralType(at::result_type(a, b), /*includeBool=*/false);
-  if (*mode == "trunc") return integers ? divide("aten::div.Tensor_mode", a, b, Rounding::Trunc, reference) : at::trunc(at::div(a, b));
-  if (*mode == "floor") return divide("aten::div.Tensor_mode", a, b, Rounding::Floor, reference);
-  return on_host("aten::div.Tensor_mode", "", reference);  // (an unknown mode: the CPU's error)
-}
-at::Tensor& div_mode_out(const at::Tensor& a, const at::Tensor& b, std::optional<c10::string_view> mode, at::Tensor& out) {
-  return into(div_mode(a, b, mode), out);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("floor_divide", npu_floor_divide);
-  m.impl("remainder.Tensor", npu_remainder);
-  m.impl("fmod.Tensor", npu_fmod);
-  m.impl("fmod.Scalar", npu_fmod_scalar);
-  m.impl("div.Tensor_mode", div_mode);
-  m.impl("div.out_mode", div_mode_out);
+at::Tensor NpuNativeFunctions::floor_divide(const at::Tensor& a, const at::Tensor& b) {
+  return divide(a, b, Rounding::Floor, [&](const char* reason) { return fall_back<at::_ops::floor_divide>(reason, a, b); });
+}
+at::Tensor NpuNativeFunctions::remainder(const at::Tensor& a, const at::Tensor& b) {
+  return divide(a, b, Rounding::Remainder, [&](const char* reason) { return fall_back<at::_ops::remainder_Tensor>(reason, a, b); });
+}
+at::Tensor NpuNativeFunctions::fmod(const at::Tensor& a, const at::Tensor& b) {
+  return divide(a, b, Rounding::Fmod, [&](const char* reason) { return fall_back<at::_ops::fmod_Tensor>(reason, a, b); });
+}
+at::Tensor NpuNativeFunctions::fmod(const at::Tensor& a, const at::Scalar& b) { return NpuNativeFunctions::fmod(a, at::scalar_tensor(b)); }
+
+// div with a rounding mode: integers above; floats' "trunc" as trunc(a / b) on the chip; "floor" of floats and
+// no mode (true division, dispatched here with one) through the other kernels.
+at::Tensor NpuNativeFunctions::div(const at::Tensor& a, const at::Tensor& b, std::optional<c10::string_view> mode) {
+  const auto fallback = [&](const char* reason) { return fall_back<at::_ops::div_Tensor_mode>(reason, a, b, mode); };
+  if (!mode) return at::div(a, b);
+  const bool integers = at::isIntegralType(at::result_type(a, b), /*includeBool=*/false);
+  if (*mode == "trunc") return integers ? divide(a, b, Rounding::Trunc, fallback) : at::trunc(at::div(a, b));
+  if (*mode == "floor") return divide(a, b, Rounding::Floor, fallback);
+  return fallback("");  // (an unknown mode: the CPU's error)
 }
 
 }  // namespace npusim

@@ -30,17 +30,20 @@ at::Tensor new_npu_in_order_of(c10::IntArrayRef size, at::ScalarType dtype, cons
 at::Tensor new_npu_like(c10::IntArrayRef size, at::ScalarType dtype, std::initializer_list<const at::Tensor*> like);
 
 // Runs a compiled op, or returns false and remembers why (the caller then
-// computes on the CPU and calls note_cpu_fallback). The op is described
-// inside: a tensor of a dtype the chip lacks is a reason too.
+// hands its op to the CPU fallback, fall_back in cpu_fallback.h, which gives
+// that reason). The op is described inside: a tensor of a dtype the chip
+// lacks is a reason too.
 bool try_run(const std::function<npu::compiler::OpDesc()>& make_op, const std::vector<at::Tensor>& inputs, const at::Tensor& out,
              const std::array<uint64_t, 8>& args = {});
-// Counts a CPU fallback of `op`, with the reason the last try_run gave.
 // An op that is its kind and its tensors (no attributes), every input described as it is.
 bool try_run_kind(npu::compiler::OpKind kind, const std::vector<at::Tensor>& inputs, const at::Tensor& out);
 // A row kernel whose inputs are all row tensors (softmax and its gradient): rows along the last
 // dim of each input and of `out`, any strides (made contiguous on the chip first where the
 // leading dims do not merge into one row stride).
 bool try_run_rows(npu::compiler::OpKind kind, const std::vector<at::Tensor>& rows, const at::Tensor& out);
+// Counts a CPU fallback of `op` that computes on the CPU by hand, where the boxed fallback cannot: three
+// places (native_batch_norm, whose schema hides the running statistics it writes; _fused_rms_norm_backward,
+// which has no CPU kernel; _copy_from between npu tensors, the copy the fallback itself relies on).
 void note_cpu_fallback(const char* op);
 // The same with the reason given (a case the caller declined itself).
 void note_cpu_fallback(const char* op, const std::string& reason);
@@ -96,17 +99,15 @@ at::Tensor int64_words(const at::Tensor& t);
 // An out= variant's result: `out` resized to it and overwritten (cast to out's dtype where it differs).
 at::Tensor& into(const at::Tensor& result, at::Tensor& out);
 
-// Elementwise ops of compiler/ops.def, with ATen's semantics around the kernel: `reference` computes
-// the op on the CPU (given CPU tensors) where the chip cannot, counted as a fallback of `name`.
+// Elementwise ops of compiler/ops.def, with ATen's semantics around the kernel: `fallback` runs the op
+// itself on the CPU fallback (fall_back, cpu_fallback.h) where the chip cannot, with its own arguments.
 // unary: one input; unary_ in place. binary: two inputs broadcast, after PyTorch's type promotion
 // (a 0-dim CPU tensor, a Python number, joins as a scalar; int64 on its words where the op has a word
-// form); `bool_result` for comparisons.
-at::Tensor unary(npu::compiler::OpKind kind, const char* name, const at::Tensor& self,
-                 const std::function<at::Tensor(const at::Tensor&)>& reference);
-at::Tensor& unary_(npu::compiler::OpKind kind, const char* name, at::Tensor& self,
-                   const std::function<at::Tensor(const at::Tensor&)>& reference);
+// form); `bool_result` for comparisons; `name` for the operands' device check.
+at::Tensor unary(npu::compiler::OpKind kind, const at::Tensor& self, const std::function<at::Tensor()>& fallback);
+at::Tensor& unary_(npu::compiler::OpKind kind, at::Tensor& self, const std::function<at::Tensor()>& fallback);
 at::Tensor binary(npu::compiler::OpKind kind, const char* name, const at::Tensor& a, const at::Tensor& b, bool bool_result,
-                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference);
+                  const std::function<at::Tensor()>& fallback);
 // A Python number as PyTorch passes one into a binary op: a wrapped 0-dim CPU tensor.
 at::Tensor cpu_scalar(const at::Scalar& value);
 // An index tensor as i32 on the chip: int64 as its low words.

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -23,12 +24,6 @@ namespace {
 
 constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16";
 
-template <typename F>
-at::Tensor on_cpu(const char* op, F compute) {
-  note_cpu_fallback(op, kNotOnChip);
-  return to_npu(compute());
-}
-
 at::Tensor rounded_to(const at::Tensor& t, at::ScalarType dtype) { return t.scalar_type() == dtype ? t : t.to(dtype); }
 
 // log(x) times a constant, in f32 (one kernel for bf16 and f16 too), rounded once.
@@ -36,22 +31,24 @@ at::Tensor scaled_log(const at::Tensor& x, double scale) {
   return elementwise_chain_in_f32({x}, "log(in0); mul(%0, " + chain_constant(scale) + ")");
 }
 
-at::Tensor npu_exp2(const at::Tensor& x) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::exp2(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::exp2>("", x);
   return at::pow(2.0, x);
 }
 
-at::Tensor npu_log2(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::log2(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::log2>("", x);
   return scaled_log(x, 1.0 / std::log(2.0));
 }
 
-at::Tensor npu_log10(const at::Tensor& x) {
+at::Tensor NpuNativeFunctions::log10(const at::Tensor& x) {
   if (!non_empty_chip_floats({&x})) return fall_back<at::_ops::log10>("", x);
   return scaled_log(x, 1.0 / std::log(10.0));
 }
 
-at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
+at::Tensor NpuNativeFunctions::xlogy(const at::Tensor& x, const at::Tensor& y) {
   const at::ScalarType dtype = at::result_type(x, y);
   const bool scalar_x = !on_npu(x) && x.dim() == 0, scalar_y = !on_npu(y) && y.dim() == 0;
   if (!chip_float_dtype(dtype) || (!scalar_x && !non_empty_chip_floats({&x})) || (!scalar_y && !non_empty_chip_floats({&y})))
@@ -64,11 +61,16 @@ at::Tensor npu_xlogy(const at::Tensor& x, const at::Tensor& y) {
   return rounded_to(result, dtype);
 }
 
+namespace {
+
 bool bce_on_chip(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w) {
   return non_empty_chip_floats({&p, &y}) && p.sizes() == y.sizes() && (!defined(w) || non_empty_chip_floats({&*w}));
 }
 
-at::Tensor npu_binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w,
+                                                    int64_t reduction) {
   if (!bce_on_chip(p, y, w)) return fall_back<at::_ops::binary_cross_entropy>("", p, y, w, reduction);
   const at::Tensor pf = as_f32(p), yf = as_f32(y);
   const at::Tensor log_p = at::clamp_min(at::log(pf), -100), log_q = at::clamp_min(at::log1p(at::neg(pf)), -100);
@@ -79,39 +81,17 @@ at::Tensor npu_binary_cross_entropy(const at::Tensor& p, const at::Tensor& y, co
   else if (reduction == at::Reduction::Sum) loss = at::sum(loss);
   return rounded_to(loss, p.scalar_type());
 }
-at::Tensor& npu_binary_cross_entropy_out(const at::Tensor& p, const at::Tensor& y, const std::optional<at::Tensor>& w, int64_t reduction,
-                                         at::Tensor& out) {
-  return into(npu_binary_cross_entropy(p, y, w, reduction), out);
-}
 
-at::Tensor npu_binary_cross_entropy_backward(const at::Tensor& grad, const at::Tensor& p, const at::Tensor& y,
-                                             const std::optional<at::Tensor>& w, int64_t reduction) {
+at::Tensor NpuNativeFunctions::binary_cross_entropy_backward(const at::Tensor& grad, const at::Tensor& p, const at::Tensor& y,
+                                                             const std::optional<at::Tensor>& w, int64_t reduction) {
   if (!bce_on_chip(p, y, w) || !chip_float(grad))
-    return on_cpu("aten::binary_cross_entropy_backward",
-                  [&] { return at::binary_cross_entropy_backward(grad.cpu(), p.cpu(), y.cpu(), on_host(w), reduction); });
+    return fall_back<at::_ops::binary_cross_entropy_backward>(kNotOnChip, grad, p, y, w, reduction);
   // grad (p - y) / max((1 - p) p, 1e-12)
   at::Tensor result = elementwise_chain({as_f32(grad), as_f32(p), as_f32(y)},
                                         "sub(in1, in2); mul(in0, %0); sub(1, in1); mul(%2, in1); maximum(%3, 1e-12); div(%1, %4)");
   if (defined(w)) result = at::mul(result, as_f32(*w));
   if (reduction == at::Reduction::Mean) result = at::div(result, double(p.numel()));
   return rounded_to(result, p.scalar_type());
-}
-at::Tensor& npu_binary_cross_entropy_backward_out(const at::Tensor& grad, const at::Tensor& p, const at::Tensor& y,
-                                                  const std::optional<at::Tensor>& w, int64_t reduction, at::Tensor& out) {
-  return into(npu_binary_cross_entropy_backward(grad, p, y, w, reduction), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("exp2", npu_exp2);
-  m.impl("log2", npu_log2);
-  m.impl("log10", npu_log10);
-  m.impl("xlogy.Tensor", npu_xlogy);
-  m.impl("binary_cross_entropy", npu_binary_cross_entropy);
-  m.impl("binary_cross_entropy.out", npu_binary_cross_entropy_out);
-  m.impl("binary_cross_entropy_backward", npu_binary_cross_entropy_backward);
-  m.impl("binary_cross_entropy_backward.grad_input", npu_binary_cross_entropy_backward_out);
 }
 
 }  // namespace npusim

@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -81,8 +82,11 @@ at::Tensor per_plane(const std::vector<int64_t>& values, at::ScalarType dtype) {
 
 bool on_chip(const at::Tensor& x, const Geometry& g) { return chip_float(x) && (x.dim() == 4 || x.dim() == 5) && x.numel() > 0 && g.valid(); }
 
-std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                                                           c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::max_pool3d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                                                               c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                                                               c10::IntArrayRef dilation, bool ceil_mode) {
   const Geometry g = geometry_of(kernel_size, stride, padding, dilation, ceil_mode);
   if (!on_chip(self, g)) {
     return fall_back<at::_ops::max_pool3d_with_indices>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor with a valid geometry", self, kernel_size, stride, padding, dilation, ceil_mode);
@@ -113,8 +117,10 @@ std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& sel
   return {best, index};
 }
 
-at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                                            c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
+at::Tensor NpuNativeFunctions::max_pool3d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self,
+                                                                c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                                                c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode,
+                                                                const at::Tensor& indices) {
   const Geometry g = geometry_of(kernel_size, stride, padding, dilation, ceil_mode);
   if (!on_chip(self, g) || !chip_float(grad) || !on_npu(indices)) {
     return fall_back<at::_ops::max_pool3d_with_indices_backward>("not non-empty 4-D or 5-D chip floats with a valid geometry", grad, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
@@ -147,13 +153,6 @@ at::Tensor max_pool3d_with_indices_backward(const at::Tensor& grad, const at::Te
   }
   const at::Tensor result = grad_x.to(self.scalar_type());
   return unbatched ? result.squeeze(0) : result;
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max_pool3d_with_indices", max_pool3d_with_indices);
-  m.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
 }
 
 }  // namespace npusim

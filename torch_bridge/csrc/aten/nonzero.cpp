@@ -1,6 +1,7 @@
 // nonzero and masked_select on the npu: nonzero_positions (nonzero.h), then the coordinates of each
 // position by integer division on the chip (nonzero), or the elements gathered by the gather kernel
 // (masked_select). Beyond 2^24 element-rounds, empty and f64 inputs: the CPU, counted.
+#include "PrivateUse1NativeFunctions.h"
 #include "nonzero.h"
 
 #include <ATen/ExpandUtils.h>
@@ -24,9 +25,7 @@ at::Tensor nonzero_positions(const at::Tensor& self) {
   return std::get<1>(at::topk(mask, count, 0, /*largest=*/true, /*sorted=*/true));
 }
 
-namespace {
-
-at::Tensor npu_nonzero(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::nonzero(const at::Tensor& self) {
   const at::Tensor flat = nonzero_positions(self);
   if (!flat.defined()) {
     return fall_back<at::_ops::nonzero>("more than 2^24 element-rounds, or an empty or f64 input", self);
@@ -42,20 +41,13 @@ at::Tensor npu_nonzero(const at::Tensor& self) {
   return at::stack(coordinates, 1);
 }
 
-at::Tensor npu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
+at::Tensor NpuNativeFunctions::masked_select(const at::Tensor& self, const at::Tensor& mask) {
   const std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
   const at::Tensor flat = on_npu(self) && self.numel() > 0 ? nonzero_positions(mask.expand(shape)) : at::Tensor();
   if (!flat.defined()) {
     return fall_back<at::_ops::masked_select>("more than 2^24 element-rounds, or an empty or f64 input", self, mask);
   }
   return at::index_select(self.expand(shape).reshape({-1}), 0, flat);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("nonzero", npu_nonzero);
-  m.impl("masked_select", npu_masked_select);
 }
 
 }  // namespace npusim

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "npusim/compiler/compiler.h"
 #include "custom_ops.h"
 #include "int64_arithmetic.h"
@@ -39,29 +40,31 @@ using npu::compiler::OpDesc;
 using npu::compiler::OpKind;
 using npu::compiler::UnsupportedOp;
 
-
 // ---- tensors and views --------------------------------------------------------
 
-at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
-                               std::optional<at::Device> device, std::optional<bool> pin_memory, std::optional<at::MemoryFormat> format) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                                     std::optional<at::Device> device, std::optional<bool> pin_memory,
+                                     std::optional<at::MemoryFormat> format) {
   const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, c10::GetAllocator(kNpu), keys, c10::dtype_or_default(dtype), format);
 }
 
-at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
-                         std::optional<at::Device>, std::optional<bool>) {
+at::Tensor NpuNativeFunctions::empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                                             std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
   const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kNpu), keys, c10::dtype_or_default(dtype));
 }
 
-const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<at::MemoryFormat>) {
+const at::Tensor& NpuNativeFunctions::resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<at::MemoryFormat>) {
   at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, std::nullopt, /*resize_storage=*/false);
   const size_t needed = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(), self.storage_offset());
   if (needed > self.storage().nbytes()) at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(self.storage(), needed);
   return self;
 }
 
-at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+at::Tensor& NpuNativeFunctions::set_(at::Tensor& self, c10::Storage source) {
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   const int64_t numel = bytes / static_cast<int64_t>(self.dtype().itemsize());
   self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
@@ -70,12 +73,14 @@ at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
   return self;
 }
 
-at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
+at::Tensor& NpuNativeFunctions::set_(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
   self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
   self.unsafeGetTensorImpl()->set_storage_offset(offset);
   self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride);
   return self;
 }
+
+namespace {
 
 // ---- copies -------------------------------------------------------------------
 
@@ -110,7 +115,7 @@ bool copy_on_chip(const at::Tensor& src, const at::Tensor& dst) {
 // A contiguous device copy of a device tensor.
 at::Tensor contiguous_on_npu(const at::Tensor& t) {
   if (t.is_contiguous()) return t;
-  at::Tensor out = empty_memory_format(t.sizes(), t.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+  at::Tensor out = NpuNativeFunctions::empty(t.sizes(), t.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
   if (!copy_on_chip(t, out)) throw UnsupportedOp("a view the copy kernel cannot read");
   return out;
 }
@@ -128,7 +133,9 @@ at::Tensor strided_via_storage(const at::Tensor& t) {
   return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::_copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   Runtime& runtime = Runtime::get();
   const size_t element = self.dtype().itemsize();
   if (on_npu(self) && !on_npu(dst)) {  // device to host
@@ -154,7 +161,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       if (host.numel() > 0)
         runtime.write_device(Runtime::buffer_of(dst), uint64_t(dst.storage_offset()) * element, host.data_ptr(), host.nbytes());
     } else {
-      at::Tensor staged = empty_memory_format(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+      at::Tensor staged = NpuNativeFunctions::empty(dst.sizes(), dst.scalar_type(), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
       runtime.write_device(Runtime::buffer_of(staged), 0, host.data_ptr(), host.nbytes());
       if (!copy_on_chip(staged, dst)) {
         // Through the whole storage: read it, write the view on the host, write it back.
@@ -218,31 +225,26 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   }
   if (copy_complex_on_chip(self, dst)) return dst;
   note_cpu_fallback(self.scalar_type() == dst.scalar_type() ? "aten::_copy_from (device to device)" : "aten::_copy_from (device dtype conversion)");
-  copy_from(copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
+  NpuNativeFunctions::_copy_from(NpuNativeFunctions::_copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false).to(dst.scalar_type()), dst, false);
   return dst;
 }
 
-at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-  resize_(dst, self.sizes(), std::nullopt);
-  return copy_from(self, dst, false);
+at::Tensor NpuNativeFunctions::_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  NpuNativeFunctions::resize_(dst, self.sizes(), std::nullopt);
+  return NpuNativeFunctions::_copy_from(self, dst, false);
 }
 
 // item(): the one element of a tensor of any shape ([1], [1, 1] as well as []).
-at::Scalar local_scalar_dense(const at::Tensor& self) {
+at::Scalar NpuNativeFunctions::_local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
-  const at::Tensor host = copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false);
+  const at::Tensor host = NpuNativeFunctions::_copy_from(self, at::empty(self.sizes(), self.options().device(at::kCPU)), false);
   return host.item();
 }
 
+namespace {
+
 // ---- compiled ops -------------------------------------------------------------
 
-// The CPU result of `compute`, moved back: for cases the compiler does not cover.
-template <typename F>
-at::Tensor on_cpu(const char* op, F compute) {
-  note_cpu_fallback(op);
-  return compute().to(at::Device(kNpu, 0));
-}
-at::Tensor cpu(const at::Tensor& t) { return t.cpu(); }
 
 }  // namespace
 
@@ -266,7 +268,7 @@ bool run_elementwise(OpKind kind, const std::vector<at::Tensor>& inputs, const a
   return true;
 }
 
-at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, const std::function<at::Tensor(const at::Tensor&)>& reference) {
+at::Tensor unary(OpKind kind, const at::Tensor& self, const std::function<at::Tensor()>& fallback) {
   if (self.is_complex())
     if (std::optional<at::Tensor> result = complex_unary(kind, self)) return *result;
   if ((kind == OpKind::NEG || kind == OpKind::ABS) && self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) {
@@ -276,14 +278,14 @@ at::Tensor unary(OpKind kind, const char* name, const at::Tensor& self, const st
   }
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (run_elementwise(kind, {self}, out)) return out;
-  return on_cpu(name, [&] { return reference(cpu(self)); });
+  return fallback();
 }
 
 // In place (nn.ReLU(inplace=True) and friends): the kernel writes each tile where it read it, when self's
 // elements do not overlap; otherwise the result is computed apart and copied back.
-at::Tensor& unary_(OpKind kind, const char* name, at::Tensor& self, const std::function<at::Tensor(const at::Tensor&)>& reference) {
+at::Tensor& unary_(OpKind kind, at::Tensor& self, const std::function<at::Tensor()>& fallback) {
   if (self.is_non_overlapping_and_dense() && run_elementwise(kind, {self}, self)) return self;
-  self.copy_(unary(kind, name, self, reference));
+  self.copy_(unary(kind, self, fallback));
   return self;
 }
 
@@ -304,7 +306,7 @@ void check_operand_device(const at::Tensor& t, const char* op) {
 // number or a 0-dim CPU tensor becomes a 0-dim device tensor of the common
 // dtype, and a device tensor of another dtype is cast on the chip first.
 at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const at::Tensor& b_in, bool bool_result,
-                  const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& reference) {
+                  const std::function<at::Tensor()>& fallback) {
   check_operand_device(a_in, name);
   check_operand_device(b_in, name);
   const at::ScalarType common = at::result_type(a_in, b_in);
@@ -324,7 +326,7 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
   if ((kind == OpKind::EQ || kind == OpKind::NE) && common == at::kLong && a.scalar_type() == common && b.scalar_type() == common) {
     // int64 (the chip has none): equal when both 32-bit words are (targets against ignore_index, labels
     // against predictions).
-    const at::Tensor words = binary(kind, name, int64_words(a), int64_words(b), true, reference);
+    const at::Tensor words = binary(kind, name, int64_words(a), int64_words(b), true, fallback);
     const at::Tensor low = words.select(-1, 0), high = words.select(-1, 1);
     return kind == OpKind::EQ ? at::minimum(low, high) : at::maximum(low, high);
   }
@@ -350,76 +352,83 @@ at::Tensor binary(OpKind kind, const char* name, const at::Tensor& a_in, const a
     at::Tensor out = new_npu_like(at::infer_size(a.sizes(), b.sizes()), bool_result ? at::kBool : common, {&a, &b});
     if (run_elementwise(kind, {a, b}, out)) return out;
   }
-  return on_cpu(name, [&] { return reference(cpu(a_in), cpu(b_in)); });
+  return fallback();
 }
 
 namespace {
 
 at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
-  return binary(OpKind::MUL, "aten::mul.Tensor", a, b, false, [](auto& x, auto& y) { return at::mul(x, y); });
+  return binary(OpKind::MUL, "aten::mul.Tensor", a, b, false, [&] { return fall_back<at::_ops::mul_Tensor>("", a, b); });
 }
 // b * alpha (two kernels when alpha != 1: the chip's add has no scale).
 at::Tensor scaled(const at::Tensor& b, const at::Scalar& alpha) {
   return alpha.equal(1) ? b : npusim::mul(b, at::scalar_tensor(alpha, b.options().device(at::kCPU)));
 }
-at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  return binary(OpKind::ADD, "aten::add.Tensor", a, scaled(b, alpha), false, [](auto& x, auto& y) { return at::add(x, y); });
+}  // namespace
+
+at::Tensor NpuNativeFunctions::add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return binary(OpKind::ADD, "aten::add.Tensor", a, scaled(b, alpha), false, [&] { return fall_back<at::_ops::add_Tensor>("", a, b, alpha); });
 }
-at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  return binary(OpKind::SUB, "aten::sub.Tensor", a, scaled(b, alpha), false, [](auto& x, auto& y) { return at::sub(x, y); });
+at::Tensor NpuNativeFunctions::sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return binary(OpKind::SUB, "aten::sub.Tensor", a, scaled(b, alpha), false, [&] { return fall_back<at::_ops::sub_Tensor>("", a, b, alpha); });
 }
 // True division; integers (and bools) are converted to the default float dtype first, as ATen does.
-at::Tensor div(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor NpuNativeFunctions::div(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType common = at::result_type(a, b);
   if (at::isIntegralType(common, /*includeBool=*/true)) {
     const at::ScalarType to = c10::typeMetaToScalarType(at::get_default_dtype());
-    return npusim::div(a.to(to), b.to(to));
+    return NpuNativeFunctions::div(a.to(to), b.to(to));
   }
   if (!at::isFloatingType(common)) return fall_back<at::_ops::div_Tensor>("", a, b);
-  return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [](auto& x, auto& y) { return at::div(x, y); });
+  return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [&] { return fall_back<at::_ops::div_Tensor>("", a, b); });
 }
-at::Tensor div_scalar(const at::Tensor& a, const at::Scalar& b) { return npusim::div(a, cpu_scalar(b)); }
+at::Tensor NpuNativeFunctions::div(const at::Tensor& a, const at::Scalar& b) { return NpuNativeFunctions::div(a, cpu_scalar(b)); }
+
+namespace {
 at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) {
-  return binary(OpKind::MAXIMUM, "aten::maximum", a, b, false, [](auto& x, auto& y) { return at::maximum(x, y); });
+  return binary(OpKind::MAXIMUM, "aten::maximum", a, b, false, [&] { return fall_back<at::_ops::maximum>("", a, b); });
 }
 at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) {
-  return binary(OpKind::MINIMUM, "aten::minimum", a, b, false, [](auto& x, auto& y) { return at::minimum(x, y); });
+  return binary(OpKind::MINIMUM, "aten::minimum", a, b, false, [&] { return fall_back<at::_ops::minimum>("", a, b); });
 }
-// base ** x (pow.Scalar, as RoPE's 10000 ** (i / d)): v.pow of the base filled to x's shape, for floats.
-at::Tensor pow_scalar_base(const at::Scalar& base, const at::Tensor& exponent) {
-  const at::ScalarType dtype = at::result_type(base, exponent);
-  const auto reference = [&] { return at::pow(base, cpu(exponent)); };
-  if (!at::isFloatingType(dtype) || dtype == at::kDouble || !on_npu(exponent)) return on_cpu("aten::pow.Scalar", reference);
-  const at::Tensor filled = at::full(exponent.sizes(), base, exponent.options().dtype(dtype));
-  return binary(OpKind::POW, "aten::pow.Scalar", filled, exponent, false, [&](auto&, auto&) { return reference(); });
-}
-at::Tensor& pow_scalar_base_out(const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
-  return into(pow_scalar_base(base, exponent), out);
-}
+}  // namespace
 
+// base ** x (pow.Scalar, as RoPE's 10000 ** (i / d)): v.pow of the base filled to x's shape, for floats.
+at::Tensor NpuNativeFunctions::pow(const at::Scalar& base, const at::Tensor& exponent) {
+  const at::ScalarType dtype = at::result_type(base, exponent);
+  const auto fallback = [&] { return fall_back<at::_ops::pow_Scalar>("", base, exponent); };
+  if (!at::isFloatingType(dtype) || dtype == at::kDouble || !on_npu(exponent)) return fallback();
+  const at::Tensor filled = at::full(exponent.sizes(), base, exponent.options().dtype(dtype));
+  return binary(OpKind::POW, "aten::pow.Scalar", filled, exponent, false, fallback);
+}
 
 // logical_not(x) is x == 0, for every dtype the comparison kernel takes.
-at::Tensor logical_not(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::logical_not(const at::Tensor& self) {
   const at::Tensor zero = at::zeros({}, self.options().device(at::kCPU));  // of self's dtype: no promotion
-  return binary(OpKind::EQ, "aten::logical_not", self, zero, true, [&](auto& x, auto&) { return at::logical_not(x); });
+  return binary(OpKind::EQ, "aten::logical_not", self, zero, true, [&] { return fall_back<at::_ops::logical_not>("", self); });
 }
+
+namespace {
 // x != 0 as bool.
 at::Tensor truth(const at::Tensor& self) {
   if (self.scalar_type() == at::kBool) return self;
   const at::Tensor zero = at::zeros({}, self.options().device(at::kCPU));
-  return binary(OpKind::NE, "aten::ne.Scalar", self, zero, true, [&](auto& x, auto&) { return at::ne(x, 0); });
+  return binary(OpKind::NE, "aten::ne.Scalar", self, zero, true, [&] { return fall_back<at::_ops::ne_Scalar>("", self, 0); });
 }
+}  // namespace
+
 // logical_and / logical_or of any dtypes: the minimum / maximum of their truth values (bools as 0/1 bytes).
-at::Tensor logical_and(const at::Tensor& a, const at::Tensor& b) { return npusim::minimum(truth(a), truth(b)); }
-at::Tensor logical_or(const at::Tensor& a, const at::Tensor& b) { return npusim::maximum(truth(a), truth(b)); }
+at::Tensor NpuNativeFunctions::logical_and(const at::Tensor& a, const at::Tensor& b) { return npusim::minimum(truth(a), truth(b)); }
+at::Tensor NpuNativeFunctions::logical_or(const at::Tensor& a, const at::Tensor& b) { return npusim::maximum(truth(a), truth(b)); }
 // isnan: x != x for floats; nothing is NaN in an integer tensor.
-at::Tensor isnan(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::isnan(const at::Tensor& self) {
   if (!at::isFloatingType(self.scalar_type())) return at::zeros(self.sizes(), self.options().dtype(at::kBool));
   return at::ne(self, self);
 }
 // nan_to_num: NaN, +inf and -inf replaced by the select kernel (by default with 0 and the dtype's
 // largest and lowest finite values); integers hold none of them.
-at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+at::Tensor NpuNativeFunctions::nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                                          std::optional<double> neginf) {
   if (!chip_float(self) || self.numel() == 0)
     return fall_back<at::_ops::nan_to_num>("", self, nan, posinf, neginf);
   const double largest = self.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::max())
@@ -431,6 +440,8 @@ at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::op
   result = at::where(at::eq(self, infinity), value(posinf.value_or(largest)), result);
   return at::where(at::eq(self, -infinity), value(neginf.value_or(-largest)), result);
 }
+
+namespace {
 // clamp(x, min, max) = minimum(maximum(x, min), max), after type promotion (a NaN stays NaN; min > max gives max).
 at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
   at::Tensor result = self;
@@ -439,8 +450,9 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<at::Scalar>& min, c
   return result;
 }
 
+}  // namespace
 
-at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+at::Tensor NpuNativeFunctions::gelu(const at::Tensor& self, c10::string_view approximate) {
   const bool tanh = approximate == "tanh";
   at::Tensor out = new_npu_like(self.sizes(), self.scalar_type(), {&self});
   if (try_run([&] { return OpDesc(tanh ? OpKind::GELU_TANH : OpKind::GELU, {describe(self)}, describe(out)); }, {self}, out)) return out;
@@ -451,7 +463,7 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
 // inputs converted on the chip):
 //   none: grad * (cdf + x * pdf), cdf = (1 + erf(x / sqrt 2)) / 2, pdf = exp(-x^2 / 2) / sqrt(2 pi)
 //   tanh: grad * ((1 + t) / 2 + x / 2 * (1 - t^2) * beta * (1 + 3 kappa x^2)), t = tanh(beta * (x + kappa x^3))
-at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+at::Tensor NpuNativeFunctions::gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
   const at::ScalarType dtype = grad.scalar_type();
   if (chip_float(grad) && chip_float(self) && self.scalar_type() == dtype && grad.numel() > 0) {
     std::string chain;
@@ -469,9 +481,11 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
   return fall_back<at::_ops::gelu_backward>("", grad, self, approximate);
 }
 
+namespace {
+
 // out = beta * bias + alpha * (a @ b)
 at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor* bias, double alpha, double beta, const char* name,
-                     const std::function<at::Tensor()>& reference) {
+                     const std::function<at::Tensor()>& fallback) {
   std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 1);
   shape.push_back(b.size(-1));
   if (a.scalar_type() == b.scalar_type() && (!bias || on_npu(*bias))) {
@@ -488,36 +502,40 @@ at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b, const at::Tensor*
     };
     if (try_run(make_op, inputs, out)) return out;
   }
-  return on_cpu(name, reference);
+  return fallback();
 }
-at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
-  return matmul_op(a, b, nullptr, 1, 1, "aten::mm", [&] { return at::mm(cpu(a), cpu(b)); });
+}  // namespace
+
+at::Tensor NpuNativeFunctions::mm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op(a, b, nullptr, 1, 1, "aten::mm", [&] { return fall_back<at::_ops::mm>("", a, b); });
 }
 // torch._int_mm: int8 [M, K] @ int8 [K, N] -> int32, the tensor core's i8 products summed exactly in i32.
-at::Tensor int_mm(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor NpuNativeFunctions::_int_mm(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "_int_mm: a is [M, K] and b [K, N]");
   TORCH_CHECK(a.scalar_type() == at::kChar && b.scalar_type() == at::kChar, "_int_mm: a and b are int8");
   at::Tensor out = new_npu({a.size(0), b.size(1)}, at::kInt);
   if (on_npu(a) && on_npu(b) && a.size(1) > 0 && gemm_into(a, b, nullptr, out)) return out;
   return fall_back<at::_ops::_int_mm>("", a, b);
 }
-at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
-  return matmul_op(a, b, nullptr, 1, 1, "aten::bmm", [&] { return at::bmm(cpu(a), cpu(b)); });
+at::Tensor NpuNativeFunctions::bmm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op(a, b, nullptr, 1, 1, "aten::bmm", [&] { return fall_back<at::_ops::bmm>("", a, b); });
 }
-at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+at::Tensor NpuNativeFunctions::addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta,
+                                     const at::Scalar& alpha) {
   return matmul_op(a, b, &bias, alpha.toDouble(), beta.toDouble(), "aten::addmm",
-                   [&] { return at::addmm(cpu(bias), cpu(a), cpu(b), beta, alpha); });
+                   [&] { return fall_back<at::_ops::addmm>("", bias, a, b, beta, alpha); });
 }
 
 // baddbmm: beta * self + alpha * (a @ b) per batch. A self that does not vary over the batch is the
 // matmul's bias; one that does is its residual when beta is 1, else added scaled after the product;
 // beta 0 ignores self (NaNs in it included), as the CPU does.
-at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
-  const auto reference = [&] { return at::baddbmm(cpu(self), cpu(a), cpu(b), beta, alpha); };
+at::Tensor NpuNativeFunctions::baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta,
+                                       const at::Scalar& alpha) {
+  const auto fallback = [&] { return fall_back<at::_ops::baddbmm>("", self, a, b, beta, alpha); };
   const double beta_value = beta.toDouble(), alpha_value = alpha.toDouble();
-  if (beta_value == 0) return matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", reference);
+  if (beta_value == 0) return matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", fallback);
   const bool varies = self.dim() == 3 && self.size(0) > 1 && self.stride(0) != 0;
-  if (!varies) return matmul_op(a, b, &self, alpha_value, beta_value, "aten::baddbmm", reference);
+  if (!varies) return matmul_op(a, b, &self, alpha_value, beta_value, "aten::baddbmm", fallback);
   if (beta_value == 1 && on_npu(self) && on_npu(a) && on_npu(b) && self.scalar_type() == a.scalar_type() && a.scalar_type() == b.scalar_type()) {
     at::Tensor out = new_npu({a.size(0), a.size(1), b.size(2)}, a.scalar_type());
     const auto make_op = [&] {
@@ -527,47 +545,45 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& a, const at::Tensor
     };
     if (try_run(make_op, {a, b, self}, out)) return out;
   }
-  const at::Tensor product = matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", reference);
+  const at::Tensor product = matmul_op(a, b, nullptr, alpha_value, 1.0, "aten::baddbmm", fallback);
   return at::add(product, beta_value == 1 ? self : at::mul(self, beta));
 }
 // The .out forms (torch.mm(a, b, out=...): a mixture of experts writing each expert's rows into its slice).
-at::Tensor& addmm_out(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha,
-                      at::Tensor& out) {
-  return into(npusim::addmm(bias, a, b, beta, alpha), out);
-}
-at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha,
-                        at::Tensor& out) {
-  return into(npusim::baddbmm(self, a, b, beta, alpha), out);
-}
+
+namespace {
 
 // Row ops work along the last dim; another dim is moved there as a view (the
 // kernel reads it strided), for the input and the output alike.
 // half_to_float (a bf16 or f16 input, an f32 result): the kernel converts the rows on the chip and keeps
 // its f32 result; where it cannot, the input is converted by a kernel of its own first.
 at::Tensor row_op(OpKind kind, const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
-                  const std::function<at::Tensor()>& reference) {
+                  const std::function<at::Tensor()>& fallback) {
   const bool half = self.scalar_type() == at::kBFloat16 || self.scalar_type() == at::kHalf;
   TORCH_CHECK(!half_to_float || half, name, ": conversion to float is for bf16 and f16 inputs, got ", self.scalar_type());
   if (self.dim() > 0) {
     const int64_t d = at::maybe_wrap_dim(dim, self.dim());
     at::Tensor out = new_npu(self.sizes(), half_to_float ? at::kFloat : self.scalar_type());
     if (try_run_rows(kind, {self.movedim(d, -1)}, out.movedim(d, -1))) return out;
-    if (half_to_float) return row_op(kind, name, self.to(at::kFloat), dim, false, reference);
+    if (half_to_float) return row_op(kind, name, self.to(at::kFloat), dim, false, fallback);
   }
-  return on_cpu(name, reference);
+  return fallback();
 }
-// (The CPU's kernels take no half_to_float: its reference converts first.)
-at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+}  // namespace
+
+// (The CPU's kernels take no half_to_float for bf16: its fallback converts first.)
+at::Tensor NpuNativeFunctions::_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   return row_op(OpKind::SOFTMAX, "aten::_softmax", self, dim, half_to_float,
-                [&] { return at::_softmax(half_to_float ? cpu(self).to(at::kFloat) : cpu(self), dim, false); });
+                [&] { return fall_back<at::_ops::_softmax>("", half_to_float ? self.to(at::kFloat) : self, dim, false); });
 }
-at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+at::Tensor NpuNativeFunctions::_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   return row_op(OpKind::LOG_SOFTMAX, "aten::_log_softmax", self, dim, half_to_float,
-                [&] { return at::_log_softmax(half_to_float ? cpu(self).to(at::kFloat) : cpu(self), dim, false); });
+                [&] { return fall_back<at::_ops::_log_softmax>("", half_to_float ? self.to(at::kFloat) : self, dim, false); });
 }
 
+namespace {
+
 at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
-                       std::optional<at::ScalarType> dtype, const std::function<at::Tensor()>& reference) {
+                       std::optional<at::ScalarType> dtype, const std::function<at::Tensor()>& fallback) {
   const bool all_dims = !dims.has_value() || dims->empty();
   const at::ScalarType result_type = dtype.value_or(self.scalar_type());
   // The kernels sum in f32, so a sum or mean of bf16 or f16 may also stay in f32 (sum(dtype=torch.float32)).
@@ -589,7 +605,7 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
       flat = self.permute(order);
     }
     flat = flat.defined() && flat.is_contiguous() ? flat.view({-1}) : self.contiguous().view({-1});
-    const at::Tensor result = reduce_last(kind, name, flat, dims, false, dtype, reference);
+    const at::Tensor result = reduce_last(kind, name, flat, dims, false, dtype, fallback);
     return keepdim ? result.reshape(std::vector<int64_t>(size_t(self.dim()), 1)) : result;
   }
   if (all_dims && self.dim() >= 1 && self.is_contiguous() && !keepdim && dtype_ok) {
@@ -634,12 +650,15 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
     std::sort(order.begin(), order.end());
     if (std::adjacent_find(order.begin(), order.end()) == order.end()) {
       const bool widen = (kind == OpKind::SUM || kind == OpKind::MEAN) && self.scalar_type() != at::kFloat;
-      // One step on the CPU, should the chip decline it.
+      // One step on the CPU fallback, should the chip decline it.
       const auto step = [&](const at::Tensor& t, int64_t d, bool keep, std::optional<at::ScalarType> step_dtype) {
-        return reduce_last(kind, name, t, std::vector<int64_t>{d}, keep, step_dtype, [&, d, keep, step_dtype] {
-          const at::Tensor h = cpu(t);
-          return kind == OpKind::SUM ? at::sum(h, {d}, keep, step_dtype) : kind == OpKind::MEAN ? at::mean(h, {d}, keep, step_dtype)
-               : kind == OpKind::AMAX ? at::amax(h, {d}, keep) : at::amin(h, {d}, keep);
+        const std::vector<int64_t> one = {d};
+        return reduce_last(kind, name, t, one, keep, step_dtype, [&] {
+          const at::OptionalIntArrayRef dim_list(one);
+          return kind == OpKind::SUM    ? fall_back<at::_ops::sum_dim_IntList>("", t, dim_list, keep, step_dtype)
+               : kind == OpKind::MEAN   ? fall_back<at::_ops::mean_dim>("", t, dim_list, keep, step_dtype)
+               : kind == OpKind::AMAX   ? fall_back<at::_ops::amax>("", t, at::IntArrayRef(one), keep)
+                                        : fall_back<at::_ops::amin>("", t, at::IntArrayRef(one), keep);
         });
       };
       std::vector<int64_t> kept;  // the result's shape without keepdim
@@ -665,10 +684,12 @@ at::Tensor reduce_last(OpKind kind, const char* name, const at::Tensor& self, at
       return result.scalar_type() == result_type ? result : result.to(result_type);
     }
   }
-  return on_cpu(name, reference);
+  return fallback();
 }
+}  // namespace
+
 // any over one dim: the maximum of the values as f32 (a cast, a row maximum), compared with 0.
-at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+at::Tensor NpuNativeFunctions::any(const at::Tensor& self, int64_t dim, bool keepdim) {
   if (self.dim() == 0 || self.numel() == 0 || self.scalar_type() == at::kLong || self.scalar_type() == at::kDouble)
     return fall_back<at::_ops::any_dim>("", self, dim, keepdim);
   const at::Tensor magnitude = self.scalar_type() == at::kFloat ? at::abs(self) : at::abs(self.to(at::kFloat));
@@ -676,10 +697,10 @@ at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 }
 
 // any over several dims (none: every element; an empty list: no reduction, x != 0).
-at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+at::Tensor NpuNativeFunctions::any(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
   if (!dims.has_value()) {
     const at::Tensor flat = self.reshape({-1});
-    at::Tensor result = self.numel() == 0 ? on_cpu("aten::any.dims (empty)", [&] { return at::any(cpu(self)); }) : any_dim(flat, 0, false);
+    at::Tensor result = self.numel() == 0 ? fall_back<at::_ops::any>("an empty tensor", self) : NpuNativeFunctions::any(flat, 0, false);
     if (keepdim) result = result.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
     return result;
   }
@@ -689,58 +710,58 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool k
   std::sort(order.rbegin(), order.rend());
   order.erase(std::unique(order.begin(), order.end()), order.end());
   at::Tensor result = self;
-  for (const int64_t d : order) result = any_dim(result, d, keepdim);
+  for (const int64_t d : order) result = NpuNativeFunctions::any(result, d, keepdim);
   return result;
 }
 
 // all: not any of the negation (PyTorch's safe softmax asks whether a row is entirely -inf).
-at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  return npusim::logical_not(any_dim(npusim::logical_not(self), dim, keepdim));
+at::Tensor NpuNativeFunctions::all(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return NpuNativeFunctions::logical_not(NpuNativeFunctions::any(NpuNativeFunctions::logical_not(self), dim, keepdim));
 }
-at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
-  return npusim::logical_not(any_dims(npusim::logical_not(self), dims, keepdim));
+at::Tensor NpuNativeFunctions::all(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) {
+  return NpuNativeFunctions::logical_not(NpuNativeFunctions::any(NpuNativeFunctions::logical_not(self), dims, keepdim));
 }
 // any() and all() of a whole tensor.
-at::Tensor any_all(const at::Tensor& self) { return npusim::any_dims(self, std::nullopt, false); }
-at::Tensor all_all(const at::Tensor& self) { return npusim::all_dims(self, std::nullopt, false); }
+at::Tensor NpuNativeFunctions::any(const at::Tensor& self) { return NpuNativeFunctions::any(self, std::nullopt, false); }
+at::Tensor NpuNativeFunctions::all(const at::Tensor& self) { return NpuNativeFunctions::all(self, std::nullopt, false); }
 // torch.equal: same shape and every element equal (NaN equals nothing, as on the CPU); one value read back.
-bool npu_equal(const at::Tensor& a, const at::Tensor& b) {
+bool NpuNativeFunctions::equal(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || !on_npu(a) || !on_npu(b))
-    return on_cpu("aten::equal", [&] { return at::scalar_tensor(at::equal(cpu(a), cpu(b))); }).cpu().item<bool>();
+    return fall_back<at::_ops::equal>("operands of two dtypes or devices", a, b);
   if (a.sizes() != b.sizes()) return false;
   if (a.numel() == 0) return true;
-  return all_dims(at::eq(a, b), std::nullopt, false).cpu().item<bool>();
+  return NpuNativeFunctions::all(at::eq(a, b), std::nullopt, false).cpu().item<bool>();
 }
 // count_nonzero: a sum of x != 0 (bools into int64).
-at::Tensor npu_count_nonzero(const at::Tensor& self, c10::IntArrayRef dims) {
+at::Tensor NpuNativeFunctions::count_nonzero(const at::Tensor& self, c10::IntArrayRef dims) {
   return at::sum(at::ne(self, 0), dims.empty() ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(dims), false, at::kLong);
 }
 // trace: the sum of the diagonal (a strided view).
-at::Tensor npu_trace(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::trace(const at::Tensor& self) {
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   return at::sum(self.diagonal(), at::isIntegralType(self.scalar_type(), true) ? std::optional<at::ScalarType>(at::kLong) : std::nullopt);
 }
 // eye: row index == column index, from two aranges on the chip.
-at::Tensor& npu_eye_out(int64_t n, int64_t m, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::eye_out(int64_t n, int64_t m, at::Tensor& out) {
   TORCH_CHECK(n >= 0 && m >= 0, "eye: n and m must be greater or equal to 0, got ", n, " and ", m);
   at::native::resize_output(out, {n, m});
   if (n == 0 || m == 0) return out;
   const at::TensorOptions ints = at::TensorOptions().dtype(at::kInt).device(out.device());
   return into(at::eq(at::arange(n, ints).view({-1, 1}), at::arange(m, ints).view({1, -1})), out);
 }
-at::Tensor& npu_eye_n_out(int64_t n, at::Tensor& out) { return npu_eye_out(n, n, out); }
+at::Tensor& NpuNativeFunctions::eye_out(int64_t n, at::Tensor& out) { return NpuNativeFunctions::eye_out(n, n, out); }
 
 // isneginf: a comparison with -inf for floats; nothing is -inf in an integer tensor.
-at::Tensor isneginf(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::isneginf(const at::Tensor& self) {
   if (!at::isFloatingType(self.scalar_type())) return at::zeros(self.sizes(), self.options().dtype(at::kBool));
   return at::eq(self, -std::numeric_limits<double>::infinity());
 }
 
-at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+at::Tensor NpuNativeFunctions::sum(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
   // Counting (a sum of bools or bytes, into int64): in f32, exact while the count stays below 2^24.
   if ((self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) && (!dtype || *dtype == at::kLong) &&
       self.numel() * (self.scalar_type() == at::kBool ? 1 : 255) < (int64_t{1} << 24))
-    return sum_dim(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
+    return NpuNativeFunctions::sum(self.to(at::kFloat), dims, keepdim, std::nullopt).to(at::kInt).to(at::kLong);
   // Integers into int64 (ATen's sum type for them), exact and wrapping: int64_arithmetic.h.
   if (on_npu(self) && at::isIntegralType(self.scalar_type(), /*includeBool=*/true) && (!dtype || *dtype == at::kLong) &&
       (chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong)) {
@@ -748,35 +769,33 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
                                       dims.has_value() ? *dims : c10::IntArrayRef{}, keepdim);
     if (sums.defined()) return sums;
   }
-  return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return at::sum(cpu(self), dims, keepdim, dtype); });
+  return reduce_last(OpKind::SUM, "aten::sum.dim_IntList", self, dims, keepdim, dtype, [&] { return fall_back<at::_ops::sum_dim_IntList>("", self, dims, keepdim, dtype); });
 }
 // (logsumexp sums into its result this way.)
-at::Tensor& sum_dim_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return into(sum_dim(self, dims, keepdim, dtype), out);
-}
 // nansum: NaNs made zeros by the select kernel, then the sum (integers hold no NaN).
-at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
-  if (!at::isFloatingType(self.scalar_type())) return sum_dim(self, dims, keepdim, dtype);
-  return sum_dim(at::where(at::isnan(self), at::zeros({}, self.options().device(at::kCPU)), self), dims, keepdim, dtype);
+at::Tensor NpuNativeFunctions::nansum(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+                                      std::optional<at::ScalarType> dtype) {
+  if (!at::isFloatingType(self.scalar_type())) return NpuNativeFunctions::sum(self, dims, keepdim, dtype);
+  return NpuNativeFunctions::sum(at::where(at::isnan(self), at::zeros({}, self.options().device(at::kCPU)), self), dims, keepdim, dtype);
 }
-at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
-  return reduce_last(OpKind::MEAN, "aten::mean.dim", self, dims, keepdim, dtype, [&] { return at::mean(cpu(self), dims, keepdim, dtype); });
+at::Tensor NpuNativeFunctions::mean(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<at::ScalarType> dtype) {
+  return reduce_last(OpKind::MEAN, "aten::mean.dim", self, dims, keepdim, dtype, [&] { return fall_back<at::_ops::mean_dim>("", self, dims, keepdim, dtype); });
 }
-at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+at::Tensor NpuNativeFunctions::amax(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
   if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(true, self, dims, keepdim);
-  return reduce_last(OpKind::AMAX, "aten::amax", self, dims, keepdim, std::nullopt, [&] { return at::amax(cpu(self), dims, keepdim); });
+  return reduce_last(OpKind::AMAX, "aten::amax", self, dims, keepdim, std::nullopt, [&] { return fall_back<at::_ops::amax>("", self, dims, keepdim); });
 }
-at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+at::Tensor NpuNativeFunctions::amin(const at::Tensor& self, c10::IntArrayRef dims, bool keepdim) {
   if (self.scalar_type() == at::kLong && on_npu(self) && self.numel() > 0) return int64_reduce_extremum(false, self, dims, keepdim);
-  return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return at::amin(cpu(self), dims, keepdim); });
+  return reduce_last(OpKind::AMIN, "aten::amin", self, dims, keepdim, std::nullopt, [&] { return fall_back<at::_ops::amin>("", self, dims, keepdim); });
 }
 
 // Layer norm over the last dim: the output in one kernel; mean and rstd
 // (which autograd saves for the backward) from the row kernels, in f32. The rest
 // (several normalized dims, integer dtypes) goes to the CPU.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tensor& x, c10::IntArrayRef shape,
-                                                                 const std::optional<at::Tensor>& weight,
-                                                                 const std::optional<at::Tensor>& bias, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_layer_norm(const at::Tensor& x, c10::IntArrayRef shape,
+                                                                                     const std::optional<at::Tensor>& weight,
+                                                                                     const std::optional<at::Tensor>& bias, double eps) {
   if (shape.size() != 1 || !at::isFloatingType(x.scalar_type()) || x.dim() < 1) {
     return fall_back<at::_ops::native_layer_norm>("several normalized dims, or not a float", x, shape, weight, bias, eps);
   }
@@ -792,10 +811,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
 // x^ * mean(g * x^)) in one row kernel from the saved mean and rstd (composed from the row and
 // elementwise kernels where that cannot run: rows too long for the scratchpad); grad_weight and
 // grad_bias sum over the rows.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef shape,
-                                                                          const at::Tensor& mean, const at::Tensor& rstd,
-                                                                          const std::optional<at::Tensor>& weight,
-                                                                          const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::native_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x,
+                                                                                              c10::IntArrayRef shape,
+                                                                                              const at::Tensor& mean,
+                                                                                              const at::Tensor& rstd,
+                                                                                              const std::optional<at::Tensor>& weight,
+                                                                                              const std::optional<at::Tensor>& bias,
+                                                                                              std::array<bool, 3> mask) {
   if (shape.size() != 1 || !at::isFloatingType(x.scalar_type())) {
     return fall_back<at::_ops::native_layer_norm_backward>("several normalized dims, or not a float", grad, x, shape, mean, rstd, weight, bias,
                                                            mask);
@@ -822,7 +844,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(const 
 
 // cat: each input copied by the copy kernel into its slice of the output (any
 // strides on either side). Inputs of several dtypes go to the CPU, which promotes.
-at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
+at::Tensor NpuNativeFunctions::cat(const at::ITensorListRef& tensor_list, int64_t dim) {
   std::vector<at::Tensor> tensors;
   for (const at::Tensor& t : tensor_list) tensors.push_back(t);
   for (const at::Tensor& t : tensors)
@@ -832,12 +854,7 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
   std::vector<at::Tensor> parts;
   for (const at::Tensor& t : tensors)
     if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
-  const auto reference = [&] {
-    std::vector<at::Tensor> host;
-    for (const at::Tensor& t : tensors) host.push_back(cpu(t));
-    return at::cat(host, dim);
-  };
-  if (parts.empty()) return on_cpu("aten::cat (only empty inputs)", reference);
+  if (parts.empty()) return fall_back<at::_ops::cat>("only empty inputs", tensor_list, dim);
   // Mixed dtypes: ATen's result type, each other part converted on the chip first (a ViT's f32 class token
   // with bf16 patch embeddings under autocast).
   const at::ScalarType dtype = at::native::result_type(tensors);
@@ -846,7 +863,7 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
     same &= on_npu(t) && t.dim() == parts[0].dim();
     if (same && t.scalar_type() != dtype) t = t.to(dtype);
   }
-  if (!same) return on_cpu("aten::cat (mixed devices or ranks)", reference);
+  if (!same) return fall_back<at::_ops::cat>("inputs on two devices or of two ranks", tensor_list, dim);
   const int64_t d = at::maybe_wrap_dim(dim, parts[0].dim());
   std::vector<int64_t> shape(parts[0].sizes().begin(), parts[0].sizes().end());
   shape[size_t(d)] = 0;
@@ -862,14 +879,14 @@ at::Tensor cat(const at::ITensorListRef& tensor_list, int64_t dim) {
     const at::Tensor slice = out.narrow(d, offset, t.size(d));
     offset += t.size(d);
     if (t.numel() == 0) continue;
-    if (!copy_on_chip(t, slice)) return on_cpu("aten::cat", reference);
+    if (!copy_on_chip(t, slice)) return fall_back<at::_ops::cat>("", tensor_list, dim);
   }
   return out;
 }
 
 // where(cond, a, b): the select kernel, every operand broadcast; a Python number or a 0-dim CPU
 // tensor is moved to the device as a 0-dim tensor (the kernel expands it once per core).
-at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tensor& b_in) {
+at::Tensor NpuNativeFunctions::where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tensor& b_in) {
   for (const at::Tensor* t : {&cond, &a_in, &b_in}) check_operand_device(*t, "aten::where.self");
   const at::ScalarType common = at::result_type(a_in, b_in);
   const auto prepare = [&](const at::Tensor& t) { return to_npu(t.scalar_type() == common ? t : t.to(common)); };
@@ -888,16 +905,15 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& a_in, const at::Tenso
 // isin: each element compared with every test element (eq, then any over them), for the few test
 // elements models use (generate's stop tokens); int64 compared on its words. More than 256 test
 // elements: the CPU, counted.
-at::Tensor isin(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert) {
+at::Tensor NpuNativeFunctions::isin(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert) {
   if (on_npu(elements) && elements.numel() > 0 && test.numel() > 0 && test.numel() <= 256) {
     const at::Tensor hit = at::any(at::eq(elements.unsqueeze(-1), to_npu(test).reshape({-1})), -1);
-    return invert ? npusim::logical_not(hit) : hit;
+    return invert ? NpuNativeFunctions::logical_not(hit) : hit;
   }
   return fall_back<at::_ops::isin_Tensor_Tensor>("", elements, test, assume_unique, invert);
 }
-at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert, at::Tensor& out) {
-  return into(npusim::isin(elements, test, assume_unique, invert), out);
-}
+
+namespace {
 
 // The chip's view of an index tensor: i32 as it is; int64 as its low 32-bit words (little-endian),
 // which are the values for indices in [0, 2^31) (an index outside the table faults the launch).
@@ -910,10 +926,12 @@ npu::compiler::TensorDesc describe_index(const at::Tensor& index) {
   return desc;
 }
 
+}  // namespace
+
 // index_select along dim 0 (what embedding does): rows gathered from the table in DRAM. Along another
 // dim d of x [A, V, B] (x made contiguous on the chip first): x as a table of A * V rows of B, and
 // row a * V + index[j] for out[a, j].
-at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+at::Tensor NpuNativeFunctions::index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const bool integer_index = on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt);
   if (d > 0 && integer_index && index.dim() <= 1 && index.numel() > 0 && self.numel() > 0 && self.numel() < (int64_t{1} << 31)) {
@@ -925,7 +943,7 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
     std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
     shape[size_t(d)] = index.numel();
     const at::Tensor table = self.contiguous().view({outer * self.size(d), inner});
-    return npusim::index_select(table, 0, rows.reshape({-1})).view(shape);
+    return NpuNativeFunctions::index_select(table, 0, rows.reshape({-1})).view(shape);
   }
   if (d == 0 && self.dim() >= 1 && on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt)) {
     std::vector<int64_t> shape = {index.numel()};
@@ -948,13 +966,8 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 // their low words, negative ones wrapped), then the rows are gathered (index_select). Dims before
 // the indexed ones (x[..., i, :], x[:, i]) are moved after them first. Other indexing (indices
 // apart, bool masks not over the leading dims, more than 2^31 rows) goes to the CPU.
-at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given) {
+at::Tensor NpuNativeFunctions::index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& given) {
   const c10::List<std::optional<at::Tensor>> indices = on_npu(self) ? indices_on_npu(given) : given;
-  const auto reference = [&] {
-    c10::List<std::optional<at::Tensor>> host;
-    for (const std::optional<at::Tensor>& i : indices) host.push_back(i && i->defined() ? std::optional<at::Tensor>(cpu(*i)) : std::nullopt);
-    return at::index(cpu(self), host);
-  };
   const int64_t k = int64_t(indices.size());
   // x[mask] with a bool mask over the leading dims: the rows where it holds (a data-dependent count, read back).
   if (const std::optional<at::Tensor> mask = k == 1 ? indices.get(0) : std::nullopt;
@@ -963,12 +976,12 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
     if (const at::Tensor rows = nonzero_positions(*mask); rows.defined()) {
       std::vector<int64_t> table_shape = {mask->numel()};
       table_shape.insert(table_shape.end(), self.sizes().begin() + mask->dim(), self.sizes().end());
-      return npusim::index_select(self.reshape(table_shape), 0, rows);
+      return NpuNativeFunctions::index_select(self.reshape(table_shape), 0, rows);
     }
   }
   if (const std::optional<LeadingSlices> moved = leading_slices(self, indices)) {
     // x[..., i, :]: the indexed dims moved first, indexed as below, and the index's dims moved back.
-    const at::Tensor result = index_tensor(moved->self, moved->block);
+    const at::Tensor result = NpuNativeFunctions::index(moved->self, moved->block);
     const int64_t index_dims = result.dim() - (self.dim() - int64_t(moved->block.size()));
     std::vector<int64_t> from(static_cast<size_t>(index_dims)), to(static_cast<size_t>(index_dims));
     for (int64_t d = 0; d < index_dims; ++d) from[size_t(d)] = d, to[size_t(d)] = moved->leading + d;
@@ -981,7 +994,8 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
     supported = i && i->defined() && on_npu(*i) && (i->scalar_type() == at::kLong || i->scalar_type() == at::kInt);
     rows *= self.size(d);
   }
-  if (!supported || rows >= (int64_t{1} << 31)) return on_cpu("aten::index.Tensor", reference);
+  if (!supported || rows >= (int64_t{1} << 31))
+    return fall_back<at::_ops::index_Tensor>("indices apart, masks not over the leading dims, or 2^31 rows or more", self, given);
   at::Tensor flat;
   for (int64_t d = 0; d < k; ++d) {
     const at::Tensor i = *indices.get(size_t(d));
@@ -993,23 +1007,23 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
   table_shape.insert(table_shape.end(), self.sizes().begin() + k, self.sizes().end());
   shape.insert(shape.end(), self.sizes().begin() + k, self.sizes().end());
   // (The gather reads whole rows: a table whose rows are not contiguous, as a moved view, is copied on the chip first.)
-  return npusim::index_select(self.reshape(table_shape).contiguous(), 0, flat.reshape({-1})).reshape(shape);
+  return NpuNativeFunctions::index_select(self.reshape(table_shape).contiguous(), 0, flat.reshape({-1})).reshape(shape);
 }
 
 // x << n and x >> n (Python's operators reach these, not bitwise_*_shift).
-at::Tensor lshift_tensor(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_left_shift(self, count); }
-at::Tensor rshift_tensor(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_right_shift(self, count); }
-at::Tensor lshift_scalar(const at::Tensor& self, const at::Scalar& count) {
+at::Tensor NpuNativeFunctions::__lshift__(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_left_shift(self, count); }
+at::Tensor NpuNativeFunctions::__rshift__(const at::Tensor& self, const at::Tensor& count) { return at::bitwise_right_shift(self, count); }
+at::Tensor NpuNativeFunctions::__lshift__(const at::Tensor& self, const at::Scalar& count) {
   return at::bitwise_left_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
-at::Tensor rshift_scalar(const at::Tensor& self, const at::Scalar& count) {
+at::Tensor NpuNativeFunctions::__rshift__(const at::Tensor& self, const at::Scalar& count) {
   return at::bitwise_right_shift(self, at::scalar_tensor(count, self.options().device(at::kCPU)));
 }
 
 // gather along any dim: out[i] = x[i with index[i] along dim], the element's flat position in x
 // (made contiguous) computed on the chip in i32, index[i] * stride(dim) + the other dims' positions
 // times their strides, then the elements gathered as rows of one.
-at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+at::Tensor NpuNativeFunctions::gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   bool supported = on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1 &&
                    index.dim() == self.dim() && index.numel() > 0 && self.numel() < (int64_t{1} << 31);
@@ -1024,59 +1038,51 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
       shape[size_t(k)] = index.size(k);
       flat = at::add(flat, to_npu(at::arange(index.size(k), at::TensorOptions().dtype(at::kInt)).mul_(x.stride(k)).view(shape)));
     }
-    return npusim::index_select(x.view({x.numel(), 1}), 0, flat.reshape({-1})).view(index.sizes());
+    return NpuNativeFunctions::index_select(x.view({x.numel(), 1}), 0, flat.reshape({-1})).view(index.sizes());
   }
   return fall_back<at::_ops::gather>("", self, dim, index, sparse_grad);
 }
 
 // relu's backward: grad where self > threshold, else 0 (a comparison and a select on the chip).
-at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
-  return npusim::where(at::gt(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
+at::Tensor NpuNativeFunctions::threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
+  return NpuNativeFunctions::where(at::gt(self, threshold), grad, at::zeros({}, grad.options().device(at::kCPU)));
 }
-at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out);
 
 // Whether `from`'s data may replace `self`'s in place (param.data = ...). PyTorch's own
 // answer lists its backends only, so Module.to("npu") would make new Parameters and
 // untie tied weights (GPT-2's lm_head and embedding); dense CPU and npu tensors are compatible.
-bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+bool NpuNativeFunctions::_has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
   const auto dense = [](const at::Tensor& t) { return t.layout() == at::kStrided && (t.device().is_cpu() || on_npu(t)); };
   return dense(self) && dense(from);
 }
 
 // out= variants (which in-place ops such as add_ and the optimizers' updates
 // reach): the functional result, copied into `out` on the device (into()).
-at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold, at::Tensor& out) {
-  return into(npusim::threshold_backward(grad, self, threshold), out);
-}
-at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, at::Tensor& out) {
-  return into(npusim::all_dims(self, dims, keepdim), out);
-}
-at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf,
-                           at::Tensor& out) {
-  return into(npusim::nan_to_num(self, nan, posinf, neginf), out);
-}
 // any() / all() of every element.
-at::Tensor& clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::clamp_out(const at::Tensor& self, const std::optional<at::Scalar>& min,
+                                          const std::optional<at::Scalar>& max, at::Tensor& out) {
   return into(npusim::clamp(self, min, max), out);
 }
 // ~x: logical_not of bools (masks), x ^ -1 of integers (int64's words each).
-at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
-  if (self.scalar_type() == at::kBool) return into(npusim::logical_not(self), out);
+at::Tensor& NpuNativeFunctions::bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.scalar_type() == at::kBool) return into(NpuNativeFunctions::logical_not(self), out);
   if (at::isIntegralType(self.scalar_type(), false))
     return into(at::bitwise_xor(self, at::scalar_tensor(-1, self.options().device(at::kCPU))), out);
-  return into(on_cpu("aten::bitwise_not.out", [&] { return at::bitwise_not(cpu(self)); }), out);
+  return fall_back<at::_ops::bitwise_not_out>("not bool or integer", self, out);
 }
 // masked_fill_: the select kernel (value where mask holds, else self), copied back into self.
-at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+at::Tensor& NpuNativeFunctions::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", value.dim(), " dimension(s).");
   TORCH_CHECK(at::infer_size(mask.sizes(), self.sizes()) == self.sizes(), "masked_fill_: the mask ", mask.sizes(),
               " does not broadcast to ", self.sizes());
-  copy_from(npusim::where(mask, value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type()), self), self, false);
+  NpuNativeFunctions::_copy_from(NpuNativeFunctions::where(mask, value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type()), self), self, false);
   return self;
 }
-at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
-  return masked_fill_tensor(self, mask, at::scalar_tensor(value, self.options().device(at::kCPU)));
+at::Tensor& NpuNativeFunctions::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return NpuNativeFunctions::masked_fill_(self, mask, at::scalar_tensor(value, self.options().device(at::kCPU)));
 }
+
+namespace {
 // Adam's updates: self + value * t1 * t2 and self + value * t1 / t2, as three kernels in f32
 // (bf16 and f16 widened first and rounded once at the end, as the CPU computes them).
 at::Tensor addc(bool divide, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value) {
@@ -1084,41 +1090,46 @@ at::Tensor addc(bool divide, const at::Tensor& self, const at::Tensor& t1, const
   const bool widen = dtype == at::kBFloat16 || dtype == at::kHalf;
   const auto wide = [&](const at::Tensor& t) { return widen && on_npu(t) ? t.to(at::kFloat) : t; };
   const at::Tensor a = wide(t1), b = wide(t2);
-  const at::Tensor result = npusim::add(wide(self), scaled(divide ? npusim::div(a, b) : npusim::mul(a, b), value), 1);
+  const at::Tensor result = NpuNativeFunctions::add(wide(self), scaled(divide ? NpuNativeFunctions::div(a, b) : npusim::mul(a, b), value), 1);
   return widen ? result.to(dtype) : result;
 }
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
+                                            at::Tensor& out) {
   return into(addc(false, self, t1, t2, value), out);
 }
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const at::Scalar& value,
+                                            at::Tensor& out) {
   return into(addc(true, self, t1, t2, value), out);
 }
 
 // lerp with a scalar weight (Adam's first moment), in ATen's form: self + w * (end - self) for
 // |w| < 0.5, else end - (end - self) * (1 - w), which keeps lerp(a, b, 1) == b exact.
-at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::lerp_out(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight, at::Tensor& out) {
   const double w = weight.toDouble();
-  const at::Tensor diff = npusim::sub(end, self, 1);
-  if (std::abs(w) < 0.5) return into(npusim::add(self, scaled(diff, w), 1), out);
-  return into(npusim::sub(end, scaled(diff, 1.0 - w), 1), out);
+  const at::Tensor diff = NpuNativeFunctions::sub(end, self, 1);
+  if (std::abs(w) < 0.5) return into(NpuNativeFunctions::add(self, scaled(diff, w), 1), out);
+  return into(NpuNativeFunctions::sub(end, scaled(diff, 1.0 - w), 1), out);
 }
 
-at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+at::Tensor& NpuNativeFunctions::fill_(at::Tensor& self, const at::Scalar& value) {
   // Computed on the host and copied in: exact for every dtype.
   at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU)).fill_(value);
-  copy_from(host, self, false);
+  NpuNativeFunctions::_copy_from(host, self, false);
   return self;
 }
-at::Tensor& zero(at::Tensor& self) { return fill_scalar(self, 0); }
+at::Tensor& NpuNativeFunctions::zero_(at::Tensor& self) { return NpuNativeFunctions::fill_(self, 0); }
+
+namespace {
 
 // ---- the fallback -------------------------------------------------------------
-
 
 }  // namespace
 
 at::Tensor& into(const at::Tensor& result, at::Tensor& out) {
   at::native::resize_output(out, result.sizes());
-  copy_from(result, out, false);
+  NpuNativeFunctions::_copy_from(result, out, false);
   return out;
 }
 
@@ -1137,91 +1148,21 @@ void check_index_range(const at::Tensor& index, int64_t size, const char* op) {
     (void)at::index_select(new_npu({size, 1}, at::kByte), 0, i.reshape({-1}));
     return;
   }
-  const bool outside = any_dims(npusim::maximum(at::lt(i, 0), at::ge(i, size)), std::nullopt, false).cpu().item<bool>();
+  const bool outside = NpuNativeFunctions::any(npusim::maximum(at::lt(i, 0), at::ge(i, size)), std::nullopt, false).cpu().item<bool>();
   TORCH_CHECK_INDEX(!outside, op, "(): index out of range in self (the dim has ", size, " elements)");
 }
 
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("empty.memory_format", empty_memory_format);
-  m.impl("empty_strided", empty_strided);
-  m.impl("as_strided", at::native::as_strided_tensorimpl);
-  m.impl("view", at::native::view);
-  m.impl("unfold", at::native::unfold);  // a view (Tensor.repeat uses it): strides only, nothing to run
-  m.impl("_reshape_alias", at::native::_reshape_alias);
-  m.impl("resize_", resize_);
-  m.impl("set_.source_Storage", set_source_storage);
-  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
-  m.impl("_copy_from", copy_from);
-  m.impl("_copy_from_and_resize", copy_from_and_resize);
-  m.impl("_local_scalar_dense", local_scalar_dense);
-  m.impl("fill_.Scalar", fill_scalar);
-  m.impl("zero_", zero);
-  m.impl("add.Tensor", add);
-  m.impl("sub.Tensor", sub);
-  m.impl("div.Tensor", div);
-  m.impl("div.Scalar", div_scalar);
-  m.impl("logical_not", logical_not);
-  m.impl("any", any_all);
-  m.impl("all", all_all);
-  m.impl("logical_and", logical_and);
-  m.impl("logical_or", logical_or);
-  m.impl("gelu", gelu);
-  m.impl("gelu_backward", gelu_backward);
-  m.impl("mm", mm);
-  m.impl("_int_mm", int_mm);
-  m.impl("bmm", bmm);
-  m.impl("addmm", addmm);
-  m.impl("addmm.out", addmm_out);
-  m.impl("baddbmm", baddbmm);
-  m.impl("baddbmm.out", baddbmm_out);
-  m.impl("_softmax", softmax);
-  m.impl("_log_softmax", log_softmax);
-  m.impl("sum.dim_IntList", sum_dim);
-  m.impl("sum.IntList_out", sum_dim_out);
-  m.impl("nansum", nansum);
-  m.impl("mean.dim", mean_dim);
-  m.impl("amax", amax);
-  m.impl("amin", amin);
-  m.impl("any.dim", any_dim);
-  m.impl("equal", npu_equal);
-  m.impl("count_nonzero.dim_IntList", npu_count_nonzero);
-  m.impl("trace", npu_trace);
-  m.impl("eye.m_out", npu_eye_out);
-  m.impl("eye.out", npu_eye_n_out);
-  m.impl("any.dims", any_dims);
-  m.impl("all.dim", all_dim);
-  m.impl("all.dims", all_dims);
-  m.impl("all.dims_out", all_dims_out);
-  m.impl("isneginf", isneginf);
-  m.impl("isnan", isnan);
-  m.impl("nan_to_num", nan_to_num);
-  m.impl("nan_to_num.out", nan_to_num_out);
-  m.impl("clamp.out", clamp_out);
-  m.impl("bitwise_not.out", bitwise_not_out);
-  m.impl("native_layer_norm", native_layer_norm);
-  m.impl("pow.Scalar", pow_scalar_base);
-  m.impl("pow.Scalar_out", pow_scalar_base_out);
-  m.impl("cat", cat);
-  m.impl("where.self", where);
-  m.impl("isin.Tensor_Tensor", isin);
-  m.impl("isin.Tensor_Tensor_out", isin_out);
-  m.impl("masked_fill_.Scalar", masked_fill_scalar);
-  m.impl("masked_fill_.Tensor", masked_fill_tensor);
-  m.impl("index_select", index_select);
-  m.impl("index.Tensor", index_tensor);
-  m.impl("__lshift__.Tensor", lshift_tensor);
-  m.impl("__rshift__.Tensor", rshift_tensor);
-  m.impl("__lshift__.Scalar", lshift_scalar);
-  m.impl("__rshift__.Scalar", rshift_scalar);
-  m.impl("gather", gather);
-  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
-  m.impl("threshold_backward", threshold_backward);
-  m.impl("threshold_backward.grad_input", threshold_backward_out);
-  m.impl("addcmul.out", addcmul_out);
-  m.impl("addcdiv.out", addcdiv_out);
-  m.impl("lerp.Scalar_out", lerp_scalar_out);
-  m.impl("native_layer_norm_backward", native_layer_norm_backward);
+// Views: ATen's own kernels (strides only, nothing to run; Tensor.repeat uses unfold).
+at::Tensor NpuNativeFunctions::as_strided(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride,
+                                          std::optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+at::Tensor NpuNativeFunctions::view(const at::Tensor& self, at::IntArrayRef size) { return at::native::view(self, size); }
+at::Tensor NpuNativeFunctions::unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  return at::native::unfold(self, dimension, size, step);
+}
+at::Tensor NpuNativeFunctions::_reshape_alias(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
 }
 
 }  // namespace npusim

@@ -15,6 +15,7 @@
 #include <limits>
 #include <tuple>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -41,7 +42,9 @@ Selected kth_smallest(const at::Tensor& self, int64_t k, int64_t dim, bool keepd
   return {value.contiguous(), index.contiguous()};
 }
 
-Selected npu_kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+}  // namespace
+
+Selected NpuNativeFunctions::kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim) {
   const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
   TORCH_CHECK(k >= 1 && k <= length, "kthvalue(): selected number k out of range for dimension ", dim);
   if (!on_chip(self, dim, k)) {
@@ -49,15 +52,15 @@ Selected npu_kthvalue(const at::Tensor& self, int64_t k, int64_t dim, bool keepd
   }
   return kth_smallest(self, k, dim, keepdim);
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim, at::Tensor& values,
-                                                      at::Tensor& indices) {
-  auto [v, i] = npu_kthvalue(self, k, dim, keepdim);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
+                                                                      at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = NpuNativeFunctions::kthvalue(self, k, dim, keepdim);
   into(v, values);
   into(i, indices);
   return {values, indices};
 }
 
-Selected npu_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+Selected NpuNativeFunctions::median(const at::Tensor& self, int64_t dim, bool keepdim) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(self.numel() > 0 || length > 0, "median() cannot compute median for a dimension of size 0");
@@ -73,19 +76,19 @@ Selected npu_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   const at::Tensor nan_value = at::full({}, std::numeric_limits<double>::quiet_NaN(), at::TensorOptions().dtype(self.scalar_type()));
   return {at::where(has_nan, nan_value, value), at::where(has_nan, first_nan, index)};
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_median_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
-                                                        at::Tensor& indices) {
-  auto [v, i] = npu_median_dim(self, dim, keepdim);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::median_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                                    at::Tensor& indices) {
+  auto [v, i] = NpuNativeFunctions::median(self, dim, keepdim);
   into(v, values);
   into(i, indices);
   return {values, indices};
 }
-at::Tensor npu_median(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::median(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "median() input tensor cannot be empty");
-  return std::get<0>(npu_median_dim(self.reshape({-1}), 0, false));
+  return std::get<0>(NpuNativeFunctions::median(self.reshape({-1}), 0, false));
 }
 
-Selected npu_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+Selected NpuNativeFunctions::nanmedian(const at::Tensor& self, int64_t dim, bool keepdim) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const int64_t length = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(self.numel() > 0 || length > 0, "nanmedian() cannot compute median for a dimension of size 0");
@@ -102,29 +105,16 @@ Selected npu_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   if (!keepdim) value = value.squeeze(d), index = index.squeeze(d);
   return {value.contiguous(), index.contiguous()};
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
-                                                           at::Tensor& indices) {
-  auto [v, i] = npu_nanmedian_dim(self, dim, keepdim);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::nanmedian_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                                       at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = NpuNativeFunctions::nanmedian(self, dim, keepdim);
   into(v, values);
   into(i, indices);
   return {values, indices};
 }
-at::Tensor npu_nanmedian(const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::nanmedian(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "nanmedian() input tensor cannot be empty");
-  return std::get<0>(npu_nanmedian_dim(self.reshape({-1}), 0, false));
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("kthvalue", npu_kthvalue);
-  m.impl("kthvalue.values", npu_kthvalue_out);
-  m.impl("median", npu_median);
-  m.impl("median.dim", npu_median_dim);
-  m.impl("median.dim_values", npu_median_dim_out);
-  m.impl("nanmedian", npu_nanmedian);
-  m.impl("nanmedian.dim", npu_nanmedian_dim);
-  m.impl("nanmedian.dim_values", npu_nanmedian_dim_out);
+  return std::get<0>(NpuNativeFunctions::nanmedian(self.reshape({-1}), 0, false));
 }
 
 }  // namespace npusim

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -29,45 +30,40 @@ constexpr const char* kNotOnChip = "operands not all non-empty f32, bf16 or f16 
 at::Tensor zero_of(const at::Tensor& like) { return at::zeros({}, at::TensorOptions().dtype(like.scalar_type())); }
 at::Tensor inside(const at::Tensor& x, double lambd) { return at::logical_and(at::ge(x, -lambd), at::le(x, lambd)); }
 
-at::Tensor npu_threshold(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::threshold(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value) {
   if (!non_empty_chip_floats({&x})) {
     return fall_back<at::_ops::threshold>(kNotOnChip, x, threshold, value);
   }
   return at::where(at::le(x, threshold), at::scalar_tensor(value, at::TensorOptions().dtype(x.scalar_type())), x);
 }
-at::Tensor& npu_threshold_out(const at::Tensor& x, const at::Scalar& threshold, const at::Scalar& value, at::Tensor& out) {
-  return into(npu_threshold(x, threshold, value), out);
-}
 
-at::Tensor npu_hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
+at::Tensor NpuNativeFunctions::hardshrink(const at::Tensor& x, const at::Scalar& lambd) {
   if (!non_empty_chip_floats({&x})) {
     return fall_back<at::_ops::hardshrink>(kNotOnChip, x, lambd);
   }
   return at::where(inside(x, lambd.toDouble()), zero_of(x), x);
 }
 
-// hardshrink's and softshrink's gradient (the same formula).
-at::Tensor shrink_backward(const char* name, const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
-  if (!non_empty_chip_floats({&x, &grad})) {
-    note_cpu_fallback(name, kNotOnChip);
-    return to_npu(at::hardshrink_backward(grad.cpu(), x.cpu(), lambd));
-  }
+namespace {
+
+// hardshrink's and softshrink's gradient (the same formula); Op the one asked for, for the CPU fallback.
+template <typename Op>
+at::Tensor shrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  if (!non_empty_chip_floats({&x, &grad})) return fall_back<Op>(kNotOnChip, grad, x, lambd);
   return at::where(inside(x, lambd.toDouble()), zero_of(grad), grad);
 }
-at::Tensor npu_hardshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
-  return shrink_backward("aten::hardshrink_backward", grad, x, lambd);
+}  // namespace
+
+at::Tensor NpuNativeFunctions::hardshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  return shrink_backward<at::_ops::hardshrink_backward>(grad, x, lambd);
 }
-at::Tensor& npu_hardshrink_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd, at::Tensor& grad_input) {
-  return into(npu_hardshrink_backward(grad, x, lambd), grad_input);
-}
-at::Tensor npu_softshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
-  return shrink_backward("aten::softshrink_backward", grad, x, lambd);
-}
-at::Tensor& npu_softshrink_backward_out(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd, at::Tensor& grad_input) {
-  return into(npu_softshrink_backward(grad, x, lambd), grad_input);
+at::Tensor NpuNativeFunctions::softshrink_backward(const at::Tensor& grad, const at::Tensor& x, const at::Scalar& lambd) {
+  return shrink_backward<at::_ops::softshrink_backward>(grad, x, lambd);
 }
 
-at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
+at::Tensor NpuNativeFunctions::softshrink(const at::Tensor& x, const at::Scalar& lambd) {
   if (!non_empty_chip_floats({&x})) {
     return fall_back<at::_ops::softshrink>(kNotOnChip, x, lambd);
   }
@@ -75,14 +71,15 @@ at::Tensor npu_softshrink(const at::Tensor& x, const at::Scalar& lambd) {
   return at::where(at::gt(x, l), at::sub(x, l), at::where(at::lt(x, -l), at::add(x, l), at::mul(x, 0)));
 }
 
-at::Tensor npu_prelu(const at::Tensor& x, const at::Tensor& weight) {
+at::Tensor NpuNativeFunctions::_prelu_kernel(const at::Tensor& x, const at::Tensor& weight) {
   if (!non_empty_chip_floats({&x, &weight}) || x.scalar_type() != weight.scalar_type()) {
     return fall_back<at::_ops::_prelu_kernel>(kNotOnChip, x, weight);
   }
   return at::where(at::gt(x, 0), x, at::mul(weight, x));
 }
 
-std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_prelu_kernel_backward(const at::Tensor& grad, const at::Tensor& x,
+                                                                              const at::Tensor& weight) {
   if (!non_empty_chip_floats({&x, &weight, &grad}) || x.scalar_type() != weight.scalar_type()) {
     return fall_back<at::_ops::_prelu_kernel_backward>(kNotOnChip, grad, x, weight);
   }
@@ -90,27 +87,26 @@ std::tuple<at::Tensor, at::Tensor> npu_prelu_backward(const at::Tensor& grad, co
   return {at::where(positive, grad, at::mul(weight, grad)), at::where(positive, zero_of(x), at::mul(x, grad))};
 }
 
-at::Tensor npu_rrelu_with_noise(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper, bool training,
-                                std::optional<at::Generator> generator) {
+at::Tensor NpuNativeFunctions::rrelu_with_noise(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
+                                                bool training, std::optional<at::Generator> generator) {
   if (!non_empty_chip_floats({&x}) || (training && (!chip_float(noise) || noise.sizes() != x.sizes()))) {
-    note_cpu_fallback("aten::rrelu_with_noise", kNotOnChip);
-    at::Tensor host_noise = noise.cpu();
-    const at::Tensor result = at::rrelu_with_noise(x.cpu(), host_noise, lower, upper, training, generator);
-    noise.copy_(host_noise);
-    return to_npu(result);
+    // (Without the npu generator: the CPU's default one draws the noise, as for the other random ops.)
+    return fall_back<at::_ops::rrelu_with_noise>(kNotOnChip, x, noise, lower, upper, training, std::nullopt);
   }
   if (!training) return at::leaky_relu(x, (lower.toDouble() + upper.toDouble()) / 2);
   noise.uniform_(lower.toDouble(), upper.toDouble(), generator);
   noise.copy_(at::where(at::le(x, 0), noise, at::ones({}, at::TensorOptions().dtype(noise.scalar_type()))));
   return at::mul(x, noise);
 }
-at::Tensor& npu_rrelu_with_noise_out(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper, bool training,
-                                     std::optional<at::Generator> generator, at::Tensor& out) {
-  return into(npu_rrelu_with_noise(x, noise, lower, upper, training, generator), out);
+// (Not derived: the functional form writes noise, so it is not a plain functional.)
+at::Tensor& NpuNativeFunctions::rrelu_with_noise_out(const at::Tensor& x, at::Tensor& noise, const at::Scalar& lower,
+                                                     const at::Scalar& upper, bool training, std::optional<at::Generator> generator,
+                                                     at::Tensor& out) {
+  return into(NpuNativeFunctions::rrelu_with_noise(x, noise, lower, upper, training, generator), out);
 }
 
-at::Tensor& npu_clamp_tensor_out(const at::Tensor& x, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max,
-                                 at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::clamp_out(const at::Tensor& x, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max,
+                                          at::Tensor& out) {
   TORCH_CHECK(defined(min) || defined(max), "torch.clamp: At least one of 'min' or 'max' must not be None");
   at::Tensor result = x;
   if (defined(min)) result = at::maximum(result, *min);
@@ -118,7 +114,7 @@ at::Tensor& npu_clamp_tensor_out(const at::Tensor& x, const std::optional<at::Te
   return into(result.is_same(x) ? x.clone() : result, out);
 }
 
-at::Tensor& npu_lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::lerp_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
   if (!chip_float(self) || !chip_float(end) || !chip_float(weight)) {
     return fall_back<at::_ops::lerp_Tensor_out>(kNotOnChip, self, end, weight, out);
   }
@@ -128,25 +124,6 @@ at::Tensor& npu_lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, c
   const at::Tensor from_end = elementwise_chain(operands, "sub(in1, in0); sub(1, in2); mul(%0, %1); sub(in1, %2)");
   const at::Tensor result = at::where(at::lt(at::abs(operands[2]), 0.5), from_self, from_end);
   return into(result.to(at::result_type(self, end)), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("threshold", npu_threshold);
-  m.impl("threshold.out", npu_threshold_out);
-  m.impl("hardshrink", npu_hardshrink);
-  m.impl("hardshrink_backward", npu_hardshrink_backward);
-  m.impl("hardshrink_backward.grad_input", npu_hardshrink_backward_out);
-  m.impl("softshrink", npu_softshrink);
-  m.impl("softshrink_backward", npu_softshrink_backward);
-  m.impl("softshrink_backward.grad_input", npu_softshrink_backward_out);
-  m.impl("_prelu_kernel", npu_prelu);
-  m.impl("_prelu_kernel_backward", npu_prelu_backward);
-  m.impl("rrelu_with_noise", npu_rrelu_with_noise);
-  m.impl("rrelu_with_noise.out", npu_rrelu_with_noise_out);
-  m.impl("clamp.Tensor_out", npu_clamp_tensor_out);
-  m.impl("lerp.Tensor_out", npu_lerp_tensor_out);
 }
 
 }  // namespace npusim

@@ -32,6 +32,7 @@
 #include <optional>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "resampling.h"
@@ -117,8 +118,11 @@ at::Tensor max_pool_windows(const at::Tensor& x, const Pool& pool) {
   return windows;
 }
 
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                                                           c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::max_pool2d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                                                               c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                                                               c10::IntArrayRef dilation, bool ceil_mode) {
   const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
   if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
     try {
@@ -145,9 +149,10 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& sel
   return fall_back<at::_ops::max_pool2d_with_indices>("", self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size,
-                                            c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode,
-                                            const at::Tensor& indices) {
+at::Tensor NpuNativeFunctions::max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Tensor& self,
+                                                                c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                                                c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode,
+                                                                const at::Tensor& indices) {
   const Pool pool(kernel_size, stride, padding, dilation, ceil_mode);
   if (chip_float(self) && chip_float(grad) && on_npu(indices) && (self.dim() == 3 || self.dim() == 4) && pool.valid()) {
     try {
@@ -166,6 +171,8 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad, const at::Te
   return fall_back<at::_ops::max_pool2d_with_indices_backward>("", grad, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
 }
 
+namespace {
+
 // Adaptive max pooling where the output size divides the input's: windows of H/OH x W/OW,
 // which do not overlap, and their indices (h * W + w in each plane) as max_pool2d_with_indices'.
 std::optional<Pool> dividing_pool(const at::Tensor& self, c10::IntArrayRef output_size) {
@@ -176,33 +183,32 @@ std::optional<Pool> dividing_pool(const at::Tensor& self, c10::IntArrayRef outpu
   return Pool(window, window, {}, {}, false);
 }
 
-std::tuple<at::Tensor, at::Tensor> npu_adaptive_max_pool2d(const at::Tensor& self, c10::IntArrayRef output_size) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::adaptive_max_pool2d(const at::Tensor& self, c10::IntArrayRef output_size) {
   const std::optional<Pool> pool = dividing_pool(self, output_size);
   if (pool && chip_float(self) && self.numel() > 0)
     return at::max_pool2d_with_indices(self, pool->kernel, pool->stride, pool->padding, pool->dilation, false);
   return fall_back<at::_ops::adaptive_max_pool2d>("an output size that does not divide the input's, or not a chip float", self, output_size);
 }
-std::tuple<at::Tensor&, at::Tensor&> npu_adaptive_max_pool2d_out(const at::Tensor& self, c10::IntArrayRef output_size, at::Tensor& out,
-                                                            at::Tensor& indices) {
-  auto [values, picked] = npu_adaptive_max_pool2d(self, output_size);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::adaptive_max_pool2d_out(const at::Tensor& self, c10::IntArrayRef output_size,
+                                                                                 at::Tensor& out, at::Tensor& indices) {
+  auto [values, picked] = NpuNativeFunctions::adaptive_max_pool2d(self, output_size);
   into(values, out);
   into(picked, indices);
   return {out, indices};
 }
 
-at::Tensor npu_adaptive_max_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices) {
+at::Tensor NpuNativeFunctions::adaptive_max_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices) {
   const std::optional<Pool> pool = dividing_pool(self, grad.sizes().slice(size_t(grad.dim() - 2)));
   if (pool && chip_float(self) && self.numel() > 0)
     return at::max_pool2d_with_indices_backward(grad, self, pool->kernel, pool->stride, pool->padding, pool->dilation, false, indices);
   return fall_back<at::_ops::adaptive_max_pool2d_backward>("an output size that does not divide the input's, or not a chip float", grad, self, indices);
 }
-at::Tensor& npu_adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices, at::Tensor& grad_input) {
-  return into(npu_adaptive_max_pool2d_backward(grad, self, indices), grad_input);
-}
 
 // F.unfold: [N, C, H, W] (or [C, H, W]) into [N, C*KH*KW, OH*OW], the window kernel's own layout.
-at::Tensor npu_im2col(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, c10::IntArrayRef padding,
-                      c10::IntArrayRef stride) {
+at::Tensor NpuNativeFunctions::im2col(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
+                                      c10::IntArrayRef padding, c10::IntArrayRef stride) {
   const Pool pool(kernel_size, stride, padding, dilation, false);
   if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid() && self.numel() > 0) {
     const at::Tensor x = batched(self);
@@ -215,15 +221,11 @@ at::Tensor npu_im2col(const at::Tensor& self, c10::IntArrayRef kernel_size, c10:
   }
   return fall_back<at::_ops::im2col>("", self, kernel_size, dilation, padding, stride);
 }
-at::Tensor& npu_im2col_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, c10::IntArrayRef padding,
-                           c10::IntArrayRef stride, at::Tensor& out) {
-  return into(npu_im2col(self, kernel_size, dilation, padding, stride), out);
-}
 
 // F.fold, unfold's adjoint (and its gradient): [N, C*KH*KW, L] summed into [N, C, H, W], in f32,
 // rounded once (the CPU adds in the input's dtype: equal in f32, within rounding in bf16 where windows overlap).
-at::Tensor npu_col2im(const at::Tensor& self, c10::SymIntArrayRef output_size_sym, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
-                      c10::IntArrayRef padding, c10::IntArrayRef stride) {
+at::Tensor NpuNativeFunctions::col2im_symint(const at::Tensor& self, c10::SymIntArrayRef output_size_sym, c10::IntArrayRef kernel_size,
+                                             c10::IntArrayRef dilation, c10::IntArrayRef padding, c10::IntArrayRef stride) {
   const std::vector<int64_t> output_size = {output_size_sym[0].expect_int(), output_size_sym[1].expect_int()};
   const Pool pool(kernel_size, stride, padding, dilation, false);
   if (chip_float(self) && (self.dim() == 2 || self.dim() == 3) && pool.valid() && self.numel() > 0) {
@@ -241,10 +243,8 @@ at::Tensor npu_col2im(const at::Tensor& self, c10::SymIntArrayRef output_size_sy
   }
   return fall_back<at::_ops::col2im>("", self, output_size, kernel_size, dilation, padding, stride);
 }
-at::Tensor& npu_col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
-                           c10::IntArrayRef padding, c10::IntArrayRef stride, at::Tensor& out) {
-  return into(npu_col2im(self, output_size, kernel_size, dilation, padding, stride), out);
-}
+
+namespace {
 
 // Each output's divisor [OH, OW] (f32 on the npu), by ATen's rules.
 at::Tensor avg_divisors(const Pool& pool, int64_t height, int64_t width, int64_t oh, int64_t ow, bool count_include_pad,
@@ -287,8 +287,11 @@ at::Tensor max_pool2d_values(const at::Tensor& self, c10::IntArrayRef kernel_siz
   return fall_back_by_name<decltype(max_pool2d_values)>("npusim::max_pool2d", "", self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
-                      bool count_include_pad, std::optional<int64_t> divisor_override) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                          c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                                          std::optional<int64_t> divisor_override) {
   const Pool pool(kernel_size, stride, padding, {}, ceil_mode);
   if (chip_float(self) && (self.dim() == 3 || self.dim() == 4) && pool.valid() && (!divisor_override || *divisor_override != 0)) {
     try {
@@ -307,8 +310,9 @@ at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10:
   return fall_back<at::_ops::avg_pool2d>("", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
-at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                               c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+at::Tensor NpuNativeFunctions::avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                                   c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
+                                                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   const Pool pool(kernel_size, stride, padding, {}, ceil_mode);
   if (chip_float(self) && chip_float(grad) && (self.dim() == 3 || self.dim() == 4) && pool.valid() &&
       (!divisor_override || *divisor_override != 0)) {
@@ -323,6 +327,8 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, c
   }
   return fall_back<at::_ops::avg_pool2d_backward>("", grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
+
+namespace {
 
 // A 3-D pooling's (D, H, W) triple from ATen's one-or-three-value arguments.
 std::array<int64_t, 3> triple(c10::IntArrayRef v, std::array<int64_t, 3> otherwise) {
@@ -345,8 +351,11 @@ struct Pool3d {
   std::vector<int64_t> d_padding() const { return {padding[0], 0}; }
 };
 
-at::Tensor npu_avg_pool3d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
-                          bool count_include_pad, std::optional<int64_t> divisor_override) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::avg_pool3d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                          c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                                          std::optional<int64_t> divisor_override) {
   const Pool3d pool(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   if (pool.separable && chip_float(self) && (self.dim() == 4 || self.dim() == 5) && self.numel() > 0) {
     const at::Tensor x = as_f32(self.dim() == 4 ? self.unsqueeze(0) : self);
@@ -359,13 +368,10 @@ at::Tensor npu_avg_pool3d(const at::Tensor& self, c10::IntArrayRef kernel_size, 
   }
   return fall_back<at::_ops::avg_pool3d>("ceil mode, count_include_pad=False, a divisor override, or not a chip float", self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
-at::Tensor& npu_avg_pool3d_out(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride, c10::IntArrayRef padding,
-                               bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out) {
-  return into(npu_avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), out);
-}
 
-at::Tensor npu_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                                   c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+at::Tensor NpuNativeFunctions::avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size,
+                                                   c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
+                                                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   const Pool3d pool(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   if (pool.separable && chip_float(self) && chip_float(grad) && (self.dim() == 4 || self.dim() == 5) && self.numel() > 0) {
     const at::Tensor x = self.dim() == 4 ? self.unsqueeze(0) : self, g = as_f32(grad.dim() == 4 ? grad.unsqueeze(0) : grad);
@@ -383,14 +389,9 @@ at::Tensor npu_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& sel
   }
   return fall_back<at::_ops::avg_pool3d_backward>("ceil mode, count_include_pad=False, a divisor override, or not a chip float", grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
-at::Tensor& npu_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
-                                        c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override,
-                                        at::Tensor& grad_input) {
-  return into(npu_avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), grad_input);
-}
 
 // Adaptive average pooling where the output size divides the input's: windows of H/OH x W/OW, two row means in f32.
-at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
+at::Tensor NpuNativeFunctions::_adaptive_avg_pool2d_symint(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
   const std::vector<int64_t> output_size = {output_size_sym[0].expect_int(), output_size_sym[1].expect_int()};
   if (chip_float(self) && (self.dim() == 3 || self.dim() == 4)) {
     const at::Tensor x = batched(self);
@@ -414,7 +415,7 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef outpu
   return fall_back<at::_ops::_adaptive_avg_pool2d>("", self, output_size);
 }
 
-at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::_adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor& self) {
   if (chip_float(self) && chip_float(grad) && (self.dim() == 3 || self.dim() == 4)) {
     const at::Tensor x = batched(self), g = batched(grad);
     const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), oh = g.size(2), ow = g.size(3);
@@ -431,7 +432,7 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad, const at::Tensor
 
 // 3-D adaptive average pooling ([C, D, H, W] or [N, C, D, H, W]): the averaging matrices over H and W,
 // then over D, in f32, rounded once.
-at::Tensor adaptive_avg_pool3d(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
+at::Tensor NpuNativeFunctions::_adaptive_avg_pool3d_symint(const at::Tensor& self, c10::SymIntArrayRef output_size_sym) {
   const int64_t od = output_size_sym[0].expect_int(), oh = output_size_sym[1].expect_int(), ow = output_size_sym[2].expect_int();
   if (!chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0 || od <= 0 || oh <= 0 || ow <= 0) {
     return fall_back<at::_ops::_adaptive_avg_pool3d>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor", self, std::vector<int64_t>{od, oh, ow});
@@ -441,7 +442,7 @@ at::Tensor adaptive_avg_pool3d(const at::Tensor& self, c10::SymIntArrayRef outpu
   return adaptive_average_f32(planes.movedim(depth_dim, -1), std::nullopt, od).movedim(-1, depth_dim).contiguous().to(self.scalar_type());
 }
 
-at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self) {
+at::Tensor NpuNativeFunctions::_adaptive_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor& self) {
   if (!chip_float(grad) || !chip_float(self) || (self.dim() != 4 && self.dim() != 5) || self.numel() == 0) {
     return fall_back<at::_ops::_adaptive_avg_pool3d_backward>("not a non-empty 4-D or 5-D f32, bf16 or f16 tensor", grad, self);
   }
@@ -452,38 +453,13 @@ at::Tensor adaptive_avg_pool3d_backward(const at::Tensor& grad, const at::Tensor
       .contiguous()
       .to(self.scalar_type());
 }
-at::Tensor& adaptive_avg_pool3d_out(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
-  return into(adaptive_avg_pool3d(self, output_size), out);
+// (Not derived: the functional form is _adaptive_avg_pool3d_backward, another name.)
+at::Tensor& NpuNativeFunctions::adaptive_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& grad_input) {
+  return into(NpuNativeFunctions::_adaptive_avg_pool3d_backward(grad, self), grad_input);
 }
-at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& grad_input) {
-  return into(adaptive_avg_pool3d_backward(grad, self), grad_input);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max_pool2d_with_indices", max_pool2d_with_indices);
-  m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
-  m.impl("avg_pool2d", avg_pool2d);
-  m.impl("avg_pool2d_backward", avg_pool2d_backward);
-  m.impl("_adaptive_avg_pool2d", adaptive_avg_pool2d);
-  m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward);
-  m.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d);
-  m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_pool3d_backward);
-  m.impl("adaptive_avg_pool3d.out", adaptive_avg_pool3d_out);
-  m.impl("adaptive_avg_pool3d_backward.grad_input", adaptive_avg_pool3d_backward_out);
-  m.impl("avg_pool3d", npu_avg_pool3d);
-  m.impl("avg_pool3d.out", npu_avg_pool3d_out);
-  m.impl("avg_pool3d_backward", npu_avg_pool3d_backward);
-  m.impl("avg_pool3d_backward.grad_input", npu_avg_pool3d_backward_out);
-  m.impl("adaptive_max_pool2d", npu_adaptive_max_pool2d);
-  m.impl("adaptive_max_pool2d.out", npu_adaptive_max_pool2d_out);
-  m.impl("adaptive_max_pool2d_backward", npu_adaptive_max_pool2d_backward);
-  m.impl("adaptive_max_pool2d_backward.grad_input", npu_adaptive_max_pool2d_backward_out);
-  m.impl("im2col", npu_im2col);
-  m.impl("im2col.out", npu_im2col_out);
-  m.impl("col2im", npu_col2im);
-  m.impl("col2im.out", npu_col2im_out);
+// (Not derived: the functional form is _adaptive_avg_pool3d, another name.)
+at::Tensor& NpuNativeFunctions::adaptive_avg_pool3d_out_symint(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  return into(NpuNativeFunctions::_adaptive_avg_pool3d_symint(self, output_size), out);
 }
 
 TORCH_LIBRARY_IMPL(npusim, CPU, m) { m.impl("max_pool2d", max_pool2d_values_cpu); }

@@ -13,6 +13,7 @@
 
 #include <optional>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "scan.h"
@@ -45,7 +46,9 @@ at::Tensor product_tree(at::Tensor x) {
   return x;
 }
 
-at::Tensor npu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::prod(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   const at::ScalarType result = product_dtype(self, dtype);
   const at::Tensor x = operand(self, result);
   if (!x.defined()) {
@@ -65,17 +68,11 @@ at::Tensor npu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::
   if (!keepdim && self.dim() > 0) product = product.squeeze(d);
   return product.to(result).contiguous();
 }
-at::Tensor& npu_prod_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return into(npu_prod_dim(self, dim, keepdim, dtype), out);
-}
-at::Tensor npu_prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
-  return npu_prod_dim(self.reshape({-1}), 0, false, dtype);
-}
-at::Tensor& npu_prod_out(const at::Tensor& self, std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return into(npu_prod(self, dtype), out);
+at::Tensor NpuNativeFunctions::prod(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return NpuNativeFunctions::prod(self.reshape({-1}), 0, false, dtype);
 }
 
-at::Tensor npu_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+at::Tensor NpuNativeFunctions::cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   const at::ScalarType result = product_dtype(self, dtype);
   const at::Tensor x = operand(self, result);
   if (!x.defined()) {
@@ -86,20 +83,6 @@ at::Tensor npu_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::Sc
   scan = inclusive_scan(scan, [](const at::Tensor& earlier, const at::Tensor& later) { return at::mul(earlier, later); });
   scan = self.dim() == 0 ? scan.view(c10::IntArrayRef{}) : scan.movedim(-1, d);
   return scan.to(result).contiguous();
-}
-at::Tensor& npu_cumprod_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return into(npu_cumprod(self, dim, dtype), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("prod", npu_prod);
-  m.impl("prod.out", npu_prod_out);
-  m.impl("prod.dim_int", npu_prod_dim);
-  m.impl("prod.int_out", npu_prod_dim_out);
-  m.impl("cumprod", npu_cumprod);
-  m.impl("cumprod.out", npu_cumprod_out);
 }
 
 }  // namespace npusim

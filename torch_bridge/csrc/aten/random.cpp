@@ -25,6 +25,7 @@
 #include <limits>
 #include <tuple>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "runtime/generator.h"
 #include "kernel_launch.h"
@@ -54,41 +55,35 @@ bool generate(OpKind kind, const at::Tensor& self, double param0, double param1,
   return true;
 }
 
-// The CPU's result for the ops the chip cannot generate (f64, integers), counted; the
-// CPU's default generator draws them (torch.manual_seed seeds it as well).
-template <typename F>
-at::Tensor& on_cpu_into(const char* name, at::Tensor& self, F compute) {
-  if (on_npu(self) && !chip_float(self))
-    Runtime::get().note_fallback(name, std::string("dtype ") + c10::toString(self.scalar_type()) + " is not on the chip");
-  else
-    note_cpu_fallback(name);
-  at::Tensor host = self.cpu();
-  compute(host);
-  self.copy_(host);
-  return self;
+// Why the chip cannot generate into self (f64, integers; empty: the kernel's reason). Those ops take the CPU
+// fallback without the npu generator: the CPU's default generator draws them (torch.manual_seed seeds it too).
+std::string off_chip_reason(const at::Tensor& self) {
+  return on_npu(self) && !chip_float(self) ? std::string("dtype ") + c10::toString(self.scalar_type()) + " is not on the chip" : "";
 }
 
-at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   if (chip_float(self) && generate(OpKind::UNIFORM, self, from, to, generator)) return self;
-  return on_cpu_into("aten::uniform_", self, [&](at::Tensor& t) { t.uniform_(from, to); });
+  return fall_back<at::_ops::uniform_>(off_chip_reason(self), self, from, to, std::nullopt);
 }
 
-at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+at::Tensor& NpuNativeFunctions::normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   if (chip_float(self) && generate(OpKind::NORMAL, self, mean, std, generator)) return self;
-  return on_cpu_into("aten::normal_", self, [&](at::Tensor& t) { t.normal_(mean, std); });
+  return fall_back<at::_ops::normal_>(off_chip_reason(self), self, mean, std, std::nullopt);
 }
 
-at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
+at::Tensor& NpuNativeFunctions::bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
   TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
   if ((chip_float(self) || (on_npu(self) && self.scalar_type() == at::kBool)) && generate(OpKind::BERNOULLI, self, p, 0, generator))
     return self;
-  return on_cpu_into("aten::bernoulli_.float", self, [&](at::Tensor& t) { t.bernoulli_(p); });
+  return fall_back<at::_ops::bernoulli__float>(off_chip_reason(self), self, p, std::nullopt);
 }
 
 // Each element 1 with its own probability: u < p, u uniform from the npu generator.
-at::Tensor bernoulli(const at::Tensor& probabilities, std::optional<at::Generator> generator) {
+at::Tensor NpuNativeFunctions::bernoulli(const at::Tensor& probabilities, std::optional<at::Generator> generator) {
   if (chip_float(probabilities)) {
     at::Tensor u = new_npu(probabilities.sizes(), at::kFloat);
     if (generate(OpKind::UNIFORM, u, 0, 1, generator)) return at::lt(u, as_f32(probabilities)).to(probabilities.scalar_type());
@@ -102,7 +97,8 @@ at::Tensor bernoulli(const at::Tensor& probabilities, std::optional<at::Generato
 // product is kept below the total (a u that rounds it up would count every category). With replacement, or
 // one draw; without replacement beyond one draw, and beyond 2^26 comparisons, the CPU, counted. The
 // CPU's checks first (one read of two flags from the device).
-at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> generator) {
+at::Tensor NpuNativeFunctions::multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
+                                           std::optional<at::Generator> generator) {
   TORCH_CHECK(self.dim() == 1 || self.dim() == 2, "prob_dist must be 1 or 2 dim");
   TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
   const int64_t categories = self.size(-1), rows = self.dim() == 1 ? 1 : self.size(0);
@@ -130,7 +126,7 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacemen
 // the values the arange kernel's: floats directly (f32(i) * step + start, exact for integers below
 // 2^24), integers in i32 (widened to int64 on the chip) where every value fits 32 bits. int64
 // beyond 32 bits and f64 take the CPU's values, counted.
-at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
   const at::Tensor meta = at::arange(start, end, step, out.options().device(at::kMeta));
   if (out.sizes() != meta.sizes()) out.resize_(meta.sizes());
   const int64_t n = meta.numel();
@@ -162,7 +158,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
 // and end - step * (steps - 1 - i) for the second, step = (end - start) / (steps - 1), in f32 from
 // the arange kernel's exact i, rounded once (the CPU rounds in the dtype and, vectorized, adds lane
 // offsets to a base: within an f32 rounding or two). Integer and f64 outputs: the CPU's, counted.
-at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
@@ -181,7 +177,8 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
 
 // Integers in [from, to) from uniform f32 draws. Ranges beyond 2^24, f64 and the full-range random_()
 // go to the CPU's generator, counted.
-at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to_opt, std::optional<at::Generator> generator) {
+at::Tensor& NpuNativeFunctions::random_(at::Tensor& self, int64_t from, std::optional<int64_t> to_opt,
+                                        std::optional<at::Generator> generator) {
   const bool integer = self.scalar_type() == at::kLong || self.scalar_type() == at::kInt || self.scalar_type() == at::kChar ||
                        self.scalar_type() == at::kByte || self.scalar_type() == at::kBool;
   if (to_opt) TORCH_CHECK(from < *to_opt, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to_opt);
@@ -203,11 +200,11 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
   return fall_back<at::_ops::random__from>("a range beyond 2^24 or int32, no upper bound, or a dtype the chip does not store", self, from,
                                            to_opt, std::nullopt);
 }
-at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) { return random_from_(self, 0, to, generator); }
+at::Tensor& NpuNativeFunctions::random_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) { return NpuNativeFunctions::random_(self, 0, to, generator); }
 
 // A random permutation of 0 .. n - 1: the sorted order of n uniform keys (equal keys, 2^-24 apart at
 // worst, keep their order: the sort is stable).
-at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::randperm_out(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   if (out.numel() != n) out.resize_({n});
   if (n == 0) return out;
@@ -221,6 +218,8 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::
   return fall_back<at::_ops::randperm_generator_out>("more than 4096 elements, or an output dtype the chip does not store", n, std::nullopt, out);
 }
 
+namespace {
+
 // where(mask, x * scale, 0), the product in f32 and rounded once, as the CPU's x * mask * scale.
 at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scale) {
   const at::Tensor scaled = at::mul(as_f32(x), at::scalar_tensor(scale, at::TensorOptions().dtype(at::kFloat)));
@@ -228,7 +227,9 @@ at::Tensor masked_scale(const at::Tensor& x, const at::Tensor& mask, double scal
   return kept.scalar_type() == x.scalar_type() ? kept : kept.to(x.scalar_type());
 }
 
-std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
   TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   if (train.has_value() && !*train) return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
   const double keep = 1.0 - p, scale = keep == 0 ? 0.0 : 1.0 / keep;
@@ -239,25 +240,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   return fall_back<at::_ops::native_dropout>("not a chip float", input, p, train);
 }
 
-at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+at::Tensor NpuNativeFunctions::native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   if (chip_float(grad) && on_npu(mask) && mask.scalar_type() == at::kBool) return masked_scale(grad, mask, scale);
   return fall_back<at::_ops::native_dropout_backward>("", grad, mask, scale);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("uniform_", uniform_);
-  m.impl("normal_", normal_);
-  m.impl("bernoulli_.float", bernoulli_float_);
-  m.impl("bernoulli", bernoulli);
-  m.impl("multinomial", multinomial);
-  m.impl("arange.start_out", arange_out);
-  m.impl("random_.from", random_from_);
-  m.impl("random_.to", random_to_);
-  m.impl("randperm.generator_out", randperm_out);
-  m.impl("linspace.out", linspace_out);
-  m.impl("native_dropout", native_dropout);
-  m.impl("native_dropout_backward", native_dropout_backward);
-}
-
-}  // namespace
 }  // namespace npusim

@@ -13,12 +13,12 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "kernel_launch.h"
 
 namespace npusim {
-namespace {
 
-at::Tensor npu_flip(const at::Tensor& x, c10::IntArrayRef dims) {
+at::Tensor NpuNativeFunctions::flip(const at::Tensor& x, c10::IntArrayRef dims) {
   at::Tensor result = x;
   std::vector<bool> seen(size_t(std::max<int64_t>(x.dim(), 1)), false);
   for (const int64_t d : dims) {
@@ -32,10 +32,10 @@ at::Tensor npu_flip(const at::Tensor& x, c10::IntArrayRef dims) {
   return result.is_same(x) ? x.clone() : result;
 }
 
-at::Tensor npu_roll(const at::Tensor& x, c10::IntArrayRef shifts, c10::IntArrayRef dims) {
+at::Tensor NpuNativeFunctions::roll(const at::Tensor& x, c10::IntArrayRef shifts, c10::IntArrayRef dims) {
   if (dims.empty()) {
     TORCH_CHECK(shifts.size() == 1, "roll: with no dims there is one shift, got ", shifts.size());
-    return npu_roll(x.reshape({-1}), shifts, {0}).view(x.sizes());
+    return NpuNativeFunctions::roll(x.reshape({-1}), shifts, {0}).view(x.sizes());
   }
   TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   at::Tensor result = x;
@@ -50,7 +50,7 @@ at::Tensor npu_roll(const at::Tensor& x, c10::IntArrayRef shifts, c10::IntArrayR
   return result.is_same(x) ? x.clone() : result;
 }
 
-at::Tensor npu_channel_shuffle(const at::Tensor& x, c10::SymInt groups_sym) {
+at::Tensor NpuNativeFunctions::channel_shuffle_symint(const at::Tensor& x, c10::SymInt groups_sym) {
   const int64_t groups = groups_sym.expect_int();
   TORCH_CHECK(x.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes ", x.sizes());
   TORCH_CHECK(groups > 0 && x.size(1) % groups == 0, "Number of channels must be divisible by groups. Got ", x.size(1), " channels and ",
@@ -60,7 +60,7 @@ at::Tensor npu_channel_shuffle(const at::Tensor& x, c10::SymInt groups_sym) {
   return x.reshape(grouped).transpose(1, 2).contiguous().view(x.sizes());
 }
 
-at::Tensor npu_linalg_cross(const at::Tensor& a, const at::Tensor& b, int64_t dim) {
+at::Tensor NpuNativeFunctions::linalg_cross(const at::Tensor& a, const at::Tensor& b, int64_t dim) {
   TORCH_CHECK(a.dim() == b.dim(), "linalg.cross: inputs must have the same number of dimensions.");
   const int64_t d = at::maybe_wrap_dim(dim, a.dim());
   TORCH_CHECK(a.size(d) == 3 && b.size(d) == 3, "linalg.cross: inputs dimension ", dim, " must have length 3. Got ", a.size(d), " and ",
@@ -69,19 +69,6 @@ at::Tensor npu_linalg_cross(const at::Tensor& a, const at::Tensor& b, int64_t di
   const at::Tensor x = a.expand(shape), y = b.expand(shape);
   // component i: a[i+1] b[i+2] - a[i+2] b[i+1]
   return at::sub(at::mul(at::roll(x, {-1}, {d}), at::roll(y, {-2}, {d})), at::mul(at::roll(x, {-2}, {d}), at::roll(y, {-1}, {d})));
-}
-at::Tensor& npu_linalg_cross_out(const at::Tensor& a, const at::Tensor& b, int64_t dim, at::Tensor& out) {
-  return into(npu_linalg_cross(a, b, dim), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("flip", npu_flip);
-  m.impl("roll", npu_roll);
-  m.impl("channel_shuffle", npu_channel_shuffle);
-  m.impl("linalg_cross", npu_linalg_cross);
-  m.impl("linalg_cross.out", npu_linalg_cross_out);
 }
 
 }  // namespace npusim

@@ -37,6 +37,7 @@
 #include <optional>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "resampling.h"
@@ -173,8 +174,10 @@ bool resamplable(const at::Tensor& x, std::initializer_list<int64_t> dims, bool 
 
 // ---- nearest ----------------------------------------------------------------------
 
-at::Tensor npu_upsample_nearest2d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
-                                  std::optional<double> scales_w) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::upsample_nearest2d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
+                                                  std::optional<double> scales_w) {
   if (!resamplable(x, {4}) || output_size.size() != 2) {
     return fall_back<at::_ops::upsample_nearest2d>("not a non-empty 4-D tensor of a chip dtype", x, output_size, scales_h, scales_w);
   }
@@ -184,13 +187,10 @@ at::Tensor npu_upsample_nearest2d(const at::Tensor& x, c10::IntArrayRef output_s
   if (fh && fw) return x.view({n, c, h, 1, w, 1}).expand({n, c, h, fh, w, fw}).reshape({n, c, rows.out, cols.out});
   return apply_maps(x, &rows, cols);
 }
-at::Tensor& npu_upsample_nearest2d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_h,
-                                       std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_nearest2d(x, output_size, scales_h, scales_w), out);
-}
 
-at::Tensor npu_upsample_nearest2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                           std::optional<double> scales_h, std::optional<double> scales_w) {
+at::Tensor NpuNativeFunctions::upsample_nearest2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                           c10::IntArrayRef input_size, std::optional<double> scales_h,
+                                                           std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
     return fall_back<at::_ops::upsample_nearest2d_backward>("not a non-empty 4-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales_h, scales_w);
   }
@@ -201,83 +201,65 @@ at::Tensor npu_upsample_nearest2d_backward(const at::Tensor& grad, c10::IntArray
   const at::Tensor sums = at::sum(as_f32(grad).reshape({n, c, h, fh, w, fw}), {3, 5});
   return sums.scalar_type() == grad.scalar_type() ? sums : sums.to(grad.scalar_type());
 }
-at::Tensor& npu_upsample_nearest2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_nearest2d_backward(grad, output_size, input_size, scales_h, scales_w), out);
-}
+
+namespace {
 
 // ---- bilinear and bicubic: weighted maps --------------------------------------------
 
 using MapBuilder = DimMap (*)(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_factor);
 
-at::Tensor weighted_upsample(const char* name, MapBuilder build, const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
-                             std::optional<double> scales_h, std::optional<double> scales_w, const std::function<at::Tensor()>& reference) {
-  if (!resamplable(x, {4}, true) || output_size.size() != 2) {
-    note_cpu_fallback(name, "not a non-empty 4-D f32, bf16 or f16 tensor");
-    return reference().to(x.device());
-  }
+// `fallback(reason)`: the op itself on the CPU fallback.
+using Fallback = std::function<at::Tensor(const char* reason)>;
+
+at::Tensor weighted_upsample(MapBuilder build, const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                             std::optional<double> scales_h, std::optional<double> scales_w, const Fallback& fallback) {
+  if (!resamplable(x, {4}, true) || output_size.size() != 2) return fallback("not a non-empty 4-D f32, bf16 or f16 tensor");
   const DimMap rows = build(x.size(2), output_size[0], align_corners, scales_h);
   const DimMap cols = build(x.size(3), output_size[1], align_corners, scales_w);
   return apply_maps(x, &rows, cols);
 }
 
-at::Tensor weighted_upsample_backward(const char* name, MapBuilder build, const at::Tensor& grad, c10::IntArrayRef output_size,
-                                      c10::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h,
-                                      std::optional<double> scales_w, const std::function<at::Tensor()>& reference) {
-  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2) {
-    note_cpu_fallback(name, "not a non-empty 4-D f32, bf16 or f16 gradient");
-    return reference().to(grad.device());
-  }
+at::Tensor weighted_upsample_backward(MapBuilder build, const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                      bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
+                                      const Fallback& fallback) {
+  if (!chip_float(grad) || grad.dim() != 4 || grad.numel() == 0 || input_size.size() != 4 || output_size.size() != 2)
+    return fallback("not a non-empty 4-D f32, bf16 or f16 gradient");
   const DimMap rows = build(input_size[2], output_size[0], align_corners, scales_h);
   const DimMap cols = build(input_size[3], output_size[1], align_corners, scales_w);
   return apply_transposed_maps(grad, &rows, cols);
 }
 
-at::Tensor npu_upsample_bilinear2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
-                                   std::optional<double> scales_w) {
-  return weighted_upsample("aten::upsample_bilinear2d", linear_map, x, output_size, align_corners, scales_h, scales_w,
-                           [&] { return at::upsample_bilinear2d(x.cpu(), output_size, align_corners, scales_h, scales_w); });
+}  // namespace
+
+at::Tensor NpuNativeFunctions::upsample_bilinear2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                                                   std::optional<double> scales_h, std::optional<double> scales_w) {
+  return weighted_upsample(linear_map, x, output_size, align_corners, scales_h, scales_w, [&](const char* reason) {
+    return fall_back<at::_ops::upsample_bilinear2d>(reason, x, output_size, align_corners, scales_h, scales_w);
+  });
 }
-at::Tensor& npu_upsample_bilinear2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
-                                        std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w), out);
-}
-at::Tensor npu_upsample_bilinear2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                            bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return weighted_upsample_backward("aten::upsample_bilinear2d_backward", linear_map, grad, output_size, input_size, align_corners, scales_h,
-                                    scales_w, [&] {
-                                      return at::upsample_bilinear2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h,
-                                                                              scales_w);
-                                    });
-}
-at::Tensor& npu_upsample_bilinear2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                 bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
-                                                 at::Tensor& out) {
-  return into(npu_upsample_bilinear2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
+at::Tensor NpuNativeFunctions::upsample_bilinear2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                            c10::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h,
+                                                            std::optional<double> scales_w) {
+  return weighted_upsample_backward(linear_map, grad, output_size, input_size, align_corners, scales_h, scales_w, [&](const char* reason) {
+    return fall_back<at::_ops::upsample_bilinear2d_backward>(reason, grad, output_size, input_size, align_corners, scales_h, scales_w);
+  });
 }
 
-at::Tensor npu_upsample_bicubic2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
-                                  std::optional<double> scales_w) {
-  return weighted_upsample("aten::upsample_bicubic2d", cubic_map, x, output_size, align_corners, scales_h, scales_w,
-                           [&] { return at::upsample_bicubic2d(x.cpu(), output_size, align_corners, scales_h, scales_w); });
+at::Tensor NpuNativeFunctions::upsample_bicubic2d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                                                  std::optional<double> scales_h, std::optional<double> scales_w) {
+  return weighted_upsample(cubic_map, x, output_size, align_corners, scales_h, scales_w, [&](const char* reason) {
+    return fall_back<at::_ops::upsample_bicubic2d>(reason, x, output_size, align_corners, scales_h, scales_w);
+  });
 }
-at::Tensor& npu_upsample_bicubic2d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_h,
-                                       std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_bicubic2d(x, output_size, align_corners, scales_h, scales_w), out);
+at::Tensor NpuNativeFunctions::upsample_bicubic2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                           c10::IntArrayRef input_size, bool align_corners, std::optional<double> scales_h,
+                                                           std::optional<double> scales_w) {
+  return weighted_upsample_backward(cubic_map, grad, output_size, input_size, align_corners, scales_h, scales_w, [&](const char* reason) {
+    return fall_back<at::_ops::upsample_bicubic2d_backward>(reason, grad, output_size, input_size, align_corners, scales_h, scales_w);
+  });
 }
-at::Tensor npu_upsample_bicubic2d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                           bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w) {
-  return weighted_upsample_backward("aten::upsample_bicubic2d_backward", cubic_map, grad, output_size, input_size, align_corners, scales_h,
-                                    scales_w, [&] {
-                                      return at::upsample_bicubic2d_backward(grad.cpu(), output_size, input_size, align_corners, scales_h,
-                                                                             scales_w);
-                                    });
-}
-at::Tensor& npu_upsample_bicubic2d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                bool align_corners, std::optional<double> scales_h, std::optional<double> scales_w,
-                                                at::Tensor& out) {
-  return into(npu_upsample_bicubic2d_backward(grad, output_size, input_size, align_corners, scales_h, scales_w), out);
-}
+
+namespace {
 
 // ---- 1-D and 3-D upsampling: the 2-D maps on the last dim, or on (H, W) and then D ------------------------
 
@@ -294,36 +276,40 @@ at::Tensor in_dtype(const at::Tensor& result, const at::Tensor& like) {
   return result.scalar_type() == like.scalar_type() ? result : result.to(like.scalar_type());
 }
 
-at::Tensor npu_upsample_linear1d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::upsample_linear1d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                                                 std::optional<double> scales) {
   if (!resamplable(x, {3}, true) || output_size.size() != 1) {
     return fall_back<at::_ops::upsample_linear1d>("not a non-empty 3-D f32, bf16 or f16 tensor", x, output_size, align_corners, scales);
   }
   return apply_maps(x, nullptr, linear_map(x.size(2), output_size[0], align_corners, scales));
 }
-at::Tensor npu_upsample_linear1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                          bool align_corners, std::optional<double> scales) {
+at::Tensor NpuNativeFunctions::upsample_linear1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
+                                                          bool align_corners, std::optional<double> scales) {
   if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
     return fall_back<at::_ops::upsample_linear1d_backward>("not a non-empty 3-D f32, bf16 or f16 gradient", grad, output_size, input_size, align_corners, scales);
   }
   return apply_transposed_maps(grad, nullptr, linear_map(input_size[2], output_size[0], align_corners, scales));
 }
 
-at::Tensor npu_upsample_nearest1d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales) {
+at::Tensor NpuNativeFunctions::upsample_nearest1d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales) {
   if (!resamplable(x, {3}) || output_size.size() != 1) {
     return fall_back<at::_ops::upsample_nearest1d>("not a non-empty 3-D tensor of a chip dtype", x, output_size, scales);
   }
   return apply_maps(x, nullptr, nearest_map(x.size(2), output_size[0], scales));
 }
-at::Tensor npu_upsample_nearest1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                           std::optional<double> scales) {
+at::Tensor NpuNativeFunctions::upsample_nearest1d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                           c10::IntArrayRef input_size, std::optional<double> scales) {
   if (!chip_float(grad) || grad.dim() != 3 || grad.numel() == 0 || input_size.size() != 3 || output_size.size() != 1) {
     return fall_back<at::_ops::upsample_nearest1d_backward>("not a non-empty 3-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales);
   }
   return apply_transposed_maps(grad, nullptr, nearest_map(input_size[2], output_size[0], scales));
 }
 
-at::Tensor npu_upsample_trilinear3d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d,
-                                    std::optional<double> scales_h, std::optional<double> scales_w) {
+at::Tensor NpuNativeFunctions::upsample_trilinear3d(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners,
+                                                    std::optional<double> scales_d, std::optional<double> scales_h,
+                                                    std::optional<double> scales_w) {
   if (!resamplable(x, {5}, true) || output_size.size() != 3) {
     return fall_back<at::_ops::upsample_trilinear3d>("not a non-empty 5-D f32, bf16 or f16 tensor", x, output_size, align_corners, scales_d, scales_h, scales_w);
   }
@@ -332,9 +318,10 @@ at::Tensor npu_upsample_trilinear3d(const at::Tensor& x, c10::IntArrayRef output
   const DimMap cols = linear_map(x.size(4), output_size[2], align_corners, scales_w);
   return in_dtype(apply_maps_3d(x, depth, rows, cols), x);
 }
-at::Tensor npu_upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                             bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h,
-                                             std::optional<double> scales_w) {
+at::Tensor NpuNativeFunctions::upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                             c10::IntArrayRef input_size, bool align_corners,
+                                                             std::optional<double> scales_d, std::optional<double> scales_h,
+                                                             std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
     return fall_back<at::_ops::upsample_trilinear3d_backward>("not a non-empty 5-D f32, bf16 or f16 gradient", grad, output_size, input_size, align_corners, scales_d, scales_h, scales_w);
   }
@@ -344,16 +331,17 @@ at::Tensor npu_upsample_trilinear3d_backward(const at::Tensor& grad, c10::IntArr
   return in_dtype(apply_transposed_maps_3d(grad, depth, rows, cols), grad);
 }
 
-at::Tensor npu_upsample_nearest3d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
-                                  std::optional<double> scales_h, std::optional<double> scales_w) {
+at::Tensor NpuNativeFunctions::upsample_nearest3d(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
+                                                  std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!resamplable(x, {5}) || output_size.size() != 3) {
     return fall_back<at::_ops::upsample_nearest3d>("not a non-empty 5-D tensor of a chip dtype", x, output_size, scales_d, scales_h, scales_w);
   }
   return apply_maps_3d(x, nearest_map(x.size(2), output_size[0], scales_d), nearest_map(x.size(3), output_size[1], scales_h),
                        nearest_map(x.size(4), output_size[2], scales_w));
 }
-at::Tensor npu_upsample_nearest3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                           std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w) {
+at::Tensor NpuNativeFunctions::upsample_nearest3d_backward(const at::Tensor& grad, c10::IntArrayRef output_size,
+                                                           c10::IntArrayRef input_size, std::optional<double> scales_d,
+                                                           std::optional<double> scales_h, std::optional<double> scales_w) {
   if (!chip_float(grad) || grad.dim() != 5 || grad.numel() == 0 || input_size.size() != 5 || output_size.size() != 3) {
     return fall_back<at::_ops::upsample_nearest3d_backward>("not a non-empty 5-D f32, bf16 or f16 gradient", grad, output_size, input_size, scales_d, scales_h, scales_w);
   }
@@ -364,39 +352,8 @@ at::Tensor npu_upsample_nearest3d_backward(const at::Tensor& grad, c10::IntArray
 }
 
 // The .out forms the structured ops dispatch to.
-at::Tensor& npu_upsample_linear1d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales,
-                                      at::Tensor& out) {
-  return into(npu_upsample_linear1d(x, output_size, align_corners, scales), out);
-}
-at::Tensor& npu_upsample_linear1d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                               bool align_corners, std::optional<double> scales, at::Tensor& out) {
-  return into(npu_upsample_linear1d_backward(grad, output_size, input_size, align_corners, scales), out);
-}
-at::Tensor& npu_upsample_nearest1d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales, at::Tensor& out) {
-  return into(npu_upsample_nearest1d(x, output_size, scales), out);
-}
-at::Tensor& npu_upsample_nearest1d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                std::optional<double> scales, at::Tensor& out) {
-  return into(npu_upsample_nearest1d_backward(grad, output_size, input_size, scales), out);
-}
-at::Tensor& npu_upsample_trilinear3d_out(const at::Tensor& x, c10::IntArrayRef output_size, bool align_corners, std::optional<double> scales_d,
-                                         std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_trilinear3d(x, output_size, align_corners, scales_d, scales_h, scales_w), out);
-}
-at::Tensor& npu_upsample_trilinear3d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                  bool align_corners, std::optional<double> scales_d, std::optional<double> scales_h,
-                                                  std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_trilinear3d_backward(grad, output_size, input_size, align_corners, scales_d, scales_h, scales_w), out);
-}
-at::Tensor& npu_upsample_nearest3d_out(const at::Tensor& x, c10::IntArrayRef output_size, std::optional<double> scales_d,
-                                       std::optional<double> scales_h, std::optional<double> scales_w, at::Tensor& out) {
-  return into(npu_upsample_nearest3d(x, output_size, scales_d, scales_h, scales_w), out);
-}
-at::Tensor& npu_upsample_nearest3d_backward_out(const at::Tensor& grad, c10::IntArrayRef output_size, c10::IntArrayRef input_size,
-                                                std::optional<double> scales_d, std::optional<double> scales_h, std::optional<double> scales_w,
-                                                at::Tensor& out) {
-  return into(npu_upsample_nearest3d_backward(grad, output_size, input_size, scales_d, scales_h, scales_w), out);
-}
+
+namespace {
 
 // ---- reflection and replication padding (1-D: [C, W] or [N, C, W]; 2-D: [C, H, W] or [N, C, H, W]; 3-D: [C, D, H, W] or [N, C, D, H, W]) ----
 
@@ -411,31 +368,18 @@ bool paddable(const at::Tensor& t, c10::IntArrayRef padding, bool reflect) {
 }
 
 // The CPU's padding and its gradient, for 1, 2 or 3 padded dims (2, 4 or 6 pads).
-at::Tensor cpu_pad(const at::Tensor& h, c10::IntArrayRef padding, bool reflect) {
-  switch (padding.size()) {
-    case 2: return reflect ? at::reflection_pad1d(h, padding) : at::replication_pad1d(h, padding);
-    case 4: return reflect ? at::reflection_pad2d(h, padding) : at::replication_pad2d(h, padding);
-    default: return reflect ? at::reflection_pad3d(h, padding) : at::replication_pad3d(h, padding);
-  }
-}
-at::Tensor cpu_pad_backward(const at::Tensor& g, const at::Tensor& h, c10::IntArrayRef padding, bool reflect) {
-  switch (padding.size()) {
-    case 2: return reflect ? at::reflection_pad1d_backward(g, h, padding) : at::replication_pad1d_backward(g, h, padding);
-    case 4: return reflect ? at::reflection_pad2d_backward(g, h, padding) : at::replication_pad2d_backward(g, h, padding);
-    default: return reflect ? at::reflection_pad3d_backward(g, h, padding) : at::replication_pad3d_backward(g, h, padding);
-  }
-}
-
 // padding: (left, right[, top, bottom[, front, back]]) of the last 1, 2 or 3 dims (3-D: the maps of H
 // and W, then D's), an unbatched or batched tensor.
-at::Tensor pad(const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
+// Op: the padding op asked for (at::_ops::NAME), for the CPU fallback.
+template <typename Op>
+at::Tensor pad(const at::Tensor& x, c10::IntArrayRef padding, bool reflect) {
   const int64_t dims = int64_t(padding.size() / 2);
   const bool ok = (padding.size() == 2 || padding.size() == 4 || padding.size() == 6) && resamplable(x, {dims + 1, dims + 2}) &&
                   paddable(x, padding, reflect);
   if (!ok) {
-    note_cpu_fallback(op, paddable(x, padding, reflect) ? "a rank, dtype or size the chip path does not take"
-                                                        : "a negative padding, or a reflection not below its dim");
-    return cpu_pad(x.cpu(), padding, reflect).to(x.device());
+    return fall_back<Op>(paddable(x, padding, reflect) ? "a rank, dtype or size the chip path does not take"
+                                                       : "a negative padding, or a reflection not below its dim",
+                         x, padding);
   }
   const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
   if (dims == 1) return apply_maps(x, nullptr, cols);
@@ -445,12 +389,12 @@ at::Tensor pad(const at::Tensor& x, c10::IntArrayRef padding, bool reflect, cons
   return apply_maps(apply_maps(x, &rows, cols).movedim(-3, -1), nullptr, depth).movedim(-1, -3).contiguous();
 }
 
-at::Tensor pad_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef padding, bool reflect, const char* op) {
+template <typename Op>
+at::Tensor pad_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArrayRef padding, bool reflect) {
   const int64_t dims = int64_t(padding.size() / 2);
   if (!chip_float(grad) || grad.numel() == 0 || x.numel() == 0 || grad.dim() != x.dim() || !paddable(x, padding, reflect) || dims < 1 ||
       dims > 3 || grad.dim() < dims + 1) {
-    note_cpu_fallback(op, "an empty or non-float gradient, or a padding the forward ran on the CPU");
-    return cpu_pad_backward(grad.cpu(), x.cpu(), padding, reflect).to(grad.device());
+    return fall_back<Op>("an empty or non-float gradient, or a padding the forward ran on the CPU", grad, x, padding);
   }
   const DimMap cols = padding_map(x.size(-1), padding[0], padding[1], reflect);
   if (dims == 1) return apply_transposed_maps(grad, nullptr, cols);
@@ -461,51 +405,33 @@ at::Tensor pad_backward(const at::Tensor& grad, const at::Tensor& x, c10::IntArr
   return in_dtype(apply_transposed_maps(planes.movedim(-3, -1), nullptr, depth).movedim(-1, -3).contiguous(), grad);
 }
 
-at::Tensor npu_reflection_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad1d"); }
-at::Tensor npu_reflection_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad2d"); }
-at::Tensor npu_replication_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad1d"); }
-at::Tensor npu_replication_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad2d"); }
-at::Tensor npu_reflection_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, true, "aten::reflection_pad3d"); }
-at::Tensor npu_replication_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad(x, p, false, "aten::replication_pad3d"); }
-at::Tensor npu_reflection_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, true, "aten::reflection_pad3d_backward");
-}
-at::Tensor npu_replication_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, false, "aten::replication_pad3d_backward");
-}
-at::Tensor& npu_reflection_pad3d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_reflection_pad3d_backward(g, x, p), out);
-}
-at::Tensor& npu_replication_pad3d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_replication_pad3d_backward(g, x, p), out);
-}
-
-at::Tensor npu_reflection_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, true, "aten::reflection_pad1d_backward");
-}
-at::Tensor npu_reflection_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, true, "aten::reflection_pad2d_backward");
-}
-at::Tensor npu_replication_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, false, "aten::replication_pad1d_backward");
-}
-at::Tensor npu_replication_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
-  return pad_backward(g, x, p, false, "aten::replication_pad2d_backward");
-}
-at::Tensor& npu_reflection_pad1d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_reflection_pad1d_backward(g, x, p), out);
-}
-at::Tensor& npu_reflection_pad2d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_reflection_pad2d_backward(g, x, p), out);
-}
-at::Tensor& npu_replication_pad1d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_replication_pad1d_backward(g, x, p), out);
-}
-at::Tensor& npu_replication_pad2d_backward_out(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p, at::Tensor& out) {
-  return into(npu_replication_pad2d_backward(g, x, p), out);
-}
-
 }  // namespace
+
+at::Tensor NpuNativeFunctions::reflection_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::reflection_pad1d>(x, p, true); }
+at::Tensor NpuNativeFunctions::reflection_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::reflection_pad2d>(x, p, true); }
+at::Tensor NpuNativeFunctions::replication_pad1d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::replication_pad1d>(x, p, false); }
+at::Tensor NpuNativeFunctions::replication_pad2d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::replication_pad2d>(x, p, false); }
+at::Tensor NpuNativeFunctions::reflection_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::reflection_pad3d>(x, p, true); }
+at::Tensor NpuNativeFunctions::replication_pad3d(const at::Tensor& x, c10::IntArrayRef p) { return pad<at::_ops::replication_pad3d>(x, p, false); }
+at::Tensor NpuNativeFunctions::reflection_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::reflection_pad3d_backward>(g, x, p, true);
+}
+at::Tensor NpuNativeFunctions::replication_pad3d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::replication_pad3d_backward>(g, x, p, false);
+}
+
+at::Tensor NpuNativeFunctions::reflection_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::reflection_pad1d_backward>(g, x, p, true);
+}
+at::Tensor NpuNativeFunctions::reflection_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::reflection_pad2d_backward>(g, x, p, true);
+}
+at::Tensor NpuNativeFunctions::replication_pad1d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::replication_pad1d_backward>(g, x, p, false);
+}
+at::Tensor NpuNativeFunctions::replication_pad2d_backward(const at::Tensor& g, const at::Tensor& x, c10::IntArrayRef p) {
+  return pad_backward<at::_ops::replication_pad2d_backward>(g, x, p, false);
+}
 
 at::Tensor adaptive_average_f32(const at::Tensor& x, std::optional<int64_t> rows_out, int64_t cols_out) {
   const DimMap cols = adaptive_map(x.size(-1), cols_out);
@@ -519,55 +445,6 @@ at::Tensor adaptive_average_backward_f32(const at::Tensor& grad, std::optional<i
   if (!rows_in) return apply_transposed_maps(as_f32(grad), nullptr, cols);
   const DimMap rows = adaptive_map(*rows_in, grad.size(-2));
   return apply_transposed_maps(as_f32(grad), &rows, cols);
-}
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("upsample_linear1d", npu_upsample_linear1d);
-  m.impl("upsample_linear1d.out", npu_upsample_linear1d_out);
-  m.impl("upsample_linear1d_backward", npu_upsample_linear1d_backward);
-  m.impl("upsample_linear1d_backward.grad_input", npu_upsample_linear1d_backward_out);
-  m.impl("upsample_nearest1d", npu_upsample_nearest1d);
-  m.impl("upsample_nearest1d.out", npu_upsample_nearest1d_out);
-  m.impl("upsample_nearest1d_backward", npu_upsample_nearest1d_backward);
-  m.impl("upsample_nearest1d_backward.grad_input", npu_upsample_nearest1d_backward_out);
-  m.impl("upsample_trilinear3d", npu_upsample_trilinear3d);
-  m.impl("upsample_trilinear3d.out", npu_upsample_trilinear3d_out);
-  m.impl("upsample_trilinear3d_backward", npu_upsample_trilinear3d_backward);
-  m.impl("upsample_trilinear3d_backward.grad_input", npu_upsample_trilinear3d_backward_out);
-  m.impl("upsample_nearest3d", npu_upsample_nearest3d);
-  m.impl("upsample_nearest3d.out", npu_upsample_nearest3d_out);
-  m.impl("upsample_nearest3d_backward", npu_upsample_nearest3d_backward);
-  m.impl("upsample_nearest3d_backward.grad_input", npu_upsample_nearest3d_backward_out);
-  m.impl("upsample_nearest2d", npu_upsample_nearest2d);
-  m.impl("upsample_nearest2d.out", npu_upsample_nearest2d_out);
-  m.impl("upsample_nearest2d_backward", npu_upsample_nearest2d_backward);
-  m.impl("upsample_nearest2d_backward.grad_input", npu_upsample_nearest2d_backward_out);
-  m.impl("upsample_bilinear2d", npu_upsample_bilinear2d);
-  m.impl("upsample_bilinear2d.out", npu_upsample_bilinear2d_out);
-  m.impl("upsample_bilinear2d_backward", npu_upsample_bilinear2d_backward);
-  m.impl("upsample_bilinear2d_backward.grad_input", npu_upsample_bilinear2d_backward_out);
-  m.impl("upsample_bicubic2d", npu_upsample_bicubic2d);
-  m.impl("upsample_bicubic2d.out", npu_upsample_bicubic2d_out);
-  m.impl("upsample_bicubic2d_backward", npu_upsample_bicubic2d_backward);
-  m.impl("upsample_bicubic2d_backward.grad_input", npu_upsample_bicubic2d_backward_out);
-  m.impl("reflection_pad3d", npu_reflection_pad3d);
-  m.impl("replication_pad3d", npu_replication_pad3d);
-  m.impl("reflection_pad3d_backward", npu_reflection_pad3d_backward);
-  m.impl("reflection_pad3d_backward.grad_input", npu_reflection_pad3d_backward_out);
-  m.impl("replication_pad3d_backward", npu_replication_pad3d_backward);
-  m.impl("replication_pad3d_backward.grad_input", npu_replication_pad3d_backward_out);
-  m.impl("reflection_pad1d", npu_reflection_pad1d);
-  m.impl("reflection_pad2d", npu_reflection_pad2d);
-  m.impl("replication_pad1d", npu_replication_pad1d);
-  m.impl("replication_pad2d", npu_replication_pad2d);
-  m.impl("reflection_pad1d_backward", npu_reflection_pad1d_backward);
-  m.impl("reflection_pad1d_backward.grad_input", npu_reflection_pad1d_backward_out);
-  m.impl("reflection_pad2d_backward", npu_reflection_pad2d_backward);
-  m.impl("reflection_pad2d_backward.grad_input", npu_reflection_pad2d_backward_out);
-  m.impl("replication_pad1d_backward", npu_replication_pad1d_backward);
-  m.impl("replication_pad1d_backward.grad_input", npu_replication_pad1d_backward_out);
-  m.impl("replication_pad2d_backward", npu_replication_pad2d_backward);
-  m.impl("replication_pad2d_backward.grad_input", npu_replication_pad2d_backward_out);
 }
 
 }  // namespace npusim

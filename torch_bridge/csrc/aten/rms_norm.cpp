@@ -15,6 +15,7 @@
 
 #include <limits>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime/runtime.h"
@@ -44,8 +45,10 @@ std::vector<int64_t> statistics_shape(const at::Tensor& input, size_t normalized
   return shape;
 }
 
-std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
-                                                  const std::optional<at::Tensor>& weight, std::optional<double> eps) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_fused_rms_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                                                                       const std::optional<at::Tensor>& weight, std::optional<double> eps) {
   const int64_t length = row_length(input, normalized_shape, weight);
   const double epsilon = eps.value_or(std::numeric_limits<float>::epsilon());
   if (!chip_floats(input, {&weight}) || length == 0) {
@@ -74,9 +77,10 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input, at::I
   return {y, rstd.view(statistics_shape(input, normalized_shape.size()))};
 }
 
-std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& grad, const at::Tensor& input, at::IntArrayRef normalized_shape,
-                                                           const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
-                                                           std::array<bool, 2> mask) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_fused_rms_norm_backward(const at::Tensor& grad, const at::Tensor& input,
+                                                                                at::IntArrayRef normalized_shape, const at::Tensor& rstd,
+                                                                                const std::optional<at::Tensor>& weight,
+                                                                                std::array<bool, 2> mask) {
   const int64_t length = row_length(input, normalized_shape, weight);
   const int64_t rows = length == 0 ? 0 : input.numel() / length;
   const std::optional<at::Tensor> g_opt = grad, r_opt = rstd;
@@ -107,13 +111,6 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& gra
   }
   if (mask[1] && defined(weight)) grad_weight = (as_f32(g) * normalized()).sum(0).to(weight->scalar_type()).view(weight->sizes());
   return {grad_x, grad_weight};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_rms_norm", fused_rms_norm);
-  m.impl("_fused_rms_norm_backward", fused_rms_norm_backward);
 }
 
 }  // namespace npusim

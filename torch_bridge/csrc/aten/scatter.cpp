@@ -24,6 +24,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -36,7 +37,10 @@ at::Tensor positions(int64_t count) { return to_npu(at::arange(count, at::Tensor
 
 bool integer_index(const at::Tensor& index) { return on_npu(index) && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt); }
 
-at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+}  // namespace
+
+at::Tensor& NpuNativeFunctions::scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                                at::Tensor& out) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   // Along the other dims the index covers all of x (gather's backward: the index has the gradient's
   // shape); src may be larger than the index (only the index's part of it is read, as on the CPU).
@@ -46,8 +50,8 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
     supported = (k == d || index.size(k) == self.size(k)) && index.size(k) <= src.size(k);
   supported = supported && index.numel() <= kMaxOneHotTerms / std::max<int64_t>(self.size(d), 1);
   if (!supported) {
-    note_cpu_fallback("aten::scatter_add.out");
-    return into(to_npu(at::scatter_add(self.cpu(), dim, index.cpu(), src.cpu())), out);
+    return fall_back<at::_ops::scatter_add_out>("not chip floats of one dtype with an integer index, or beyond 2^24 one-hot terms", self, dim,
+                                                index, src, out);
   }
   check_index_range(index, self.size(d), "scatter_add");
   at::Tensor part = src;
@@ -61,16 +65,16 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
   return into(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out);
 }
 
-at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source, const at::Scalar& alpha,
-                          at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                                              const at::Scalar& alpha, at::Tensor& out) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const int64_t count = index.numel();
   const bool supported = chip_float(self) && chip_float(source) && source.scalar_type() == self.scalar_type() && integer_index(index) &&
                          index.dim() <= 1 && self.dim() >= 1 && source.dim() == self.dim() && count > 0 && source.size(d) == count &&
                          count <= kMaxOneHotTerms / std::max<int64_t>(self.size(d), 1);
   if (!supported) {
-    note_cpu_fallback("aten::index_add.out");
-    return into(to_npu(at::index_add(self.cpu(), dim, index.cpu(), source.cpu(), alpha)), out);
+    return fall_back<at::_ops::index_add_out>("not chip floats of one dtype with a 1-D integer index, or beyond 2^24 one-hot terms", self,
+                                              dim, index, source, alpha, out);
   }
   check_index_range(index, self.size(d), "index_add");
   // one_hot[j, v] = (index[j] == v), in the source's dtype (0 and 1 are exact).
@@ -79,6 +83,8 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   const at::Tensor result = at::add(as_f32(self), as_f32(added).movedim(-1, d), alpha);
   return into(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out);
 }
+
+namespace {
 
 // Where scatter's chip path applies: the index covers self along every other dim (as for scatter_add).
 bool scatter_on_chip(const at::Tensor& self, int64_t d, const at::Tensor& index, const at::Tensor* src) {
@@ -96,7 +102,9 @@ at::Tensor hits_of(const at::Tensor& index, int64_t d, int64_t size) {
   return at::eq(index_words(index).movedim(d, -1).unsqueeze(-2), positions(size).view({-1, 1}));
 }
 
-at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   if (!scatter_on_chip(self, d, index, nullptr)) {
     return fall_back<at::_ops::scatter_value>("", self, dim, index, value);
@@ -106,7 +114,7 @@ at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& 
   return at::where(hit, at::scalar_tensor(value, self.options().device(at::kCPU)), self);
 }
 
-at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+at::Tensor NpuNativeFunctions::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   if (!scatter_on_chip(self, d, index, &src)) {
     return fall_back<at::_ops::scatter_src>("", self, dim, index, src);
@@ -120,32 +128,6 @@ at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& in
   for (int64_t i = 0; i < self.dim(); ++i) part = part.narrow(i, 0, index.size(i));
   const at::Tensor picked = at::gather(part.movedim(d, -1), -1, at::relu(at::sub(last, 1)));
   return at::where(at::gt(last, 0), picked, self.movedim(d, -1)).movedim(-1, d);
-}
-
-at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
-  return into(scatter_value(self, dim, index, value), out);
-}
-at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
-  return into(scatter_src(self, dim, index, src), out);
-}
-at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
-  return into(scatter_value(self, dim, index, value), self);
-}
-at::Tensor& scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return into(scatter_src(self, dim, index, src), self);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("scatter.value", scatter_value);
-  m.impl("scatter.src", scatter_src);
-  m.impl("scatter.value_out", scatter_value_out);
-  m.impl("scatter.src_out", scatter_src_out);
-  m.impl("scatter_.value", scatter_value_);
-  m.impl("scatter_.src", scatter_src_);
-  m.impl("scatter_add.out", scatter_add_out);
-  m.impl("index_add.out", index_add_out);
 }
 
 }  // namespace npusim

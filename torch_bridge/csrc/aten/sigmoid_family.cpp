@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
@@ -27,7 +28,9 @@ bool on_chip(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::glu(const at::Tensor& self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ", self.size(d));
@@ -38,7 +41,7 @@ at::Tensor npu_glu(const at::Tensor& self, int64_t dim) {
   return elementwise_chain_in_f32({self.narrow(d, 0, half), self.narrow(d, half, half)}, "sigmoid(in1); mul(in0, %0)");
 }
 
-at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
+at::Tensor NpuNativeFunctions::glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t dim) {
   if (!on_chip({&self, &grad}) || self.dim() == 0) {
     return fall_back<at::_ops::glu_backward>(kNotOnChip, grad, self, dim);
   }
@@ -49,14 +52,15 @@ at::Tensor npu_glu_backward(const at::Tensor& grad, const at::Tensor& self, int6
   result.narrow(d, half, half).copy_(elementwise_chain_in_f32({grad, a, b}, "sigmoid(in2); sub(1, %0); mul(%1, %0); mul(%2, in1); mul(%3, in0)"));
   return result;
 }
-at::Tensor& npu_glu_backward_out(const at::Tensor& grad, const at::Tensor& self, int64_t dim, at::Tensor& grad_input) {
-  return into(npu_glu_backward(grad, self, dim), grad_input);
-}
+
+namespace {
 
 // ATen clamps only for a non-negative eps.
 bool clamps(std::optional<double> eps) { return eps && *eps >= 0; }
 
-at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::logit(const at::Tensor& self, std::optional<double> eps) {
   if (!on_chip({&self})) {
     return fall_back<at::_ops::logit>(kNotOnChip, self, eps);
   }
@@ -66,7 +70,7 @@ at::Tensor npu_logit(const at::Tensor& self, std::optional<double> eps) {
   return elementwise_chain_in_f32({self}, chain);
 }
 
-at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
+at::Tensor NpuNativeFunctions::logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
   if (!on_chip({&self, &grad})) {
     return fall_back<at::_ops::logit_backward>(kNotOnChip, grad, self, eps);
   }
@@ -74,20 +78,6 @@ at::Tensor npu_logit_backward(const at::Tensor& grad, const at::Tensor& self, st
   if (!clamps(eps)) return result;
   const at::Tensor outside = at::logical_or(at::lt(self, *eps), at::gt(self, 1.0 - *eps));
   return at::where(outside, at::zeros({}, at::TensorOptions().dtype(self.scalar_type())), result);
-}
-at::Tensor& npu_logit_backward_out(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps, at::Tensor& grad_input) {
-  return into(npu_logit_backward(grad, self, eps), grad_input);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("glu", npu_glu);
-  m.impl("glu_backward", npu_glu_backward);
-  m.impl("glu_backward.grad_input", npu_glu_backward_out);
-  m.impl("logit", npu_logit);
-  m.impl("logit_backward", npu_logit_backward);
-  m.impl("logit_backward.grad_input", npu_logit_backward_out);
 }
 
 }  // namespace npusim

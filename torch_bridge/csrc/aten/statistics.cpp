@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 #include "runtime/runtime.h"
@@ -105,7 +106,10 @@ std::optional<at::Tensor> one_kernel(OpKind kind, const at::Tensor& self, at::Op
   return out;
 }
 
-at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                                   bool keepdim) {
   if (!on_chip(self)) {
     return fall_back<at::_ops::var_correction>("", self, dims, correction, keepdim);
   }
@@ -113,7 +117,8 @@ at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::
   return shaped(moments(self, dims, correction).var, self, dims, keepdim);
 }
 
-at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction, bool keepdim) {
+at::Tensor NpuNativeFunctions::std(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                                   bool keepdim) {
   if (!on_chip(self)) {
     return fall_back<at::_ops::std_correction>("", self, dims, correction, keepdim);
   }
@@ -121,8 +126,8 @@ at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dims, const std:
   return shaped(at::sqrt(moments(self, dims, correction).var), self, dims, keepdim);
 }
 
-std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
-                                            bool keepdim) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims,
+                                                                const std::optional<at::Scalar>& correction, bool keepdim) {
   if (!on_chip(self)) {
     return fall_back<at::_ops::var_mean_correction>("", self, dims, correction, keepdim);
   }
@@ -132,8 +137,8 @@ std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor& self, at::Optional
   return {shaped(m.var, self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
 }
 
-std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
-                                            bool keepdim) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::std_mean(const at::Tensor& self, at::OptionalIntArrayRef dims,
+                                                                const std::optional<at::Scalar>& correction, bool keepdim) {
   if (!on_chip(self)) {
     return fall_back<at::_ops::std_mean_correction>("", self, dims, correction, keepdim);
   }
@@ -141,15 +146,6 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor& self, at::Optional
     return {*result, shaped(at::mean(self, reduced_dims(self, dims), true), self, dims, keepdim)};
   const Moments m = moments(self, dims, correction);
   return {shaped(at::sqrt(m.var), self, dims, keepdim), shaped(m.mean, self, dims, keepdim)};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("var.correction", var);
-  m.impl("std.correction", std_);
-  m.impl("var_mean.correction", var_mean);
-  m.impl("std_mean.correction", std_mean);
 }
 
 }  // namespace npusim

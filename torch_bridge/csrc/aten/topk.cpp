@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "int64_arithmetic.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
@@ -68,17 +69,21 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> top(const at::Tensor& self, in
   return std::make_tuple(values.movedim(-1, d).contiguous(), indices.movedim(-1, d).contiguous());
 }
 
-std::tuple<at::Tensor, at::Tensor> topk_npu(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::topk(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   std::string reason;
   if (auto result = top(self, k, dim, largest, &reason)) return *result;  // (sorted or not: sorted)
   return fall_back<at::_ops::topk>(reason, self, k, dim, largest, sorted);
 }
 
-std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, at::Tensor& values,
-                                              at::Tensor& indices) {
-  auto [v, i] = topk_npu(self, k, dim, largest, sorted);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                                                  at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = NpuNativeFunctions::topk(self, k, dim, largest, sorted);
   return {into(v, values), into(i, indices)};
 }
+
+namespace {
 
 // Integers: a stable sort by keys exact in f32, least significant first (LSD radix), each pass the
 // float sort of one key gathered in the order so far. Values within +-2^24 are one key (themselves);
@@ -119,7 +124,9 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> sort_integers(const at::Tensor
   return std::make_tuple(at::gather(self, d, order), order);
 }
 
-std::tuple<at::Tensor, at::Tensor> sort_npu(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::sort(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
   std::string reason;
   const int64_t length = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1)));
   if (auto result = top(self, length, dim, descending, &reason)) return *result;
@@ -127,19 +134,10 @@ std::tuple<at::Tensor, at::Tensor> sort_npu(const at::Tensor& self, std::optiona
   return fall_back<at::_ops::sort_stable>(reason, self, stable, dim, descending);
 }
 
-std::tuple<at::Tensor&, at::Tensor&> sort_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim, bool descending, at::Tensor& values,
-                                              at::Tensor& indices) {
-  auto [v, i] = sort_npu(self, stable, dim, descending);
+std::tuple<at::Tensor&, at::Tensor&> NpuNativeFunctions::sort_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                                                  bool descending, at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = NpuNativeFunctions::sort(self, stable, dim, descending);
   return {into(v, values), into(i, indices)};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("topk", topk_npu);
-  m.impl("topk.values", topk_out);
-  m.impl("sort.stable", sort_npu);
-  m.impl("sort.values_stable", sort_out);
 }
 
 }  // namespace npusim

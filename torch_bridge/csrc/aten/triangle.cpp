@@ -12,6 +12,8 @@
 #include <optional>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
+#include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
@@ -19,8 +21,8 @@ namespace {
 
 at::Tensor triangle(const at::Tensor& x, int64_t diagonal, bool lower) {
   if (!on_npu(x) || x.dim() < 2 || x.numel() == 0 || !chip_dtype(x.scalar_type())) {
-    note_cpu_fallback(lower ? "aten::tril" : "aten::triu", "not a non-empty matrix of a chip dtype (int64 and f64 are not)");
-    return (lower ? at::tril(x.cpu(), diagonal) : at::triu(x.cpu(), diagonal)).to(x.device());
+    const char* reason = "not a non-empty matrix of a chip dtype (int64 and f64 are not)";
+    return lower ? fall_back<at::_ops::tril>(reason, x, diagonal) : fall_back<at::_ops::triu>(reason, x, diagonal);
   }
   const at::TensorOptions positions = at::TensorOptions().dtype(at::kInt).device(x.device());
   const int64_t rows = x.size(-2), cols = x.size(-1);
@@ -31,8 +33,12 @@ at::Tensor triangle(const at::Tensor& x, int64_t diagonal, bool lower) {
   return at::where(keep, x, at::zeros({}, x.options().device(at::kCPU)));
 }
 
-at::Tensor tril(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }
-at::Tensor triu(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
+}  // namespace
+
+at::Tensor NpuNativeFunctions::tril(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }
+at::Tensor NpuNativeFunctions::triu(const at::Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
+
+namespace {
 
 // The [2, K] (row, column) coordinates of the kept triangle of a rows x cols matrix, row by row.
 at::Tensor triangle_indices(int64_t rows, int64_t cols, int64_t offset, bool lower, std::optional<at::ScalarType> dtype) {
@@ -47,22 +53,15 @@ at::Tensor triangle_indices(int64_t rows, int64_t cols, int64_t offset, bool low
   std::copy(c.begin(), c.end(), host.data_ptr<int64_t>() + k);
   return to_npu(host.to(dtype.value_or(at::kLong)));
 }
-at::Tensor npu_tril_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
-                            std::optional<at::Device>, std::optional<bool>) {
-  return triangle_indices(rows, cols, offset, true, dtype);
-}
-at::Tensor npu_triu_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
-                            std::optional<at::Device>, std::optional<bool>) {
-  return triangle_indices(rows, cols, offset, false, dtype);
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("tril", tril);
-  m.impl("triu", triu);
-  m.impl("tril_indices", npu_tril_indices);
-  m.impl("triu_indices", npu_triu_indices);
+at::Tensor NpuNativeFunctions::tril_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype,
+                                            std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return triangle_indices(rows, cols, offset, true, dtype);
+}
+at::Tensor NpuNativeFunctions::triu_indices(int64_t rows, int64_t cols, int64_t offset, std::optional<at::ScalarType> dtype,
+                                            std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return triangle_indices(rows, cols, offset, false, dtype);
 }
 
 }  // namespace npusim

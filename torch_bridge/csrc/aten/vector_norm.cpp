@@ -33,21 +33,19 @@
 #include <tuple>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "cpu_fallback.h"
 #include "kernel_launch.h"
 
 namespace npusim {
-namespace {
 
-at::Tensor& vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-                            std::optional<at::ScalarType> dtype, at::Tensor& out) {
+at::Tensor& NpuNativeFunctions::linalg_vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
+                                                       bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
   const at::ScalarType result_type = dtype.value_or(self.scalar_type());
   const bool supported = chip_float(self) && self.numel() > 0 && chip_float_dtype(result_type);
+  if (!supported) return fall_back<at::_ops::linalg_vector_norm_out>("not a non-empty chip float tensor", self, ord, dim, keepdim, dtype, out);
   at::Tensor result;
-  if (!supported) {
-    note_cpu_fallback("aten::linalg_vector_norm.out");
-    result = at::linalg_vector_norm(self.cpu(), ord, dim, keepdim, dtype);
-  } else {
+  {
     const double p = ord.toDouble();
     const at::Tensor x = as_f32(self);
     // The reductions take the dims as given; none or an empty list is every dim, as for the norm.
@@ -69,21 +67,22 @@ at::Tensor& vector_norm_out(const at::Tensor& self, const at::Scalar& ord, at::O
   return into(result, out);
 }
 
-at::Tensor& norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return vector_norm_out(self, p.value_or(2), dim, keepdim, std::nullopt, out);
+at::Tensor& NpuNativeFunctions::norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                                         at::Tensor& out) {
+  return NpuNativeFunctions::linalg_vector_norm_out(self, p.value_or(2), dim, keepdim, std::nullopt, out);
 }
-at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
-                           at::ScalarType dtype, at::Tensor& out) {
-  return vector_norm_out(self, p.value_or(2), dim, keepdim, dtype, out);
+at::Tensor& NpuNativeFunctions::norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                                         at::ScalarType dtype, at::Tensor& out) {
+  return NpuNativeFunctions::linalg_vector_norm_out(self, p.value_or(2), dim, keepdim, dtype, out);
 }
-at::Tensor& norm_all_out(const at::Tensor& self, const at::Scalar& p, at::Tensor& out) {
-  return vector_norm_out(self, p, std::nullopt, false, std::nullopt, out);
+at::Tensor& NpuNativeFunctions::norm_out(const at::Tensor& self, const at::Scalar& p, at::Tensor& out) {
+  return NpuNativeFunctions::linalg_vector_norm_out(self, p, std::nullopt, false, std::nullopt, out);
 }
-at::Tensor& norm_all_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::ScalarType dtype, at::Tensor& out) {
-  return vector_norm_out(self, p.value_or(2), std::nullopt, false, dtype, out);
+at::Tensor& NpuNativeFunctions::norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p, at::ScalarType dtype, at::Tensor& out) {
+  return NpuNativeFunctions::linalg_vector_norm_out(self, p.value_or(2), std::nullopt, false, dtype, out);
 }
 
-at::Tensor npu_hypot(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor NpuNativeFunctions::hypot(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = at::result_type(a, b);
   if (!chip_float(a) || !chip_float(b) || !chip_float_dtype(dtype) || a.numel() == 0 || b.numel() == 0) {
     return fall_back<at::_ops::hypot>("operands not all non-empty f32, bf16 or f16 on the npu", a, b);
@@ -98,6 +97,8 @@ at::Tensor npu_hypot(const at::Tensor& a, const at::Tensor& b) {
   return result.to(dtype);
 }
 
+namespace {
+
 // Every difference x1[..., i, :] - x2[..., j, :]: [..., P, R, M] in f32. The CPU walks them
 // without materializing; here they are one tensor, so problems beyond kMaxDifferences go to the CPU.
 constexpr int64_t kMaxDifferences = int64_t(1) << 26;
@@ -108,15 +109,16 @@ bool cdist_on_chip(const at::Tensor& x1, const at::Tensor& x2) {
 }
 at::Tensor differences(const at::Tensor& x1, const at::Tensor& x2) { return at::sub(as_f32(x1).unsqueeze(-2), as_f32(x2).unsqueeze(-3)); }
 
-at::Tensor npu_cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::_cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode) {
   if (!cdist_on_chip(x1, x2) || p < 0) {
     return fall_back<at::_ops::_cdist_forward>("not chip floats, or more than 2^26 differences", x1, x2, p, compute_mode);
   }
   return at::linalg_vector_norm(differences(x1, x2), p, {-1}, false).to(x1.scalar_type());
 }
-at::Tensor& npu_cdist_forward_out(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t> compute_mode, at::Tensor& out) {
-  return into(npu_cdist_forward(x1, x2, p, compute_mode), out);
-}
+
+namespace {
 
 // d dist / d a times grad for each difference diff = a - b [..., M] (g and dist broadcast over M):
 // the formulas of ATen's distance kernels, per p (0 where the distance is 0, for p = 2 and p above 2).
@@ -139,18 +141,19 @@ at::Tensor distance_gradient(const at::Tensor& diff, const at::Tensor& g, const 
   return at::where(at::eq(dist, 0), zero, at::div(at::mul(at::mul(diff, at::pow(at::abs(diff), p - 2)), g), at::pow(dist, p - 1)));
 }
 
+}  // namespace
+
 // _cdist_backward: grad_x1[..., i, :] = the sum over j of the gradient of dist(i, j).
-at::Tensor npu_cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist) {
+at::Tensor NpuNativeFunctions::_cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p,
+                                               const at::Tensor& cdist) {
   if (!cdist_on_chip(x1, x2) || !chip_float(grad) || !chip_float(cdist) || p < 0) {
     return fall_back<at::_ops::_cdist_backward>("not chip floats, or more than 2^26 differences", grad, x1, x2, p, cdist);
   }
   const at::Tensor terms = distance_gradient(differences(x1, x2), as_f32(grad).unsqueeze(-1), as_f32(cdist).unsqueeze(-1), p);
   return at::sum(terms, {-2}).to(x1.scalar_type());
 }
-at::Tensor& npu_cdist_backward_out(const at::Tensor& grad, const at::Tensor& x1, const at::Tensor& x2, double p, const at::Tensor& cdist,
-                               at::Tensor& out) {
-  return into(npu_cdist_backward(grad, x1, x2, p, cdist), out);
-}
+
+namespace {
 
 // pdist: the distances of the pairs i < j of x's rows [N, M], in row-major pair order: the rows
 // gathered by the pairs' indices (computed on the host from N alone), then as cdist.
@@ -161,7 +164,9 @@ std::tuple<at::Tensor, at::Tensor> pairs(int64_t n) {
   const at::Tensor indices = at::triu_indices(n, n, 1, at::TensorOptions().dtype(at::kLong).device(kNpu));
   return {indices[0], indices[1]};
 }
-at::Tensor npu_pdist_forward(const at::Tensor& x, double p) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::_pdist_forward(const at::Tensor& x, double p) {
   TORCH_CHECK(p >= 0, "pdist only supports non-negative p values");
   if (!pdist_on_chip(x)) {
     return fall_back<at::_ops::_pdist_forward>("not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences", x, p);
@@ -171,7 +176,7 @@ at::Tensor npu_pdist_forward(const at::Tensor& x, double p) {
   return at::linalg_vector_norm(diff, p, {-1}, false).to(x.scalar_type());
 }
 // Each pair's gradient added into its first row and subtracted from its second (index_add: f32 sums, rounded once).
-at::Tensor npu_pdist_backward(const at::Tensor& grad, const at::Tensor& x, double p, const at::Tensor& pdist) {
+at::Tensor NpuNativeFunctions::_pdist_backward(const at::Tensor& grad, const at::Tensor& x, double p, const at::Tensor& pdist) {
   if (!pdist_on_chip(x) || !chip_float(grad) || !chip_float(pdist)) {
     return fall_back<at::_ops::_pdist_backward>("not a 2-D chip float tensor of at least 2 rows, or more than 2^26 differences", grad, x, p, pdist);
   }
@@ -183,7 +188,7 @@ at::Tensor npu_pdist_backward(const at::Tensor& grad, const at::Tensor& x, doubl
   return at::sub(at::index_add(zeros, 0, first, terms), at::index_add(zeros, 0, second, terms)).to(x.scalar_type());
 }
 
-at::Tensor npu_renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+at::Tensor NpuNativeFunctions::renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
   TORCH_CHECK(p.toDouble() > 0, "renorm: non-positive-norm not supported");
   TORCH_CHECK(maxnorm.toDouble() >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
   if (!chip_float(self) || self.numel() == 0 || self.dim() == 0) {
@@ -199,9 +204,8 @@ at::Tensor npu_renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim, 
   const at::Tensor factor = at::where(at::gt(norm, limit), scale, at::ones({}, norm.options().device(at::kCPU)));
   return at::mul(as_f32(self), factor).to(self.scalar_type());
 }
-at::Tensor& npu_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm, at::Tensor& out) {
-  return into(npu_renorm(self, p, dim, maxnorm), out);
-}
+
+namespace {
 
 // The dims of v other than dim (none where dim is -1: the whole tensor's norm).
 std::vector<int64_t> dims_except(const at::Tensor& v, int64_t dim) {
@@ -211,9 +215,11 @@ std::vector<int64_t> dims_except(const at::Tensor& v, int64_t dim) {
   return others;
 }
 
+}  // namespace
+
 // Weight normalization's fused forward (nn.utils.weight_norm, as wav2vec2's positional convolution
 // uses it): norm = ||v|| over every dim but dim, in f32 (as the CPU returns it), w = v * (g / norm).
-std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_weight_norm_interface(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
   if (!chip_float(v) || !chip_float(g) || v.numel() == 0) {
     return fall_back<at::_ops::_weight_norm_interface>("not non-empty chip float tensors", v, g, dim);
   }
@@ -224,8 +230,9 @@ std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface(const at::Tensor& v
 
 // Its backward (ATen's formula): per slice along dim, a = sum(grad_w * v); grad_g = a / norm;
 // grad_v = (g / norm) * (grad_w - v * (a / norm^2)). In f32, rounded once to each input's dtype.
-std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& v, const at::Tensor& g,
-                                                                      const at::Tensor& norm, int64_t dim) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_weight_norm_interface_backward(const at::Tensor& grad_w, const at::Tensor& v,
+                                                                                       const at::Tensor& g, const at::Tensor& norm,
+                                                                                       int64_t dim) {
   if (!chip_float(grad_w) || !chip_float(v) || !chip_float(g) || !chip_float(norm) || v.numel() == 0) {
     return fall_back<at::_ops::_weight_norm_interface_backward>("not non-empty chip float tensors", grad_w, v, g, norm, dim);
   }
@@ -235,27 +242,6 @@ std::tuple<at::Tensor, at::Tensor> npu_weight_norm_interface_backward(const at::
   const at::Tensor grad_v =
       elementwise_chain({as_f32(grad_w), vf, as_f32(g), n, a}, "mul(in3, in3); div(in4, %0); mul(in1, %1); sub(in0, %2); div(in2, in3); mul(%4, %3)");
   return {grad_v.to(v.scalar_type()), grad_g.to(g.scalar_type())};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_weight_norm_interface", npu_weight_norm_interface);
-  m.impl("_weight_norm_interface_backward", npu_weight_norm_interface_backward);
-  m.impl("linalg_vector_norm.out", vector_norm_out);
-  m.impl("norm.out", norm_out);
-  m.impl("norm.dtype_out", norm_dtype_out);
-  m.impl("norm.Scalar_out", norm_all_out);
-  m.impl("norm.ScalarOpt_dtype_out", norm_all_dtype_out);
-  m.impl("renorm", npu_renorm);
-  m.impl("renorm.out", npu_renorm_out);
-  m.impl("hypot", npu_hypot);
-  m.impl("_cdist_forward", npu_cdist_forward);
-  m.impl("_cdist_forward.out", npu_cdist_forward_out);
-  m.impl("_cdist_backward", npu_cdist_backward);
-  m.impl("_cdist_backward.out", npu_cdist_backward_out);
-  m.impl("_pdist_forward", npu_pdist_forward);
-  m.impl("_pdist_backward", npu_pdist_backward);
 }
 
 }  // namespace npusim

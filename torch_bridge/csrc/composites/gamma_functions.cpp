@@ -25,6 +25,7 @@
 #include <limits>
 #include <string>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/float_unary.h"
 #include "aten/cpu_fallback.h"
 #include "aten/kernel_launch.h"
@@ -153,33 +154,23 @@ at::Tensor trigamma_f32(const at::Tensor& x) {
   return at::where(reflected, at::neg(sum), sum);
 }
 
-at::Tensor npu_lgamma(const at::Tensor& x) {
-  return float_unary("aten::lgamma", x, lgamma_f32, [](const at::Tensor& h) { return at::lgamma(h); });
-}
-at::Tensor& npu_lgamma_(at::Tensor& x) { return x.copy_(npu_lgamma(x)); }
-
-at::Tensor npu_digamma(const at::Tensor& x) {
-  return float_unary("aten::digamma", x, digamma_f32, [](const at::Tensor& h) { return at::digamma(h); });
-}
-at::Tensor& npu_digamma_(at::Tensor& x) { return x.copy_(npu_digamma(x)); }
-
-at::Tensor npu_polygamma(int64_t n, const at::Tensor& x) {
-  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
-  if (n == 0) return npu_digamma(x);
-  if (n == 1) return float_unary("aten::polygamma", x, trigamma_f32, [](const at::Tensor& h) { return at::polygamma(1, h); });
-  return fall_back<at::_ops::polygamma>("orders above 1 (the Hurwitz zeta function) have no npu kernel", n, x);
-}
-at::Tensor& npu_polygamma_(at::Tensor& x, int64_t n) { return x.copy_(npu_polygamma(n, x)); }
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("lgamma", npu_lgamma);
-  m.impl("lgamma_", npu_lgamma_);
-  m.impl("digamma", npu_digamma);
-  m.impl("digamma_", npu_digamma_);
-  m.impl("polygamma", npu_polygamma);
-  m.impl("polygamma_", npu_polygamma_);
+at::Tensor NpuNativeFunctions::lgamma(const at::Tensor& x) {
+  return float_unary<at::_ops::lgamma>(x, lgamma_f32);
 }
+
+at::Tensor NpuNativeFunctions::digamma(const at::Tensor& x) {
+  return float_unary<at::_ops::digamma>(x, digamma_f32);
+}
+
+at::Tensor NpuNativeFunctions::polygamma(int64_t n, const at::Tensor& x) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  if (n == 0) return NpuNativeFunctions::digamma(x);
+  if (n == 1) return float_unary<at::_ops::polygamma>(x, trigamma_f32, n);
+  return fall_back<at::_ops::polygamma>("orders above 1 (the Hurwitz zeta function) have no npu kernel", n, x);
+}
+// (Not derived: polygamma_ takes its arguments in another order.)
+at::Tensor& NpuNativeFunctions::polygamma_(at::Tensor& x, int64_t n) { return x.copy_(NpuNativeFunctions::polygamma(n, x)); }
 
 }  // namespace npusim

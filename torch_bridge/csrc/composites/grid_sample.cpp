@@ -23,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/cpu_fallback.h"
 #include "aten/kernel_launch.h"
 
@@ -109,7 +110,10 @@ at::Tensor gathered(const at::Tensor& planes, const Neighbour& corner) {
   return at::where(corner.inside.unsqueeze(1), values, f32_scalar(0.0));
 }
 
-at::Tensor npu_grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding, bool align_corners) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, int64_t interpolation, int64_t padding,
+                                               bool align_corners) {
   if (!on_chip(input, grid, interpolation, padding)) {
     return fall_back<at::_ops::grid_sampler_2d>("reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms", input, grid, interpolation, padding, align_corners);
   }
@@ -124,9 +128,10 @@ at::Tensor npu_grid_sampler_2d(const at::Tensor& input, const at::Tensor& grid, 
   return out.view({n, c, grid.size(1), grid.size(2)}).to(input.scalar_type());
 }
 
-std::tuple<at::Tensor, at::Tensor> npu_grid_sampler_2d_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& grid,
-                                                                int64_t interpolation, int64_t padding, bool align_corners,
-                                                                std::array<bool, 2> output_mask) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::grid_sampler_2d_backward(const at::Tensor& grad, const at::Tensor& input,
+                                                                                const at::Tensor& grid, int64_t interpolation,
+                                                                                int64_t padding, bool align_corners,
+                                                                                std::array<bool, 2> output_mask) {
   if (!on_chip(input, grid, interpolation, padding) || !chip_float(grad)) {
     return fall_back<at::_ops::grid_sampler_2d_backward>("reflection padding, bicubic, not 4-D f32, or beyond 2^24 scatter terms", grad, input,
                                                          grid, interpolation, padding, align_corners, output_mask);
@@ -167,13 +172,6 @@ std::tuple<at::Tensor, at::Tensor> npu_grid_sampler_2d_backward(const at::Tensor
     }
   }
   return {grad_input, grad_grid};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("grid_sampler_2d", npu_grid_sampler_2d);
-  m.impl("grid_sampler_2d_backward", npu_grid_sampler_2d_backward);
 }
 
 }  // namespace npusim

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/int64_arithmetic.h"
 #include "aten/cpu_fallback.h"
 #include "aten/kernel_launch.h"
@@ -49,8 +50,10 @@ bool search_on_chip(const at::Tensor& boundaries, const at::Tensor& values, cons
 
 bool right_side(bool right, std::optional<c10::string_view> side) { return side ? *side == "right" : right; }
 
-at::Tensor npu_searchsorted(const at::Tensor& sorted, const at::Tensor& self, bool out_int32, bool right, std::optional<c10::string_view> side,
-                            const std::optional<at::Tensor>& sorter) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::searchsorted(const at::Tensor& sorted, const at::Tensor& self, bool out_int32, bool right,
+                                            std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
   const bool leading_match = sorted.dim() == 1 || (sorted.dim() == self.dim() && sorted.sizes().slice(0, size_t(sorted.dim() - 1)) ==
                                                                                       self.sizes().slice(0, size_t(self.dim() - 1)));
   if (!search_on_chip(sorted, self, sorter) || !leading_match || (side && right && *side == "left")) {
@@ -58,38 +61,24 @@ at::Tensor npu_searchsorted(const at::Tensor& sorted, const at::Tensor& self, bo
   }
   return search(sorted, self, right_side(right, side), out_int32);
 }
-at::Tensor& npu_searchsorted_out(const at::Tensor& sorted, const at::Tensor& self, bool out_int32, bool right,
-                                 std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter, at::Tensor& out) {
-  return into(npu_searchsorted(sorted, self, out_int32, right, side, sorter), out);
-}
-at::Tensor npu_searchsorted_scalar(const at::Tensor& sorted, const at::Scalar& self, bool out_int32, bool right,
-                                   std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
-  return npu_searchsorted(sorted, to_npu(at::scalar_tensor(self, at::TensorOptions().dtype(sorted.scalar_type()))), out_int32, right, side,
+at::Tensor NpuNativeFunctions::searchsorted(const at::Tensor& sorted, const at::Scalar& self, bool out_int32, bool right,
+                                            std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+  return NpuNativeFunctions::searchsorted(sorted, to_npu(at::scalar_tensor(self, at::TensorOptions().dtype(sorted.scalar_type()))), out_int32, right, side,
                           sorter);
 }
-at::Tensor& npu_searchsorted_scalar_out(const at::Tensor& sorted, const at::Scalar& self, bool out_int32, bool right,
-                                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter, at::Tensor& out) {
-  return into(npu_searchsorted_scalar(sorted, self, out_int32, right, side, sorter), out);
-}
 
-at::Tensor npu_bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+at::Tensor NpuNativeFunctions::bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
   TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
   if (!search_on_chip(boundaries, self, std::nullopt)) {
     return fall_back<at::_ops::bucketize_Tensor>("int64 or f64 values, or beyond 2^24 comparisons", self, boundaries, out_int32, right);
   }
   return search(boundaries, self, right, out_int32);
 }
-at::Tensor& npu_bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right, at::Tensor& out) {
-  return into(npu_bucketize(self, boundaries, out_int32, right), out);
-}
-at::Tensor npu_bucketize_scalar(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right) {
-  return npu_bucketize(to_npu(at::scalar_tensor(self, at::TensorOptions().dtype(boundaries.scalar_type()))), boundaries, out_int32, right);
-}
-at::Tensor& npu_bucketize_scalar_out(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right, at::Tensor& out) {
-  return into(npu_bucketize_scalar(self, boundaries, out_int32, right), out);
+at::Tensor NpuNativeFunctions::bucketize(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  return NpuNativeFunctions::bucketize(to_npu(at::scalar_tensor(self, at::TensorOptions().dtype(boundaries.scalar_type()))), boundaries, out_int32, right);
 }
 
-at::Tensor npu_bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
+at::Tensor NpuNativeFunctions::bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength) {
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/false);
   const bool supported = on_npu(self) && integral && self.dim() == 1 && self.numel() > 0 && self.numel() < kMaxComparisons &&
@@ -107,9 +96,8 @@ at::Tensor npu_bincount(const at::Tensor& self, const std::optional<at::Tensor>&
   }
   return fall_back<at::_ops::bincount>("not a 1-d integer tensor with f32 weights or none, or beyond 2^24 comparisons", self, on_host(weights), minlength);
 }
-at::Tensor& npu_bincount_out(const at::Tensor& self, const std::optional<at::Tensor>& weights, int64_t minlength, at::Tensor& out) {
-  return into(npu_bincount(self, weights, minlength), out);
-}
+
+namespace {
 
 // histc of integers, which the CPU refuses and CUDA computes (a mixture of experts counts its tokens per
 // expert so): CUDA's integer arithmetic, bin = (x - min) * bins / (max - min) truncated, the last edge in
@@ -135,7 +123,9 @@ at::Tensor integer_histc(const at::Tensor& self, int64_t bins, const at::Scalar&
   return at::sum(hits.to(at::kFloat), {0}).to(t);
 }
 
-at::Tensor npu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+}  // namespace
+
+at::Tensor NpuNativeFunctions::histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
   if (const at::Tensor counts = integer_histc(self, bins, min, max); counts.defined()) return counts;
   const bool supported = on_npu(self) && self.scalar_type() == at::kFloat && double(self.numel()) * double(bins) <= double(kMaxComparisons);
@@ -162,26 +152,6 @@ at::Tensor npu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min
   const at::Tensor binned = at::where(counted, bin, at::full({}, -1, at::TensorOptions().dtype(at::kInt)));
   const at::Tensor hits = at::eq(binned.view({-1, 1}), to_npu(at::arange(bins, at::TensorOptions().dtype(at::kInt))).view({1, -1}));
   return at::sum(hits.to(at::kFloat), {0});
-}
-at::Tensor& npu_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
-  return into(npu_histc(self, bins, min, max), out);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("searchsorted.Tensor", npu_searchsorted);
-  m.impl("searchsorted.Tensor_out", npu_searchsorted_out);
-  m.impl("searchsorted.Scalar", npu_searchsorted_scalar);
-  m.impl("searchsorted.Scalar_out", npu_searchsorted_scalar_out);
-  m.impl("bucketize.Tensor", npu_bucketize);
-  m.impl("bucketize.Tensor_out", npu_bucketize_out);
-  m.impl("bucketize.Scalar", npu_bucketize_scalar);
-  m.impl("bucketize.Scalar_out", npu_bucketize_scalar_out);
-  m.impl("bincount", npu_bincount);
-  m.impl("bincount.out", npu_bincount_out);
-  m.impl("histc", npu_histc);
-  m.impl("histc.out", npu_histc_out);
 }
 
 }  // namespace npusim

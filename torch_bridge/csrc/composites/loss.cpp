@@ -13,6 +13,7 @@
 #include <ATen/Functions.h>
 #include <torch/library.h>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/cpu_fallback.h"
 #include "aten/kernel_launch.h"
 
@@ -48,8 +49,11 @@ bool chip_ready(const at::Tensor& self, const at::Tensor& target, const std::opt
          self.numel() > 0 && (!weight || !weight->defined() || chip_float(*weight));
 }
 
-std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                                                    int64_t reduction, int64_t ignore_index) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
+                                                                        const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                                        int64_t ignore_index) {
   if (chip_ready(self, target, weight)) {
     const at::Tensor x = dense(self.dim() == 1 ? self.unsqueeze(0) : self);
     const int64_t n = x.size(0), c = x.size(1);
@@ -64,8 +68,9 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, cons
   return fall_back<at::_ops::nll_loss_forward>("", self, target, weight, reduction, ignore_index);
 }
 
-at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                             int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+at::Tensor NpuNativeFunctions::nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                                                 const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                                                 const at::Tensor& total_weight) {
   if (chip_ready(self, target, weight) && chip_float(grad) && on_npu(total_weight)) {
     const int64_t n = self.dim() == 1 ? 1 : self.size(0), c = self.size(-1);
     const Targets t = targets_of(target, weight, ignore_index, self.scalar_type());
@@ -80,29 +85,33 @@ at::Tensor nll_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
 
 // nll_loss2d (F.cross_entropy over [N, C, H, W] scores: segmentation): the class dim moved last and the
 // pixels made rows, then nll_loss as above; the gradient moved back.
-std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                                                      int64_t reduction, int64_t ignore_index) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                                          const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                                          int64_t ignore_index) {
   if (self.dim() == 4 && target.dim() == 3 && chip_float(self)) {
     const int64_t c = self.size(1);
-    auto [out, total] = npusim::nll_loss_forward(self.movedim(1, -1).reshape({-1, c}), target.reshape({-1}), weight, reduction, ignore_index);
+    auto [out, total] = NpuNativeFunctions::nll_loss_forward(self.movedim(1, -1).reshape({-1, c}), target.reshape({-1}), weight, reduction, ignore_index);
     return {reduction == at::Reduction::None ? out.view(target.sizes()) : out, total};
   }
   return fall_back<at::_ops::nll_loss2d_forward>("not [N, C, H, W] chip floats with [N, H, W] targets", self, target, weight, reduction,
                                                  ignore_index);
 }
 
-at::Tensor nll_loss2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                               int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+at::Tensor NpuNativeFunctions::nll_loss2d_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                                                   const std::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                                                   const at::Tensor& total_weight) {
   if (self.dim() == 4 && target.dim() == 3 && chip_float(self)) {
     const int64_t c = self.size(1);
     const at::Tensor rows = self.movedim(1, -1).reshape({-1, c});
     const at::Tensor g = reduction == at::Reduction::None ? grad.reshape({-1}) : grad;
-    const at::Tensor grad_rows = npusim::nll_loss_backward(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
+    const at::Tensor grad_rows = NpuNativeFunctions::nll_loss_backward(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight);
     return grad_rows.view({self.size(0), self.size(2), self.size(3), c}).movedim(-1, 1).contiguous();
   }
   return fall_back<at::_ops::nll_loss2d_backward>("not [N, C, H, W] chip floats with [N, H, W] targets", grad, self, target, weight,
                                                   reduction, ignore_index, total_weight);
 }
+
+namespace {
 
 // The row kernel of a softmax's or log_softmax's backward along `dim` (moved last in the gradient,
 // the output and the result); false where it cannot run (rows too long for the scratchpad).
@@ -112,8 +121,11 @@ bool row_backward(OpKind kind, const at::Tensor& grad, const at::Tensor& output,
   return try_run_rows(kind, {grad.movedim(d, -1), output.movedim(d, -1)}, result.movedim(d, -1));
 }
 
+}  // namespace
+
 // The gradients of log_softmax and softmax from their outputs, in f32, rounded once to the input's dtype.
-at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
+at::Tensor NpuNativeFunctions::_log_softmax_backward_data(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                                          at::ScalarType input_dtype) {
   if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_dtype(input_dtype)) {
     at::Tensor result = new_npu(grad.sizes(), input_dtype);
     if (row_backward(OpKind::LOG_SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
@@ -123,7 +135,8 @@ at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output
   return fall_back<at::_ops::_log_softmax_backward_data>("", grad, output, dim, input_dtype);
 }
 
-at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType input_dtype) {
+at::Tensor NpuNativeFunctions::_softmax_backward_data(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                                      at::ScalarType input_dtype) {
   if (chip_float(grad) && chip_float(output) && output.dim() > 0 && chip_float_dtype(input_dtype)) {
     at::Tensor result = new_npu(grad.sizes(), input_dtype);
     if (row_backward(OpKind::SOFTMAX_BACKWARD, grad, output, dim, result)) return result;
@@ -131,17 +144,6 @@ at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, in
     return at::mul(y, at::sub(g, at::sum(at::mul(g, y), {dim}, true))).to(input_dtype);
   }
   return fall_back<at::_ops::_softmax_backward_data>("", grad, output, dim, input_dtype);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("nll_loss_forward", nll_loss_forward);
-  m.impl("nll_loss_backward", nll_loss_backward);
-  m.impl("nll_loss2d_forward", nll_loss2d_forward);
-  m.impl("nll_loss2d_backward", nll_loss2d_backward);
-  m.impl("_log_softmax_backward_data", log_softmax_backward);
-  m.impl("_softmax_backward_data", softmax_backward);
 }
 
 }  // namespace npusim

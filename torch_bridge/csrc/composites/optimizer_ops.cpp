@@ -20,6 +20,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/kernel_launch.h"
 
 namespace npusim {
@@ -54,21 +55,10 @@ void fused_adam(bool decoupled_weight_decay, at::TensorList params, at::TensorLi
   }
 }
 
-// The four overloads: Adam or AdamW, a number or a tensor as the learning rate.
-template <bool kDecoupledWeightDecay, typename LearningRate>
-void fused_adam_overload(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
-                         at::TensorList max_exp_avg_sqs, at::TensorList state_steps, LearningRate lr, double beta1, double beta2,
-                         double weight_decay, double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor>& grad_scale,
-                         const std::optional<at::Tensor>& found_inf) {
-  double rate = 0;
-  if constexpr (std::is_same_v<LearningRate, double>) rate = lr;
-  else rate = lr.template item<double>();
-  fused_adam(kDecoupledWeightDecay, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, rate, beta1, beta2, weight_decay,
-             eps, amsgrad, maximize, grad_scale, found_inf);
-}
+}  // namespace
 
 // found_inf becomes 1 where any gradient holds an inf or a NaN; every gradient is multiplied by inv_scale.
-void amp_non_finite_check_and_unscale(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
+void NpuNativeFunctions::_amp_foreach_non_finite_check_and_unscale_(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
   for (const at::Tensor& grad : grads) {
     if (grad.numel() == 0) continue;
     const at::Tensor non_finite = at::logical_not(at::isfinite(grad)).any().to(found_inf.scalar_type()).view(found_inf.sizes());
@@ -79,8 +69,8 @@ void amp_non_finite_check_and_unscale(at::TensorList grads, at::Tensor& found_in
 
 // After a step with non-finite gradients the scale backs off and the count of good steps restarts; after
 // growth_interval good steps in a row it grows (unless that overflows) and the count restarts.
-at::Tensor& amp_update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at::Tensor& found_inf, double growth_factor,
-                             double backoff_factor, int64_t growth_interval) {
+at::Tensor& NpuNativeFunctions::_amp_update_scale_(at::Tensor& scale, at::Tensor& growth_tracker, const at::Tensor& found_inf,
+                                                   double growth_factor, double backoff_factor, int64_t growth_interval) {
   const at::Tensor found = at::gt(found_inf, 0);
   const at::Tensor counted = at::where(found, at::zeros_like(growth_tracker), growth_tracker + 1);
   const at::Tensor grown = scale * growth_factor;
@@ -91,15 +81,34 @@ at::Tensor& amp_update_scale(at::Tensor& scale, at::Tensor& growth_tracker, cons
   return scale;
 }
 
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_adam_", fused_adam_overload<false, double>);
-  m.impl("_fused_adam_.tensor_lr", fused_adam_overload<false, const at::Tensor&>);
-  m.impl("_fused_adamw_", fused_adam_overload<true, double>);
-  m.impl("_fused_adamw_.tensor_lr", fused_adam_overload<true, const at::Tensor&>);
-  m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_non_finite_check_and_unscale);
-  m.impl("_amp_update_scale_", amp_update_scale);
+// The four overloads: Adam or AdamW, a number or a tensor as the learning rate.
+void NpuNativeFunctions::_fused_adam_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                                      at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                                      double weight_decay, double eps, bool amsgrad, bool maximize,
+                                      const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adam(false, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
+             maximize, grad_scale, found_inf);
+}
+void NpuNativeFunctions::_fused_adam_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                                      at::TensorList max_exp_avg_sqs, at::TensorList state_steps, const at::Tensor& lr, double beta1,
+                                      double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                                      const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adam(false, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr.item<double>(), beta1, beta2, weight_decay,
+             eps, amsgrad, maximize, grad_scale, found_inf);
+}
+void NpuNativeFunctions::_fused_adamw_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                                       at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr, double beta1, double beta2,
+                                       double weight_decay, double eps, bool amsgrad, bool maximize,
+                                       const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adam(true, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad,
+             maximize, grad_scale, found_inf);
+}
+void NpuNativeFunctions::_fused_adamw_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                                       at::TensorList max_exp_avg_sqs, at::TensorList state_steps, const at::Tensor& lr, double beta1,
+                                       double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                                       const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  fused_adam(true, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr.item<double>(), beta1, beta2, weight_decay,
+             eps, amsgrad, maximize, grad_scale, found_inf);
 }
 
 }  // namespace npusim

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/cpu_fallback.h"
 #include "aten/kernel_launch.h"
 
@@ -60,14 +61,16 @@ at::Tensor side_by_side(const std::vector<at::Tensor>& parts, at::ScalarType dty
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
-                                                             const std::optional<at::Tensor>& input_bias,
-                                                             const std::optional<at::Tensor>& hidden_bias) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_thnn_fused_lstm_cell(const at::Tensor& input_gates,
+                                                                                         const at::Tensor& hidden_gates,
+                                                                                         const at::Tensor& cx,
+                                                                                         const std::optional<at::Tensor>& input_bias,
+                                                                                         const std::optional<at::Tensor>& hidden_bias) {
   const at::Tensor b1 = defined(input_bias) ? *input_bias : at::Tensor(), b2 = defined(hidden_bias) ? *hidden_bias : at::Tensor();
   if (!on_chip({&input_gates, &hidden_gates, &cx, &b1, &b2}) || input_gates.dim() != 2 || cx.dim() != 2 || input_gates.numel() == 0) {
-    note_cpu_fallback("aten::_thnn_fused_lstm_cell", "not 2-D chip floats");
-    auto [hy, cy, workspace] = at::_thnn_fused_lstm_cell(input_gates.cpu(), hidden_gates.cpu(), cx.cpu(), on_host(input_bias), on_host(hidden_bias));
-    return {to_npu(hy), to_npu(cy), to_npu(workspace)};
+    return fall_back<at::_ops::_thnn_fused_lstm_cell>("not 2-D chip floats", input_gates, hidden_gates, cx, input_bias, hidden_bias);
   }
   TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes() && input_gates.size(1) == 4 * cx.size(1) && input_gates.size(0) == cx.size(0),
               "_thnn_fused_lstm_cell: gates of [B, 4H] and a cell state of [B, H] expected");
@@ -82,15 +85,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell(const at::Tensor& i
   return {hy.to(dtype), cy.to(dtype), side_by_side({i, f, g, o}, dtype)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell_backward(const std::optional<at::Tensor>& grad_hy,
-                                                                      const std::optional<at::Tensor>& grad_cy, const at::Tensor& cx,
-                                                                      const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_thnn_fused_lstm_cell_backward_impl(const std::optional<at::Tensor>& grad_hy,
+                                                                                                       const std::optional<at::Tensor>& grad_cy,
+                                                                                                       const at::Tensor& cx,
+                                                                                                       const at::Tensor& cy,
+                                                                                                       const at::Tensor& workspace,
+                                                                                                       bool has_bias) {
   const at::Tensor go_given = defined(grad_hy) ? *grad_hy : at::Tensor(), gc_given = defined(grad_cy) ? *grad_cy : at::Tensor();
   if (!on_chip({&go_given, &gc_given, &cx, &cy, &workspace}) || cx.dim() != 2 || workspace.dim() != 2 || cx.numel() == 0) {
-    note_cpu_fallback("aten::_thnn_fused_lstm_cell_backward_impl", "not 2-D chip floats");
-    auto [gates, gcx, gbias] =
-        at::_thnn_fused_lstm_cell_backward_impl(on_host(grad_hy), on_host(grad_cy), cx.cpu(), cy.cpu(), workspace.cpu(), has_bias);
-    return {to_npu(gates), to_npu(gcx), gbias.defined() ? to_npu(gbias) : gbias};
+    return fall_back<at::_ops::_thnn_fused_lstm_cell_backward_impl>("not 2-D chip floats", grad_hy, grad_cy, cx, cy, workspace, has_bias);
   }
   const int64_t h = cx.size(1);
   const at::Tensor zero = at::zeros(cx.sizes(), at::TensorOptions().dtype(at::kFloat).device(kNpu));
@@ -111,8 +114,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> npu_lstm_cell_backward(const std:
   return {grad_gates, grad_cx, has_bias ? at::sum(grad_gates, {0}) : at::Tensor()};
 }
 
-std::tuple<at::Tensor, at::Tensor> npu_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
-                                                const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_thnn_fused_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                                                                            const at::Tensor& hx,
+                                                                            const std::optional<at::Tensor>& input_bias,
+                                                                            const std::optional<at::Tensor>& hidden_bias) {
   const at::Tensor b1 = defined(input_bias) ? *input_bias : at::Tensor(), b2 = defined(hidden_bias) ? *hidden_bias : at::Tensor();
   if (!on_chip({&input_gates, &hidden_gates, &hx, &b1, &b2}) || input_gates.dim() != 2 || hx.dim() != 2 || input_gates.numel() == 0) {
     return fall_back<at::_ops::_thnn_fused_gru_cell>("not 2-D chip floats", input_gates, hidden_gates, hx, on_host(input_bias), on_host(hidden_bias));
@@ -131,12 +136,11 @@ std::tuple<at::Tensor, at::Tensor> npu_gru_cell(const at::Tensor& input_gates, c
   return {hy.to(dtype), side_by_side({r, z, n, as_f32(hx), hn}, dtype)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> npu_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
-                                                                                             bool has_bias) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_thnn_fused_gru_cell_backward(const at::Tensor& grad_hy,
+                                                                                                                         const at::Tensor& workspace,
+                                                                                                                         bool has_bias) {
   if (!on_chip({&grad_hy, &workspace}) || grad_hy.dim() != 2 || workspace.dim() != 2 || grad_hy.numel() == 0) {
-    note_cpu_fallback("aten::_thnn_fused_gru_cell_backward", "not 2-D chip floats");
-    auto [gi, gh, ghx, gbi, gbh] = at::_thnn_fused_gru_cell_backward(grad_hy.cpu(), workspace.cpu(), has_bias);
-    return {to_npu(gi), to_npu(gh), to_npu(ghx), gbi.defined() ? to_npu(gbi) : gbi, gbh.defined() ? to_npu(gbh) : gbh};
+    return fall_back<at::_ops::_thnn_fused_gru_cell_backward>("not 2-D chip floats", grad_hy, workspace, has_bias);
   }
   const int64_t h = grad_hy.size(1);
   const at::Tensor go = as_f32(grad_hy);
@@ -151,15 +155,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> npu_gru_c
   const at::Tensor grad_hx = at::mul(go, z).to(dtype);
   if (!has_bias) return {grad_input_gates, grad_hidden_gates, grad_hx, at::Tensor(), at::Tensor()};
   return {grad_input_gates, grad_hidden_gates, grad_hx, at::sum(grad_input_gates, {0}), at::sum(grad_hidden_gates, {0})};
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_thnn_fused_lstm_cell", npu_lstm_cell);
-  m.impl("_thnn_fused_lstm_cell_backward_impl", npu_lstm_cell_backward);
-  m.impl("_thnn_fused_gru_cell", npu_gru_cell);
-  m.impl("_thnn_fused_gru_cell_backward", npu_gru_cell_backward);
 }
 
 }  // namespace npusim

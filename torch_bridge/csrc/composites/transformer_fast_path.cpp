@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "PrivateUse1NativeFunctions.h"
 #include "aten/kernel_launch.h"
 
 namespace npusim {
@@ -61,22 +62,31 @@ Attention multi_head_attention(const at::Tensor& query, const at::Tensor& key, c
   return result;
 }
 
-std::tuple<at::Tensor, at::Tensor> native_multi_head_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                                                               int64_t embed_dim, int64_t num_head, const at::Tensor& qkv_weight,
-                                                               const at::Tensor& qkv_bias, const at::Tensor& proj_weight,
-                                                               const at::Tensor& proj_bias, const std::optional<at::Tensor>& mask,
-                                                               bool need_weights, bool average_attn_weights, std::optional<int64_t> mask_type) {
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> NpuNativeFunctions::_native_multi_head_attention(const at::Tensor& query, const at::Tensor& key,
+                                                                                    const at::Tensor& value, int64_t embed_dim,
+                                                                                    int64_t num_head, const at::Tensor& qkv_weight,
+                                                                                    const at::Tensor& qkv_bias,
+                                                                                    const at::Tensor& proj_weight,
+                                                                                    const at::Tensor& proj_bias,
+                                                                                    const std::optional<at::Tensor>& mask,
+                                                                                    bool need_weights, bool average_attn_weights,
+                                                                                    std::optional<int64_t> mask_type) {
   Attention a = multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type,
                                      need_weights, average_attn_weights);
   return {a.output, a.weights.defined() ? a.weights : new_npu({0}, query.scalar_type())};
 }
 
-at::Tensor transformer_encoder_layer(const at::Tensor& src, int64_t embed_dim, int64_t num_heads, const at::Tensor& qkv_weight,
-                                     const at::Tensor& qkv_bias, const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
-                                     bool norm_first, double eps, const at::Tensor& norm_weight_1, const at::Tensor& norm_bias_1,
-                                     const at::Tensor& norm_weight_2, const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
-                                     const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2, const at::Tensor& ffn_bias_2,
-                                     const std::optional<at::Tensor>& mask, std::optional<int64_t> mask_type) {
+at::Tensor NpuNativeFunctions::_transformer_encoder_layer_fwd(const at::Tensor& src, int64_t embed_dim, int64_t num_heads,
+                                                              const at::Tensor& qkv_weight, const at::Tensor& qkv_bias,
+                                                              const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
+                                                              bool norm_first, double eps, const at::Tensor& norm_weight_1,
+                                                              const at::Tensor& norm_bias_1, const at::Tensor& norm_weight_2,
+                                                              const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
+                                                              const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2,
+                                                              const at::Tensor& ffn_bias_2, const std::optional<at::Tensor>& mask,
+                                                              std::optional<int64_t> mask_type) {
   const auto attention = [&](const at::Tensor& x) {
     return multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type, false, false)
         .output;
@@ -93,13 +103,6 @@ at::Tensor transformer_encoder_layer(const at::Tensor& src, int64_t embed_dim, i
   }
   x = norm(x + attention(x), norm_weight_1, norm_bias_1);
   return norm(x + feed_forward(x), norm_weight_2, norm_bias_2);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_native_multi_head_attention", native_multi_head_attention);
-  m.impl("_transformer_encoder_layer_fwd", transformer_encoder_layer);
 }
 
 }  // namespace npusim
