@@ -113,6 +113,11 @@ def test_complex_elementwise_ops_work_on_the_pairs():
         "angle(a)": lambda a, b, r: a.angle(),
         "polar(|r|, r)": lambda a, b, r: torch.polar(r.abs(), r),
         "a += b": lambda a, b, r: a.clone().add_(b),
+        "a / b": lambda a, b, r: a / b,
+        "a / r (real divisor)": lambda a, b, r: a / r,
+        "r / a (real dividend)": lambda a, b, r: r / a,
+        "a / (3 - 4j)": lambda a, b, r: a / (3 - 4j),
+        "a / (b * 1e30) (no overflow: Smith's method)": lambda a, b, r: a / (b * 1e30),
     }
     for name, f in cases.items():
         before = dict(npusim.fallback_stats())

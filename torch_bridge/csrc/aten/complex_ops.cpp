@@ -1,5 +1,5 @@
 // Complex tensors on the npu: complex64 as pairs of f32 (the real part first: ATen's layout, so
-// view_as_real is a view), the elementwise ops on those pairs (add, sub, mul, neg, abs; polar, angle,
+// view_as_real is a view), the elementwise ops on those pairs (add, sub, mul, div, neg, abs; polar, angle,
 // conj_physical), and the FFTs as matmuls with DFT matrices.
 //
 // The FFTs (_fft_r2c, _fft_c2r, _fft_c2c: torch.fft.*, torch.stft, torch.istft) run as dense DFTs on the
@@ -235,12 +235,35 @@ std::optional<at::Tensor> complex_unary(OpKind kind, const at::Tensor& self) {
   return std::nullopt;
 }
 
+namespace {
+
+// a / b. A real divisor divides both parts; a complex one as c10::complex does (Smith's method: the ratio
+// of the divisor's smaller part to its larger, so that no product overflows where the quotient does not):
+// |br| >= |bi|: r = bi / br, d = br + bi r, ((ar + ai r) + i (ai - ar r)) / d; else r = br / bi,
+// d = br r + bi, ((ar r + ai) + i (ai r - ar)) / d.
+at::Tensor complex_divide(const at::Tensor& a, const at::Tensor& b) {
+  if (!b.is_complex()) return from_parts(at::div(parts(a), as_f32(b).unsqueeze(-1)));
+  const at::Tensor pa = parts(a), pb = parts(b);
+  const at::Tensor ar = pa.select(-1, 0), ai = pa.select(-1, 1), br = pb.select(-1, 0), bi = pb.select(-1, 1);
+  const at::Tensor real_larger = at::ge(at::abs(br), at::abs(bi));
+  const at::Tensor ratio = at::where(real_larger, at::div(bi, br), at::div(br, bi));
+  const at::Tensor denominator = at::where(real_larger, at::add(br, at::mul(bi, ratio)), at::add(at::mul(br, ratio), bi));
+  const at::Tensor real = at::where(real_larger, at::add(ar, at::mul(ai, ratio)), at::add(at::mul(ar, ratio), ai));
+  const at::Tensor imaginary = at::where(real_larger, at::sub(ai, at::mul(ar, ratio)), at::sub(at::mul(ai, ratio), ar));
+  return from_parts(at::stack({at::div(real, denominator), at::div(imaginary, denominator)}, -1));
+}
+
+}  // namespace
+
 std::optional<at::Tensor> complex_binary(OpKind kind, const at::Tensor& a_in, const at::Tensor& b_in) {
-  if ((kind != OpKind::ADD && kind != OpKind::SUB && kind != OpKind::MUL) || at::result_type(a_in, b_in) != at::kComplexFloat) return std::nullopt;
+  if ((kind != OpKind::ADD && kind != OpKind::SUB && kind != OpKind::MUL && kind != OpKind::DIV) ||
+      at::result_type(a_in, b_in) != at::kComplexFloat)
+    return std::nullopt;
   const std::optional<at::Tensor> a = operand(a_in), b = operand(b_in);
   if (!a || !b || (!on_npu(a_in) && !on_npu(b_in)) || a->numel() == 0 || b->numel() == 0) return std::nullopt;
   if (kind == OpKind::ADD) return from_parts(at::add(parts(*a), parts(*b)));
   if (kind == OpKind::SUB) return from_parts(at::sub(parts(*a), parts(*b)));
+  if (kind == OpKind::DIV) return complex_divide(*a, *b);
   // A real factor scales both parts; two complex ones: (ar br - ai bi) + i (ar bi + ai br).
   if (!b->is_complex()) return from_parts(at::mul(parts(*a), as_f32(*b).unsqueeze(-1)));
   if (!a->is_complex()) return from_parts(at::mul(parts(*b), as_f32(*a).unsqueeze(-1)));

@@ -10,7 +10,7 @@
 
 namespace npusim {
 
-// The elementwise ops that have a complex form here (neg, abs; add, sub, mul), on complex64 npu tensors
+// The elementwise ops that have a complex form here (neg, abs; add, sub, mul, div), on complex64 npu tensors
 // (a real operand, or a number, joins as complex): the result, or nullopt where the op or an operand is
 // not one of those (the caller then runs the op on the CPU, counted).
 std::optional<at::Tensor> complex_unary(npu::compiler::OpKind kind, const at::Tensor& self);

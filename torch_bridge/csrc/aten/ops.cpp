@@ -379,7 +379,7 @@ at::Tensor NpuNativeFunctions::div(const at::Tensor& a, const at::Tensor& b) {
     const at::ScalarType to = c10::typeMetaToScalarType(at::get_default_dtype());
     return NpuNativeFunctions::div(a.to(to), b.to(to));
   }
-  if (!at::isFloatingType(common)) return fall_back<at::_ops::div_Tensor>("", a, b);
+  if (!at::isFloatingType(common) && !at::isComplexType(common)) return fall_back<at::_ops::div_Tensor>("", a, b);
   return binary(OpKind::DIV, "aten::div.Tensor", a, b, false, [&] { return fall_back<at::_ops::div_Tensor>("", a, b); });
 }
 at::Tensor NpuNativeFunctions::div(const at::Tensor& a, const at::Scalar& b) { return NpuNativeFunctions::div(a, cpu_scalar(b)); }
