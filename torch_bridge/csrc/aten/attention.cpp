@@ -205,14 +205,10 @@ int64_t NpuNativeFunctions::_fused_sdp_choice(const at::Tensor& q, const at::Ten
   return plain && maskable ? kOverrideable : kMath;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable(const at::Tensor& q,
-                                                                                                                                                                                              const at::Tensor& k,
-                                                                                                                                                                                              const at::Tensor& v,
-                                                                                                                                                                                              const std::optional<at::Tensor>& bias,
-                                                                                                                                                                                              double dropout,
-                                                                                                                                                                                              bool is_causal,
-                                                                                                                                                                                              bool return_debug_mask,
-                                                                                                                                                                                              std::optional<double> scale) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                                     const std::optional<at::Tensor>& bias, double dropout, bool is_causal,
+                                                                     bool return_debug_mask, std::optional<double> scale) {
   TORCH_CHECK(dropout == 0.0, "npusim: the fused attention takes no dropout");
   const Grouped g = grouped_views(q, k, v, bias ? &*bias : nullptr);
   at::Tensor out = attention_npu(g.q, g.k, g.v, is_causal, default_scale(q, scale), g.mask ? &*g.mask : nullptr);
@@ -226,23 +222,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
 // The gradients from the probabilities, recomputed: with P = softmax(S), S = scale q k^T (+ mask),
 // dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
 // A query whose keys are all masked has P = 0 (the forward's zeros), so its gradients are 0.
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable_backward_symint(const at::Tensor& grad_out,
-                                                                                                                                                const at::Tensor& q,
-                                                                                                                                                const at::Tensor& k,
-                                                                                                                                                const at::Tensor& v,
-                                                                                                                                                const at::Tensor& attn_bias,
-                                                                                                                                                std::array<bool, 4> mask,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                c10::SymInt,
-                                                                                                                                                c10::SymInt,
-                                                                                                                                                double,
-                                                                                                                                                bool is_causal,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                const at::Tensor&,
-                                                                                                                                                std::optional<double> scale_opt) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+NpuNativeFunctions::_scaled_dot_product_fused_attention_overrideable_backward_symint(const at::Tensor& grad_out, const at::Tensor& q,
+                                                                                     const at::Tensor& k, const at::Tensor& v,
+                                                                                     const at::Tensor& attn_bias, std::array<bool, 4> mask,
+                                                                                     const at::Tensor&, const at::Tensor&,
+                                                                                     const at::Tensor&, const at::Tensor&, c10::SymInt,
+                                                                                     c10::SymInt, double, bool is_causal, const at::Tensor&,
+                                                                                     const at::Tensor&, std::optional<double> scale_opt) {
   // fused_sdp_choice keeps a mask that needs a gradient of its own on PyTorch's math.
   TORCH_CHECK(!mask[3], "npusim: the attention backward gives no gradient for the mask");
   const double scale = default_scale(q, scale_opt);

@@ -200,7 +200,9 @@ at::Tensor& NpuNativeFunctions::random_(at::Tensor& self, int64_t from, std::opt
   return fall_back<at::_ops::random__from>("a range beyond 2^24 or int32, no upper bound, or a dtype the chip does not store", self, from,
                                            to_opt, std::nullopt);
 }
-at::Tensor& NpuNativeFunctions::random_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) { return NpuNativeFunctions::random_(self, 0, to, generator); }
+at::Tensor& NpuNativeFunctions::random_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) {
+  return NpuNativeFunctions::random_(self, 0, to, generator);
+}
 
 // A random permutation of 0 .. n - 1: the sorted order of n uniform keys (equal keys, 2^-24 apart at
 // worst, keep their order: the sort is stable).
